@@ -1,0 +1,107 @@
+"""The sampling-backend protocol: token IDs in, token IDs + logprobs out.
+
+Every backend (``transformers``, ``vllm``, ``scripted``) implements :class:`SamplingBackend`.
+The gateway owns rendering and tokenization; a backend never sees messages or text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+FinishReason = Literal["stop", "length"]
+
+
+class BackendError(RuntimeError):
+    """A backend could not produce a sample (connection refused, HTTP error, bad response).
+
+    Raised by :meth:`SamplingBackend.sample`; the gateway records nothing for the turn.
+    """
+
+
+class BackendTimeout(BackendError):
+    """The backend did not answer within its configured timeout (after all retries)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Sampling parameters, owned by the trainer and set per session on the gateway.
+
+    Attributes:
+        temperature: softmax temperature (> 0; 0 means greedy argmax, logprobs then come from the
+            unscaled distribution).
+        top_p: nucleus mass in (0, 1]; 1.0 disables.
+        top_k: keep the k most likely tokens; 0 disables.
+        max_new_tokens: upper bound on sampled tokens per turn (> 0).
+        stop: stop strings (matched on decoded text; the matched text is kept in the output).
+        stop_token_ids: token IDs that end the generation (kept in the output, like vLLM does).
+            The gateway adds the template's end-of-turn token automatically.
+        seed: optional RNG seed for reproducible sampling.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 disables), got {self.top_k}")
+        if self.max_new_tokens <= 0:
+            raise ValueError(f"max_new_tokens must be > 0, got {self.max_new_tokens}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class SampleResult:
+    """What a backend returns for one generation.
+
+    Attributes:
+        output_ids: sampled token IDs, including a terminating stop token if one was sampled.
+        logprobs: list[float] of length len(output_ids); natural-log probability of each sampled
+            token under the *sampling* distribution (after temperature, top-k, top-p).
+        finish_reason: "stop" (stop token or stop string) or "length" (max_new_tokens reached).
+        info: backend-specific extras (e.g. the server's request id), never required.
+    """
+
+    output_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.output_ids) != len(self.logprobs):
+            raise BackendError(
+                f"backend returned {len(self.output_ids)} token IDs but {len(self.logprobs)} logprobs"
+            )
+        if self.finish_reason not in ("stop", "length"):
+            raise BackendError(f"unknown finish_reason {self.finish_reason!r}")
+
+
+@runtime_checkable
+class SamplingBackend(Protocol):
+    """One generation from token IDs. Implementations must be safe to call concurrently."""
+
+    name: str
+
+    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+        """Sample a continuation of ``prompt_ids``.
+
+        Raises:
+            BackendError: the backend failed; nothing was generated.
+            BackendTimeout: no answer within the configured timeout.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release clients, servers or models held by the backend."""
+        ...

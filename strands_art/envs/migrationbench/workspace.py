@@ -1,0 +1,164 @@
+"""Per-rollout workspace: a private copy of a task repository with confined path resolution.
+
+Each rollout edits its own copy of ``<task>/repo`` so rollouts never see each other's changes
+and the bundled task stays pristine. Every path a tool receives goes through
+:meth:`Workspace.resolve`, which accepts a path only if its *real* location (after following
+symlinks, including symlinked parent directories) is inside the workspace root. A refused path
+raises :class:`PathOutsideWorkspace`, whose message is written for the model to read.
+
+Besides the repository root the workspace owns an ``aux`` directory outside the repository
+(for a ``mvn`` wrapper, a Maven local repository, a private HOME); it is removed by
+:meth:`Workspace.cleanup` together with the copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+class PathOutsideWorkspace(ValueError):
+    """A tool path that resolves outside the workspace root (``..``, absolute path, symlink)."""
+
+
+class Workspace:
+    """A directory tree that tools may touch; everything else is refused.
+
+    Args:
+        root: the repository directory the model works in. It must exist; it is stored as its
+            real path (symlinks resolved), and that is the path shown to the model.
+        owned_dirs: directories removed by :meth:`cleanup` (the temporary copy, ``aux``).
+            A workspace built directly on an existing directory owns nothing and
+            ``cleanup()`` leaves it in place.
+
+    Raises:
+        FileNotFoundError: ``root`` is not an existing directory.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, owned_dirs: tuple[Path, ...] = ()) -> None:
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise FileNotFoundError(f"workspace root {root!s} is not a directory")
+        self.root: Path = real
+        self._owned: list[Path] = list(owned_dirs)
+        self._aux: Path | None = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def copy_of(cls, source: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None) -> Workspace:
+        """Copy ``source`` (a repository directory) into a fresh workspace.
+
+        Args:
+            source: directory to copy; symlinks inside it are copied as symlinks (a link that
+                points outside stays refused by :meth:`resolve`).
+            dest: where the copy goes; must not exist yet (it is created and owned). Default:
+                ``<new temp dir>/repo``, and the whole temp dir is owned.
+
+        Returns:
+            The workspace rooted at the copy.
+
+        Raises:
+            FileNotFoundError: ``source`` is not a directory.
+            FileExistsError: ``dest`` already exists.
+        """
+        src = Path(source)
+        if not src.is_dir():
+            raise FileNotFoundError(f"cannot copy workspace: {src} is not a directory")
+        if dest is None:
+            base = Path(tempfile.mkdtemp(prefix="strands-art-ws-"))
+            target = base / "repo"
+            owned: tuple[Path, ...] = (base,)
+        else:
+            target = Path(dest)
+            if target.exists():
+                raise FileExistsError(f"workspace destination {target} already exists")
+            owned = (target,)
+        shutil.copytree(src, target, symlinks=True)
+        logger.debug("workspace copied %s -> %s", src, target)
+        return cls(target, owned_dirs=owned)
+
+    @classmethod
+    def for_task(
+        cls, task_dir: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None
+    ) -> Workspace:
+        """Copy ``<task_dir>/repo`` into a fresh workspace (see :meth:`copy_of`)."""
+        repo = Path(task_dir) / "repo"
+        if not repo.is_dir():
+            raise FileNotFoundError(f"task {task_dir} has no repo/ directory")
+        return cls.copy_of(repo, dest)
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def aux_dir(self) -> Path:
+        """A private scratch directory outside the repository (created on first use, owned)."""
+        if self._aux is None:
+            self._aux = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-aux-")))
+            self._owned.append(self._aux)
+        return self._aux
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        """True if the real path of ``path`` is the root or lies under it (no resolution of ``path``)."""
+        p = Path(path)
+        return p == self.root or p.is_relative_to(self.root)
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """Map a tool path to a real absolute path inside the workspace.
+
+        Relative paths resolve against the root; absolute paths are accepted only if they lie
+        inside it. The check is made twice: lexically (``..`` may not climb out) and on the
+        real path (``os.path.realpath`` follows every existing symlink, also in parent
+        directories). A path that does not exist yet is allowed if its existing part is inside.
+
+        Returns:
+            The real path (symlinks resolved) of the target.
+
+        Raises:
+            PathOutsideWorkspace: empty path, NUL byte, or a location outside the root.
+        """
+        text = os.fspath(path)
+        if not text or not text.strip():
+            raise PathOutsideWorkspace(f"Empty path. Give a path inside the workspace {self.root}.")
+        if "\x00" in text:
+            raise PathOutsideWorkspace("Invalid path: it contains a NUL byte.")
+        expanded = Path(text)
+        joined = expanded if expanded.is_absolute() else self.root / expanded
+        lexical = Path(os.path.normpath(joined))
+        if not self.contains(lexical):
+            raise PathOutsideWorkspace(
+                f"Path {text!r} is outside the workspace {self.root}. Only paths inside the workspace are "
+                "allowed; relative paths are resolved against it."
+            )
+        real = Path(os.path.realpath(lexical))
+        if not self.contains(real):
+            raise PathOutsideWorkspace(
+                f"Path {text!r} leads outside the workspace {self.root} through a symbolic link "
+                f"(it resolves to {real}). Only paths inside the workspace are allowed."
+            )
+        return real
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the root ("." for the root itself), for messages."""
+        rel = path.relative_to(self.root)
+        return str(rel) if str(rel) != "." else "."
+
+    # ------------------------------------------------------------------ lifetime
+    def cleanup(self) -> None:
+        """Remove the directories this workspace owns (the copy and ``aux``); idempotent."""
+        for d in self._owned:
+            shutil.rmtree(d, ignore_errors=True)
+        self._owned.clear()
+        self._aux = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    def __repr__(self) -> str:
+        return f"Workspace(root={str(self.root)!r})"

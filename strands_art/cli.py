@@ -1,0 +1,124 @@
+"""The ``strands-art`` command line.
+
+Subcommands (``strands-art SUBCOMMAND --help`` for each):
+
+- ``migrate``        the main job: the MigrationBench agent over the bundled tasks, real Maven builds;
+- ``evaluate``       score a migrated repository against its task (JSON to stdout);
+- ``replay``         replay a logged conversation through the gateway (JSON to stdout);
+- ``demo``           a Strands agent with two small tools on the embedded model;
+- ``batching-plan``  step-stable batching arithmetic (JSON to stdout).
+
+Each subcommand imports what it needs lazily, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from strands_art.replay import ReplayInputError, replay
+
+    try:
+        spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"strands-art replay: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
+    except (ReplayInputError, ValueError) as exc:
+        print(f"strands-art replay: {exc}", file=sys.stderr)
+        return 2
+    if args.summary:
+        print(json.dumps(result["summary"], indent=2), file=sys.stderr)
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from strands_art.demo import run_demo
+
+    return run_demo(
+        model=args.model, history_mode=args.history_mode, seed=args.seed, max_new_tokens=args.max_new_tokens
+    )
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from strands_art.envs.migrationbench.evaluator import evaluate_command
+
+    result = evaluate_command(args.repo_dir, args.task, timeout_s=args.timeout)
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from strands_art.envs.migrationbench.runner import main_from_args
+
+    return main_from_args(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strands-art",
+        description="Token-exact agent RL for Strands agents: rollout gateway, MigrationBench, GRPO.",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("replay", help="replay a logged conversation through the gateway (scripted backend)")
+    p.add_argument("file", help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}")
+    p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
+    p.add_argument("--tokenizer", default=None, help="qwen3, smollm2 or a local tokenizer directory")
+    p.add_argument(
+        "--summary", action="store_true", help="also print a summary (rows, tokens, events) to stderr"
+    )
+    p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser("demo", help="a Strands agent with two small tools on the embedded model")
+    p.add_argument("--model", default="smollm2", help="model alias or local directory (default: smollm2)")
+    p.add_argument("--history-mode", choices=["tree", "linear"], default="tree")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("evaluate", help="score a migrated repository (JSON: build_success, tests, reward)")
+    p.add_argument("repo_dir", help="the repository to evaluate")
+    p.add_argument("--task", required=True, help="task directory (task.json; repo/ holds the original)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="Maven build timeout in seconds (default 300)"
+    )
+    p.set_defaults(func=_cmd_evaluate)
+
+    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments
+
+    p = sub.add_parser(
+        "migrate", help="the main job: migrate Java 8 Maven tasks to Java 17 with a Strands agent"
+    )
+    add_migrate_arguments(p)
+    p.set_defaults(func=_cmd_migrate)
+
+    from strands_art.training.cli import add_batching_plan_parser
+
+    add_batching_plan_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Pure conversions between Strands shapes and OpenAI-format chat messages / stream events.
+
+Strands messages (https://strandsagents.com/latest/documentation/docs/user-guide/concepts/model-providers/custom_model_provider/)
+hold content blocks: ``text``, ``toolUse`` ``{toolUseId, name, input}``, ``toolResult``
+``{toolUseId, status, content: [{text}|{json}]}``, ``reasoningContent``
+``{reasoningText: {text}}``. The gateway speaks OpenAI chat format. Stream events follow the
+Strands ``StreamEvent`` sequence: messageStart, contentBlockStart/Delta/Stop per block,
+messageStop with a stop reason, metadata with usage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+class StrandsFormatError(ValueError):
+    """A Strands message holds a block this provider cannot send (image, document, ...)."""
+
+
+def tool_specs_to_openai(tool_specs: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Strands ToolSpec list → OpenAI ``[{"type": "function", "function": {...}}]`` (None if empty)."""
+    if not tool_specs:
+        return None
+    out = []
+    for spec in tool_specs:
+        schema = spec.get("inputSchema", {})
+        schema = schema.get("json", schema) if isinstance(schema, dict) else {}
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": spec["name"],
+                    "description": spec.get("description", ""),
+                    "parameters": schema,
+                },
+            }
+        )
+    return out
+
+
+def tool_result_text(result: dict[str, Any]) -> str:
+    """The text a chat template shows for a Strands toolResult (json parts serialized)."""
+    parts = []
+    for block in result.get("content", []) or []:
+        if "text" in block:
+            parts.append(str(block["text"]))
+        elif "json" in block:
+            parts.append(json.dumps(block["json"], ensure_ascii=False))
+        else:
+            raise StrandsFormatError(f"unsupported toolResult content block {sorted(block)}")
+    text = "\n".join(parts)
+    if result.get("status") == "error" and not text.lower().startswith("error"):
+        text = f"Error: {text}"
+    return text
+
+
+def strands_assistant_to_openai(message: dict[str, Any]) -> dict[str, Any]:
+    """One Strands assistant message → an OpenAI assistant message (as Strands holds it)."""
+    texts, reasoning, calls = [], [], []
+    for block in message.get("content", []) or []:
+        if "text" in block:
+            texts.append(block["text"])
+        elif "toolUse" in block:
+            tu = block["toolUse"]
+            calls.append(
+                {
+                    "id": tu.get("toolUseId", ""),
+                    "type": "function",
+                    "function": {"name": tu.get("name", ""), "arguments": tu.get("input") or {}},
+                }
+            )
+        elif "reasoningContent" in block:
+            reasoning.append(block["reasoningContent"].get("reasoningText", {}).get("text", ""))
+        else:
+            raise StrandsFormatError(f"unsupported assistant content block {sorted(block)}")
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if reasoning:
+        out["reasoning_content"] = "".join(reasoning)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def strands_user_to_openai(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """One Strands user message → OpenAI tool messages (one per toolResult) then a user message."""
+    tools, texts = [], []
+    for block in message.get("content", []) or []:
+        if "toolResult" in block:
+            tr = block["toolResult"]
+            tools.append(
+                {"role": "tool", "tool_call_id": tr.get("toolUseId", ""), "content": tool_result_text(tr)}
+            )
+        elif "text" in block:
+            texts.append(block["text"])
+        else:
+            raise StrandsFormatError(
+                f"unsupported user content block {sorted(block)} (text and toolResult only)"
+            )
+    out = list(tools)
+    if texts or not tools:
+        out.append({"role": "user", "content": "".join(texts)})
+    return out
+
+
+def stream_events(
+    text: str,
+    reasoning: str | None,
+    tool_calls: list[Any],
+    finish_reason: str,
+    usage: dict[str, int],
+    latency_ms: int,
+) -> Iterator[dict[str, Any]]:
+    """Strands stream events for one assistant turn.
+
+    ``tool_calls`` items need ``id``, ``name`` and ``arguments`` (dict). Stop reason:
+    "tool_use" when there are tool calls, "max_tokens" on length, else "end_turn".
+    """
+    yield {"messageStart": {"role": "assistant"}}
+    if reasoning:
+        yield {"contentBlockStart": {"start": {}}}
+        yield {"contentBlockDelta": {"delta": {"reasoningContent": {"text": reasoning}}}}
+        yield {"contentBlockStop": {}}
+    if text:
+        yield {"contentBlockStart": {"start": {}}}
+        yield {"contentBlockDelta": {"delta": {"text": text}}}
+        yield {"contentBlockStop": {}}
+    for call in tool_calls:
+        yield {"contentBlockStart": {"start": {"toolUse": {"name": call.name, "toolUseId": call.id}}}}
+        yield {
+            "contentBlockDelta": {
+                "delta": {"toolUse": {"input": json.dumps(call.arguments, ensure_ascii=False)}}
+            }
+        }
+        yield {"contentBlockStop": {}}
+    stop = STOP_REASONS.get(finish_reason, "end_turn")
+    if tool_calls and finish_reason != "length":
+        stop = "tool_use"
+    yield {"messageStop": {"stopReason": stop}}
+    yield {
+        "metadata": {
+            "usage": {
+                "inputTokens": usage["prompt_tokens"],
+                "outputTokens": usage["completion_tokens"],
+                "totalTokens": usage["total_tokens"],
+            },
+            "metrics": {"latencyMs": latency_ms},
+        }
+    }

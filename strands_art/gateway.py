@@ -1,0 +1,348 @@
+"""The in-process rollout gateway: messages in, token-exact training rows out.
+
+One :meth:`RolloutGateway.generate` per turn: (1) the session's history policy turns the chat
+messages into prompt token IDs (tree or linear, :mod:`strands_art.history`); (2) the sampling
+backend samples from those IDs; (3) the capture extends or forks a row
+(:mod:`strands_art.capture`); (4) the output is parsed into text, reasoning and tool calls
+(:mod:`strands_art.toolcalls`). The gateway knows nothing of Strands (see strands_art/model.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypedDict
+
+from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams
+from strands_art.capture import RowCapture
+from strands_art.history.base import HistoryPolicy
+from strands_art.history.normalize import normalize_messages, tools_key
+from strands_art.history.tree import TreeHistory, explain_fork
+from strands_art.render import ChatRenderer
+from strands_art.toolcalls.base import ToolCall
+from strands_art.trajectory import Trajectory, Turn
+
+logger = logging.getLogger(__name__)
+
+
+class GatewayError(RuntimeError):
+    """Base class of the gateway's own errors."""
+
+
+class UnknownSession(GatewayError, KeyError):
+    """No open session has this rollout id."""
+
+
+class ContextBudgetExceeded(GatewayError):
+    """The prompt leaves no room to generate (``prompt_tokens >= max_context_tokens``).
+
+    Nothing is recorded. The Strands provider maps it to ``ContextWindowOverflowException``.
+    """
+
+    def __init__(self, prompt_tokens: int, max_context_tokens: int) -> None:
+        super().__init__(
+            f"prompt of {prompt_tokens} tokens leaves no room to generate within the context "
+            f"budget of {max_context_tokens} tokens"
+        )
+        self.prompt_tokens = prompt_tokens
+        self.max_context_tokens = max_context_tokens
+
+
+class SamplingOverrideRejected(GatewayError):
+    """The agent asked for sampling parameters the trainer owns and the gateway rejects overrides."""
+
+
+class GatewayConfig(TypedDict, total=False):
+    """Gateway configuration.
+
+    Attributes:
+        history_mode: "tree" (default) or "linear" (see docs/linear-history.md).
+        on_nonlinear: linear mode's divergence policy: "reset" (default), "error", "disable".
+        sampling: default SamplingParams for new sessions (the trainer's).
+        on_sampling_override: "ignore" (default: logged warning + event) or "reject"
+            (raise SamplingOverrideRejected) when a request carries its own sampling parameters.
+        max_context_tokens: context budget (prompt + generated tokens); default: the tokenizer's
+            ``model_max_length`` capped at 32768.
+        chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
+    """
+
+    history_mode: Literal["tree", "linear"]
+    on_nonlinear: Literal["reset", "error", "disable"]
+    sampling: SamplingParams
+    on_sampling_override: Literal["ignore", "reject"]
+    max_context_tokens: int
+    chat_template: str
+    chat_template_kwargs: dict[str, Any]
+
+
+@dataclass
+class GenerateResult:
+    """The parsed assistant output of one turn plus what was recorded.
+
+    Attributes:
+        text: assistant content without reasoning or tool-call markup.
+        reasoning: the ``<think>`` content, or None.
+        tool_calls: parsed calls with gateway-assigned ids (unique within the session).
+        finish_reason: "stop", "length" or "tool_calls".
+        ill_formed: a tool call in the output could not be parsed (the raw text is in ``text``).
+        problems: what was wrong (unparseable call, unknown tool name, ...).
+        turn: the recorded Turn (token IDs, logprobs, timings).
+        assistant_message: the OpenAI-format assistant message the gateway produced (canonical
+            history: the provider replays it).
+    """
+
+    text: str
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str
+    ill_formed: bool
+    problems: list[str]
+    turn: Turn
+    assistant_message: dict[str, Any]
+
+    @property
+    def usage(self) -> dict[str, int]:
+        p, o = len(self.turn.prompt_ids), len(self.turn.output_ids)
+        return {"prompt_tokens": p, "completion_tokens": o, "total_tokens": p + o}
+
+
+@dataclass
+class _Session:
+    trajectory: Trajectory
+    sampling: SamplingParams
+    history: HistoryPolicy
+    capture: RowCapture
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tools_key: str | None = None
+
+
+class RolloutGateway:
+    """Sessions keyed by rollout id; one :meth:`generate` per turn; token-exact capture.
+
+    Args:
+        tokenizer: a tokenizer alias ("qwen3", "smollm2"), a local directory, or a
+            ``transformers`` tokenizer object.
+        backend: a :class:`~strands_art.backends.base.SamplingBackend`.
+        config: :class:`GatewayConfig` keys.
+    """
+
+    def __init__(self, tokenizer: Any, backend: SamplingBackend, **config: Any) -> None:
+        unknown = set(config) - set(GatewayConfig.__annotations__)
+        if unknown:
+            raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
+        if isinstance(tokenizer, str):
+            from strands_art.registry import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer)
+        self.config: GatewayConfig = {
+            "history_mode": "tree",
+            "on_nonlinear": "reset",
+            "sampling": SamplingParams(),
+            "on_sampling_override": "ignore",
+        }
+        self.config.update(config)  # type: ignore[typeddict-item]
+        if self.config["history_mode"] not in ("tree", "linear"):
+            raise ValueError(f"history_mode must be 'tree' or 'linear', got {self.config['history_mode']!r}")
+        self.renderer = ChatRenderer(
+            tokenizer, self.config.get("chat_template"), self.config.get("chat_template_kwargs")
+        )
+        self.backend = backend
+        self.max_context_tokens = int(
+            self.config.get("max_context_tokens") or min(getattr(tokenizer, "model_max_length", 32768), 32768)
+        )
+        self._sessions: dict[str, _Session] = {}
+
+    # ------------------------------------------------------------------ sessions
+    def open_session(
+        self,
+        rollout_id: str | None = None,
+        group_id: str | None = None,
+        sampling: SamplingParams | None = None,
+    ) -> str:
+        """Start a rollout; returns its id (a new uuid4 hex if none given). Idempotent per id."""
+        rollout_id = rollout_id or uuid.uuid4().hex
+        if rollout_id not in self._sessions:
+            self._sessions[rollout_id] = _Session(
+                trajectory=Trajectory(rollout_id=rollout_id, group_id=group_id),
+                sampling=sampling or self.config["sampling"],
+                history=self._make_history(),
+                capture=RowCapture(rollout_id, group_id),
+            )
+        return rollout_id
+
+    def _make_history(self) -> HistoryPolicy:
+        if self.config["history_mode"] == "linear":
+            from strands_art.history.linear import LinearHistory
+
+            return LinearHistory(self.renderer, on_nonlinear=self.config["on_nonlinear"])
+        return TreeHistory(self.renderer)
+
+    def set_sampling(self, rollout_id: str, sampling: SamplingParams) -> None:
+        """Set a session's sampling parameters (the trainer's call)."""
+        self._session(rollout_id).sampling = sampling
+
+    def trajectory(self, rollout_id: str) -> Trajectory:
+        """The session's trajectory so far (rows carry the policy counters in metadata)."""
+        s = self._session(rollout_id)
+        counters = s.history.counters()
+        for row in s.capture.rows:
+            row.metadata["history"] = dict(counters)
+        s.trajectory.rows = s.capture.rows
+        return s.trajectory
+
+    def close_session(self, rollout_id: str, reward: float | None = None) -> Trajectory:
+        """End a rollout and return its trajectory (reward attached if given)."""
+        traj = self.trajectory(rollout_id)
+        if reward is not None:
+            traj.set_reward(reward)
+        del self._sessions[rollout_id]
+        return traj
+
+    def record_event(self, rollout_id: str, kind: str, reason: str, **data: Any) -> None:
+        """Record an event (e.g. a harness rewrite detected by the provider) on the trajectory."""
+        s = self._session(rollout_id)
+        s.trajectory.events.append({"turn": len(s.trajectory.turns), "kind": kind, "reason": reason, **data})
+
+    def _session(self, rollout_id: str) -> _Session:
+        try:
+            return self._sessions[rollout_id]
+        except KeyError:
+            raise UnknownSession(f"no open session {rollout_id!r}; call open_session() first") from None
+
+    # ------------------------------------------------------------------ one turn
+    async def generate(
+        self,
+        rollout_id: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        sampling_overrides: dict[str, Any] | None = None,
+    ) -> GenerateResult:
+        """Run one turn: render → tokenize → sample → capture → parse.
+
+        Args:
+            messages: OpenAI-format chat messages as the harness sent them.
+            tools: OpenAI-format tool specs (``{"type": "function", "function": {...}}``).
+            sampling_overrides: what the agent asked for; ignored with a warning or rejected
+                (config ``on_sampling_override``): sampling belongs to the trainer.
+
+        Raises:
+            MessageError / TemplateError: bad input; nothing recorded.
+            ContextBudgetExceeded: no room to generate; nothing recorded.
+            BackendError / BackendTimeout: the backend failed; nothing recorded.
+            HistoryDivergence: linear mode with ``on_nonlinear="error"``.
+        """
+        s = self._session(rollout_id)
+        async with s.lock:
+            t0 = time.perf_counter()
+            norm = normalize_messages(messages)
+            self._check_overrides(s, sampling_overrides)
+            plan = await s.history.plan(norm, tools)
+            t_prompt = time.perf_counter()
+            prompt_ids = plan.prompt_ids
+            room = self.max_context_tokens - len(prompt_ids)
+            if room <= 0:
+                raise ContextBudgetExceeded(len(prompt_ids), self.max_context_tokens)
+            params = replace(
+                s.sampling,
+                max_new_tokens=min(s.sampling.max_new_tokens, room),
+                stop_token_ids=tuple(
+                    dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
+                ),
+            )
+            sample: SampleResult = await self.backend.sample(list(prompt_ids), params)
+            t_sample = time.perf_counter()
+            return self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+
+    def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
+        overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        if not overrides:
+            return
+        if self.config["on_sampling_override"] == "reject":
+            raise SamplingOverrideRejected(
+                f"sampling parameters {sorted(overrides)} are set by the trainer, not the agent"
+            )
+        logger.warning("ignoring agent sampling overrides %s (the trainer owns sampling)", sorted(overrides))
+        s.trajectory.events.append(
+            {
+                "turn": len(s.trajectory.turns),
+                "kind": "sampling_override_ignored",
+                "reason": str(sorted(overrides)),
+            }
+        )
+
+    def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
+        traj = s.trajectory
+        index = len(traj.turns)
+        parsed = self._parse(sample.output_ids, tools)
+        calls = [
+            replace(c, id=f"call_{traj.rollout_id[:8]}_{index}_{k}") for k, c in enumerate(parsed.tool_calls)
+        ]
+        finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
+        turn = Turn(
+            index=index,
+            prompt_ids=list(plan.prompt_ids),
+            output_ids=list(sample.output_ids),
+            logprobs=[float(x) for x in sample.logprobs],
+            finish_reason=finish,
+            lineage=plan.lineage,
+            ill_formed=parsed.ill_formed,
+            messages=norm,
+            tools=tools,
+        )
+        parent = s.capture.find_parent(turn.prompt_ids)
+        previous = s.capture.last_row
+        for ev in plan.events:
+            traj.events.append({"turn": index, **ev})
+        if parent is None and previous is not None and not plan.explains_fork:
+            info = explain_fork(self.renderer, previous.input_ids, turn.prompt_ids, norm, tools)
+            traj.events.append({"turn": index, "kind": "fork", **info})
+        tk = tools_key(tools)
+        if s.tools_key is not None and tk != s.tools_key:
+            traj.events.append({"turn": index, "kind": "tools_changed", "reason": "the tool specs changed"})
+        s.tools_key = tk
+        s.capture.add(turn, parent)
+        if parsed.ill_formed or parsed.problems:
+            traj.metadata.setdefault("ill_formed_turns", []).append(
+                {"turn": index, "problems": parsed.problems}
+            )
+        if sample.finish_reason == "length":
+            traj.metadata.setdefault("truncated_turns", []).append(index)
+        assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
+        if parsed.reasoning is not None:
+            assistant["reasoning_content"] = parsed.reasoning
+        if calls:
+            assistant["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in calls
+            ]
+        s.history.commit(plan, turn.output_ids, sample.finish_reason, assistant)
+        traj.turns.append(turn)
+        t_end = time.perf_counter()
+        turn.timings = {
+            "prompt": t_prompt - t0,
+            "sample": t_sample - t_prompt,
+            "record": t_end - t_sample,
+            "total": t_end - t0,
+        }
+        return GenerateResult(
+            text=parsed.text,
+            reasoning=parsed.reasoning,
+            tool_calls=calls,
+            finish_reason=finish,
+            ill_formed=parsed.ill_formed,
+            problems=list(parsed.problems),
+            turn=turn,
+            assistant_message=assistant,
+        )
+
+    def _parse(self, output_ids: list[int], tools: list[dict[str, Any]] | None):
+        eot = set(self.renderer.end_of_turn_ids)
+        ids = list(output_ids)
+        while ids and ids[-1] in eot:
+            ids.pop()
+        text = self.renderer.decode(ids)
+        names = {(t.get("function", t)).get("name") for t in tools or []}
+        return self.renderer.tool_parser.parse(text, names if tools else set())

@@ -1,0 +1,146 @@
+"""Normalize OpenAI-format chat messages before rendering and comparison.
+
+What the harness sends is validated and put into one canonical shape:
+
+- ``content`` given as a list of parts (``[{"type": "text", "text": ...}]``) is flattened to one
+  string, the way chat templates render it;
+- tool-call ``arguments`` are validated (a JSON object or a string holding one, else
+  :class:`MessageError`) and kept as sent, because the template renders a string verbatim and
+  tree capture must see the true prompt; :func:`message_key` compares them parsed, so key order
+  and spacing do not matter there;
+- ``reasoning_content`` is kept (Qwen3-style templates render it);
+- wire-only fields (tool-call ``id``/``type``, ``tool_call_id``, ``name`` on tool results) are
+  kept for rendering but ignored by :func:`message_key`, which is what history comparison uses.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+class MessageError(ValueError):
+    """A malformed chat message (unknown role, bad content, tool-call arguments not an object).
+
+    ``index`` is the position of the offending message.
+    """
+
+    def __init__(self, index: int, problem: str) -> None:
+        super().__init__(f"message {index}: {problem}")
+        self.index = index
+        self.problem = problem
+
+
+def _flatten_content(index: int, content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text" and "text" in part:
+                parts.append(str(part["text"]))
+            else:
+                raise MessageError(index, f"unsupported content part {part!r} (only text is supported)")
+        return "".join(parts)
+    raise MessageError(
+        index, f"content must be a string or a list of text parts, got {type(content).__name__}"
+    )
+
+
+def _parse_arguments(index: int, name: str, args: Any) -> dict[str, Any]:
+    if args is None or args == "":
+        return {}
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise MessageError(index, f"tool call {name!r}: arguments are not valid JSON ({exc})") from exc
+        if not isinstance(parsed, dict):
+            raise MessageError(index, f"tool call {name!r}: arguments must be a JSON object")
+        return parsed
+    raise MessageError(index, f"tool call {name!r}: arguments must be an object or a JSON string")
+
+
+def _checked_arguments(index: int, name: str, args: Any) -> str | dict[str, Any]:
+    """Validate tool-call arguments; keep a JSON string verbatim (the template renders it as sent)."""
+    parsed = _parse_arguments(index, name, args)
+    return args if isinstance(args, str) and args.strip() else parsed
+
+
+def parsed_arguments(args: str | dict[str, Any]) -> dict[str, Any]:
+    """Tool-call arguments as a dict (for comparison and for the Strands toolUse input)."""
+    return _parse_arguments(0, "", args)
+
+
+def normalize_message(index: int, msg: Any) -> dict[str, Any]:
+    """One message in canonical form; raises MessageError naming ``index``."""
+    if not isinstance(msg, dict):
+        raise MessageError(index, f"expected a dict, got {type(msg).__name__}")
+    role = msg.get("role")
+    if role not in ROLES:
+        raise MessageError(index, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    out: dict[str, Any] = {"role": role, "content": _flatten_content(index, msg.get("content"))}
+    if role == "assistant":
+        if msg.get("reasoning_content"):
+            out["reasoning_content"] = str(msg["reasoning_content"])
+        calls = msg.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise MessageError(index, "tool_calls must be a list")
+        norm_calls = []
+        for k, tc in enumerate(calls):
+            if not isinstance(tc, dict):
+                raise MessageError(index, f"tool call {k} must be a dict")
+            fn = tc.get("function", tc)
+            name = fn.get("name")
+            if not isinstance(name, str) or not name:
+                raise MessageError(index, f"tool call {k} has no function name")
+            norm_calls.append(
+                {
+                    "id": tc.get("id", ""),
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": _checked_arguments(index, name, fn.get("arguments")),
+                    },
+                }
+            )
+        if norm_calls:
+            out["tool_calls"] = norm_calls
+    if role == "tool":
+        out["tool_call_id"] = msg.get("tool_call_id", "")
+        if msg.get("name"):
+            out["name"] = msg["name"]
+    return out
+
+
+def normalize_messages(messages: Any) -> list[dict[str, Any]]:
+    """Canonical copies of ``messages`` (list[dict]); raises MessageError on the first bad one."""
+    if not isinstance(messages, list) or not messages:
+        raise MessageError(0, "messages must be a non-empty list")
+    return [normalize_message(i, m) for i, m in enumerate(messages)]
+
+
+def message_key(msg: dict[str, Any]) -> str:
+    """A comparison key for a normalized message: ignores wire-only ids and argument key order."""
+    d: dict[str, Any] = {"role": msg["role"], "content": msg.get("content", "")}
+    if msg.get("reasoning_content"):
+        d["reasoning_content"] = msg["reasoning_content"]
+    if msg.get("tool_calls"):
+        d["tool_calls"] = [
+            [tc["function"]["name"], parsed_arguments(tc["function"]["arguments"])]
+            for tc in msg["tool_calls"]
+        ]
+    return json.dumps(d, sort_keys=True, ensure_ascii=False)
+
+
+def tools_key(tools: list[dict[str, Any]] | None) -> str:
+    """A comparison key for a tools list (order-sensitive, key-order-insensitive)."""
+    return json.dumps(tools or [], sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,175 @@
+"""Chat-template rendering and tokenization.
+
+Messages are rendered with the model's own Hugging Face chat template
+(``apply_chat_template(..., tokenize=False)``, tools passed as ``tools=``), then encoded with the
+tokenizers library's native ``Tokenizer.async_encode`` so the event loop is never blocked by a
+long prompt. Special tokens in rendered text (``<|im_end|>``, ``<tool_call>``) are added tokens
+of the tokenizer, so they are recognised as single IDs, never split.
+
+Templates that do not support tools (e.g. SmolLM2's ChatML template) get the Hermes tool
+convention: a tool instruction appended to the system message, assistant tool calls written as
+``<tool_call>{json}</tool_call>`` in the content, tool results sent as user turns wrapped in
+``<tool_response>``. See :func:`strands_art.toolcalls.select.render_tools_instruction`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class TemplateError(ValueError):
+    """The chat template could not render the given messages (e.g. a malformed message)."""
+
+
+class ChatRenderer:
+    """Render chat messages with a tokenizer's chat template and tokenize the result.
+
+    Args:
+        tokenizer: a ``transformers`` fast tokenizer with a chat template.
+        chat_template: optional Jinja template overriding the tokenizer's own.
+        chat_template_kwargs: extra template variables (e.g. ``{"enable_thinking": False}``).
+    """
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        chat_template: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.chat_template = chat_template or getattr(tokenizer, "chat_template", None)
+        if not self.chat_template:
+            raise TemplateError("the tokenizer has no chat template; pass chat_template=")
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.backend = tokenizer.backend_tokenizer  # tokenizers.Tokenizer (Rust core)
+        self.supports_tools = "tools" in self.chat_template
+        from strands_art.toolcalls.select import parser_for_template
+
+        self.tool_parser = parser_for_template(self.chat_template if self.supports_tools else "<tool_call>")
+        self.end_of_turn_ids = self._end_of_turn_ids()
+
+    # ----------------------------------------------------------------- rendering
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """Render OpenAI-format chat messages to the text the model sees.
+
+        Returns the rendered prompt (str). Raises TemplateError when the template fails.
+        """
+        msgs = messages if self.supports_tools or not tools else self._hermes_messages(messages, tools)
+        try:
+            return self.tokenizer.apply_chat_template(
+                msgs,
+                tools=tools if (tools and self.supports_tools) else None,
+                chat_template=self.chat_template,
+                add_generation_prompt=add_generation_prompt,
+                tokenize=False,
+                **self.chat_template_kwargs,
+            )
+        except Exception as exc:  # jinja2 errors, TypeError on malformed fields
+            raise TemplateError(f"chat template failed to render the messages: {exc}") from exc
+
+    async def arender(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """:meth:`render` in a worker thread (Jinja rendering of a long history takes ms)."""
+        return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
+
+    def _hermes_messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict]:
+        """Rewrite tool use into plain text for templates without tool support."""
+        from strands_art.toolcalls.select import render_tools_instruction
+
+        instruction = render_tools_instruction(tools)
+        out: list[dict[str, Any]] = []
+        if messages and messages[0].get("role") == "system":
+            out.append({"role": "system", "content": f"{messages[0].get('content') or ''}\n\n{instruction}"})
+            rest = messages[1:]
+        else:
+            out.append({"role": "system", "content": instruction})
+            rest = messages
+        for m in rest:
+            role = m.get("role")
+            if role == "assistant" and m.get("tool_calls"):
+                parts = [m.get("content") or ""]
+                for tc in m["tool_calls"]:
+                    fn = tc.get("function", tc)
+                    args = fn.get("arguments")
+                    args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                    parts.append(
+                        f'<tool_call>\n{{"name": "{fn.get("name")}", "arguments": {args_text}}}\n</tool_call>'
+                    )
+                out.append({"role": "assistant", "content": "\n".join(p for p in parts if p)})
+            elif role == "tool":
+                body = f"<tool_response>\n{m.get('content') or ''}\n</tool_response>"
+                if out and out[-1].get("_tool_block"):
+                    out[-1]["content"] += "\n" + body
+                else:
+                    out.append({"role": "user", "content": body, "_tool_block": True})
+            else:
+                out.append({k: v for k, v in m.items() if k in ("role", "content")})
+        for m in out:
+            m.pop("_tool_block", None)
+        return out
+
+    # ------------------------------------------------------------- tokenization
+    async def encode(self, text: str) -> list[int]:
+        """Token IDs of ``text`` (list[int]); special tokens recognised, none added.
+
+        Uses ``tokenizers.Tokenizer.async_encode`` (runs off the event loop).
+        """
+        enc = await self.backend.async_encode(text, add_special_tokens=False)
+        return list(enc.ids)
+
+    def encode_sync(self, text: str) -> list[int]:
+        """Blocking variant of :meth:`encode`, for tools and benchmarks."""
+        return list(self.backend.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of ``ids`` with special tokens kept (so it round-trips through the template)."""
+        return self.backend.decode(list(ids), skip_special_tokens=False)
+
+    def token_strings(self, ids: list[int]) -> list[str]:
+        """The vocabulary string of each ID (for divergence reports)."""
+        return [self.backend.id_to_token(i) or f"<{i}>" for i in ids]
+
+    # ------------------------------------------------------------------ template
+    def _end_of_turn_ids(self) -> tuple[int, ...]:
+        """Token IDs that end an assistant turn, read from the template.
+
+        Renders a probe assistant message and takes the first special token that follows its
+        content (``<|im_end|>`` for ChatML/Qwen), plus the tokenizer's EOS.
+        """
+        ids: list[int] = []
+        probe = "PROBE_CONTENT_7f3a"
+        try:
+            text = self.render(
+                [{"role": "user", "content": "hi"}, {"role": "assistant", "content": probe}],
+                add_generation_prompt=False,
+            )
+            tail = text[text.rindex(probe) + len(probe) :]
+            for tid in self.encode_sync(tail):
+                if tid in self._special_ids():
+                    ids.append(tid)
+                    break
+        except (TemplateError, ValueError):
+            logger.warning("could not find the end-of-turn token from the chat template")
+        eos = getattr(self.tokenizer, "eos_token_id", None)
+        if eos is not None and eos not in ids:
+            ids.append(int(eos))
+        return tuple(ids)
+
+    def _special_ids(self) -> set[int]:
+        return set(getattr(self.tokenizer, "all_special_ids", []) or []) | {
+            i for i, t in self.backend.get_added_tokens_decoder().items() if t.special
+        }

@@ -23,6 +23,7 @@ from strands_art.history.normalize import normalize_messages, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ToolCall
+from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
 
 logger = logging.getLogger(__name__)
@@ -276,7 +277,7 @@ class RolloutGateway:
     def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
         traj = s.trajectory
         index = len(traj.turns)
-        parsed = self._parse(sample.output_ids, tools)
+        parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
         calls = [
             replace(c, id=f"call_{traj.rollout_id[:8]}_{index}_{k}") for k, c in enumerate(parsed.tool_calls)
         ]
@@ -315,7 +316,11 @@ class RolloutGateway:
             assistant["reasoning_content"] = parsed.reasoning
         if calls:
             assistant["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _replay_arguments(c)},
+                }
                 for c in calls
             ]
         s.history.commit(plan, turn.output_ids, sample.finish_reason, assistant)
@@ -338,11 +343,19 @@ class RolloutGateway:
             assistant_message=assistant,
         )
 
-    def _parse(self, output_ids: list[int], tools: list[dict[str, Any]] | None):
+    def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
         eot = set(self.renderer.end_of_turn_ids)
         ids = list(output_ids)
         while ids and ids[-1] in eot:
             ids.pop()
         text = self.renderer.decode(ids)
+        think_open = prompt_opens_think(self.renderer.decode(prompt_ids[-8:]))
         names = {(t.get("function", t)).get("name") for t in tools or []}
-        return self.renderer.tool_parser.parse(text, names if tools else set())
+        return self.renderer.tool_parser.parse(text, names, tools=tools or [], think_open=think_open)
+
+
+def _replay_arguments(call: ToolCall) -> str | dict[str, Any]:
+    """Arguments for the canonical assistant message: the exact JSON text the model sampled when
+    the parser kept it (a template renders a string verbatim, so the replay re-produces the
+    sampled tokens), else the decoded dict."""
+    return call.raw_arguments if call.raw_arguments is not None else call.arguments

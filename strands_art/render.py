@@ -15,7 +15,6 @@ convention: a tool instruction appended to the system message, assistant tool ca
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
 
@@ -47,9 +46,10 @@ class ChatRenderer:
             raise TemplateError("the tokenizer has no chat template; pass chat_template=")
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.backend = tokenizer.backend_tokenizer  # tokenizers.Tokenizer (Rust core)
-        self.supports_tools = "tools" in self.chat_template
-        from strands_art.toolcalls.select import parser_for_template
+        from strands_art.toolcalls.select import parser_for_template, supports_tools
 
+        self.supports_tools = supports_tools(self.chat_template)
+        # templates without tool support get the Hermes convention (see module docstring)
         self.tool_parser = parser_for_template(self.chat_template if self.supports_tools else "<tool_call>")
         self.end_of_turn_ids = self._end_of_turn_ids()
 

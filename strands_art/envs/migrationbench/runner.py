@@ -1,0 +1,261 @@
+"""``strands-art migrate``: the migration agent over a set of tasks, scored by real Maven builds.
+
+For every task × rollout: copy the task's repository into a fresh workspace, run the Strands
+migration agent (:mod:`.agent`) through :class:`~strands_art.model.ARTModel` and the rollout gateway
+(or a hosted model through Strands' ``LiteLLMModel``, with no token capture), evaluate the result
+(:mod:`.evaluator`), attach the reward to the trajectory and persist it.
+
+A run directory holds::
+
+    config.json        the arguments of the run
+    results.jsonl      one line per finished rollout (task, reward, details, turns, rows, tokens, times)
+    trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
+    summary.png        rewards and rows per rollout
+    logs/              the evaluation build log of each rollout
+
+Completed rollouts are appended as they finish, so a crash or Ctrl-C keeps them and
+``--resume RUN_DIR`` runs only the missing ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from strands_art.backends.base import SamplingParams
+from strands_art.store import TrajectoryStore
+
+from .agent import RolloutLimits, build_agent, run_agent, user_prompt
+from .report import plot_run, print_summary
+from .sandbox_maven import prepare_agent_maven
+from .tasks import Task, load_tasks, materialize_record, read_records
+from .tools import ToolStats
+from .workspace import Workspace
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RolloutSpec:
+    task: Task
+    index: int  # rollout index within the task (GRPO group member)
+    seed: int
+
+    @property
+    def rollout_id(self) -> str:
+        return f"{self.task.name}-r{self.index}"
+
+
+def _make_policy(args: argparse.Namespace):
+    """(gateway or None, a function making the Strands model for one rollout)."""
+    if args.backend == "litellm":
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        from strands.models.litellm import LiteLLMModel
+
+        def litellm_model(spec: RolloutSpec) -> Any:
+            client_args = {"api_base": args.base_url} if args.base_url else {}
+            params = {"temperature": args.temperature, "max_tokens": args.max_new_tokens}
+            return LiteLLMModel(client_args=client_args, model_id=args.model, params=params)
+
+        return None, litellm_model
+
+    from strands_art.gateway import RolloutGateway
+    from strands_art.model import ARTModel
+
+    if args.backend == "vllm":
+        from strands_art.backends.vllm import VLLMBackend
+
+        if not args.base_url:
+            raise SystemExit("strands-art migrate: --backend vllm needs --base-url (see docs/setup-vllm.md)")
+        backend = VLLMBackend(args.base_url, args.model)
+        tokenizer: Any = args.tokenizer or args.model
+    else:
+        from strands_art.backends.transformers import TransformersBackend
+
+        backend = TransformersBackend(args.model)
+        tokenizer = backend.tokenizer
+    config: dict[str, Any] = {"history_mode": args.history_mode}
+    if args.max_context_tokens:
+        config["max_context_tokens"] = args.max_context_tokens
+    gateway = RolloutGateway(tokenizer, backend, **config)
+
+    def art_model(spec: RolloutSpec) -> Any:
+        sampling = SamplingParams(
+            temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens, seed=spec.seed
+        )
+        gateway.open_session(spec.rollout_id, spec.task.name, sampling)
+        return ARTModel(
+            gateway=gateway, session_id=spec.rollout_id, group_id=spec.task.name, model_id=args.model
+        )
+
+    return gateway, art_model
+
+
+async def run_rollout(
+    spec: RolloutSpec, args: argparse.Namespace, gateway: Any, make_model: Any, run_dir: Path
+) -> dict:
+    """One rollout end to end; returns its results.jsonl record (never raises for agent failures)."""
+    from .evaluator import evaluate_command
+
+    t0 = time.monotonic()
+    ws = Workspace.for_task(spec.task.dir)
+    try:
+        maven_env, bin_dir = prepare_agent_maven(ws)
+        stats = ToolStats()
+        limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
+        model = make_model(spec)
+        agent = build_agent(
+            model,
+            ws,
+            spec.task.record,
+            limits=limits,
+            stats=stats,
+            env=maven_env,
+            extra_path=[str(bin_dir)],
+            command_timeout_s=args.command_timeout,
+            max_output_bytes=args.max_output_bytes,
+        )
+        end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+        t_agent = time.monotonic()
+        log_dir = run_dir / "logs"
+        log_dir.mkdir(exist_ok=True)
+        evaluation = await asyncio.to_thread(
+            evaluate_command, str(ws.root), str(spec.task.dir), timeout_s=args.build_timeout
+        )
+        (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
+        eval_s = time.monotonic() - t_agent
+        reward = float(evaluation["reward"])
+        record: dict[str, Any] = {
+            "rollout_id": spec.rollout_id,
+            "task": spec.task.name,
+            "index": spec.index,
+            "reward": reward,
+            "build_success": evaluation["build_success"],
+            "java17_bytecode": evaluation["java17_bytecode"],
+            "tests_run": evaluation["tests_run"],
+            "tests_required": evaluation["tests_required"],
+            "tests_equivalent": evaluation["tests_equivalent"],
+            "stop_reason": end.reason,
+            "error": end.error,
+            "turns": end.model_calls,
+            "token_capture": gateway is not None,
+        }
+        times = {"tools_s": stats.tools_s, "maven_s": stats.maven_s + eval_s, "evaluation_s": eval_s}
+        if gateway is not None:
+            traj = gateway.close_session(spec.rollout_id, reward)
+            traj.metadata.update(
+                {"task": spec.task.name, "stop_reason": end.reason, "evaluation": evaluation}
+            )
+            TrajectoryStore(run_dir / "trajectories").append(traj)
+            sample_s = sum(t.timings.get("sample", 0.0) for t in traj.turns)
+            times["sampling_s"] = sample_s
+            times["gateway_s"] = sum(t.timings.get("total", 0.0) for t in traj.turns) - sample_s
+            record.update(
+                rows=len(traj.rows),
+                tokens=traj.num_tokens,
+                sampled_tokens=sum(r.num_sampled for r in traj.rows),
+                forks=sum(1 for e in traj.events if e["kind"] in ("fork", "reset")),
+                ill_formed_turns=len(traj.metadata.get("ill_formed_turns", [])),
+            )
+        times["wall_s"] = time.monotonic() - t0
+        record["times"] = {k: round(v, 3) for k, v in times.items()}
+        record["tool_stats"] = stats.to_dict()
+        return record
+    finally:
+        ws.cleanup()
+
+
+def _completed(results: Path) -> dict[str, dict]:
+    done: dict[str, dict] = {}
+    if results.exists():
+        for line in results.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+                done[rec["rollout_id"]] = rec
+            except (json.JSONDecodeError, KeyError):
+                logger.warning("skipping a torn line in %s", results)
+    return done
+
+
+async def run_migration(args: argparse.Namespace, console: Console) -> list[dict]:
+    """Run every missing rollout of the configuration; returns all results (old and new)."""
+    run_dir = Path(args.resume or args.run_dir or f"runs/migrate-{datetime.now():%Y%m%d-%H%M%S}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg_path = run_dir / "config.json"
+    if args.resume and cfg_path.exists():
+        saved = json.loads(cfg_path.read_text())
+        for key, value in saved.items():
+            if key not in ("resume", "run_dir"):
+                setattr(args, key, value)
+    cfg_path.write_text(json.dumps({k: v for k, v in vars(args).items() if k != "func"}, indent=2))
+    if args.records:
+        tasks = [materialize_record(r, run_dir / "tasks") for r in read_records(args.records)]
+    else:
+        tasks = load_tasks(args.tasks_dir, args.tasks)
+    specs = [
+        RolloutSpec(task, k, args.seed + i * args.rollouts_per_task + k)
+        for i, task in enumerate(tasks)
+        for k in range(args.rollouts_per_task)
+    ]
+    results_path = run_dir / "results.jsonl"
+    done = _completed(results_path)
+    todo = [s for s in specs if s.rollout_id not in done]
+    console.print(
+        f"run dir [bold]{run_dir}[/bold]: {len(specs)} rollouts over {len(tasks)} tasks, "
+        f"{len(done)} already done, backend {args.backend} ({args.model}), {args.history_mode} capture"
+    )
+    if todo:
+        with console.status("loading the model"):
+            gateway, make_model = _make_policy(args)
+        sem = asyncio.Semaphore(max(1, args.concurrency))
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            bar = progress.add_task("rollouts", total=len(todo))
+
+            async def one(spec: RolloutSpec) -> None:
+                async with sem:
+                    rec = await run_rollout(spec, args, gateway, make_model, run_dir)
+                with open(results_path, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(rec) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                done[spec.rollout_id] = rec
+                progress.advance(bar)
+                progress.console.print(
+                    f"{spec.rollout_id}: reward {rec['reward']:.1f} ({rec['stop_reason']})"
+                )
+
+            await asyncio.gather(*(one(s) for s in todo))
+        if gateway is not None:
+            await gateway.backend.aclose()
+    results = [done[s.rollout_id] for s in specs if s.rollout_id in done]
+    print_summary(results, console)
+    if not args.no_plot and results:
+        path = plot_run(results, run_dir / "summary.png")
+        console.print(f"plot: {path}")
+    console.print(f"results: {results_path}")
+    return results
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    """Entry point of ``strands-art migrate``; returns the process exit code."""
+    console = Console()
+    try:
+        asyncio.run(run_migration(args, console))
+    except KeyboardInterrupt:
+        console.print(
+            "[yellow]interrupted: completed rollouts are kept; continue with --resume RUN_DIR[/yellow]"
+        )
+        return 130
+    return 0

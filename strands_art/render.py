@@ -88,6 +88,7 @@ class ChatRenderer:
 
     def _hermes_messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict]:
         """Rewrite tool use into plain text for templates without tool support."""
+        from strands_art.toolcalls.hermes import format_tool_calls
         from strands_art.toolcalls.select import render_tools_instruction
 
         instruction = render_tools_instruction(tools)
@@ -101,14 +102,7 @@ class ChatRenderer:
         for m in rest:
             role = m.get("role")
             if role == "assistant" and m.get("tool_calls"):
-                parts = [m.get("content") or ""]
-                for tc in m["tool_calls"]:
-                    fn = tc.get("function", tc)
-                    args = fn.get("arguments")
-                    args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                    parts.append(
-                        f'<tool_call>\n{{"name": "{fn.get("name")}", "arguments": {args_text}}}\n</tool_call>'
-                    )
+                parts = [m.get("content") or "", format_tool_calls(m["tool_calls"])]
                 out.append({"role": "assistant", "content": "\n".join(p for p in parts if p)})
             elif role == "tool":
                 body = f"<tool_response>\n{m.get('content') or ''}\n</tool_response>"

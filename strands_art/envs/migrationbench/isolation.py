@@ -38,6 +38,7 @@ if [ "$ro" = 1 ]; then
   ok=1
   for d in "$@"; do mount --bind "$d" "$d" >/dev/null 2>&1 || { ok=0; break; }; done
   [ "$ok" = 1 ] && mount -o bind,remount,ro / >/dev/null 2>&1
+  cd -- "$PWD" || exit 125  # re-enter the cwd through the new (writable) mount
 fi
 exec bash -c "$cmd"
 """

@@ -65,6 +65,24 @@ def smollm2_gguf() -> Path:
     return hits[0]
 
 
+def _forget_gguf_origin(model: Any) -> None:
+    """Let a GGUF-loaded model be saved as a plain checkpoint.
+
+    transformers >= 5.2 marks a model loaded with ``gguf_file=`` as quantized (``hf_quantizer`` set,
+    ``config.quantization_config`` present) even when every weight was de-quantized into plain
+    float tensors (no GGUF matmul kernel on this machine), and then refuses ``save_pretrained``.
+    Once every parameter and buffer is a float tensor the marker is stale: drop it. If any weight
+    is still packed, raise instead of writing a wrong checkpoint.
+    """
+    packed = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if not t.is_floating_point()]
+    if packed:
+        raise RuntimeError(f"GGUF weights still packed after loading, cannot save: {packed[:3]}")
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+
+
 def smollm2_dir() -> Path:
     """A transformers directory for SmolLM2 (tokenizer + safetensors), converted once and cached.
 
@@ -82,10 +100,15 @@ def smollm2_dir() -> Path:
         logger.info("converting %s to a transformers checkpoint under %s (once)", gguf.name, target)
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        _forget_gguf_origin(model)
         tmp = target.with_name(target.name + f".tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
+        try:
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+        except BaseException:  # leave no half-written copy behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         try:
             os.replace(tmp, target)
         except OSError:  # another process finished first; keep its copy

@@ -1,0 +1,149 @@
+"""Read what a Maven build left behind: class-file versions and surefire/failsafe XML reports.
+
+Class-file major version: bytes 6-7 (big-endian) of a ``.class`` file (JVMS §4.1); 52 = Java 8,
+61 = Java 17. Test reports: surefire's ``TEST-*.xml`` (``<testsuite tests failures errors
+skipped>`` with one ``<testcase classname name>`` per executed test, a ``<skipped/>``,
+``<failure/>`` or ``<error/>`` child when it did not pass), from every module's
+``target/surefire-reports`` and ``target/failsafe-reports``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+JAVA17_MAJOR = 61
+_CLASS_MAGIC = b"\xca\xfe\xba\xbe"
+
+
+def class_major_version(path: Path) -> int:
+    """Major version of one class file. Raises ValueError if it is not a class file."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if len(head) < 8 or head[:4] != _CLASS_MAGIC:
+        raise ValueError(f"not a class file: {path}")
+    return int.from_bytes(head[6:8], "big")
+
+
+def _pom_dirs(project_dir: Path) -> list[Path]:
+    """Directories holding a pom.xml (Maven modules, and stray POMs), outside target/."""
+    return sorted(
+        p.parent
+        for p in project_dir.rglob("pom.xml")
+        if not any(part == "target" or part.startswith(".") for part in p.relative_to(project_dir).parts)
+    )
+
+
+@dataclass
+class BytecodeReport:
+    """Main class files (``<module>/target/classes/**/*.class``) by major version.
+
+    ``wrong`` lists the first 20 ``(relative path, major)`` pairs that are not 61 (``wrong_count``
+    counts them all);
+    ``modules_without_classes`` lists modules with main Java sources but no compiled classes
+    (e.g. dropped from the reactor), which fails the check too.
+    """
+
+    total: int = 0
+    by_major: dict[int, int] = field(default_factory=dict)
+    wrong: list[tuple[str, int]] = field(default_factory=list)
+    wrong_count: int = 0
+    modules_without_classes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.total > 0 and not self.wrong_count and not self.modules_without_classes
+
+
+def check_bytecode(
+    project_dir: Path, expected_major: int = JAVA17_MAJOR, max_listed: int = 20
+) -> BytecodeReport:
+    """Check that every main class of every module has major version ``expected_major``."""
+    report = BytecodeReport()
+    by_major: Counter[int] = Counter()
+    for module in _pom_dirs(project_dir):
+        rel_module = module.relative_to(project_dir).as_posix()
+        classes = sorted((module / "target" / "classes").rglob("*.class"))
+        has_sources = any((module / "src" / "main" / "java").rglob("*.java"))
+        if has_sources and not classes:
+            report.modules_without_classes.append(rel_module)
+        for cls in classes:
+            try:
+                major = class_major_version(cls)
+            except ValueError:
+                major = -1
+            by_major[major] += 1
+            report.total += 1
+            if major != expected_major:
+                report.wrong_count += 1
+                if len(report.wrong) < max_listed:
+                    report.wrong.append((cls.relative_to(project_dir).as_posix(), major))
+    report.by_major = dict(sorted(by_major.items()))
+    return report
+
+
+@dataclass
+class TestReport:
+    """Sums over every report file, and the executed test cases by ``pkg.Class#method`` key."""
+
+    __test__ = False  # not a pytest class
+
+    files: int = 0
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+    modules: list[str] = field(default_factory=list)
+    skipped_keys: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        """Tests executed and passed: ``tests - failures - errors - skipped``."""
+        return self.tests - self.failures - self.errors - self.skipped
+
+
+def testcase_key(classname: str, name: str) -> str:
+    """``pkg.Outer$Inner`` + ``method(int)[2]`` -> ``pkg.Outer.Inner#method``."""
+    method = re.split(r"[(\[]", name, maxsplit=1)[0].strip()
+    return f"{classname.replace('$', '.')}#{method}"
+
+
+def read_test_reports(project_dir: Path) -> TestReport:
+    """Sum surefire/failsafe ``TEST-*.xml`` reports of every module under ``project_dir``.
+
+    Unreadable report files are listed in ``unreadable`` (and counted as nothing), never guessed.
+    """
+    report = TestReport()
+    modules: set[str] = set()
+    for kind in ("surefire-reports", "failsafe-reports"):
+        for xml in sorted(project_dir.rglob(f"target/{kind}/TEST-*.xml")):
+            rel = xml.relative_to(project_dir).as_posix()
+            try:
+                root = ET.parse(xml).getroot()
+            except (ET.ParseError, OSError) as exc:
+                logger.warning("unreadable test report %s: %s", rel, exc)
+                report.unreadable.append(rel)
+                continue
+            suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+            for suite in suites:
+                report.tests += int(suite.get("tests", 0) or 0)
+                report.failures += int(suite.get("failures", 0) or 0)
+                report.errors += int(suite.get("errors", 0) or 0)
+                report.skipped += int(suite.get("skipped", 0) or 0)
+                for case in suite.iter("testcase"):
+                    if case.find("skipped") is not None:
+                        report.skipped_keys.append(
+                            testcase_key(case.get("classname", ""), case.get("name", ""))
+                        )
+            report.files += 1
+            module = xml.parent.parent.parent.relative_to(project_dir).as_posix()
+            modules.add("" if module == "." else module)
+    report.modules = sorted(modules)
+    return report

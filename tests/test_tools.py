@@ -361,3 +361,33 @@ async def test_errors_come_back_as_tool_results_through_strands(ws: Workspace) -
     assert r["status"] == "error"
     r = await _stream_result(shell, {"command": "echo hi"})
     assert r["status"] == "success" and _text(r) == "hi\n\n[exit code: 0]"
+
+
+async def test_ansi_colour_codes_are_removed(tmp_path: Path) -> None:
+    res = await run_command(
+        r"printf '\033[1mBUILD\033[m \033[0;32mOK\033[0m\n'", cwd=tmp_path, isolation=NO_ISOLATION
+    )
+    assert res.output == "BUILD OK\n"
+
+
+# ---------------------------------------------------------------- real Maven through the tool
+TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
+
+
+@pytest.mark.maven
+@pytest.mark.skipif(not (TASKS / "compiler-props").is_dir(), reason="bundled task compiler-props missing")
+async def test_mvn_wrapper_builds_a_task_offline_inside_the_sandbox() -> None:
+    from strands_art.envs.migrationbench.toolenv import prepare_tool_env
+
+    with Workspace.for_task(TASKS / "compiler-props") as w:
+        tenv = prepare_tool_env(w, offline=True)
+        stats = ToolStats()
+        shell, _ = make_tools(w, env=tenv.env, extra_path=tenv.extra_path, stats=stats)
+        result = await shell(command="mvn -q clean verify -DforkCount=0 && echo $HOME")
+        text = _text(result)
+        assert text.endswith("[exit code: 0]"), text
+        assert tenv.env["HOME"] in text and "\x1b[" not in text
+        classes = list((w.root / "target" / "classes").rglob("*.class"))
+        assert classes and stats.maven_calls == 1
+        # untouched task: Java 8 bytecode (major version 52) from a real javac run
+        assert {int.from_bytes(c.read_bytes()[6:8], "big") for c in classes} == {52}

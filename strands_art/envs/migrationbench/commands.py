@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -31,6 +32,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
+
+# ANSI escape sequences (CSI ... final byte, and OSC ... BEL); Debian's Maven prints colour
+# codes even with -Dstyle.color=never when piped.
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 # Non-interactive defaults: nothing may wait for a terminal or a pager.
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"}
@@ -85,7 +90,7 @@ class CommandResult:
     Attributes:
         command: the shell text run.
         exit_code: the shell's exit status; None when the command timed out.
-        output: merged stdout+stderr, truncated (see :class:`OutputBuffer`).
+        output: merged stdout+stderr, truncated (see :class:`OutputBuffer`), ANSI codes removed.
         timed_out: the time limit was hit and the process group was killed.
         duration_s: wall seconds from start to the end of output collection.
         total_bytes / dropped_bytes: output produced / left out.
@@ -191,7 +196,7 @@ async def run_command(
     return CommandResult(
         command=command,
         exit_code=None if timed_out else proc.returncode,
-        output=buf.text(),
+        output=_ANSI_RE.sub("", buf.text()),
         timed_out=timed_out,
         duration_s=duration,
         total_bytes=buf.total,

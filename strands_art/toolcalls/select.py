@@ -4,6 +4,7 @@
 
 - ``<function=`` and ``<parameter=`` → Qwen3-Coder XML (:class:`Qwen3CoderParser`; Qwen3-Coder,
   Qwen3.5/3.6 templates);
+- ``<arg_key>`` → None: GLM-4.5's ``<tool_call>NAME<arg_key>..`` format is not supported;
 - ``<tool_call>`` → Hermes/Qwen3 JSON (:class:`HermesParser`; Qwen2.5/Qwen3, Hermes);
 - anything else → None: the template has no tool-call format we know.
 
@@ -32,6 +33,8 @@ def parser_for_template(
         return None
     if "<function=" in chat_template and "<parameter=" in chat_template:
         return Qwen3CoderParser(end_markers)
+    if "<arg_key>" in chat_template:
+        return None
     if "<tool_call>" in chat_template:
         return HermesParser(end_markers)
     return None

@@ -1,0 +1,343 @@
+"""Sampling on a vLLM OpenAI-compatible server: token IDs in, token IDs + logprobs out.
+
+Talks to ``POST {base_url}/v1/completions`` with ``prompt`` as a list of token IDs (vLLM accepts
+token prompts there and does not re-tokenize them or add a BOS). Targets **vLLM >= 0.10.2**, the
+first release that
+
+- returns token IDs (request ``return_token_ids: true`` → ``choices[0].token_ids`` and
+  ``choices[0].prompt_token_ids``), and
+- offers ``--logprobs-mode processed_logprobs``, whose logprobs are taken after temperature and
+  top-k/top-p, i.e. under the distribution the token was sampled from (what the ``transformers``
+  backend and the trainer compute). See ``docs/setup-vllm.md``.
+
+Older servers ignore ``return_token_ids``; for them the IDs are read from ``logprobs.tokens``,
+which hold ``"token_id:N"`` strings because the request also sets ``return_tokens_as_token_ids``
+(vLLM >= 0.5). When both are present they must agree. The response fields used are those of
+vLLM's ``CompletionResponse`` / ``CompletionResponseChoice`` / ``CompletionLogProbs``
+(``vllm/entrypoints/openai/protocol.py``).
+
+Every sampling knob is sent explicitly, including the neutral ``min_p=0``, ``repetition_penalty=1``
+and presence/frequency penalties 0: vLLM otherwise fills unset fields from the model's
+``generation_config.json``, which would change the sampling distribution behind our back.
+
+Errors: a refused/failed connection or a 5xx answer is retried ``max_retries`` times with
+exponential backoff (``retry_backoff_s * 2**attempt``), then raised as :class:`BackendError`
+naming the URL and the cause; a connect timeout is retried the same way and ends as
+:class:`BackendTimeout`. A read timeout (the server accepted the request but did not answer within
+``timeout_s``) raises :class:`BackendTimeout` at once. A 4xx answer is not retried: it raises
+:class:`BackendError` with the server's message. A malformed body, ``finish_reason == "abort"``,
+or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
+on failure, so the gateway records nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from strands_art.backends.base import BackendError, BackendTimeout, SampleResult, SamplingParams
+
+logger = logging.getLogger(__name__)
+
+TOKEN_ID_PREFIX = "token_id:"
+_RETRYABLE_TRANSPORT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+)
+
+
+def completions_url(base_url: str) -> str:
+    """``http://host:8000``, ``http://host:8000/`` or ``http://host:8000/v1`` → ``.../v1/completions``."""
+    base = base_url.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    if not base.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+    return base + "/v1/completions"
+
+
+def format_request(model: str, prompt_ids: Sequence[int], params: SamplingParams) -> dict[str, Any]:
+    """The ``/v1/completions`` JSON body for one generation.
+
+    ``top_k == 0`` (disabled here) is sent as ``-1``, which every vLLM version reads as disabled.
+    Stop strings and stop token IDs are kept in the output (``include_stop_str_in_output``; vLLM
+    always keeps a sampled stop token ID in ``token_ids``).
+
+    Raises:
+        ValueError: empty prompt or a non-integer / negative token ID.
+    """
+    prompt = list(prompt_ids)
+    if not prompt:
+        raise ValueError("cannot sample from an empty prompt")
+    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in prompt):
+        raise ValueError("prompt_ids must be non-negative integers")
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": params.max_new_tokens,
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "top_k": params.top_k if params.top_k > 0 else -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "stop": list(params.stop),
+        "stop_token_ids": list(params.stop_token_ids),
+        "include_stop_str_in_output": True,
+        "skip_special_tokens": False,
+        "spaces_between_special_tokens": False,
+        "logprobs": 1,
+        "return_token_ids": True,
+        "return_tokens_as_token_ids": True,
+        "n": 1,
+        "stream": False,
+        "echo": False,
+    }
+    if params.seed is not None:
+        body["seed"] = params.seed
+    return body
+
+
+def _token_ids_from_strings(tokens: Any) -> list[int] | None:
+    """IDs from ``["token_id:N", ...]``; None when ``tokens`` is not in that form."""
+    if not isinstance(tokens, list):
+        return None
+    ids = []
+    for tok in tokens:
+        if not isinstance(tok, str) or not tok.startswith(TOKEN_ID_PREFIX):
+            return None
+        try:
+            ids.append(int(tok[len(TOKEN_ID_PREFIX) :]))
+        except ValueError:
+            return None
+    return ids
+
+
+def _check_ids(ids: Any, what: str) -> list[int]:
+    if not isinstance(ids, list) or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in ids):
+        raise BackendError(f"vLLM response: {what} is not a list of token IDs: {str(ids)[:80]}")
+    return ids
+
+
+def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
+    """Turn a ``/v1/completions`` JSON body into a :class:`SampleResult`.
+
+    Reads ``choices[0]``: ``token_ids`` (vLLM >= 0.10.2) or ``logprobs.tokens`` as ``token_id:N``
+    strings, ``logprobs.token_logprobs`` (natural log), ``finish_reason``. ``info`` gets the
+    response ``id``, ``stop_reason`` and ``usage``.
+
+    Raises:
+        BackendError: not a completion body, no choice, ``finish_reason`` "abort" or unknown, no
+            token IDs, missing/non-numeric logprobs, IDs and logprobs of different lengths, the
+            two ID sources disagreeing, or ``prompt_token_ids`` differing from what was sent.
+    """
+    if not isinstance(body, dict):
+        raise BackendError(f"vLLM response is not a JSON object: {str(body)[:80]}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise BackendError(f"vLLM response has no choices: {str(body)[:120]}")
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    if finish == "abort":
+        raise BackendError(
+            "vLLM aborted the request (finish_reason 'abort'; server overloaded or shutting down?)"
+        )
+    if finish not in ("stop", "length"):
+        raise BackendError(f"vLLM response has unknown finish_reason {finish!r}")
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
+        raise BackendError(
+            "vLLM response has no logprobs.token_logprobs (was 'logprobs' dropped by a proxy?)"
+        )
+    logprobs = []
+    for value in lp["token_logprobs"]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise BackendError(f"vLLM response has a non-numeric logprob: {value!r}")
+        logprobs.append(float(value))
+
+    from_field = choice.get("token_ids")
+    from_strings = _token_ids_from_strings(lp.get("tokens"))
+    if from_field is not None:
+        ids = _check_ids(from_field, "choices[0].token_ids")
+        if from_strings is not None and from_strings != ids:
+            raise BackendError("vLLM response: token_ids and logprobs.tokens name different tokens")
+    elif from_strings is not None:
+        ids = from_strings
+    else:
+        raise BackendError(
+            "vLLM response carries no token IDs: need vLLM >= 0.10.2 (return_token_ids) or "
+            "logprobs.tokens as 'token_id:N' (return_tokens_as_token_ids)"
+        )
+    if len(ids) != len(logprobs):
+        raise BackendError(f"vLLM response has {len(ids)} token IDs but {len(logprobs)} logprobs")
+
+    sent = choice.get("prompt_token_ids")
+    if sent is not None and list(sent) != list(prompt_ids):
+        raise BackendError(
+            f"vLLM saw a different prompt ({len(sent)} tokens) than was sent ({len(prompt_ids)} tokens)"
+        )
+    info = {"id": body.get("id"), "stop_reason": choice.get("stop_reason"), "usage": body.get("usage")}
+    return SampleResult(output_ids=ids, logprobs=logprobs, finish_reason=finish, info=info)
+
+
+def _error_message(resp: httpx.Response) -> str:
+    """The server's error text: vLLM's ``{"error": {"message"}}``, older ``{"message"}``, or the body."""
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.text[:300]
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if data.get("message"):
+            return str(data["message"])
+    return str(data)[:300]
+
+
+class VLLMBackend:
+    """A :class:`~strands_art.backends.base.SamplingBackend` on a vLLM OpenAI-compatible server.
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is accepted).
+        model: the served model name (``--served-model-name``, default the model path).
+        timeout_s: seconds to wait for the answer of one request (read/write/pool).
+        connect_timeout_s: seconds to wait for a connection.
+        max_retries: extra attempts after a connection failure or a 5xx answer.
+        retry_backoff_s: first backoff; doubles each retry.
+        api_key: sent as ``Authorization: Bearer`` (vLLM's ``--api-key``).
+        max_connections: size of the shared connection pool.
+
+    One :class:`httpx.AsyncClient` is shared by all calls; :meth:`sample` is safe to call
+    concurrently. Call :meth:`aclose` when done.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout_s: float = 600.0,
+        connect_timeout_s: float = 10.0,
+        max_retries: int = 3,
+        retry_backoff_s: float = 0.5,
+        api_key: str | None = None,
+        max_connections: int = 256,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if timeout_s <= 0 or connect_timeout_s <= 0:
+            raise ValueError("timeouts must be > 0")
+        self.url = completions_url(base_url)
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.retry_backoff_s = retry_backoff_s
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            headers=headers,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
+        self._closed = False
+
+    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+        """Sample a continuation of ``prompt_ids`` on the server (see the module docstring).
+
+        Raises:
+            ValueError: empty or invalid prompt.
+            BackendError: connection failure after retries, HTTP error, malformed response, abort.
+            BackendTimeout: no answer within the timeouts.
+        """
+        if self._closed:
+            raise BackendError("the vLLM backend was closed")
+        payload = format_request(self.model, prompt_ids, params)
+        body = await self._post(payload)
+        result = parse_response(body, prompt_ids)
+        logger.debug(
+            "vLLM %s: %d prompt tokens -> %d tokens (%s)",
+            result.info.get("id"),
+            len(prompt_ids),
+            len(result.output_ids),
+            result.finish_reason,
+        )
+        return result
+
+    async def _post(self, payload: dict[str, Any]) -> Any:
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                resp = await self._client.post(self.url, json=payload)
+            except httpx.ConnectTimeout as exc:
+                if last:
+                    raise BackendTimeout(
+                        f"could not connect to vLLM at {self.url} within the connect timeout "
+                        f"({attempts} attempts): {exc!r}"
+                    ) from exc
+                cause = repr(exc)
+            except _RETRYABLE_TRANSPORT as exc:
+                if last:
+                    raise BackendError(
+                        f"could not reach vLLM at {self.url} after {attempts} attempts: {exc!r}"
+                    ) from exc
+                cause = repr(exc)
+            except httpx.TimeoutException as exc:
+                raise BackendTimeout(
+                    f"vLLM at {self.url} did not answer within {self.timeout_s} s: {exc!r}"
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise BackendError(f"request to vLLM at {self.url} failed: {exc!r}") from exc
+            else:
+                if resp.status_code >= 500:
+                    cause = f"HTTP {resp.status_code}: {_error_message(resp)}"
+                    if last:
+                        raise BackendError(f"vLLM at {self.url} failed after {attempts} attempts: {cause}")
+                elif resp.status_code >= 400:
+                    raise BackendError(
+                        f"vLLM at {self.url} rejected the request (HTTP {resp.status_code}): {_error_message(resp)}"
+                    )
+                else:
+                    try:
+                        return resp.json()
+                    except ValueError as exc:
+                        raise BackendError(
+                            f"vLLM at {self.url} answered with a body that is not JSON: {resp.text[:120]!r}"
+                        ) from exc
+            delay = self.retry_backoff_s * (2**attempt)
+            logger.warning(
+                "vLLM request failed (%s); retry %d/%d in %.2f s", cause, attempt + 1, self.max_retries, delay
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def models(self) -> list[str]:
+        """The model names the server serves (``GET /v1/models``), to check ``model`` early.
+
+        Raises:
+            BackendError: the server cannot be reached or answers badly.
+        """
+        url = self.url[: -len("/completions")] + "/models"
+        try:
+            resp = await self._client.get(url)
+            resp.raise_for_status()
+            return [m["id"] for m in resp.json()["data"]]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise BackendError(f"could not list models at {url}: {exc!r}") from exc
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; later :meth:`sample` calls raise :class:`BackendError`."""
+        if not self._closed:
+            self._closed = True
+            await self._client.aclose()

@@ -1,0 +1,162 @@
+"""A test double for a vLLM OpenAI-compatible server (no GPU here): ``/v1/completions`` for token
+prompts and ``/v1/models``, speaking the JSON of vLLM's ``CompletionRequest`` /
+``CompletionResponse`` (vllm/entrypoints/openai/protocol.py, vLLM 0.10.2+).
+
+Outputs are deterministic: the script (``FakeVLLM.script``, default ``[(sum(prompt) + i) % 50000
++ 1 for i ...]``) is played token by token; generation stops on a token in ``stop_token_ids``
+(kept in the output, finish "stop", ``stop_reason`` the id), at the end of the script (finish
+"stop", like EOS, ``stop_reason`` None) or at ``max_tokens`` (finish "length"). Token *i* has
+logprob ``-0.25 * (i + 1)``.
+
+Switches to simulate failures: ``fail_next`` (HTTP status codes for the next requests), ``delay_s``,
+``malformed`` (see :data:`MALFORMED`), ``abort``, ``legacy`` (answer like vLLM < 0.10.2: no
+``token_ids``/``prompt_token_ids`` fields). Every request body is kept in ``requests``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+MALFORMED = (
+    "not_json",
+    "no_choices",
+    "length_mismatch",
+    "none_logprob",
+    "prompt_mismatch",
+    "ids_disagree",
+    "no_ids",
+)
+
+
+def _error(status: int, message: str) -> web.Response:
+    # vLLM's ErrorResponse shape (recent versions)
+    kind = "BadRequestError" if status < 500 else "InternalServerError"
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "param": None, "code": status}}, status=status
+    )
+
+
+@dataclass
+class FakeVLLM:
+    model: str = "fake/model"
+    script: list[int] | None = None
+    fail_next: list[int] = field(default_factory=list)
+    delay_s: float = 0.0
+    malformed: str | None = None
+    abort: bool = False
+    legacy: bool = False
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+    _runner: web.AppRunner | None = None
+
+    async def start(self) -> FakeVLLM:
+        app = web.Application()
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "request body is not JSON")
+        self.requests.append(body)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.fail_next:
+            status = self.fail_next.pop(0)
+            return _error(status, f"simulated HTTP {status}")
+        if body.get("model") != self.model:
+            return _error(404, f"The model `{body.get('model')}` does not exist.")
+        prompt = body.get("prompt")
+        if not isinstance(prompt, list) or not prompt or not all(isinstance(t, int) for t in prompt):
+            return _error(400, "this fake only takes a non-empty list of token IDs as prompt")
+        max_tokens = body.get("max_tokens", 16)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            return _error(400, f"max_tokens must be at least 1, got {max_tokens}.")
+        if body.get("top_k", 0) < -1:
+            return _error(400, f"top_k must be 0 (disable), or at least 1, got {body['top_k']}.")
+        if body.get("logprobs") is not None and body["logprobs"] > 20:
+            return _error(400, "Requested sample logprobs of more than 20")
+        if self.malformed == "not_json":
+            return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
+        return web.json_response(self._answer(body, prompt, max_tokens))
+
+    def _answer(self, body: dict, prompt: list[int], max_tokens: int) -> dict:
+        script = (
+            self.script if self.script is not None else [(sum(prompt) + i) % 50000 + 1 for i in range(10_000)]
+        )
+        stop_ids = set(body.get("stop_token_ids") or [])
+        out: list[int] = []
+        finish, stop_reason = "stop", None
+        for tok in script:
+            if len(out) == max_tokens:
+                finish = "length"
+                break
+            out.append(tok)
+            if tok in stop_ids:
+                stop_reason = tok
+                break
+        if self.abort:
+            finish = "abort"
+        logprobs = [-0.25 * (i + 1) for i in range(len(out))]
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        tokens = [f"token_id:{t}" if as_ids else f"<{t}>" for t in out]
+        if self.malformed == "length_mismatch":
+            logprobs = logprobs[:-1]
+        if self.malformed == "none_logprob":
+            logprobs[0] = None
+        if self.malformed == "ids_disagree":
+            tokens[0] = "token_id:999999"
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": "".join(f"<{t}>" for t in out),
+            "logprobs": {
+                "text_offset": [4 * i for i in range(len(out))],
+                "token_logprobs": logprobs,
+                "tokens": tokens,
+                "top_logprobs": [{tok: lp} for tok, lp in zip(tokens, logprobs, strict=False)],
+            },
+            "finish_reason": finish,
+            "stop_reason": stop_reason,
+            "prompt_logprobs": None,
+        }
+        if body.get("return_token_ids") and not self.legacy:
+            choice["token_ids"] = out
+            choice["prompt_token_ids"] = prompt + [7] if self.malformed == "prompt_mismatch" else prompt
+        if self.malformed == "no_ids":
+            choice.pop("token_ids", None)
+            choice["logprobs"]["tokens"] = [f"<{t}>" for t in out]
+        answer = {
+            "id": f"cmpl-{len(self.requests)}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(out),
+                "total_tokens": len(prompt) + len(out),
+            },
+        }
+        if self.malformed == "no_choices":
+            answer["choices"] = []
+        return answer

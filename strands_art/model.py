@@ -139,7 +139,7 @@ class ARTModel(Model):
             got = seen_calls.get(call["id"])
             if got is None:
                 self._report(index, "tool_call_removed", f"tool call {call['id']} was removed by the harness")
-            elif parsed_arguments(got["arguments"]) != call["function"]["arguments"]:
+            elif parsed_arguments(got["arguments"]) != parsed_arguments(call["function"]["arguments"]):
                 self._report(index, "tool_input_changed", f"input of tool call {call['id']} was rewritten")
         content = "" if seen["content"] == BLANK_TEXT else seen["content"]
         if content != produced["content"]:

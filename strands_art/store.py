@@ -55,8 +55,12 @@ class TrajectoryStore:
         """Persist one finished rollout (JSONL line + Parquet part), durably."""
         line = json.dumps(trajectory.to_dict(), ensure_ascii=False) + "\n"
         self._write_parquet(trajectory)
-        with self._lock, open(self.jsonl, "a", encoding="utf-8") as f:
-            f.write(line)
+        with self._lock, open(self.jsonl, "a+b") as f:
+            if f.tell() > 0:  # a torn line from a killed writer must not swallow this one
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    line = "\n" + line
+            f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
 

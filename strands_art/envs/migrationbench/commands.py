@@ -210,6 +210,7 @@ def write_mvn_wrapper(
     settings: str | os.PathLike[str] | None = None,
     extra_args: Sequence[str] = (),
     real_mvn: str | None = None,
+    prelude: str = "",
 ) -> Path:
     """Write ``<bin_dir>/mvn``: runs the real Maven with ``-B -Dstyle.color=never [-s settings]``.
 
@@ -218,6 +219,7 @@ def write_mvn_wrapper(
         settings: a ``settings.xml`` (e.g. the offline one), passed with ``-s``.
         extra_args: more fixed arguments (e.g. ``-Dmaven.repo.local=...``).
         real_mvn: the Maven executable; default ``mvn`` found on PATH outside ``bin_dir``.
+        prelude: shell lines run before Maven (e.g. re-seeding the offline repository).
 
     Returns:
         The wrapper's path.
@@ -240,7 +242,9 @@ def write_mvn_wrapper(
     if settings is not None:
         args += ["-s", os.fspath(settings)]
     args += list(extra_args)
-    script = f'#!/bin/sh\nexec {shlex.quote(real_mvn)} {" ".join(shlex.quote(a) for a in args)} "$@"\n'
+    script = (
+        f'#!/bin/sh\n{prelude}exec {shlex.quote(real_mvn)} {" ".join(shlex.quote(a) for a in args)} "$@"\n'
+    )
     wrapper = bin_path / "mvn"
     wrapper.write_text(script)
     wrapper.chmod(0o755)

@@ -38,8 +38,8 @@ from strands_art.store import TrajectoryStore
 
 from .agent import RolloutLimits, build_agent, run_agent, user_prompt
 from .report import plot_run, print_summary
-from .sandbox_maven import prepare_agent_maven
 from .tasks import Task, load_tasks, materialize_record, read_records
+from .toolenv import prepare_tool_env
 from .tools import ToolStats
 from .workspace import Workspace
 
@@ -111,7 +111,7 @@ async def run_rollout(
     t0 = time.monotonic()
     ws = Workspace.for_task(spec.task.dir)
     try:
-        maven_env, bin_dir = prepare_agent_maven(ws)
+        tool_env = prepare_tool_env(ws)
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
@@ -121,8 +121,8 @@ async def run_rollout(
             spec.task.record,
             limits=limits,
             stats=stats,
-            env=maven_env,
-            extra_path=[str(bin_dir)],
+            env=tool_env.env,
+            extra_path=tool_env.extra_path,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
         )

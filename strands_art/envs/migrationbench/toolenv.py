@@ -13,7 +13,10 @@ Pass the result to :func:`~strands_art.envs.migrationbench.agent.build_agent` /
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .commands import write_mvn_wrapper
 from .maven import maven_env, use_offline
@@ -54,10 +57,19 @@ def prepare_tool_env(workspace: Workspace, *, offline: bool | None = None) -> To
     if is_offline:
         seed_local_repo(local_repo, project_dir=workspace.root)
     settings = write_settings(aux / "settings.xml", local_repo, offline=is_offline)
+    # The agent edits pom.xml (pinning plugin versions Debian lacks): re-seed relocation POMs for
+    # the project's current pins before every Maven call, as the evaluator does before its build.
+    prelude = (
+        f"{shlex.quote(sys.executable)} -m strands_art.envs.migrationbench.toolenv seed "
+        f'{shlex.quote(str(local_repo))} "$PWD" >/dev/null 2>&1\n'
+        if is_offline
+        else ""
+    )
     wrapper = write_mvn_wrapper(
         aux / "bin",
         settings=settings,
         extra_args=["-ntp", "-gs", str(settings), f"-Dmaven.repo.local={local_repo}"],
+        prelude=prelude,
     )
     home = aux / "home"
     home.mkdir(exist_ok=True)
@@ -66,3 +78,19 @@ def prepare_tool_env(workspace: Workspace, *, offline: bool | None = None) -> To
     env.update({"HOME": str(home), "MVN_LOCAL_REPO": str(local_repo)})
     logger.debug("tool env ready in %s (offline=%s)", aux, is_offline)
     return ToolEnv(env=env, extra_path=[str(wrapper.parent)], offline=is_offline)
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m strands_art.envs.migrationbench.toolenv seed LOCAL_REPO PROJECT_DIR``."""
+    if len(argv) != 3 or argv[0] != "seed":
+        sys.stderr.write(
+            "usage: python -m strands_art.envs.migrationbench.toolenv seed LOCAL_REPO PROJECT_DIR\n"
+        )
+        return 2
+    project = Path(argv[2])
+    seed_local_repo(Path(argv[1]), project_dir=project if (project / "pom.xml").is_file() else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

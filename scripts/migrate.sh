@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: the MigrationBench agent on the embedded SmolLM2 model, real Maven builds,
+# a results table. Extra arguments go to `strands-art migrate` (see --help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+exec .venv/bin/strands-art migrate "$@"

@@ -1,0 +1,53 @@
+"""TrajectoryStore: append-only JSONL + Parquet, crash-safe reads."""
+
+from __future__ import annotations
+
+from strands_art.store import TrajectoryStore
+from strands_art.trajectory import Row, Trajectory, Turn
+
+
+def traj(rid: str, reward: float) -> Trajectory:
+    t = Trajectory(rollout_id=rid, group_id="g")
+    t.turns.append(Turn(index=0, prompt_ids=[1, 2], output_ids=[3], logprobs=[-0.5], finish_reason="stop"))
+    row = Row(input_ids=[], loss_mask=[], logprobs=[], rollout_id=rid, group_id="g")
+    row.append_context([1, 2])
+    row.append_output(0, [3], [-0.5])
+    t.rows.append(row)
+    t.set_reward(reward)
+    return t
+
+
+def test_round_trip_jsonl_and_parquet(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    store.append(traj("a", 1.0))
+    store.append(traj("b", 0.5))
+    back = list(store)
+    assert [t.rollout_id for t in back] == ["a", "b"]
+    assert back[1].rows[0].input_ids == [1, 2, 3] and back[1].rows[0].loss_mask == [0, 0, 1]
+    assert back[1].reward == 0.5 and back[1].turns[0].logprobs == [-0.5]
+    table = store.read_rows_table()
+    assert table.num_rows == 2
+    assert table.column("input_ids").to_pylist() == [[1, 2, 3], [1, 2, 3]]
+    assert sorted(table.column("reward").to_pylist()) == [0.5, 1.0]
+    assert store.rollout_ids() == {"a", "b"}
+
+
+def test_a_torn_last_line_loses_only_that_rollout(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    store.append(traj("a", 1.0))
+    with open(store.jsonl, "a") as f:  # a crash in the middle of writing rollout b
+        f.write('{"rollout_id": "b", "rows": [')
+    assert [t.rollout_id for t in store] == ["a"]
+    store2 = TrajectoryStore(tmp_path)
+    assert store2.rollout_ids() == {"a"}
+    # no half-written parquet part is ever visible
+    assert [p.name for p in (tmp_path / "rows").iterdir()] == ["part-a.parquet"]
+
+
+def test_appending_after_a_torn_line_keeps_the_new_rollout(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    store.append(traj("a", 1.0))
+    with open(store.jsonl, "a") as f:
+        f.write('{"rollout_id": "b", "ro')
+    store.append(traj("c", 0.0))
+    assert [t.rollout_id for t in store] == ["a", "c"]

@@ -1,0 +1,491 @@
+"""Linear history: continue the exact token history instead of re-tokenizing a re-serialized one.
+
+For an append-only conversation the prompt of the next turn is::
+
+    saved tokens (last prompt + sampled output) + missing closer + tokens(new messages + opening)
+
+so earlier tool results keep the tokens they had when they entered the context and assistant
+turns keep their sampled tokens, however the harness re-serializes them. See
+docs/linear-history.md for the design, the policies and a worked example.
+
+Per turn (the fast path) the policy renders the stored canonical messages plus the new ones
+*once* (in a worker thread), checks that the previous turn's render (without its generation
+prompt) is a text prefix of it, finds the end of the last assistant's closer after that point,
+and tokenizes only the text after it (``async_encode``). No whole-history tokenization.
+
+Slower paths, each reason-coded in the turn's ``heal`` event:
+
+- ``probe``: the closer is not a special token or appears in the assistant's own text, so the
+  boundary is found by also rendering the stored history followed by a probe message;
+- ``full_history``: the template changed earlier text (Qwen3 drops earlier ``<think>`` blocks
+  after a new user query); every stored segment of non-assistant text is located again in the new
+  render and the saved tokens are kept. If a segment's text changed, it is a divergence
+  (``template_prefix_unstable``).
+
+Divergences (``message_edited``, ``tools_changed``, ``template_prefix_unstable``,
+``closer_unresolved``) follow ``on_nonlinear``: ``reset`` (new linear segment; the saved tokens
+of the messages before the edit are kept when the template allows), ``error``
+(:class:`HistoryDivergence`), ``disable`` (plain re-rendering for the rest of the session).
+A request that repeats one already answered is a *retry*, not an edit: it branches from the state
+before that turn. Several lineages live side by side (sub-agents sharing a session); each request
+continues the lineage whose stored messages are its longest prefix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from strands_art.history.base import PromptPlan
+from strands_art.history.closers import (
+    PROBE_USER,
+    common_prefix_len,
+    missing_closer,
+    template_shape,
+)
+from strands_art.history.lineage import Lineage, Match, Segment, match_request
+from strands_art.history.normalize import message_key, normalize_message, tools_key
+from strands_art.render import ChatRenderer
+
+logger = logging.getLogger(__name__)
+
+Policy = Literal["reset", "error", "disable"]
+
+
+class HistoryDivergence(RuntimeError):
+    """Linear mode with ``on_nonlinear="error"``: the request is not an append-only continuation.
+
+    Attributes:
+        reason: "message_edited", "tools_changed", "template_prefix_unstable" or
+            "closer_unresolved".
+        message_index: index of the first differing message (None when not message-specific).
+        lineage: the lineage id the request was compared with.
+    """
+
+    def __init__(self, reason: str, message_index: int | None, detail: str, lineage: int | None) -> None:
+        where = f" at message {message_index}" if message_index is not None else ""
+        super().__init__(f"linear history diverged{where} ({reason}): {detail}")
+        self.reason = reason
+        self.message_index = message_index
+        self.lineage = lineage
+
+
+def token_distance(a: list[int], b: list[int]) -> int:
+    """Token edit distance (Levenshtein over token IDs) between two ID lists."""
+    try:
+        from rapidfuzz.distance import Levenshtein
+    except ImportError:  # pragma: no cover - rapidfuzz is a dependency; difflib is the fallback
+        import difflib
+
+        ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
+    return int(Levenshtein.distance(a, b))
+
+
+@dataclass
+class _Pending:
+    """What plan() decided, applied by commit() only if the turn is recorded."""
+
+    lineage: Lineage | None
+    messages: list[dict[str, Any]]
+    keys: list[str]
+    prompt_ids: list[int]
+    text: str = ""
+    segment: Segment | None = None
+    segments: list[Segment] | None = None
+    is_new: bool = False
+    drop: Lineage | None = None
+    disable: bool = False
+    counters: Counter = field(default_factory=Counter)
+
+
+def _preview(msg: dict[str, Any] | None, n: int = 60) -> str:
+    if msg is None:
+        return "<none>"
+    text = msg.get("content") or json.dumps(msg.get("tool_calls") or "", default=str)
+    text = text if len(text) <= n else text[:n] + "..."
+    return f"{msg.get('role')}: {text!r}"
+
+
+class LinearHistory:
+    """History policy for ``history_mode="linear"``.
+
+    Args:
+        renderer: the gateway's :class:`~strands_art.render.ChatRenderer`.
+        on_nonlinear: divergence policy: "reset" (default), "error", "disable".
+        measure_drift: also render and tokenize the request as sent on every healed turn and
+            report the token edit distance of the healed prompt from that plain re-render
+            (``plain_distance``; O(history) per turn, off by default). The cheap per-turn
+            ``drift_tokens`` (sampled tokens vs the template's re-render of that assistant turn)
+            is always reported.
+        max_lineages: lineages kept per session (least recently used evicted).
+    """
+
+    mode = "linear"
+
+    def __init__(
+        self,
+        renderer: ChatRenderer,
+        on_nonlinear: Policy = "reset",
+        measure_drift: bool = False,
+        max_lineages: int = 16,
+    ) -> None:
+        if on_nonlinear not in ("reset", "error", "disable"):
+            raise ValueError(f"on_nonlinear must be 'reset', 'error' or 'disable', got {on_nonlinear!r}")
+        self.renderer = renderer
+        self.on_nonlinear = on_nonlinear
+        self.measure_drift = measure_drift
+        self.max_lineages = max_lineages
+        self.shape = template_shape(renderer)
+        self.lineages: list[Lineage] = []
+        self.disabled = False
+        self._counters: Counter = Counter()
+        self._ids = itertools.count()
+        self._clock = itertools.count(1)
+
+    # ------------------------------------------------------------------ protocol
+    async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
+        """Prompt token IDs for this request (see module docstring). Raises HistoryDivergence."""
+        keys = [message_key(m) for m in messages]
+        if self.disabled:
+            return await self._plain(messages, keys, tools, keep=False)
+        m = match_request(self.lineages, keys, tools_key(tools))
+        if m.kind == "continue":
+            return await self._heal(m.lineage, messages, keys, tools)
+        if m.kind == "retry":
+            return self._retry(m, messages, keys)
+        if m.kind == "new":
+            plan = await self._plain(messages, keys, tools)
+            if self.lineages:
+                plan.events.append(
+                    {
+                        "kind": "new_lineage",
+                        "reason": "no stored lineage shares a leading message with the request",
+                        "lineage": plan.lineage,
+                    }
+                )
+                plan.explains_fork = True
+            return plan
+        reason = "message_edited" if m.kind == "edited" else "tools_changed"
+        return await self._diverge(reason, m.lineage, m.common, messages, keys, tools)
+
+    def commit(
+        self, plan: PromptPlan, output_ids: list[int], finish_reason: str, assistant: dict[str, Any]
+    ) -> None:
+        """Advance the saved history with the recorded turn (only recorded turns are committed)."""
+        p: _Pending = plan.state
+        self._counters.update(p.counters)
+        self._counters["turns"] += 1
+        if p.disable:
+            self.disabled = True
+            self.lineages.clear()
+        if p.drop is not None and p.drop in self.lineages:
+            self.lineages.remove(p.drop)
+        lin = p.lineage
+        if lin is None:
+            return
+        closing = missing_closer(self.renderer, self.shape, list(output_ids), finish_reason)
+        self._counters[f"closer_{closing.code}"] += 1
+        amsg = normalize_message(len(p.messages), assistant)
+        lin.messages = p.messages + [amsg]
+        lin.keys = p.keys + [message_key(amsg)]
+        lin.tokens = p.prompt_ids + list(output_ids)
+        lin.text = p.text or lin.text
+        if p.segments is not None:
+            lin.segments = p.segments
+        if p.segment is not None:
+            lin.segments.append(p.segment)
+        lin.closer_ids = closing.ids
+        lin.last_used = next(self._clock)
+        if p.is_new:
+            self.lineages.append(lin)
+            self._counters["lineages_created"] += 1
+            if len(self.lineages) > self.max_lineages:
+                self.lineages.remove(min(self.lineages, key=lambda x: x.last_used))
+
+    def counters(self) -> dict[str, int]:
+        """Per-session counters (turns, healed_turns, heal_fast, resets, drift_tokens, ...)."""
+        out = {k: int(v) for k, v in self._counters.items()}
+        out["lineages"] = len(self.lineages)
+        return out
+
+    # ------------------------------------------------------------------ paths
+    async def _plain(
+        self,
+        messages: list[dict[str, Any]],
+        keys: list[str],
+        tools: list[dict[str, Any]] | None,
+        keep: bool = True,
+        text: str | None = None,
+    ) -> PromptPlan:
+        """Render and tokenize the whole request: a new lineage (or plain, when disabled)."""
+        text = text if text is not None else await self.renderer.arender(messages, tools, True)
+        ids = await self.renderer.encode(text)
+        if not keep:
+            return PromptPlan(ids, state=_Pending(None, messages, keys, ids, counters=Counter(plain_turns=1)))
+        lin = Lineage(id=next(self._ids), tools_key=tools_key(tools), tools=tools)
+        seg = Segment(0, len(messages), 0, len(ids), 0, self._stable_end(text))
+        state = _Pending(lin, list(messages), keys, ids, text, seg, is_new=True)
+        return PromptPlan(ids, lineage=lin.id, state=state)
+
+    def _stable_end(self, text: str) -> int:
+        gen = self.shape.generation_prompt
+        return len(text) - len(gen) if gen and text.endswith(gen) else len(text)
+
+    async def _heal(
+        self,
+        lin: Lineage,
+        messages: list[dict[str, Any]],
+        keys: list[str],
+        tools: list[dict[str, Any]] | None,
+    ) -> PromptPlan:
+        shape = self.shape
+        stored = lin.messages
+        canonical = stored + messages[len(stored) :]
+        if not shape.resolved:
+            return await self._diverge("closer_unresolved", lin, None, messages, keys, tools, drop=lin)
+        text = await self.renderer.arender(canonical, tools, True)
+        segments = None
+        path = "fast"
+        found = self._boundary_fast(lin, text)
+        if found == "ambiguous":
+            path = "probe"
+            found = await self._boundary_probe(lin, text, tools)
+        elif found == "prefix_changed":
+            path = "full_history"
+            relocated = self._boundary_full_history(lin, text)
+            if isinstance(relocated, int):
+                msg_index = lin.segments[relocated].msg_start if relocated < len(lin.segments) else None
+                return await self._diverge(
+                    "template_prefix_unstable", lin, msg_index, messages, keys, tools, drop=lin, text=text
+                )
+            found, segments = relocated
+        if not isinstance(found, tuple):
+            return await self._diverge(
+                "closer_unresolved", lin, None, messages, keys, tools, drop=lin, text=text
+            )
+        boundary, region_start = found
+        tail_ids = await self.renderer.encode(text[boundary:])
+        prompt = lin.tokens + lin.closer_ids + tail_ids
+        # drift of the last assistant turn: the template's re-render vs what was sampled + closer
+        region_ids = await self.renderer.encode(text[region_start:boundary])
+        sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
+        drift = token_distance(region_ids, sampled)
+        event: dict[str, Any] = {
+            "kind": "heal",
+            "reason": path,
+            "lineage": lin.id,
+            "saved_tokens": len(lin.tokens),
+            "closer_tokens": len(lin.closer_ids),
+            "new_tokens": len(tail_ids),
+            "drift_tokens": drift,
+        }
+        counters = Counter({"healed_turns": 1, f"heal_{path}": 1, "drift_tokens": drift})
+        if drift:
+            counters["drift_turns"] += 1
+        if self.measure_drift:
+            plain = await self.renderer.encode(await self.renderer.arender(messages, tools, True))
+            event["plain_distance"] = token_distance(prompt, plain)
+            counters["plain_distance"] += event["plain_distance"]
+        seg = Segment(
+            msg_start=len(stored),
+            msg_end=len(messages),
+            tok_start=len(lin.tokens) + len(lin.closer_ids),
+            tok_end=len(prompt),
+            char_start=boundary,
+            char_end=self._stable_end(text),
+        )
+        state = _Pending(lin, canonical, keys, prompt, text, seg, segments=segments, counters=counters)
+        return PromptPlan(prompt, lineage=lin.id, events=[event], state=state)
+
+    def _boundary_fast(self, lin: Lineage, text: str) -> tuple[int, int] | str:
+        """(end of the last assistant's closer, start of its render) or why the fast path fails."""
+        stable = lin.stable
+        if not text.startswith(lin.text[:stable]):
+            return "prefix_changed"
+        closer = self.shape.closer
+        if not self.shape.closer_is_marked or self._holds_closer(lin.messages[-1]):
+            return "ambiguous"
+        idx = text.find(closer, stable)
+        return (idx + len(closer), stable) if idx >= 0 else "not_found"
+
+    def _holds_closer(self, msg: dict[str, Any]) -> bool:
+        marker = self.shape.closer.strip() or self.shape.closer
+        blob = (msg.get("content") or "") + (msg.get("reasoning_content") or "")
+        blob += json.dumps(msg.get("tool_calls") or [], ensure_ascii=False, default=str)
+        return marker in blob
+
+    async def _boundary_probe(
+        self, lin: Lineage, text: str, tools: list[dict[str, Any]] | None
+    ) -> tuple[int, int] | str:
+        """Find where new messages begin by rendering the stored history plus a probe message.
+
+        Both renders hold the last assistant as a non-final message, so they agree through its
+        closer (and perhaps the next message's opening); the closer ends at the last closer
+        occurrence before they part.
+        """
+        stable = lin.stable
+        probe = await self.renderer.arender(
+            lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False
+        )
+        if not probe.startswith(lin.text[:stable]):
+            return "not_found"
+        lcp = common_prefix_len(text, probe, stable)
+        idx = text.rfind(self.shape.closer, stable, lcp)
+        return (idx + len(self.shape.closer), stable) if idx >= 0 else "not_found"
+
+    def _boundary_full_history(self, lin: Lineage, text: str) -> tuple[tuple[int, int], list[Segment]] | int:
+        """Relocate every stored segment's text in a render whose earlier text changed.
+
+        Assistant renders may change (they are replaced by the sampled tokens anyway); the
+        non-assistant segments must reappear verbatim, each right after an assistant closer.
+        Returns ((boundary, region_start), relocated segments) or the index of the first segment
+        that could not be found (``len(segments)`` when the last closer is missing).
+        """
+        closer = self.shape.closer
+        segments: list[Segment] = []
+        pos = 0
+        for j, seg in enumerate(lin.segments):
+            seg_text = lin.text[seg.char_start : seg.char_end]
+            if j == 0:
+                if not text.startswith(seg_text):
+                    return 0
+                start = 0
+            else:
+                start = self._after_closer(text, pos, seg_text)
+                if start < 0:
+                    return j
+            segments.append(
+                Segment(seg.msg_start, seg.msg_end, seg.tok_start, seg.tok_end, start, start + len(seg_text))
+            )
+            pos = start + len(seg_text)
+        idx = text.find(closer, pos)
+        if idx < 0:
+            return len(lin.segments)
+        return (idx + len(closer), pos), segments
+
+    def _after_closer(self, text: str, pos: int, seg_text: str) -> int:
+        closer = self.shape.closer
+        search = pos
+        while True:
+            idx = text.find(closer, search)
+            if idx < 0:
+                return -1
+            start = idx + len(closer)
+            if text.startswith(seg_text, start):
+                return start
+            search = idx + 1
+
+    def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[str]) -> PromptPlan:
+        """Branch from the state before the answered request (a retry is not an edit)."""
+        lin = m.lineage
+        seg = lin.segments[m.segment]
+        branch = lin.truncated(next(self._ids), m.segment + 1, seg.tok_end, seg.msg_end)
+        prompt = lin.tokens[: seg.tok_end]
+        event = {
+            "kind": "retry",
+            "reason": "retry",
+            "lineage": branch.id,
+            "from_lineage": lin.id,
+            "messages": len(messages),
+            "dropped_tokens": len(lin.tokens) - seg.tok_end,
+        }
+        state = _Pending(
+            branch, list(branch.messages), keys, prompt, lin.text, is_new=True, counters=Counter(retries=1)
+        )
+        return PromptPlan(list(prompt), lineage=branch.id, events=[event], explains_fork=True, state=state)
+
+    async def _diverge(
+        self,
+        reason: str,
+        lin: Lineage,
+        k: int | None,
+        messages: list[dict[str, Any]],
+        keys: list[str],
+        tools: list[dict[str, Any]] | None,
+        drop: Lineage | None = None,
+        text: str | None = None,
+    ) -> PromptPlan:
+        """Apply ``on_nonlinear`` to a divergence from lineage ``lin`` at message ``k``."""
+        if k is not None and k < len(lin.messages):
+            detail = f"stored {_preview(lin.messages[k])} but got " + (
+                _preview(messages[k]) if k < len(messages) else "no message (the request is shorter)"
+            )
+        elif reason == "tools_changed":
+            detail = "the tool specs differ from the ones this history was rendered with"
+        elif reason == "closer_unresolved":
+            detail = "the end of the last assistant turn could not be located in the new render"
+        else:
+            detail = "the chat template rendered earlier messages differently"
+        event: dict[str, Any] = {"reason": reason, "message": k, "from_lineage": lin.id, "detail": detail}
+        if k is not None and k < len(messages):
+            event["role"] = messages[k].get("role")
+        counters = Counter({"divergences": 1, f"reason_{reason}": 1})
+        if self.on_nonlinear == "error":
+            raise HistoryDivergence(reason, k, detail, lin.id)
+        if self.on_nonlinear == "disable":
+            plan = await self._plain(messages, keys, tools, keep=False)
+            plan.state.disable = True
+            plan.state.counters.update(counters + Counter(disabled=1))
+            plan.events.append({"kind": "linear_disabled", **event})
+            plan.explains_fork = True
+            logger.warning("linear history disabled for this session: %s", detail)
+            return plan
+        plan = None
+        if reason == "message_edited" and k is not None:
+            plan = await self._partial(lin, k, messages, keys, tools)
+        if plan is None:
+            plan = await self._plain(messages, keys, tools, text=None)
+        kept = plan.state.segment.tok_start if plan.state.segment else 0
+        counters.update(resets=1, kept_tokens=kept)
+        if kept:
+            counters["partial_heals"] += 1
+        plan.state.counters.update(counters)
+        plan.state.drop = drop
+        plan.events.append(
+            {
+                "kind": "reset",
+                **event,
+                "lineage": plan.lineage,
+                "kept_tokens": kept,
+                "dropped_tokens": len(lin.tokens) - kept,
+            }
+        )
+        plan.explains_fork = True
+        logger.info("linear history reset (%s): %s", reason, detail)
+        return plan
+
+    async def _partial(
+        self,
+        lin: Lineage,
+        k: int,
+        messages: list[dict[str, Any]],
+        keys: list[str],
+        tools: list[dict[str, Any]] | None,
+    ) -> PromptPlan | None:
+        """Keep the saved tokens of the messages before ``k``; render only from there.
+
+        Uses the deepest segment that starts (right after an assistant closer) at or before
+        message ``k`` and whose preceding text the new render reproduces. None if there is none.
+        """
+        cands = [j for j, s in enumerate(lin.segments) if 0 < j and s.msg_start <= k]
+        if not cands:
+            return None
+        j = cands[-1]
+        seg = lin.segments[j]
+        canonical = lin.messages[: seg.msg_start] + messages[seg.msg_start :]
+        text = await self.renderer.arender(canonical, tools, True)
+        if not text.startswith(lin.text[: seg.char_start]):
+            return None
+        tail_ids = await self.renderer.encode(text[seg.char_start :])
+        prompt = lin.tokens[: seg.tok_start] + tail_ids
+        branch = lin.truncated(next(self._ids), j, seg.tok_start, seg.msg_start)
+        new_seg = Segment(
+            seg.msg_start, len(messages), seg.tok_start, len(prompt), seg.char_start, self._stable_end(text)
+        )
+        state = _Pending(branch, canonical, keys, prompt, text, new_seg, is_new=True)
+        return PromptPlan(prompt, lineage=branch.id, state=state)

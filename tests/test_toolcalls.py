@@ -1,6 +1,6 @@
 """Output parsers against real chat templates: Qwen3 (Hermes JSON) and trl's Qwen3.5 (XML).
 
-Round trips render an assistant message through the model's own template, cut the assistant
+The ``qwen3`` fixture (tests/conftest.py) is the real Qwen3 tokenizer. Round trips render an assistant message through the model's own template, cut the assistant
 turn out as the model would have sampled it (ending in ``<|im_end|>``), parse it back and compare.
 """
 
@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strands_art.registry import load_tokenizer
 from strands_art.toolcalls import (
     HermesParser,
     Qwen3CoderParser,
@@ -37,11 +36,6 @@ def _trl_template(name: str) -> str:
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("trl (chat templates only) is not installed: pip install trl")
     return (Path(list(spec.submodule_search_locations)[0]) / "chat_templates" / name).read_text()
-
-
-@pytest.fixture(scope="module")
-def qwen3():
-    return load_tokenizer("qwen3")
 
 
 @pytest.fixture(scope="module")

@@ -69,19 +69,6 @@ def common_suffix_len(a: str, b: str) -> int:
     return i
 
 
-def common_prefix_len(a: str, b: str, start: int = 0) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (both known equal before ``start``)."""
-    n = min(len(a), len(b))
-    lo = start
-    # galloping on slices: str comparison runs in C
-    step = 4096
-    while lo + step <= n and a[lo : lo + step] == b[lo : lo + step]:
-        lo += step
-    while lo < n and a[lo] == b[lo]:
-        lo += 1
-    return lo
-
-
 def template_shape(renderer: ChatRenderer) -> TemplateShape:
     """The :class:`TemplateShape` of ``renderer``'s template (probed once, then cached)."""
     shape = _CACHE.get(renderer)
@@ -132,8 +119,8 @@ class Closing:
         ids: token IDs to append after the sampled output (list[int]).
         text: their text.
         code: "retained_stop" (the output already ends with part or all of the closer),
-            "length" (truncated: the whole closer), "foreign_stop" (ended on another end token,
-            e.g. EOS: the whole closer after it), "no_stop" (ended on a stop string or nothing).
+            "length" (truncated: the whole closer), "foreign_stop" (ended on another special token,
+            e.g. EOS ``<|endoftext|>``: the whole closer after it), "no_stop" (ended on a stop string or nothing).
     """
 
     ids: list[int]
@@ -158,5 +145,6 @@ def missing_closer(
         if tail.endswith(closer[:n]):
             rest = closer[n:]
             return Closing(renderer.encode_sync(rest) if rest else [], rest, "retained_stop")
-    code = "foreign_stop" if output_ids[-1] in renderer.end_of_turn_ids else "no_stop"
+    special = output_ids[-1] in renderer.end_of_turn_ids or output_ids[-1] in renderer._special_ids()
+    code = "foreign_stop" if special else "no_stop"
     return Closing(list(shape.closer_ids), closer, code)

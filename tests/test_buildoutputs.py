@@ -1,0 +1,98 @@
+"""Class-file versions and surefire report sums (no Maven needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strands_art.envs.migrationbench.buildoutputs import (
+    check_bytecode,
+    class_major_version,
+    read_test_reports,
+    case_key,
+)
+
+
+def _class(path: Path, major: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\xca\xfe\xba\xbe\x00\x00" + major.to_bytes(2, "big") + b"\x00" * 16)
+
+
+def _module(root: Path, name: str, majors: list[int], sources: bool = True) -> None:
+    mod = root / name
+    mod.mkdir(parents=True, exist_ok=True)
+    (mod / "pom.xml").write_text("<project/>")
+    if sources:
+        (mod / "src/main/java/p").mkdir(parents=True)
+        (mod / "src/main/java/p/A.java").write_text("package p; class A {}")
+    for i, major in enumerate(majors):
+        _class(mod / "target/classes/p" / f"C{i}.class", major)
+
+
+def test_class_major_version(tmp_path: Path) -> None:
+    _class(tmp_path / "A.class", 61)
+    assert class_major_version(tmp_path / "A.class") == 61
+    (tmp_path / "B.class").write_bytes(b"not a class")
+    with pytest.raises(ValueError, match="not a class file"):
+        class_major_version(tmp_path / "B.class")
+
+
+def test_bytecode_all_modules(tmp_path: Path) -> None:
+    (tmp_path / "pom.xml").write_text("<project/>")  # aggregator, no sources
+    _module(tmp_path, "api", [61, 61])
+    _module(tmp_path, "impl", [61])
+    ok = check_bytecode(tmp_path)
+    assert ok.ok and ok.total == 3 and ok.by_major == {61: 3}
+    _class(tmp_path / "impl/target/classes/p/Old.class", 52)
+    bad = check_bytecode(tmp_path)
+    assert not bad.ok and bad.wrong == [("impl/target/classes/p/Old.class", 52)] and bad.wrong_count == 1
+
+
+def test_module_with_sources_but_no_classes_fails(tmp_path: Path) -> None:
+    _module(tmp_path, "api", [61])
+    _module(tmp_path, "dropped", [])
+    report = check_bytecode(tmp_path)
+    assert report.modules_without_classes == ["dropped"] and not report.ok
+    assert not check_bytecode(tmp_path / "dropped").ok  # no class files at all
+
+
+REPORT = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="{cls}" tests="{tests}" failures="{failures}" errors="0" skipped="{skipped}">
+  <testcase name="ok" classname="{cls}" time="0.01"/>
+  {extra}
+</testsuite>
+"""
+
+
+def test_read_reports_sums_every_module(tmp_path: Path) -> None:
+    a = tmp_path / "a/target/surefire-reports"
+    b = tmp_path / "b/c/target/surefire-reports"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (a / "TEST-p.ATest.xml").write_text(
+        REPORT.format(
+            cls="p.ATest", tests=3, failures=0, skipped=1,
+            extra='<testcase name="p(int)[1]" classname="p.ATest"/><testcase name="off" classname="p.ATest"><skipped/></testcase>',
+        )
+    )  # fmt: skip
+    (b / "TEST-p.B$Inner.xml").write_text(
+        REPORT.format(
+            cls="p.B$Inner",
+            tests=2,
+            failures=1,
+            skipped=0,
+            extra='<testcase name="bad" classname="p.B$Inner"><failure/></testcase>',
+        )
+    )
+    (b / "TEST-broken.xml").write_text("<testsuite")
+    report = read_test_reports(tmp_path)
+    assert (report.tests, report.failures, report.skipped, report.passed) == (5, 1, 1, 3)
+    assert report.modules == ["a", "b/c"]
+    assert report.skipped_keys == ["p.ATest#off"]
+    assert report.unreadable == ["b/c/target/surefire-reports/TEST-broken.xml"]
+
+
+def test_case_key_normalizes_nested_and_parameterized() -> None:
+    assert case_key("p.Outer$Inner", "param(int)[2]") == "p.Outer.Inner#param"
+    assert case_key("p.T", "plain") == "p.T#plain"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from strands_art.envs.migrationbench.buildoutputs import (
+    case_key,
     check_bytecode,
     class_major_version,
     read_test_reports,
-    case_key,
 )
 
 

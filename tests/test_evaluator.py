@@ -53,7 +53,7 @@ def test_untouched_project_scores_zero(name: str, tmp_path: Path) -> None:
     if result["details"]["maven_exit_code"] == 0:
         assert result["details"]["class_major_versions"] == {"52": result["details"]["class_files"]}
     else:
-        assert "BUILD FAILURE" in result["details"]["log_tail"]
+        assert result["details"]["maven_errors"], result["details"]["log_tail"]
     assert result["build_success"] is False and result["java17_bytecode"] is False
     assert result["tests_run"] == 0 and result["tests_equivalent"] is False
     assert result["reward"] == 0.0
@@ -96,10 +96,8 @@ def test_broken_build_scores_zero(name: str, tmp_path: Path) -> None:
     main_src.write_text(main_src.read_text() + "\nthis is not java;\n")
     result = _score(repo, task_dir)
     assert result["details"]["maven_exit_code"] not in (0, None)
-    assert (
-        "COMPILATION ERROR" in result["details"]["log_tail"]
-        or "BUILD FAILURE" in result["details"]["log_tail"]
-    )
+    assert any("COMPILATION ERROR" in line for line in result["details"]["maven_errors"])
+    assert any(main_src.name in line for line in result["details"]["maven_errors"])
     assert result["build_success"] is False and result["reward"] == 0.0
 
 

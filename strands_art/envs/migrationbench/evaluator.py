@@ -162,6 +162,7 @@ def evaluate(
         "wrong_major_version_count": bytecode.wrong_count,
         "wrong_major_version": [f"{path} ({major})" for path, major in bytecode.wrong[:5]],
         "modules_without_classes": bytecode.modules_without_classes,
+        "maven_errors": list(mvn.error_lines),
         "log_tail": mvn.output_tail[-4000:],
     }
     tests_run = 0

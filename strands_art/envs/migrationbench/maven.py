@@ -50,6 +50,7 @@ class MavenResult:
     ``exit_code`` is None when the build was killed on timeout. ``duration_s`` is wall-clock
     seconds. ``output_tail`` is the last ``tail_chars`` characters of stdout+stderr, ANSI codes
     stripped; ``log_path`` holds the full (stripped) log when the caller asked for one.
+    ``error_lines`` are the first 30 ``[ERROR]`` lines of the whole log, stack frames left out.
     """
 
     command: tuple[str, ...]
@@ -59,6 +60,7 @@ class MavenResult:
     output_tail: str
     offline: bool
     log_path: Path | None = None
+    error_lines: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -240,7 +242,22 @@ def run_maven(
         output_tail=text[-tail_chars:],
         offline=is_offline,
         log_path=log_path,
+        error_lines=tuple(_error_lines(text)),
     )
+
+
+def _error_lines(text: str, limit: int = 30) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        if (
+            line.startswith("[ERROR]")
+            and not line[7:].lstrip().startswith("at ")
+            and line.strip() != "[ERROR]"
+        ):
+            lines.append(line)
+            if len(lines) == limit:
+                break
+    return lines
 
 
 def _kill_group_quiet(proc: subprocess.Popen[bytes]) -> None:

@@ -65,6 +65,12 @@ class Relocation:
 
 
 _PLUGINS = "org.apache.maven.plugins"
+
+
+def _v(versions: str) -> tuple[str, ...]:
+    return tuple(versions.split())
+
+
 _JUPITER_VERSIONS = tuple(
     f"5.{minor}.{patch}" for minor in range(0, 12) for patch in range(0, 4) if (minor, patch) != (9, 2)
 )
@@ -77,106 +83,42 @@ RELOCATIONS: tuple[Relocation, ...] = (
     # Plugins. Super-POM defaults of Maven 3.8: clean 2.5, resources 2.6, compiler 3.1,
     # surefire 2.12.4, jar 2.4, install 2.4, deploy 2.7, site 3.3 (deploy/site are not run by
     # `verify` and Debian ships neither plugin unless libmaven-{deploy,site}-plugin-java is added).
-    Relocation(
-        _PLUGINS, "maven-clean-plugin", "3.2.0", ("2.5", "2.6.1", "3.0.0", "3.1.0", "3.3.1", "3.3.2", "3.4.0")
-    ),
-    Relocation(
-        _PLUGINS,
-        "maven-resources-plugin",
-        "3.3.0",
-        ("2.6", "2.7", "3.0.1", "3.0.2", "3.1.0", "3.2.0", "3.3.1"),
-    ),
+    Relocation(_PLUGINS, "maven-clean-plugin", "3.2.0", _v("2.5 2.6.1 3.0.0 3.1.0 3.3.1 3.3.2 3.4.0")),
+    Relocation(_PLUGINS, "maven-resources-plugin", "3.3.0", _v("2.6 2.7 3.0.1 3.0.2 3.1.0 3.2.0 3.3.1")),
     Relocation(
         _PLUGINS,
         "maven-compiler-plugin",
         "3.10.1",
-        (
-            "3.1",
-            "3.2",
-            "3.3",
-            "3.5",
-            "3.5.1",
-            "3.6.0",
-            "3.6.1",
-            "3.6.2",
-            "3.7.0",
-            "3.8.0",
-            "3.8.1",
-            "3.9.0",
-            "3.10.0",
-            "3.11.0",
-            "3.12.0",
-            "3.12.1",
-            "3.13.0",
+        _v(
+            "3.1 3.2 3.3 3.5 3.5.1 3.6.0 3.6.1 3.6.2 3.7.0 3.8.0 3.8.1 3.9.0 3.10.0 3.11.0 3.12.0 3.12.1 3.13.0"
         ),
-    ),  # fmt: skip
+    ),
     Relocation(
         _PLUGINS,
         "maven-surefire-plugin",
         "2.22.3",
-        (
-            "2.12.4",
-            "2.17",
-            "2.18.1",
-            "2.19.1",
-            "2.20",
-            "2.20.1",
-            "2.21.0",
-            "2.22.0",
-            "2.22.1",
-            "2.22.2",
-            "3.0.0-M3",
-            "3.0.0-M4",
-            "3.0.0-M5",
-            "3.0.0-M7",
-            "3.0.0-M8",
-            "3.0.0-M9",
-            "3.0.0",
-            "3.1.0",
-            "3.1.2",
-            "3.2.1",
-            "3.2.2",
-            "3.2.3",
-            "3.2.5",
-            "3.3.0",
-            "3.3.1",
-            "3.5.0",
+        _v(
+            "2.12.4 2.17 2.18.1 2.19.1 2.20 2.20.1 2.21.0 2.22.0 2.22.1 2.22.2 3.0.0-M3 3.0.0-M4 3.0.0-M5"
+            " 3.0.0-M7 3.0.0-M8 3.0.0-M9 3.0.0 3.1.0 3.1.2 3.2.1 3.2.2 3.2.3 3.2.5 3.3.0 3.3.1 3.5.0"
         ),
-    ),  # fmt: skip
+    ),
     Relocation(
         _PLUGINS,
         "maven-jar-plugin",
         "3.3.0",
-        (
-            "2.4",
-            "2.5",
-            "2.6",
-            "3.0.0",
-            "3.0.2",
-            "3.1.0",
-            "3.1.1",
-            "3.1.2",
-            "3.2.0",
-            "3.2.2",
-            "3.4.1",
-            "3.4.2",
-        ),
+        _v("2.4 2.5 2.6 3.0.0 3.0.2 3.1.0 3.1.1 3.1.2 3.2.0 3.2.2 3.4.1 3.4.2"),
     ),
+    Relocation(_PLUGINS, "maven-install-plugin", "3.1.0", _v("2.4 2.5.1 2.5.2 3.0.0-M1 3.0.1 3.1.1")),
     Relocation(
-        _PLUGINS, "maven-install-plugin", "3.1.0", ("2.4", "2.5.1", "2.5.2", "3.0.0-M1", "3.0.1", "3.1.1")
-    ),
-    Relocation(
-        _PLUGINS,
-        "maven-dependency-plugin",
-        "3.5.0",
-        ("2.8", "2.10", "3.0.2", "3.1.1", "3.1.2", "3.2.0", "3.3.0", "3.6.0"),
+        _PLUGINS, "maven-dependency-plugin", "3.5.0", _v("2.8 2.10 3.0.2 3.1.1 3.1.2 3.2.0 3.3.0 3.6.0")
     ),
     # Test libraries.
-    Relocation("junit", "junit", "4.13.2", ("4.8.2", "4.10", "4.11", "4.12", "4.13", "4.13.1")),
-    Relocation("org.hamcrest", "hamcrest-core", "debian", ("1.1", "1.3")),
-    Relocation("org.hamcrest", "hamcrest-library", "debian", ("1.1", "1.3")),
-    Relocation("org.hamcrest", "hamcrest-all", "debian", ("1.1", "1.3")),
-    Relocation("org.hamcrest", "hamcrest", "2.2", ("2.1",)),
+    Relocation("junit", "junit", "4.13.2", _v("4.8.2 4.10 4.11 4.12 4.13 4.13.1")),
+    *(
+        Relocation("org.hamcrest", a, "debian", _v("1.1 1.3"))
+        for a in ("hamcrest-core", "hamcrest-library", "hamcrest-all")
+    ),
+    Relocation("org.hamcrest", "hamcrest", "2.2", _v("2.1")),
     *(
         Relocation("org.junit.jupiter", artifact, "5.9.2", _JUPITER_VERSIONS)
         for artifact in (
@@ -200,41 +142,26 @@ RELOCATIONS: tuple[Relocation, ...] = (
         )
     ),
     # APIs removed from the JDK after 8 (JEP 320), in the javax.* namespace.
-    Relocation("javax.xml.bind", "jaxb-api", "2.3.1", ("2.1", "2.2.11", "2.2.12", "2.3.0")),
+    Relocation("javax.xml.bind", "jaxb-api", "2.3.1", _v("2.1 2.2.11 2.2.12 2.3.0")),
     Relocation(
-        "jakarta.xml.bind",
-        "jakarta.xml.bind-api",
-        "2.3.1",
-        ("2.3.2", "2.3.3"),
-        target_group="javax.xml.bind",
-        target_artifact="jaxb-api",
+        "jakarta.xml.bind", "jakarta.xml.bind-api", "2.3.1", _v("2.3.2 2.3.3"), "javax.xml.bind", "jaxb-api"
     ),
     Relocation(
-        "org.glassfish.jaxb",
-        "jaxb-runtime",
-        "2.3.0.1",
-        ("2.3.0", "2.3.1", "2.3.2", "2.3.3", "2.3.5", "2.3.8", "2.3.9"),
+        "org.glassfish.jaxb", "jaxb-runtime", "2.3.0.1", _v("2.3.0 2.3.1 2.3.2 2.3.3 2.3.5 2.3.8 2.3.9")
     ),
     Relocation(
         "com.sun.xml.bind",
         "jaxb-impl",
         "2.3.0.1",
-        ("2.2.11", "2.3.0", "2.3.0.1", "2.3.1", "2.3.2", "2.3.3", "2.3.8", "2.3.9"),
-        target_group="org.glassfish.jaxb",
-        target_artifact="jaxb-runtime",
+        _v("2.2.11 2.3.0 2.3.0.1 2.3.1 2.3.2 2.3.3 2.3.8 2.3.9"),
+        "org.glassfish.jaxb",
+        "jaxb-runtime",
     ),
     *(
-        Relocation(
-            group,
-            artifact,
-            "1.3",
-            versions,
-            target_group="org.apache.geronimo.specs",
-            target_artifact="geronimo-annotation_1.3_spec",
-        )
-        for group, artifact, versions in (
-            ("javax.annotation", "javax.annotation-api", ("1.2", "1.3", "1.3.1", "1.3.2")),
-            ("jakarta.annotation", "jakarta.annotation-api", ("1.3.4", "1.3.5")),
+        Relocation(g, a, "1.3", _v(versions), "org.apache.geronimo.specs", "geronimo-annotation_1.3_spec")
+        for g, a, versions in (
+            ("javax.annotation", "javax.annotation-api", "1.2 1.3 1.3.1 1.3.2"),
+            ("jakarta.annotation", "jakarta.annotation-api", "1.3.4 1.3.5"),
         )
     ),
 )

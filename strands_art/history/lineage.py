@@ -10,9 +10,11 @@ offsets are the per-message token spans used for retries and partial healing.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from strands_art.history.normalize import message_key
 from strands_art.history.tree import first_difference
 
 
@@ -42,7 +44,7 @@ class Lineage:
         id: lineage number within the session (0, 1, ...).
         tools_key: comparison key of the tool specs it was rendered with.
         tools: the tool specs.
-        messages / keys: canonical messages and their :func:`message_key` comparison keys.
+        messages / keys: canonical messages and their :func:`comparison_key` keys.
         tokens: the saved token history (last prompt + its sampled output), list[int].
         text: the latest render (with generation prompt) of ``messages`` minus the last assistant.
         segments: see :class:`Segment`, oldest first.
@@ -54,7 +56,7 @@ class Lineage:
     tools_key: str
     tools: list[dict[str, Any]] | None
     messages: list[dict[str, Any]] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
+    keys: list[tuple[str, str]] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
     segments: list[Segment] = field(default_factory=list)
@@ -85,6 +87,38 @@ class Lineage:
         )
 
 
+def comparison_key(msg: dict[str, Any]) -> tuple[str, str]:
+    """A cheap equality key for a normalized message, equal exactly when :func:`message_key` is.
+
+    Non-assistant messages compare by (role, content): a string comparison in C, no JSON
+    serialization of long tool results every turn. Assistant messages use :func:`message_key`
+    (tool-call arguments parsed, so key order and spacing do not matter; ids ignored), memoized
+    on the message's text fields, since a harness re-sends the same history every turn.
+    """
+    if msg["role"] != "assistant":
+        return (msg["role"], msg.get("content", ""))
+    calls = msg.get("tool_calls") or []
+    if all(isinstance(c["function"]["arguments"], str) for c in calls):
+        fingerprint = (
+            msg.get("content", ""),
+            msg.get("reasoning_content") or "",
+            tuple((c["function"]["name"], c["function"]["arguments"]) for c in calls),
+        )
+        return ("assistant", _assistant_key(fingerprint))
+    return ("assistant", message_key(msg))
+
+
+@functools.lru_cache(maxsize=4096)
+def _assistant_key(fingerprint: tuple[str, str, tuple[tuple[str, str], ...]]) -> str:
+    content, reasoning, calls = fingerprint
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning:
+        msg["reasoning_content"] = reasoning
+    if calls:
+        msg["tool_calls"] = [{"function": {"name": n, "arguments": a}} for n, a in calls]
+    return message_key(msg)
+
+
 @dataclass
 class Match:
     """How a request relates to the stored lineages.
@@ -101,7 +135,7 @@ class Match:
     segment: int = -1
 
 
-def match_request(lineages: list[Lineage], keys: list[str], tools_key: str) -> Match:
+def match_request(lineages: list[Lineage], keys: list[tuple[str, str]], tools_key: str) -> Match:
     """Pick the lineage a request continues: the one whose stored messages are its longest prefix.
 
     Ties and partial matches go to the most recently used lineage.

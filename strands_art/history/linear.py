@@ -33,9 +33,12 @@ continues the lineage whose stored messages are its longest prefix.
 
 from __future__ import annotations
 
+import asyncio
+import difflib
 import itertools
 import json
 import logging
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,14 +49,26 @@ from strands_art.history.closers import (
     missing_closer,
     template_shape,
 )
-from strands_art.history.lineage import Lineage, Match, Segment, match_request
-from strands_art.history.normalize import message_key, normalize_message, tools_key
+from strands_art.history.lineage import Lineage, Match, Segment, comparison_key, match_request
+from strands_art.history.normalize import normalize_message, tools_key
 from strands_art.history.tree import first_difference
 from strands_art.render import ChatRenderer
+
+try:  # rapidfuzz computes token edit distances in C; difflib is the fallback
+    from rapidfuzz.distance import Levenshtein as _Levenshtein
+except ImportError:  # pragma: no cover
+    _Levenshtein = None
 
 logger = logging.getLogger(__name__)
 
 Policy = Literal["reset", "error", "disable"]
+
+#: one Jinja render at a time process-wide: renders are GIL-bound, so running several in threads
+#: gains nothing and makes the event-loop thread wait many GIL switch intervals (5 ms each)
+_RENDER_LOCK = threading.Lock()
+
+#: fragments up to this many characters are tokenized inline (~50 µs); longer ones off the loop
+SYNC_ENCODE_CHARS = 8192
 
 
 class HistoryDivergence(RuntimeError):
@@ -76,14 +91,10 @@ class HistoryDivergence(RuntimeError):
 
 def token_distance(a: list[int], b: list[int]) -> int:
     """Token edit distance (Levenshtein over token IDs) between two ID lists."""
-    try:
-        from rapidfuzz.distance import Levenshtein
-    except ImportError:  # pragma: no cover - rapidfuzz is a dependency; difflib is the fallback
-        import difflib
-
-        ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
-    return int(Levenshtein.distance(a, b))
+    if _Levenshtein is not None:
+        return int(_Levenshtein.distance(a, b))
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()  # pragma: no cover
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")  # pragma: no cover
 
 
 @dataclass
@@ -92,7 +103,7 @@ class _Pending:
 
     lineage: Lineage | None
     messages: list[dict[str, Any]]
-    keys: list[str]
+    keys: list[tuple[str, str]]
     prompt_ids: list[int]
     text: str = ""
     segment: Segment | None = None
@@ -150,7 +161,7 @@ class LinearHistory:
     # ------------------------------------------------------------------ protocol
     async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
         """Prompt token IDs for this request (see module docstring). Raises HistoryDivergence."""
-        keys = [message_key(m) for m in messages]
+        keys = [comparison_key(m) for m in messages]
         if self.disabled:
             return await self._plain(messages, keys, tools, keep=False)
         m = match_request(self.lineages, keys, tools_key(tools))
@@ -193,7 +204,7 @@ class LinearHistory:
         self._counters[f"closer_{closing.code}"] += 1
         amsg = normalize_message(len(p.messages), assistant)
         lin.messages = p.messages + [amsg]
-        lin.keys = p.keys + [message_key(amsg)]
+        lin.keys = p.keys + [comparison_key(amsg)]
         lin.tokens = p.prompt_ids + list(output_ids)
         lin.text = p.text or lin.text
         if p.segments is not None:
@@ -218,13 +229,13 @@ class LinearHistory:
     async def _plain(
         self,
         messages: list[dict[str, Any]],
-        keys: list[str],
+        keys: list[tuple[str, str]],
         tools: list[dict[str, Any]] | None,
         keep: bool = True,
         text: str | None = None,
     ) -> PromptPlan:
         """Render and tokenize the whole request: a new lineage (or plain, when disabled)."""
-        text = text if text is not None else await self.renderer.arender(messages, tools, True)
+        text = text if text is not None else await self._render(messages, tools, True)
         ids = await self.renderer.encode(text)
         if not keep:
             return PromptPlan(ids, state=_Pending(None, messages, keys, ids, counters=Counter(plain_turns=1)))
@@ -232,6 +243,24 @@ class LinearHistory:
         seg = Segment(0, len(messages), 0, len(ids), 0, self._stable_end(text))
         state = _Pending(lin, list(messages), keys, ids, text, seg, is_new=True)
         return PromptPlan(ids, lineage=lin.id, state=state)
+
+    async def _render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
+    ) -> str:
+        """:meth:`ChatRenderer.render` in a worker thread, one render at a time (see ``_RENDER_LOCK``)."""
+
+        def run() -> str:
+            with _RENDER_LOCK:
+                return self.renderer.render(messages, tools, add_generation_prompt)
+
+        return await asyncio.to_thread(run)
+
+    async def _encode(self, text: str) -> list[int]:
+        """Token IDs of a fragment: inline below ``SYNC_ENCODE_CHARS`` (microseconds of Rust, cheaper
+        than a hop off the event loop), else ``async_encode`` off the loop."""
+        if len(text) <= SYNC_ENCODE_CHARS:
+            return self.renderer.encode_sync(text)
+        return await self.renderer.encode(text)
 
     def _stable_end(self, text: str) -> int:
         gen = self.shape.generation_prompt
@@ -241,7 +270,7 @@ class LinearHistory:
         self,
         lin: Lineage,
         messages: list[dict[str, Any]],
-        keys: list[str],
+        keys: list[tuple[str, str]],
         tools: list[dict[str, Any]] | None,
     ) -> PromptPlan:
         shape = self.shape
@@ -249,7 +278,7 @@ class LinearHistory:
         canonical = stored + messages[len(stored) :]
         if not shape.resolved:
             return await self._diverge("closer_unresolved", lin, None, messages, keys, tools, drop=lin)
-        text = await self.renderer.arender(canonical, tools, True)
+        text = await self._render(canonical, tools, True)
         segments = None
         path = "fast"
         found = self._boundary_fast(lin, text)
@@ -270,10 +299,10 @@ class LinearHistory:
                 "closer_unresolved", lin, None, messages, keys, tools, drop=lin, text=text
             )
         boundary, region_start = found
-        tail_ids = await self.renderer.encode(text[boundary:])
+        tail_ids = await self._encode(text[boundary:])
         prompt = lin.tokens + lin.closer_ids + tail_ids
         # drift of the last assistant turn: the template's re-render vs what was sampled + closer
-        region_ids = await self.renderer.encode(text[region_start:boundary])
+        region_ids = await self._encode(text[region_start:boundary])
         sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
         drift = token_distance(region_ids, sampled)
         event: dict[str, Any] = {
@@ -289,7 +318,7 @@ class LinearHistory:
         if drift:
             counters["drift_turns"] += 1
         if self.measure_drift:
-            plain = await self.renderer.encode(await self.renderer.arender(messages, tools, True))
+            plain = await self.renderer.encode(await self._render(messages, tools, True))
             event["plain_distance"] = token_distance(prompt, plain)
             counters["plain_distance"] += event["plain_distance"]
         seg = Segment(
@@ -330,9 +359,7 @@ class LinearHistory:
         occurrence before they part.
         """
         stable = lin.stable
-        probe = await self.renderer.arender(
-            lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False
-        )
+        probe = await self._render(lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False)
         if not probe.startswith(lin.text[:stable]):
             return "not_found"
         lcp = stable + first_difference(text[stable:], probe[stable:])
@@ -381,7 +408,7 @@ class LinearHistory:
                 return start
             search = idx + 1
 
-    def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[str]) -> PromptPlan:
+    def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:
         """Branch from the state before the answered request (a retry is not an edit)."""
         lin = m.lineage
         seg = lin.segments[m.segment]
@@ -406,7 +433,7 @@ class LinearHistory:
         lin: Lineage,
         k: int | None,
         messages: list[dict[str, Any]],
-        keys: list[str],
+        keys: list[tuple[str, str]],
         tools: list[dict[str, Any]] | None,
         drop: Lineage | None = None,
         text: str | None = None,
@@ -465,7 +492,7 @@ class LinearHistory:
         lin: Lineage,
         k: int,
         messages: list[dict[str, Any]],
-        keys: list[str],
+        keys: list[tuple[str, str]],
         tools: list[dict[str, Any]] | None,
     ) -> PromptPlan | None:
         """Keep the saved tokens of the messages before ``k``; render only from there.
@@ -479,10 +506,10 @@ class LinearHistory:
         j = cands[-1]
         seg = lin.segments[j]
         canonical = lin.messages[: seg.msg_start] + messages[seg.msg_start :]
-        text = await self.renderer.arender(canonical, tools, True)
+        text = await self._render(canonical, tools, True)
         if not text.startswith(lin.text[: seg.char_start]):
             return None
-        tail_ids = await self.renderer.encode(text[seg.char_start :])
+        tail_ids = await self._encode(text[seg.char_start :])
         prompt = lin.tokens[: seg.tok_start] + tail_ids
         branch = lin.truncated(next(self._ids), j, seg.tok_start, seg.msg_start)
         new_seg = Segment(

@@ -1,0 +1,187 @@
+"""Per-turn linear healing cost vs full re-tokenization vs the reference LinearHealer.
+
+For stored histories of about 10K, 50K and 100K tokens (a Qwen3 tool loop in thinking mode: a
+shell tool, build-log tool results; every assistant turn carries reasoning, so the Qwen3 template
+renders earlier and last turns alike and the reference does not reset) and a ~200-token delta (one new tool result), it times, side by side in
+one run on the same conversation and tokenizer:
+
+- ``heal``: :meth:`LinearHistory.plan` for the next turn (one render of the stored history plus the
+  delta, text slicing, tokenization of the delta only, drift of the last turn);
+- ``full``: rendering and tokenizing the whole conversation (what tree mode does every turn);
+- ``reference``: ``LinearHealer.heal`` from ``agentcore-rl-toolkit[gateway]==0.2.0`` with its
+  ``HfTemplateRenderer`` on the same tokenizer. It is installed only in the benchmark venv (see
+  bench/README.md); when it is not importable the column is skipped with a note.
+
+    python bench/linear_healing.py [--sizes 10000 50000 100000] [--repeats 15]
+
+Ends with ``RESULT heal_vs_full_100k=R heal_100k_vs_10k=R heal_vs_reference_100k=R`` (ratios of
+median milliseconds; ``nan`` when the reference is unavailable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+
+from strands_art.history.linear import LinearHistory
+from strands_art.history.normalize import normalize_messages
+from strands_art.registry import load_tokenizer
+from strands_art.render import ChatRenderer
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "shell",
+        "description": "Run a shell command.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
+    },
+}
+LOG = "[INFO] Compiling 12 source files to /work/repo/target/classes with javac [debug target 17]\n"
+
+
+def assistant(k: int) -> dict:
+    args = {"command": f"mvn -q -pl module{k % 7} verify -DskipTests={k % 2 == 0}"}
+    return {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": f"I will build module{k % 7} next.",
+        "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "shell", "arguments": args}}],
+    }
+
+
+def output_text(msg: dict) -> str:
+    fn = msg["tool_calls"][0]["function"]
+    think = f"<think>\n{msg['reasoning_content']}\n</think>\n\n"
+    return (
+        think
+        + f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": {json.dumps(fn["arguments"])}}}\n</tool_call><|im_end|>'
+    )
+
+
+def conversation(renderer: ChatRenderer, target: int, result_tokens: int) -> list[dict]:
+    """system, user, then (assistant tool call, tool result of ~``result_tokens``) pairs up to ``target``."""
+    msgs = [
+        {"role": "system", "content": "You migrate Java projects."},
+        {"role": "user", "content": "Migrate it."},
+    ]
+    lines = max(1, result_tokens // len(renderer.encode_sync(LOG)))
+    per_pair = len(renderer.encode_sync(LOG * lines)) + 40
+    k = 0
+    while (k + 1) * per_pair < target:
+        msgs += [assistant(k), {"role": "tool", "tool_call_id": f"c{k}", "content": LOG * lines}]
+        k += 1
+    return msgs + [assistant(k)]
+
+
+DELTA = {"role": "tool", "tool_call_id": "new", "content": LOG * 8}  # ~200 tokens
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e3
+
+
+async def time_ours(renderer, msgs, out_ids, repeats):
+    h = LinearHistory(renderer)
+    first = normalize_messages(msgs[:-1])
+    plan = await h.plan(first, [TOOL])
+    h.commit(plan, out_ids, "stop", msgs[-1])
+    nxt = normalize_messages(msgs + [DELTA])
+    samples, result = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        result = await h.plan(nxt, [TOOL])
+        samples.append(time.perf_counter() - t)
+    assert result.events[0]["kind"] == "heal", result.events
+    return median_ms(samples), len(result.prompt_ids), result.events[0]["reason"]
+
+
+def time_full(renderer, msgs, repeats):
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        renderer.encode_sync(renderer.render(msgs + [DELTA], [TOOL], True))
+        samples.append(time.perf_counter() - t)
+    return median_ms(samples)
+
+
+async def time_reference(tok, msgs, prompt_ids, out_ids, repeats):
+    from agentcore_rl_toolkit.rollout_gateway import HfTemplateRenderer, LinearHealer
+
+    healer = LinearHealer(HfTemplateRenderer(tok))
+    healer.commit(
+        "s",
+        fed_prompt_ids=prompt_ids,
+        output_ids=out_ids,
+        messages=msgs[:-1],
+        response_message=msgs[-1],
+        tools=[TOOL],
+    )
+    samples, ids = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        ids = await healer.heal("s", msgs + [DELTA], [TOOL])
+        samples.append(time.perf_counter() - t)
+    assert healer.counters["nonlinear"] == 0, healer.counters
+    return median_ms(samples), len(ids)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--result-tokens", type=int, default=4000, help="tokens per tool result (default 4000)")
+    args = ap.parse_args()
+    tok = load_tokenizer("qwen3")
+    renderer = ChatRenderer(tok)
+    try:
+        import agentcore_rl_toolkit.rollout_gateway  # noqa: F401
+
+        have_ref = True
+    except ImportError as exc:
+        have_ref = False
+        print(
+            f"note: reference column skipped: agentcore-rl-toolkit[gateway]==0.2.0 is not importable ({exc}); "
+            "see bench/README.md for the benchmark venv"
+        )
+    print(
+        f"python {sys.version.split()[0]}, tokenizer qwen3 (ChatML), tool results of ~{args.result_tokens} tokens, "
+        "delta = one ~200-token tool result; medians"
+    )
+    print(
+        f"{'history':>9} {'msgs':>5} {'prompt':>8} {'heal ms':>8} {'path':>6} {'full ms':>8} {'full/heal':>9} "
+        f"{'ref ms':>8} {'ref/heal':>8}"
+    )
+    rows = {}
+    for size in args.sizes:
+        msgs = conversation(renderer, size, args.result_tokens)
+        prompt_ids = renderer.encode_sync(renderer.render(normalize_messages(msgs[:-1]), [TOOL], True))
+        out_ids = renderer.encode_sync(output_text(msgs[-1]))
+        heal_ms, n_prompt, path = await time_ours(renderer, msgs, out_ids, args.repeats)
+        full_ms = time_full(renderer, normalize_messages(msgs), max(3, args.repeats // 3))
+        ref_ms = float("nan")
+        if have_ref:
+            ref_ms, n_ref = await time_reference(tok, msgs, prompt_ids, out_ids, args.repeats)
+            assert n_ref == n_prompt, (n_ref, n_prompt)
+        rows[size] = (heal_ms, full_ms, ref_ms)
+        print(
+            f"{size:>9} {len(msgs):>5} {n_prompt:>8} {heal_ms:>8.2f} {path:>6} {full_ms:>8.1f} {full_ms / heal_ms:>9.0f} "
+            f"{ref_ms:>8.2f} {ref_ms / heal_ms:>8.2f}"
+        )
+    big, small = max(rows), min(rows)
+    heal_big, full_big, ref_big = rows[big]
+    print(
+        f"RESULT heal_vs_full_100k={full_big / heal_big:.1f} heal_100k_vs_10k={heal_big / rows[small][0]:.2f} "
+        f"heal_vs_reference_100k={heal_big / ref_big:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,156 @@
+"""Check every bundled MigrationBench task with real Maven builds: untouched 0.0, reference 1.0.
+
+For each task directory under ``examples/migrationbench/tasks/`` (one with a ``task.json``):
+
+1. copy ``repo/`` to a temporary directory and score it with
+   :func:`strands_art.envs.migrationbench.evaluator.evaluate`: the reward must be 0.0, and for
+   the bundled tasks whose untouched behaviour is known (:data:`UNTOUCHED_BUILDS`), Maven must
+   succeed (classes stay at major 52) or fail as documented in the task's README;
+2. copy ``repo/`` again, ``git apply reference.patch`` inside it, and score it: the reward must be
+   1.0 (build ok, every main class major 61, tests run >= ``num_test_cases``, same test methods).
+
+Usage (needs JDK 17 + Maven; offline it resolves from Debian's repository, see
+docs/migrationbench.md)::
+
+    python examples/migrationbench/verify_tasks.py                 # all tasks
+    python examples/migrationbench/verify_tasks.py junit-mix sun-base64 --fork-count 0
+
+Exit status 0 when every task behaves, 1 otherwise. Two builds per task, about 10-30 s each here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from strands_art.envs.migrationbench.evaluator import EvalResult, EvalTask, evaluate
+
+logger = logging.getLogger(__name__)
+
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"
+
+# Does ``mvn clean verify`` exit 0 on the untouched project (surefire's default forked JVM)?
+# True: it builds to major 52. False: it fails (compile error or failing tests), see each README.
+UNTOUCHED_BUILDS: dict[str, bool] = {
+    "compiler-props": True,
+    "legacy-plugins": False,  # forked JVM rejects -XX:MaxPermSize; builds with --fork-count 0
+    "multi-module": True,
+    "junit-mix": True,
+    "jaxb-datatype": False,
+    "javax-annotation": False,
+    "sun-base64": False,
+    "nashorn-eval": False,
+    "reflective-access": False,
+}
+# Untouched outcomes that differ when tests run inside Maven's JVM (-DforkCount=0).
+UNTOUCHED_BUILDS_IN_PROCESS: dict[str, bool] = {"legacy-plugins": True}
+
+
+@dataclass
+class TaskCheck:
+    """Outcome of one task: the two scores and what went wrong (empty when all is well)."""
+
+    name: str
+    untouched: EvalResult | None = None
+    reference: EvalResult | None = None
+    problems: list[str] | None = None
+
+
+def apply_patch(repo: Path, patch: Path) -> None:
+    """``git apply PATCH`` inside ``repo`` (need not be a git repository). Raises on failure."""
+    proc = subprocess.run(["git", "apply", str(patch)], cwd=repo, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git apply {patch} failed in {repo}: {proc.stderr.strip()}")
+
+
+def check_task(task_dir: Path, work: Path, *, fork_count: int | None, timeout_s: float) -> TaskCheck:
+    """Score the untouched and the reference-patched project of ``task_dir`` in copies under ``work``."""
+    task = EvalTask.from_dir(task_dir)
+    out = TaskCheck(task_dir.name, problems=[])
+    untouched_dir = work / f"{task_dir.name}-untouched"
+    shutil.copytree(task_dir / "repo", untouched_dir)
+    out.untouched = evaluate(untouched_dir, task, timeout_s=timeout_s, fork_count=fork_count)
+    if out.untouched.reward != 0.0:
+        out.problems.append(f"untouched reward {out.untouched.reward} != 0.0")
+    expected = UNTOUCHED_BUILDS.get(task_dir.name)
+    if fork_count == 0:
+        expected = UNTOUCHED_BUILDS_IN_PROCESS.get(task_dir.name, expected)
+    maven_ok = out.untouched.details.get("maven_exit_code") == 0
+    if expected is not None and maven_ok != expected:
+        out.problems.append(f"untouched Maven {'succeeded' if maven_ok else 'failed'}, expected the opposite")
+    if maven_ok and out.untouched.java17_bytecode:
+        out.problems.append("untouched project already has Java 17 bytecode")
+
+    patched_dir = work / f"{task_dir.name}-reference"
+    shutil.copytree(task_dir / "repo", patched_dir)
+    apply_patch(patched_dir, task_dir / "reference.patch")
+    out.reference = evaluate(patched_dir, task, timeout_s=timeout_s, fork_count=fork_count)
+    if out.reference.reward != 1.0:
+        d = out.reference.details
+        out.problems.append(
+            f"reference reward {out.reference.reward} != 1.0 (maven exit {d.get('maven_exit_code')}, "
+            f"majors {d.get('class_major_versions')}, tests {out.reference.tests_run}/"
+            f"{out.reference.tests_required}, missing {d.get('missing_tests')}, errors {d.get('maven_errors')})"
+        )
+    return out
+
+
+def find_tasks(names: list[str]) -> list[Path]:
+    """Task directories under :data:`TASKS_DIR`, all or the named ones. Raises on an unknown name."""
+    all_tasks = sorted(p.parent for p in TASKS_DIR.glob("*/task.json"))
+    if not names:
+        return all_tasks
+    by_name = {p.name: p for p in all_tasks}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown task(s) {unknown}; known: {sorted(by_name)}")
+    return [by_name[n] for n in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tasks", nargs="*", help="task names (default: all)")
+    parser.add_argument(
+        "--fork-count", type=int, default=None, help="surefire forkCount (default: surefire's)"
+    )
+    parser.add_argument("--timeout", type=float, default=300.0, help="per-build timeout, seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the build copies and print where")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    work = Path(tempfile.mkdtemp(prefix="verify-tasks-"))
+    failed = 0
+    try:
+        for task_dir in find_tasks(args.tasks):
+            res = check_task(task_dir, work, fork_count=args.fork_count, timeout_s=args.timeout)
+            u, r = res.untouched, res.reference
+            assert u is not None and r is not None
+            logger.info(
+                "%-18s untouched %.1f (maven exit %s, majors %s)  reference %.1f (tests %d/%d, majors %s)  %s",
+                res.name,
+                u.reward,
+                u.details.get("maven_exit_code"),
+                u.details.get("class_major_versions"),
+                r.reward,
+                r.tests_run,
+                r.tests_required,
+                r.details.get("class_major_versions"),
+                "OK" if not res.problems else "FAIL: " + "; ".join(res.problems),
+            )
+            failed += bool(res.problems)
+    finally:
+        if args.keep:
+            logger.info("build copies kept in %s", work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -31,17 +31,6 @@ from typing import Any
 
 from strands_art.envs.migrationbench.javatests import collect_tests, find_test_source_dirs
 
-FIELDS = (
-    "repo",
-    "base_commit",
-    "num_java_files",
-    "num_loc",
-    "num_pom_xml",
-    "num_src_test_java_files",
-    "num_test_cases",
-    "license",
-)
-
 
 def git_tree_id(path: Path) -> str:
     """The git tree object id (SHA-1) of directory ``path``, as ``git write-tree`` would give.

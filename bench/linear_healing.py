@@ -48,12 +48,15 @@ LOG = "[INFO] Compiling 12 source files to /work/repo/target/classes with javac 
 
 
 def assistant(k: int) -> dict:
+    """An assistant tool call as the gateway produced it (arguments: the sampled JSON text)."""
     args = {"command": f"mvn -q -pl module{k % 7} verify -DskipTests={k % 2 == 0}"}
     return {
         "role": "assistant",
         "content": "",
         "reasoning_content": f"I will build module{k % 7} next.",
-        "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "shell", "arguments": args}}],
+        "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": "shell", "arguments": json.dumps(args)}}
+        ],
     }
 
 
@@ -62,7 +65,7 @@ def output_text(msg: dict) -> str:
     think = f"<think>\n{msg['reasoning_content']}\n</think>\n\n"
     return (
         think
-        + f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": {json.dumps(fn["arguments"])}}}\n</tool_call><|im_end|>'
+        + f'<tool_call>\n{{"name": "{fn["name"]}", "arguments": {fn["arguments"]}}}\n</tool_call><|im_end|>'
     )
 
 
@@ -101,6 +104,16 @@ async def time_ours(renderer, msgs, out_ids, repeats):
         samples.append(time.perf_counter() - t)
     assert result.events[0]["kind"] == "heal", result.events
     return median_ms(samples), len(result.prompt_ids), result.events[0]["reason"]
+
+
+def time_render(renderer, msgs, repeats):
+    """One render of the complete history (the part of a heal that grows with the history)."""
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        renderer.render(msgs + [DELTA], [TOOL], True)
+        samples.append(time.perf_counter() - t)
+    return median_ms(samples)
 
 
 def time_full(renderer, msgs, repeats):
@@ -156,7 +169,7 @@ async def main() -> None:
         "delta = one ~200-token tool result; medians"
     )
     print(
-        f"{'history':>9} {'msgs':>5} {'prompt':>8} {'heal ms':>8} {'path':>6} {'full ms':>8} {'full/heal':>9} "
+        f"{'history':>9} {'msgs':>5} {'prompt':>8} {'heal ms':>8} {'render':>7} {'path':>6} {'full ms':>8} {'full/heal':>9} "
         f"{'ref ms':>8} {'ref/heal':>8}"
     )
     rows = {}
@@ -165,6 +178,7 @@ async def main() -> None:
         prompt_ids = renderer.encode_sync(renderer.render(normalize_messages(msgs[:-1]), [TOOL], True))
         out_ids = renderer.encode_sync(output_text(msgs[-1]))
         heal_ms, n_prompt, path = await time_ours(renderer, msgs, out_ids, args.repeats)
+        render_ms = time_render(renderer, normalize_messages(msgs), args.repeats)
         full_ms = time_full(renderer, normalize_messages(msgs), max(3, args.repeats // 3))
         ref_ms = float("nan")
         if have_ref:
@@ -172,7 +186,7 @@ async def main() -> None:
             assert n_ref == n_prompt, (n_ref, n_prompt)
         rows[size] = (heal_ms, full_ms, ref_ms)
         print(
-            f"{size:>9} {len(msgs):>5} {n_prompt:>8} {heal_ms:>8.2f} {path:>6} {full_ms:>8.1f} {full_ms / heal_ms:>9.0f} "
+            f"{size:>9} {len(msgs):>5} {n_prompt:>8} {heal_ms:>8.2f} {render_ms:>7.2f} {path:>6} {full_ms:>8.1f} {full_ms / heal_ms:>9.0f} "
             f"{ref_ms:>8.2f} {ref_ms / heal_ms:>8.2f}"
         )
     big, small = max(rows), min(rows)

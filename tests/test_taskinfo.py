@@ -6,7 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from strands_art.envs.migrationbench.taskinfo import FIELDS, git_tree_id, update_task
+from strands_art.envs.migrationbench.taskinfo import git_tree_id, update_task
+from strands_art.envs.migrationbench.tasks import RECORD_FIELDS as FIELDS
 
 
 def _project(root: Path) -> None:

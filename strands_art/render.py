@@ -51,6 +51,8 @@ class ChatRenderer:
         self.supports_tools = supports_tools(self.chat_template)
         # templates without tool support get the Hermes convention (see module docstring)
         self.tool_parser = parser_for_template(self.chat_template if self.supports_tools else "<tool_call>")
+        self._template = _compile(self.chat_template)
+        self._template_vars = {**getattr(tokenizer, "special_tokens_map", {}), **self.chat_template_kwargs}
         self.end_of_turn_ids = self._end_of_turn_ids()
 
     # ----------------------------------------------------------------- rendering
@@ -63,12 +65,27 @@ class ChatRenderer:
         """Render OpenAI-format chat messages to the text the model sees.
 
         Returns the rendered prompt (str). Raises TemplateError when the template fails.
+
+        Renders with the compiled template transformers itself uses (its sandboxed Jinja
+        environment and filters), called directly: ``apply_chat_template`` would first rebuild the
+        whole conversation out of plain JSON types, which costs as much as the render on long
+        histories and is not needed for our normalized messages. ``tests/test_render.py`` checks
+        the output equals ``apply_chat_template``'s.
         """
         msgs = messages if self.supports_tools or not tools else self._hermes_messages(messages, tools)
+        tool_specs = tools if (tools and self.supports_tools) else None
         try:
+            if self._template is not None:
+                return self._template.render(
+                    messages=[_alias_reasoning(m) for m in msgs],
+                    tools=tool_specs,
+                    documents=None,
+                    add_generation_prompt=add_generation_prompt,
+                    **self._template_vars,
+                )
             return self.tokenizer.apply_chat_template(
                 msgs,
-                tools=tools if (tools and self.supports_tools) else None,
+                tools=tool_specs,
                 chat_template=self.chat_template,
                 add_generation_prompt=add_generation_prompt,
                 tokenize=False,
@@ -167,3 +184,20 @@ class ChatRenderer:
         return set(getattr(self.tokenizer, "all_special_ids", []) or []) | {
             i for i, t in self.backend.get_added_tokens_decoder().items() if t.special
         }
+
+
+def _compile(chat_template: str) -> Any:
+    """transformers' compiled (cached, sandboxed) Jinja template, or None to use apply_chat_template."""
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        return _compile_jinja_template(chat_template)
+    except Exception:  # a transformers without this helper, or a template it cannot compile
+        logger.info("rendering through apply_chat_template (no compiled-template fast path)")
+        return None
+
+
+def _alias_reasoning(message: dict[str, Any]) -> dict[str, Any]:
+    """Expose ``reasoning_content`` as ``thinking`` too, as transformers does for gpt-oss templates."""
+    reasoning = message.get("reasoning_content")
+    return {"thinking": reasoning, **message} if reasoning is not None else message

@@ -41,7 +41,7 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--history-mode", choices=["tree", "linear"], default="tree", help="row capture mode")
     g.add_argument("--temperature", type=float, default=0.7)
     g.add_argument("--top-p", type=float, default=0.95)
-    g.add_argument("--max-new-tokens", type=int, default=1024, help="tokens per turn (default 1024)")
+    g.add_argument("--max-new-tokens", type=int, default=512, help="tokens sampled per turn (default 512)")
     g.add_argument(
         "--max-context-tokens", type=int, default=None, help="context budget (default: the model's)"
     )

@@ -18,23 +18,14 @@ import asyncio
 import statistics
 import time
 
+from common import LOG_LINE, SHELL_TOOL
+
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
 from strands_art.registry import load_tokenizer
 
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "shell",
-        "description": "Run a shell command.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-    },
-}
-FILLER = "[INFO] Compiling 12 source files to /work/repo/target/classes with javac [debug target 17]\n"
+TOOL = SHELL_TOOL
+FILLER = LOG_LINE
 
 
 def conversation(tok, target_tokens: int) -> list[dict]:

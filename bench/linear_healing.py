@@ -27,24 +27,15 @@ import statistics
 import sys
 import time
 
+from common import LOG_LINE, SHELL_TOOL
+
 from strands_art.history.linear import LinearHistory
 from strands_art.history.normalize import normalize_messages
 from strands_art.registry import load_tokenizer
 from strands_art.render import ChatRenderer
 
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "shell",
-        "description": "Run a shell command.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-    },
-}
-LOG = "[INFO] Compiling 12 source files to /work/repo/target/classes with javac [debug target 17]\n"
+TOOL = SHELL_TOOL
+LOG = LOG_LINE
 
 
 def assistant(k: int) -> dict:

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from strands_art.backends.base import SamplingParams
+from strands_art.backends.base import SamplingBackend, SamplingParams
 from strands_art.store import TrajectoryStore
 
 from .agent import RolloutLimits, build_agent, run_agent, user_prompt
@@ -57,15 +58,50 @@ class RolloutSpec:
         return f"{self.task.name}-r{self.index}"
 
 
-def _make_policy(args: argparse.Namespace):
+BackendFactory = Callable[[argparse.Namespace], "tuple[SamplingBackend, Any]"]
+"""``(args) -> (sampling backend, tokenizer)``: how :func:`run_migration` gets its policy backend.
+
+The default builds the ``--backend transformers|vllm`` backend; tests inject a
+:class:`~strands_art.backends.scripted.ScriptedBackend` here, so the run still goes through
+``ARTModel`` and the gateway exactly as with a real model."""
+
+
+def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
+    """The ``--backend transformers|vllm`` sampling backend and its tokenizer."""
+    if args.backend == "vllm":
+        from strands_art.backends.vllm import VLLMBackend
+
+        if not args.base_url:
+            raise SystemExit("strands-art migrate: --backend vllm needs --base-url (see docs/setup-vllm.md)")
+        return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
+    from strands_art.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend(args.model)
+    return backend, backend.tokenizer
+
+
+def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | None = None):
     """(gateway or None, a function making the Strands model for one rollout)."""
     if args.backend == "litellm":
+        if "/" not in args.model:
+            raise SystemExit(
+                f"strands-art migrate: --backend litellm needs --model PROVIDER/MODEL "
+                f"(e.g. openai/gpt-4o), got {args.model!r}"
+            )
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         from strands.models.litellm import LiteLLMModel
 
         def litellm_model(spec: RolloutSpec) -> Any:
-            client_args = {"api_base": args.base_url} if args.base_url else {}
-            params = {"temperature": args.temperature, "max_tokens": args.max_new_tokens}
+            # drop_params: providers without a `seed` (or `top_p`) ignore it instead of failing
+            client_args: dict[str, Any] = {"drop_params": True}
+            if args.base_url:
+                client_args["api_base"] = args.base_url
+            params = {
+                "temperature": args.temperature,
+                "top_p": args.top_p,
+                "max_tokens": args.max_new_tokens,
+                "seed": spec.seed,
+            }
             return LiteLLMModel(client_args=client_args, model_id=args.model, params=params)
 
         return None, litellm_model
@@ -73,18 +109,7 @@ def _make_policy(args: argparse.Namespace):
     from strands_art.gateway import RolloutGateway
     from strands_art.model import ARTModel
 
-    if args.backend == "vllm":
-        from strands_art.backends.vllm import VLLMBackend
-
-        if not args.base_url:
-            raise SystemExit("strands-art migrate: --backend vllm needs --base-url (see docs/setup-vllm.md)")
-        backend = VLLMBackend(args.base_url, args.model)
-        tokenizer: Any = args.tokenizer or args.model
-    else:
-        from strands_art.backends.transformers import TransformersBackend
-
-        backend = TransformersBackend(args.model)
-        tokenizer = backend.tokenizer
+    backend, tokenizer = (backend_factory or _make_backend)(args)
     config: dict[str, Any] = {"history_mode": args.history_mode}
     if args.max_context_tokens:
         config["max_context_tokens"] = args.max_context_tokens
@@ -140,6 +165,7 @@ async def run_rollout(
             "rollout_id": spec.rollout_id,
             "task": spec.task.name,
             "index": spec.index,
+            "seed": spec.seed,
             "reward": reward,
             "build_success": evaluation["build_success"],
             "java17_bytecode": evaluation["java17_bytecode"],
@@ -155,7 +181,12 @@ async def run_rollout(
         if gateway is not None:
             traj = gateway.close_session(spec.rollout_id, reward)
             traj.metadata.update(
-                {"task": spec.task.name, "stop_reason": end.reason, "evaluation": evaluation}
+                {
+                    "task": spec.task.name,
+                    "seed": spec.seed,
+                    "stop_reason": end.reason,
+                    "evaluation": evaluation,
+                }
             )
             TrajectoryStore(run_dir / "trajectories").append(traj)
             sample_s = sum(t.timings.get("sample", 0.0) for t in traj.turns)
@@ -177,19 +208,51 @@ async def run_rollout(
 
 
 def _completed(results: Path) -> dict[str, dict]:
+    """Records of the finished rollouts in ``results``, keyed by rollout id.
+
+    A line that does not parse (a write torn by a crash) is moved to ``results.jsonl.torn`` and
+    the file is rewritten with the good lines only, so the next append starts on a fresh line.
+    """
     done: dict[str, dict] = {}
-    if results.exists():
-        for line in results.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-                done[rec["rollout_id"]] = rec
-            except (json.JSONDecodeError, KeyError):
-                logger.warning("skipping a torn line in %s", results)
+    if not results.exists():
+        return done
+    good: list[str] = []
+    torn: list[str] = []
+    for line in results.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            done[rec["rollout_id"]] = rec
+            good.append(line)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            torn.append(line)
+    if torn:
+        logger.warning("%s: %d torn line(s) moved to %s.torn", results, len(torn), results.name)
+        with open(results.with_name(results.name + ".torn"), "a", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in torn))
+        tmp = results.with_name(results.name + ".tmp")
+        tmp.write_text("".join(g + "\n" for g in good), encoding="utf-8")
+        os.replace(tmp, results)
     return done
 
 
-async def run_migration(args: argparse.Namespace, console: Console) -> list[dict]:
-    """Run every missing rollout of the configuration; returns all results (old and new)."""
+async def run_migration(
+    args: argparse.Namespace, console: Console, *, backend_factory: BackendFactory | None = None
+) -> list[dict]:
+    """Run every missing rollout of the configuration; returns all results (old and new).
+
+    Args:
+        args: the ``strands-art migrate`` options (:mod:`.runner_args`). With ``args.resume``
+            the saved ``config.json`` of that run directory replaces them.
+        console: where the progress bar and the summary table go.
+        backend_factory: overrides how the sampling backend is built (not for ``litellm``);
+            default: from ``--backend``/``--model``.
+
+    Raises:
+        SystemExit: inconsistent options (e.g. ``--backend vllm`` without ``--base-url``).
+        TaskError: unknown task names or a malformed task directory.
+    """
     run_dir = Path(args.resume or args.run_dir or f"runs/migrate-{datetime.now():%Y%m%d-%H%M%S}")
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / "config.json"
@@ -217,7 +280,7 @@ async def run_migration(args: argparse.Namespace, console: Console) -> list[dict
     )
     if todo:
         with console.status("loading the model"):
-            gateway, make_model = _make_policy(args)
+            gateway, make_model = _make_policy(args, backend_factory)
         sem = asyncio.Semaphore(max(1, args.concurrency))
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
@@ -248,11 +311,11 @@ async def run_migration(args: argparse.Namespace, console: Console) -> list[dict
     return results
 
 
-def main_from_args(args: argparse.Namespace) -> int:
-    """Entry point of ``strands-art migrate``; returns the process exit code."""
+def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:
+    """Entry point of ``strands-art migrate``; returns the process exit code (130 on Ctrl-C)."""
     console = Console()
     try:
-        asyncio.run(run_migration(args, console))
+        asyncio.run(run_migration(args, console, backend_factory=backend_factory))
     except KeyboardInterrupt:
         console.print(
             "[yellow]interrupted: completed rollouts are kept; continue with --resume RUN_DIR[/yellow]"

@@ -98,10 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_evaluate)
 
-    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments
+    from strands_art.envs.migrationbench.runner_args import MIGRATE_DESCRIPTION, add_migrate_arguments
 
     p = sub.add_parser(
-        "migrate", help="the main job: migrate Java 8 Maven tasks to Java 17 with a Strands agent"
+        "migrate",
+        help="the main job: migrate Java 8 Maven tasks to Java 17 with a Strands agent",
+        description=MIGRATE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_migrate_arguments(p)
     p.set_defaults(func=_cmd_migrate)

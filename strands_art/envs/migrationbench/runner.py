@@ -11,7 +11,7 @@ A run directory holds::
     results.jsonl      one line per finished rollout (task, reward, details, turns, rows, tokens, times)
     trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
     summary.png        rewards and rows per rollout
-    logs/              the evaluation build log of each rollout
+    logs/              <rollout>.eval.json: the evaluator's result (details incl. the Maven log tail)
 
 Completed rollouts are appended as they finish, so a crash or Ctrl-C keeps them and
 ``--resume RUN_DIR`` runs only the missing ones.

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import argparse
 
+MIGRATE_DESCRIPTION = """\
+Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
+tasks, score each rollout with a real `mvn clean verify` under JDK 17 (reward 0 / 0.5 / 1), and
+write a run directory: results.jsonl (one line per rollout), trajectories/ (token-exact rows
+with rewards), config.json, summary.png, logs/. Defaults: the 9 bundled tasks, the embedded
+SmolLM2 model on CPU. See docs/migrationbench.md."""
+
 
 def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``migrate`` options to ``p``; defaults run the bundled tasks on the embedded model."""
     g = p.add_argument_group("tasks")
     g.add_argument(
-        "--tasks", nargs="*", default=None, metavar="NAME", help="task names (default: all bundled)"
+        "--tasks",
+        nargs="*",
+        default=None,
+        metavar="NAME",
+        help="task names (default: every task in --tasks-dir, i.e. the 9 bundled ones)",
     )
     g.add_argument("--tasks-dir", default=None, help="directory of task folders (default: the bundled tasks)")
     g.add_argument(
@@ -18,7 +29,10 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         help="real MigrationBench records (CSV/Parquet); repos are cloned at base_commit (needs network)",
     )
     g.add_argument(
-        "--rollouts-per-task", type=int, default=1, help="rollouts per task, i.e. the GRPO group size"
+        "--rollouts-per-task",
+        type=int,
+        default=1,
+        help="rollouts per task, i.e. the GRPO group size (default 1)",
     )
     g.add_argument("--concurrency", type=int, default=2, help="rollouts in flight at once (default 2)")
 
@@ -36,11 +50,20 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--tokenizer", default=None, help="tokenizer alias/dir for vllm (default: --model)")
     g.add_argument(
-        "--base-url", default=None, help="server URL for vllm (e.g. http://127.0.0.1:8000) or litellm"
+        "--base-url",
+        default=None,
+        help="server URL: vllm without /v1 (http://127.0.0.1:8000); litellm an OpenAI-compatible "
+        "API base with /v1 (http://127.0.0.1:8000/v1); the provider's key comes from its usual "
+        "environment variable (e.g. OPENAI_API_KEY)",
     )
-    g.add_argument("--history-mode", choices=["tree", "linear"], default="tree", help="row capture mode")
-    g.add_argument("--temperature", type=float, default=0.7)
-    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument(
+        "--history-mode",
+        choices=["tree", "linear"],
+        default="tree",
+        help="row capture mode (default tree; see docs/linear-history.md)",
+    )
+    g.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    g.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling (default 0.95)")
     g.add_argument("--max-new-tokens", type=int, default=512, help="tokens sampled per turn (default 512)")
     g.add_argument(
         "--max-context-tokens", type=int, default=None, help="context budget (default: the model's)"
@@ -52,15 +75,27 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--command-timeout", type=float, default=300.0, help="seconds per shell command (default 300)"
     )
-    g.add_argument("--max-output-bytes", type=int, default=16384, help="shell output kept per command")
+    g.add_argument(
+        "--max-output-bytes", type=int, default=16384, help="shell output kept per command (default 16384)"
+    )
     g.add_argument(
         "--build-timeout", type=float, default=300.0, help="seconds for the evaluation build (default 300)"
     )
 
     g = p.add_argument_group("run")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed (per rollout: seed + rollout index)")
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="sampling seed (default 0); rollout k of the i-th task samples with seed + i * N + k, "
+        "N = --rollouts-per-task",
+    )
     g.add_argument("--run-dir", default=None, help="output directory (default: runs/migrate-<timestamp>)")
     g.add_argument(
-        "--resume", default=None, metavar="RUN_DIR", help="continue a run; completed rollouts are kept"
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue a run with its saved config.json (other options are ignored); completed "
+        "rollouts are kept, only the missing ones run",
     )
     g.add_argument("--no-plot", action="store_true", help="skip the rewards/rows plot")

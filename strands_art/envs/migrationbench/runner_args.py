@@ -52,9 +52,9 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--base-url",
         default=None,
-        help="server URL: vllm without /v1 (http://127.0.0.1:8000); litellm an OpenAI-compatible "
-        "API base with /v1 (http://127.0.0.1:8000/v1); the provider's key comes from its usual "
-        "environment variable (e.g. OPENAI_API_KEY)",
+        help="vllm: the server (http://127.0.0.1:8000); litellm: an OpenAI-compatible API base "
+        "including /v1 (http://127.0.0.1:8000/v1), the provider's key from its usual environment "
+        "variable (e.g. OPENAI_API_KEY)",
     )
     g.add_argument(
         "--history-mode",

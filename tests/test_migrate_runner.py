@@ -38,6 +38,12 @@ pytestmark = pytest.mark.skipif(shutil.which("mvn") is None, reason="the agent's
 REPO_PATH_RE = re.compile(r"Please help migrate this repo: (\S+)\. There are")
 
 
+@pytest.fixture(autouse=True)
+def _no_offline_seeding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Maven runs here: skip seeding each rollout's local repository for offline builds."""
+    monkeypatch.setenv("STRANDS_ART_MAVEN_OFFLINE", "0")
+
+
 @pytest.fixture
 def tasks_dir(tmp_path: Path) -> Path:
     """Two task directories whose repos have no pom.xml (evaluation: 0.0, no Maven build)."""

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite (what CI runs). Extra arguments go to pytest.
+# The whole test suite (what CI runs): the main suite in .venv, then the verl tests in
+# .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra arguments go to
+# the main pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
+  bash scripts/test-verl.sh
+fi

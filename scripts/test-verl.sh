@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The verl tests, in their own environment: verl 0.9.1 pins transformers 5.10.x, so it lives in
+# .venv-verl beside the main .venv. They run verl's real batch splitting, train_mini_batch and
+# agent-loop code on the CPU. Called by scripts/test.sh; STRANDS_ART_SKIP_VERL=1 skips it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv-verl/bin/python ]; then
+  echo "test-verl: creating .venv-verl" >&2
+  "$PY" -m venv .venv-verl
+fi
+stamp=.venv-verl/.strands-art-installed
+want="$(cat pyproject.toml scripts/test-verl.sh | sha1sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "test-verl: installing verl 0.9.1 and the package (several minutes the first time)" >&2
+  .venv-verl/bin/python -m pip install -q --upgrade pip
+  .venv-verl/bin/python -m pip install -q "torch==2.13.0"
+  .venv-verl/bin/python -m pip install -q -e ".[verl,dev]"
+  echo "$want" > "$stamp"
+fi
+exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py "$@"

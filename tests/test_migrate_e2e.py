@@ -82,7 +82,8 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         assert row.turns == list(range(len(traj.turns)))
         assert sum(row.loss_mask) == sum(len(t.output_ids) for t in traj.turns)
         if mode == "linear":
-            assert row.metadata["history"].get("resets", 0) == 0, row.metadata["history"]
+            h = row.metadata["history"]  # LinearHistory counters: one lineage, every turn, no reset
+            assert (h["lineages"], h["turns"], h.get("resets", 0)) == (1, len(traj.turns), 0), h
         # the final answer is the row's last sampled text
         assert qwen3.decode(traj.turns[-1].output_ids).startswith(FINAL_ANSWER)
     assert (run_dir / "config.json").is_file() and (run_dir / "summary.png").stat().st_size > 0

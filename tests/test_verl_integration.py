@@ -325,6 +325,7 @@ async def test_outputs_through_verls_transfer_queue_and_grpo(qwen3, monkeypatch)
         f = store.rows[key]
         assert torch.equal(f["input_ids"], torch.tensor(row.input_ids))
         assert f["response_mask"].tolist() == f["loss_mask"].tolist() == row.loss_mask[len(f["prompts"]) :]
+        assert f["rollout_log_probs"].tolist() == row.logprobs[len(f["prompts"]) :]
         assert f["rm_scores"][-1].item() == row.reward and f["rm_scores"][:-1].abs().sum() == 0
         assert store.tags[key]["seq_len"] == len(row.input_ids)
     # verl's GRPO over the last output of each session, broadcast to every row of the session

@@ -25,7 +25,8 @@ def print_summary(results: list[dict[str, Any]], console: Console) -> None:
         ("stop", "left"),
         ("wall s", "right"),
     ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+        # fold, not ellipsize: rollout ids and stop reasons stay readable in an 80-column terminal
+        table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for r in results:
         table.add_row(
             r["rollout_id"],

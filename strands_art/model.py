@@ -196,9 +196,8 @@ class ARTModel(Model):
             raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
         self._remember(result.assistant_message)
         latency = int((time.perf_counter() - t0) * 1000)
-        calls = [c for c in result.tool_calls]
         for event in stream_events(
-            result.text, result.reasoning, calls, result.finish_reason, result.usage, latency
+            result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
         ):
             yield event
 

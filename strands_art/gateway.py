@@ -68,6 +68,8 @@ class GatewayConfig(TypedDict, total=False):
         max_context_tokens: context budget (prompt + generated tokens); default: the tokenizer's
             ``model_max_length`` capped at 32768.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
+        measure_drift: linear mode also reports each healed prompt's token edit distance from a
+            plain re-render (one extra render + tokenization per turn; off by default).
     """
 
     history_mode: Literal["tree", "linear"]
@@ -77,6 +79,7 @@ class GatewayConfig(TypedDict, total=False):
     max_context_tokens: int
     chat_template: str
     chat_template_kwargs: dict[str, Any]
+    measure_drift: bool
 
 
 @dataclass
@@ -178,7 +181,11 @@ class RolloutGateway:
         if self.config["history_mode"] == "linear":
             from strands_art.history.linear import LinearHistory
 
-            return LinearHistory(self.renderer, on_nonlinear=self.config["on_nonlinear"])
+            return LinearHistory(
+                self.renderer,
+                on_nonlinear=self.config["on_nonlinear"],
+                measure_drift=bool(self.config.get("measure_drift", False)),
+            )
         return TreeHistory(self.renderer)
 
     def set_sampling(self, rollout_id: str, sampling: SamplingParams) -> None:

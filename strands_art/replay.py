@@ -50,7 +50,7 @@ async def replay(
         max_context_tokens=1 << 30,
     )
     sid = gateway.open_session("replay")
-    for k, t in enumerate(spec["turns"]):
+    for t in spec["turns"]:
         tools = t.get("tools", spec.get("tools"))
         await gateway.generate(sid, t.get("messages"), tools)
     traj = gateway.close_session(sid)
@@ -80,11 +80,14 @@ async def replay(
 
 
 def summarize(traj) -> dict[str, Any]:
-    """Counts users read first: rows, tokens, sampled tokens, events by kind."""
+    """Counts users read first: rows, tokens, sampled tokens, events by kind, and the history
+    policy's counters (linear mode: heals, resets, drift tokens)."""
     kinds: dict[str, int] = {}
     for ev in traj.events:
         kinds[ev["kind"]] = kinds.get(ev["kind"], 0) + 1
+    history = traj.rows[0].metadata.get("history", {}) if traj.rows else {}
     return {
+        "history": history,
         "turns": len(traj.turns),
         "rows": len(traj.rows),
         "tokens": sum(len(r) for r in traj.rows),

@@ -1,0 +1,277 @@
+"""The embedded trainer: GRPO with step-stable batching on a local LoRA model (one machine).
+
+:class:`LocalTrainer` wraps a Hugging Face causal LM in a peft LoRA adapter, optimizes the
+adapter with AdamW, and shares the *same* model object with a
+:class:`~strands_art.backends.transformers.TransformersBackend`, so the weights it updates are the
+weights the next rollouts sample from (no copy, no reload). One :meth:`LocalTrainer.update` per
+outer batch of finished trajectories:
+
+1. GRPO advantages per task group (:func:`~strands_art.training.grpo.compute_advantages`);
+2. step-stable layout (:func:`~strands_art.training.batching.build_batch`):
+   ``num_mini_batches * ppo_epochs`` optimizer steps whatever the row count;
+3. for each mini-batch: zero the gradients, fix the loss denominator ``D``
+   (:func:`~strands_art.training.loss.loss_denominator`), run length-sorted micro-batches under a
+   token budget (gradient accumulation, right-padded, padded fraction reported), backpropagate
+   each micro-batch's PPO loss divided by ``D``; clip; one ``optimizer.step()``.
+
+The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
+:func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
+ratio is 1 up to numerics and the rollout-vs-trainer logprob gap is a real metric. A token the
+trainer's top-k/top-p would filter (``-inf``) is left out of the loss and counted.
+
+While updating, the trainer holds ``backend.lock``: no generation runs on half-updated weights.
+The trainer reads trajectories only; it never imports the gateway (see
+:mod:`strands_art.training.loop` for the rollout loop).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from strands_art.backends.sampling import token_logprobs as sampling_token_logprobs
+from strands_art.training import checkpoint
+from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
+from strands_art.training.collate import collate
+from strands_art.training.grpo import compute_advantages
+from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
+from strands_art.training.trainer_config import TrainerConfig
+from strands_art.trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+def trainer_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, sampling: Any) -> torch.Tensor:
+    """Logprob of each token under the rollouts' sampling distribution, aligned with ``input_ids``.
+
+    Args:
+        logits: (B, T, V) causal-LM logits (position t predicts token t + 1).
+        input_ids: (B, T) token IDs.
+        sampling: the rollouts' :class:`~strands_art.backends.base.SamplingParams`.
+
+    Returns:
+        (B, T) float tensor; column 0 is 0 (like ``Row.logprobs``); ``-inf`` where the sampling
+        filters would have removed the token.
+    """
+    lp = sampling_token_logprobs(logits[:, :-1], input_ids[:, 1:], sampling)
+    return torch.nn.functional.pad(lp, (1, 0), value=0.0)
+
+
+def lora_model(model: Any, config: TrainerConfig) -> Any:
+    """Wrap ``model`` in a fresh LoRA adapter (dropout 0, bias none); a peft model is returned as is."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if isinstance(model, PeftModel):
+        return model
+    targets = config.lora_target_modules
+    lora = LoraConfig(
+        r=config.lora_rank,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=0.0,
+        target_modules=targets if isinstance(targets, str) else list(targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
+class LocalTrainer:
+    """GRPO on LoRA for one machine, sharing its model with the sampling backend.
+
+    Args:
+        model: a Hugging Face causal LM (wrapped in a new LoRA adapter) or a peft model.
+        tokenizer: its tokenizer (for the backend's stop strings and the pad id).
+        config: :class:`TrainerConfig`.
+        backend: an existing ``TransformersBackend`` over the same model; default: a new one.
+
+    Attributes:
+        model: the peft model (kept in eval mode: no dropout, so trainer = sampler logprobs).
+        backend: the ``TransformersBackend`` sampling from ``model``.
+        optimizer: AdamW over the LoRA parameters.
+        step: optimizer steps taken so far.
+        outer_batch: outer batches completed so far.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, config: TrainerConfig, backend: Any = None) -> None:
+        from strands_art.backends.transformers import TransformersBackend
+
+        self.config = config
+        self.batching = config.batching()
+        self.model = lora_model(model, config)
+        self.model.eval()
+        self.tokenizer = tokenizer
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("the model has no trainable parameters (LoRA target modules matched nothing?)")
+        self.optimizer = torch.optim.AdamW(
+            self.params, lr=config.learning_rate, betas=config.adam_betas, weight_decay=config.weight_decay
+        )
+        if backend is None:
+            backend = TransformersBackend(model=self.model, tokenizer=tokenizer)
+        elif backend.model is not self.model:
+            raise ValueError("backend.model must be the trainer's peft model (share it, do not copy it)")
+        self.backend = backend
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_token_id = int(pad) if pad is not None else 0
+        self.step = 0
+        self.outer_batch = 0
+        base = self.model.get_base_model()
+        self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # ------------------------------------------------------------------ one outer batch
+    def update(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+        """Train on one outer batch of finished trajectories (rewards attached); returns metrics.
+
+        Takes ``backend.lock`` for the whole update. The step count is
+        ``num_mini_batches * ppo_epochs`` (or the ``fixed_rows`` plan) whatever the rows; an
+        outer batch without a single usable rollout takes no step (logged, ``skipped=1``).
+
+        Raises:
+            ValueError: from GRPO / batching on inconsistent trajectories (duplicate ids, ...).
+        """
+        t0 = time.perf_counter()
+        adv = compute_advantages(trajectories, self.config.grpo)
+        metrics: dict[str, float] = dict(adv.metrics)
+        if not adv.rows:
+            logger.warning("outer batch %d: no usable rollout, no optimizer step", self.outer_batch)
+            metrics.update(optimizer_steps=0, skipped=1, step=self.step)
+            self.outer_batch += 1
+            return metrics
+        batch = build_batch(adv.rows, self.batching, self.pad_token_id)
+        metrics.update(batch.metrics)
+        cfg = self.config
+        with self.backend.lock:
+            old = self._recompute(batch.mini_batches) if cfg.recompute_old_logprobs else None
+            stats_all: list[dict[str, float]] = []
+            first: list[dict[str, float]] = []
+            losses, norms = [], []
+            filtered = 0
+            for k, mb in enumerate(batch.steps()):
+                loss, stats, n_filtered, norm = self._step(mb, old)
+                losses.append(loss)
+                norms.append(norm)
+                stats_all.extend(stats)
+                filtered += n_filtered
+                if k == 0:
+                    first = stats
+        merged = merge_stats(stats_all)
+        gap = merge_stats(first)
+        elapsed = time.perf_counter() - t0
+        metrics.update(
+            loss=sum(losses) / len(losses),
+            grad_norm=sum(norms) / len(norms),
+            approx_kl=merged.get("approx_kl", 0.0),
+            clip_fraction=merged.get("clip_fraction", 0.0),
+            tis_capped_fraction=merged.get("tis_capped_fraction", 0.0),
+            logprob_gap=gap.get("logprob_gap", 0.0),
+            logprob_abs_gap=gap.get("logprob_abs_gap", 0.0),
+            filtered_tokens=filtered,
+            step=self.step,
+            train_s=elapsed,
+            tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
+            lr=self.optimizer.param_groups[0]["lr"],
+        )
+        self.outer_batch += 1
+        return metrics
+
+    def _forward(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(B, T) trainer logprobs of a micro-batch and its collated tensors.
+
+        Only positions from the first sampled token on get logits (``logits_to_keep``): the
+        vocabulary projection and softmax of prompt positions would be thrown away anyway.
+        """
+        t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
+        ids = t["input_ids"]
+        width = ids.shape[1]
+        sampled = t["loss_mask"].sum(dim=0).nonzero()
+        first = max(1, int(sampled[0])) if len(sampled) else width - 1
+        keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
+        kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
+        logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
+        if logits.shape[1] != width:
+            lp = trainer_logprobs(logits, ids[:, first - 1 :], self.config.sampling)[:, 1:]
+            lp = torch.nn.functional.pad(lp, (first, 0), value=0.0)
+        else:
+            lp = trainer_logprobs(logits, ids, self.config.sampling)
+        return lp, t
+
+    def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
+        """Trainer logprobs of every row before the update (no grad), keyed by ``id(BatchRow)``."""
+        out: dict[int, torch.Tensor] = {}
+        with torch.no_grad():
+            for mb in mini_batches:
+                for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
+                    lp, _ = self._forward(micro)
+                    for i, br in enumerate(micro):
+                        out[id(br)] = lp[i, : br.num_tokens].detach()
+        return out
+
+    def _step(
+        self, mb: MiniBatch, old: dict[int, torch.Tensor] | None
+    ) -> tuple[float, list[dict[str, float]], int, float]:
+        """One optimizer step over one mini-batch (gradient accumulation over micro-batches)."""
+        cfg = self.config
+        self.optimizer.zero_grad(set_to_none=False)
+        try:
+            denom = loss_denominator(mb, cfg.loss.loss_agg_mode)
+        except ValueError:  # only padding rows: zero loss, the step still counts
+            denom = 1
+        total, stats, filtered = 0.0, [], 0
+        for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
+            lp, t = self._forward(micro)
+            mask = t["loss_mask"]
+            finite = torch.isfinite(lp)
+            filtered += int(((~finite) & (mask > 0)).sum())
+            mask = mask * finite
+            lp = torch.where(finite, lp, torch.zeros_like(lp))
+            rollout = t["rollout_logprobs"]
+            if old is None:
+                behaviour = rollout
+            else:
+                behaviour = torch.zeros_like(rollout)
+                for i, br in enumerate(micro):
+                    behaviour[i, : br.num_tokens] = old[id(br)]
+                behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
+            out = policy_loss(lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss)
+            out.loss.backward()
+            total += float(out.loss.detach())
+            stats.append(out.stats)
+        if cfg.max_grad_norm is not None:
+            norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
+        else:
+            norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
+        self.optimizer.step()
+        self.step += 1
+        return total, stats, filtered, norm
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        """Checkpoint adapter + optimizer + counters + RNG under ``run_dir/checkpoints``."""
+        state = {"outer_batch": self.outer_batch, "step": self.step, "config": self.config.to_dict()}
+        state.update(extra or {})
+        with self.backend.lock:
+            return checkpoint.save_checkpoint(
+                run_dir, self.model, self.optimizer, state, keep=self.config.keep_checkpoints
+            )
+
+    def resume(self, run_dir: str | Path) -> dict[str, Any] | None:
+        """Load the newest checkpoint of ``run_dir`` if there is one; returns its state or None."""
+        path = checkpoint.latest_checkpoint(run_dir)
+        if path is None:
+            return None
+        with self.backend.lock:
+            state = checkpoint.load_checkpoint(path, self.model, self.optimizer)
+        self.outer_batch = int(state["outer_batch"])
+        self.step = int(state["step"])
+        logger.info("resumed from %s: outer batch %d, step %d", path, self.outer_batch, self.step)
+        return state

@@ -1,0 +1,146 @@
+"""Configuration of the embedded (one-machine) GRPO trainer.
+
+One frozen dataclass holds everything :class:`~strands_art.training.local.LocalTrainer` and the
+outer loop (:mod:`strands_art.training.loop`) need: the step-stable batching sizes (counted in
+source prompts, see docs/variable-row-batching.md), LoRA, AdamW, the PPO loss, GRPO advantages,
+sampling for rollouts and for evaluation, and the loop's cadence (checkpoints, evaluation).
+It round-trips through JSON (``to_dict`` / ``from_dict``) so a checkpoint records the run it
+belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from strands_art.backends.base import SamplingParams
+from strands_art.training.batching import BatchingConfig, Mode
+from strands_art.training.grpo import GRPOConfig
+from strands_art.training.loss import LossConfig
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Embedded-trainer settings.
+
+    Attributes:
+        prompt_batch_size: tasks (source prompts) per outer batch, ``P``.
+        rollouts_per_prompt: rollouts per task, the GRPO group size.
+        ppo_mini_batch_size: tasks per PPO mini-batch, ``M`` (one optimizer step each).
+        ppo_epochs: passes over an outer batch, ``E``; optimizer steps per outer batch = P/M*E.
+        batching_mode / rows_per_mini_batch: ``"fixed_steps"`` (default) or ``"fixed_rows"``
+            (the old behaviour, for comparison; needs ``rows_per_mini_batch``).
+        micro_batch_max_tokens: padded-token budget of one micro-batch (gradient accumulation).
+        learning_rate / weight_decay / adam_betas: AdamW over the LoRA parameters.
+        max_grad_norm: clip the mini-batch gradient to this L2 norm (None: no clipping).
+        lora_rank / lora_alpha / lora_target_modules: peft ``LoraConfig`` (dropout is always 0,
+            so the trainer's logprobs match the sampler's).
+        loss: PPO clip range, aggregation mode, TIS cap.
+        grpo: advantage settings (std scaling or Dr.GRPO).
+        sampling: rollout sampling (the trainer computes its logprobs under the same
+            temperature / top-k / top-p, :mod:`strands_art.backends.sampling`).
+        eval_sampling: evaluation sampling (default greedy).
+        recompute_old_logprobs: run a no-grad pass before the update and use the trainer's own
+            logprobs as the behaviour policy (the recorded ones then only enter the TIS weight).
+        seed: base seed for task sampling, rollout sampling seeds and torch.
+        concurrency: rollouts in flight at once.
+        checkpoint_every: save a checkpoint every this many outer batches (0: never).
+        keep_checkpoints: how many recent checkpoints to keep on disk.
+        eval_every: evaluate every this many outer batches (0: only before and after training).
+        eval_samples: rollouts per evaluation task.
+
+    Raises:
+        ValueError: from :class:`BatchingConfig` for inconsistent sizes, or for a non-positive
+            rollouts_per_prompt / learning rate / LoRA rank, or negative cadences.
+    """
+
+    prompt_batch_size: int = 4
+    rollouts_per_prompt: int = 4
+    ppo_mini_batch_size: int = 2
+    ppo_epochs: int = 1
+    batching_mode: Mode = "fixed_steps"
+    rows_per_mini_batch: int | None = None
+    micro_batch_max_tokens: int = 1024
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    max_grad_norm: float | None = 1.0
+    lora_rank: int = 16
+    lora_alpha: int = 32
+    lora_target_modules: str | tuple[str, ...] = "all-linear"
+    loss: LossConfig = field(default_factory=LossConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(temperature=1.0, max_new_tokens=32)
+    )
+    eval_sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(temperature=0.0, max_new_tokens=32)
+    )
+    recompute_old_logprobs: bool = False
+    seed: int = 0
+    concurrency: int = 8
+    checkpoint_every: int = 1
+    keep_checkpoints: int = 2
+    eval_every: int = 0
+    eval_samples: int = 1
+
+    def __post_init__(self) -> None:
+        self.batching()  # validates the batching sizes
+        if self.rollouts_per_prompt < 1:
+            raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if self.lora_rank < 1:
+            raise ValueError(f"lora_rank must be >= 1, got {self.lora_rank}")
+        for name in ("checkpoint_every", "eval_every", "concurrency", "keep_checkpoints", "eval_samples"):
+            value = getattr(self, name)
+            low = 1 if name in ("concurrency", "keep_checkpoints", "eval_samples") else 0
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+
+    def batching(self) -> BatchingConfig:
+        """The :class:`BatchingConfig` of one outer batch (one data-parallel rank)."""
+        return BatchingConfig(
+            prompt_batch_size=self.prompt_batch_size,
+            ppo_mini_batch_size=self.ppo_mini_batch_size,
+            ppo_epochs=self.ppo_epochs,
+            dp_size=1,
+            mode=self.batching_mode,
+            rows_per_mini_batch=self.rows_per_mini_batch,
+            micro_batch_max_tokens=self.micro_batch_max_tokens,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (nested configs as dicts, tuples as lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainerConfig:
+        """Inverse of :meth:`to_dict`; unknown keys raise ValueError."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown TrainerConfig keys: {sorted(unknown)}")
+        kw = dict(d)
+        nested = {
+            "loss": LossConfig,
+            "grpo": GRPOConfig,
+            "sampling": SamplingParams,
+            "eval_sampling": SamplingParams,
+        }
+        for key, typ in nested.items():
+            if isinstance(kw.get(key), dict):
+                sub = dict(kw[key])
+                for k in ("stop", "stop_token_ids"):
+                    if k in sub:
+                        sub[k] = tuple(sub[k])
+                kw[key] = typ(**sub)
+        if "adam_betas" in kw:
+            kw["adam_betas"] = tuple(kw["adam_betas"])
+        if isinstance(kw.get("lora_target_modules"), list):
+            kw["lora_target_modules"] = tuple(kw["lora_target_modules"])
+        return cls(**kw)
+
+    def replace(self, **changes: Any) -> TrainerConfig:
+        """A copy with ``changes`` applied (validated again)."""
+        return replace(self, **changes)

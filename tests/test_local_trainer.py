@@ -1,0 +1,329 @@
+"""The embedded trainer on a tiny random Llama (SmolLM2 tokenizer) through the real gateway:
+step counts from the configuration, LoRA updates served to the sampler, logprob consistency,
+checkpoints and resume, metrics JSONL, the toy task's reward."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from strands_art.backends.base import SamplingParams
+from strands_art.gateway import RolloutGateway
+from strands_art.registry import load_tokenizer
+from strands_art.training import loop
+from strands_art.training.checkpoint import latest_checkpoint
+from strands_art.training.local import LocalTrainer
+from strands_art.training.metrics import TRAIN_KEYS, plot_modes, plot_training, read_metrics
+from strands_art.training.rollouts import chat_rollout
+from strands_art.training.tasks_toy import capital_reward, capital_tasks
+from strands_art.training.trainer_config import TrainerConfig
+from strands_art.trajectory import Row, Trajectory
+
+VOCAB = 49152
+
+
+def tiny_llama() -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+        tie_word_embeddings=True,
+        initializer_range=0.5,
+    )
+    return LlamaForCausalLM(cfg).eval()
+
+
+@dataclasses.dataclass(frozen=True)
+class LengthTask:
+    """Reward = characters of the reply mod 7 / 6: varies within a group of random replies."""
+
+    name: str
+
+    def messages(self):
+        return [{"role": "user", "content": f"Say something about {self.name}."}]
+
+    def reward(self, text: str, truncated: bool = False) -> float:
+        return (len(text) % 7) / 6
+
+
+TASKS = [LengthTask(f"t{i}") for i in range(6)]
+SAMPLING = SamplingParams(temperature=0.8, max_new_tokens=6)
+
+
+def config(**kw) -> TrainerConfig:
+    base = dict(
+        prompt_batch_size=2,
+        rollouts_per_prompt=3,
+        ppo_mini_batch_size=1,
+        ppo_epochs=2,
+        learning_rate=5e-2,
+        lora_rank=4,
+        lora_alpha=8,
+        sampling=SAMPLING,
+        eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=6),
+        micro_batch_max_tokens=200,
+        checkpoint_every=1,
+    )
+    base.update(kw)
+    return TrainerConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer("smollm2")
+
+
+def make(tok, **kw) -> tuple[LocalTrainer, RolloutGateway]:
+    torch.manual_seed(0)
+    trainer = LocalTrainer(tiny_llama(), tok, config(**kw))
+    return trainer, RolloutGateway(tok, trainer.backend)
+
+
+def rollouts(trainer, gateway, b: int = 0) -> list[Trajectory]:
+    tasks = loop.sample_tasks(TASKS, 2, 0, b)
+    return asyncio.run(
+        loop.collect_rollouts(
+            gateway, tasks, chat_rollout, SAMPLING, 3, seed=0, outer_batch=b, progress=False
+        )
+    )
+
+
+def split_rows(traj: Trajectory) -> Trajectory:
+    """The same rollout as 2 rows (a tree fork): row 1 = prompt + first half of the output, row 2
+    = everything with only the second half sampled (mask 1)."""
+    (row,) = traj.rows
+    idx = [i for i, m in enumerate(row.loss_mask) if m]
+    cut = idx[len(idx) // 2]
+    r1 = Row(row.input_ids[:cut], row.loss_mask[:cut], row.logprobs[:cut], traj.rollout_id, traj.group_id)
+    mask2 = [0] * cut + row.loss_mask[cut:]
+    lp2 = [0.0] * cut + row.logprobs[cut:]
+    r2 = Row(list(row.input_ids), mask2, lp2, traj.rollout_id, traj.group_id)
+    return dataclasses.replace(traj, rows=[r1, r2])
+
+
+def lora_state(trainer) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+# ---------------------------------------------------------------- step counts
+
+
+def test_optimizer_steps_come_from_the_configuration(tok):
+    trainer, gateway = make(tok)
+    trajs = rollouts(trainer, gateway)
+    assert len(trajs) == 6 and all(len(t.rows) == 1 for t in trajs)
+    assert len({t.reward for t in trajs}) > 1  # GRPO has signal
+    calls = []
+    step = trainer.optimizer.step
+    trainer.optimizer.step = lambda *a, **k: (calls.append(1), step(*a, **k))[1]
+    m1 = trainer.update(trajs)
+    # P=2, M=1, E=2 -> 2 mini-batches x 2 epochs
+    assert len(calls) == 4 and trainer.step == 4 and m1["optimizer_steps"] == 4
+    assert m1["rows"] == 6 and m1["rows_per_rollout"] == 1.0 and m1["padding_rows"] == 0
+    split = [split_rows(t) for t in trajs]
+    m2 = trainer.update(split)
+    assert m2["rows"] == 12 and m2["rows_per_rollout"] == 2.0
+    assert len(calls) == 8 and trainer.step == 8 and m2["optimizer_steps"] == 4
+    assert m2["sampled_tokens"] == m1["sampled_tokens"]
+    assert 0.0 <= m2["padded_token_fraction"] < 0.5
+
+
+def test_fixed_rows_mode_takes_more_steps_with_more_rows(tok):
+    trainer, gateway = make(tok, batching_mode="fixed_rows", rows_per_mini_batch=3, ppo_epochs=1)
+    trajs = rollouts(trainer, gateway)
+    assert trainer.update(trajs)["optimizer_steps"] == 2  # 6 rows / 3
+    assert trainer.update([split_rows(t) for t in trajs])["optimizer_steps"] == 4  # 12 rows / 3
+    assert trainer.step == 6
+
+
+# ---------------------------------------------------------------- weights served to the sampler
+
+
+def test_lora_update_changes_what_the_backend_samples(tok):
+    trainer, gateway = make(tok, ppo_epochs=1)
+    base_before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
+    lora_before = lora_state(trainer)
+    prompt = tok("The capital of France is", add_special_tokens=False)["input_ids"]
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=4)
+
+    async def sample():
+        return await trainer.backend.sample(prompt, greedy)
+
+    before = asyncio.run(sample())
+    trainer.update(rollouts(trainer, gateway))
+    after = asyncio.run(sample())
+    changed = [n for n, p in lora_state(trainer).items() if not torch.equal(p, lora_before[n])]
+    assert any("lora_B" in n for n in changed) and any("lora_A" in n for n in changed)
+    for n, p in trainer.model.named_parameters():
+        if not p.requires_grad:
+            assert torch.equal(p, base_before[n]), n  # the base model is frozen
+    assert trainer.backend.model is trainer.model
+    assert before.logprobs[0] != pytest.approx(after.logprobs[0], abs=1e-6)
+
+
+def test_trainer_logprobs_match_the_sampler(tok):
+    """At the first optimizer step nothing has changed yet: trainer and rollout logprobs (same
+    temperature, KV-cache decoding vs one batched pass) agree, so the gap metric is ~0."""
+    trainer, gateway = make(tok, ppo_epochs=1)
+    m = trainer.update(rollouts(trainer, gateway))
+    assert m["logprob_abs_gap"] < 1e-4
+    assert m["filtered_tokens"] == 0
+    assert 0.0 <= m["clip_fraction"] <= 1.0 and m["approx_kl"] >= 0.0
+    assert m["loss"] != 0.0 and m["grad_norm"] > 0.0
+
+
+def test_failed_rollouts_are_left_out(tok):
+    trainer, gateway = make(tok, ppo_epochs=1)
+
+    async def flaky(gw, task, rid, gid, sampling):
+        if rid.endswith("-r0"):
+            gw.open_session(rid, gid, sampling)
+            raise RuntimeError("environment crashed")
+        return await chat_rollout(gw, task, rid, gid, sampling)
+
+    tasks = loop.sample_tasks(TASKS, 2, 0, 0)
+    trajs = asyncio.run(
+        loop.collect_rollouts(gateway, tasks, flaky, SAMPLING, 3, seed=0, outer_batch=0, progress=False)
+    )
+    failed = [t for t in trajs if t.metadata.get("failed")]
+    assert len(failed) == 2 and "environment crashed" in failed[0].metadata["error"]
+    m = trainer.update(trajs)
+    assert m["failed_rollouts"] == 2 and m["rollouts"] == 4 and m["optimizer_steps"] == 2
+
+
+# ---------------------------------------------------------------- checkpoints, resume, metrics
+
+
+def test_checkpoint_round_trip(tok, tmp_path):
+    trainer, gateway = make(tok, ppo_epochs=1)
+    trainer.update(rollouts(trainer, gateway))
+    trainer.outer_batch = 1
+    path = trainer.save(tmp_path)
+    assert latest_checkpoint(tmp_path) == path
+    saved = lora_state(trainer)
+    opt = trainer.optimizer.state_dict()["state"]
+    expect_rand = torch.rand(3)
+    other, _ = make(tok, ppo_epochs=1)
+    assert any(not torch.equal(p, saved[n]) for n, p in lora_state(other).items())
+    state = other.resume(tmp_path)
+    assert state["step"] == 2 and other.step == 2 and other.outer_batch == 1
+    for n, p in lora_state(other).items():
+        torch.testing.assert_close(p, saved[n], rtol=0, atol=0)
+    loaded = other.optimizer.state_dict()["state"]
+    assert loaded.keys() == opt.keys()
+    for k in opt:
+        torch.testing.assert_close(loaded[k]["exp_avg"], opt[k]["exp_avg"])
+    torch.testing.assert_close(torch.rand(3), expect_rand)  # RNG restored
+    assert TrainerConfig.from_dict(state["config"]) == other.config
+
+
+def run_loop(tok, run_dir, stop_after=None):
+    trainer, gateway = make(tok)
+    records = asyncio.run(
+        loop.train(
+            trainer, gateway, TASKS, chat_rollout, 3, run_dir,
+            eval_tasks=TASKS[:2], stop_after=stop_after, progress=False,
+        )
+    )  # fmt: skip
+    return trainer, records
+
+
+@pytest.fixture(scope="module")
+def straight_run(tok, tmp_path_factory):
+    """3 outer batches without interruption (shared by the resume and metrics tests)."""
+    run_dir = tmp_path_factory.mktemp("straight")
+    trainer, records = run_loop(tok, run_dir)
+    return trainer, records, run_dir
+
+
+def test_resume_after_a_stop_continues_with_the_same_steps(tok, tmp_path, straight_run):
+    straight, records, _ = straight_run
+    assert straight.step == 3 * 4 and straight.outer_batch == 3
+    first, partial = run_loop(tok, tmp_path / "b", stop_after=2)
+    assert first.step == 8 and [r["outer_batch"] for r in partial if r["kind"] == "train"] == [0, 1]
+    # a torn metrics line and a record written after the checkpoint must not survive the resume
+    with open(tmp_path / "b" / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "train", "outer_batch": 2, "step": 99}) + "\n" + '{"kind": "tr')
+    (tmp_path / "b" / "checkpoints" / "latest").write_text("ob-000002")
+    resumed, records_b = run_loop(tok, tmp_path / "b")
+    assert resumed.step == 12 and resumed.outer_batch == 3
+    train_b = [r for r in records_b if r["kind"] == "train"]
+    assert [r["outer_batch"] for r in train_b] == [0, 1, 2]
+    assert [r["step"] for r in train_b] == [4, 8, 12]
+    train_a = [r for r in records if r["kind"] == "train"]
+    assert [r["reward_mean"] for r in train_b] == pytest.approx([r["reward_mean"] for r in train_a])
+    for n, p in lora_state(resumed).items():
+        torch.testing.assert_close(p, lora_state(straight)[n], rtol=1e-5, atol=1e-6)
+
+
+def test_metrics_jsonl_and_plots(tmp_path, straight_run):
+    _, records, run_dir = straight_run
+    on_disk = read_metrics(run_dir / "metrics.jsonl")
+    assert on_disk == records
+    evals = [r for r in on_disk if r["kind"] == "eval"]
+    assert [r["outer_batch"] for r in evals] == [0, 3]
+    assert all(0.0 <= r["val_reward"] <= 1.0 and r["val_rollouts"] == 2 for r in evals)
+    for r in (r for r in on_disk if r["kind"] == "train"):
+        assert set(TRAIN_KEYS) <= set(r)
+        assert r["optimizer_steps"] == 4 and r["history_mode"] == "tree"
+        assert r["tokens"] > r["sampled_tokens"] > 0
+        for key in ("loss", "grad_norm", "logprob_abs_gap", "rollout_s", "train_s", "tokens_per_s"):
+            assert isinstance(r[key], float)
+    assert sorted(p.name for p in (run_dir / "checkpoints").glob("ob-*")) == ["ob-000002", "ob-000003"]
+    plot_training(on_disk, tmp_path / "train.png")
+    plot_modes({"tree": on_disk, "linear": on_disk}, tmp_path / "modes.png")
+    assert (tmp_path / "train.png").stat().st_size > 1000 and (tmp_path / "modes.png").stat().st_size > 1000
+
+
+def test_gateway_must_use_the_trainers_backend(tok, tmp_path):
+    trainer, _ = make(tok)
+    other, gateway = make(tok)
+    with pytest.raises(ValueError, match="trainer.backend"):
+        asyncio.run(loop.train(trainer, gateway, TASKS, chat_rollout, 1, tmp_path, progress=False))
+
+
+# ---------------------------------------------------------------- config and toy task
+
+
+def test_config_round_trip_and_errors():
+    cfg = config(lora_target_modules=("q_proj", "v_proj"))
+    assert TrainerConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    with pytest.raises(ValueError, match="not divisible"):
+        config(prompt_batch_size=3, ppo_mini_batch_size=2)
+    with pytest.raises(ValueError, match="rollouts_per_prompt"):
+        config(rollouts_per_prompt=0)
+    with pytest.raises(ValueError, match="unknown TrainerConfig keys"):
+        TrainerConfig.from_dict({"lr": 1.0})
+    with pytest.raises(ValueError, match="prompt_batch_size=2 but only 1 tasks"):
+        loop.sample_tasks(TASKS[:1], 2, 0, 0)
+    assert loop.sample_tasks(TASKS, 2, 0, 5) == loop.sample_tasks(TASKS, 2, 0, 5)
+
+
+def test_capital_reward():
+    assert capital_reward("Paris", "Paris") == 1.0
+    assert capital_reward(" paris.\n", "Paris") == 1.0
+    assert capital_reward("The capital of France is Paris.", "Paris") == pytest.approx(1 / 6)
+    assert capital_reward("Lyon", "Paris") == 0.0
+    assert capital_reward("", "Paris") == 0.0
+    assert capital_reward("Parisian food", "Paris") == 0.0
+    task = capital_tasks("heldout")[0]
+    assert task.reward(task.capital) == 1.0 and task.reward(task.capital, truncated=True) == 0.0
+    train, held = capital_tasks("train"), capital_tasks("heldout")
+    assert len(train) == 24 and len(held) == 8
+    assert not {t.country for t in train} & {t.country for t in held}
+    assert all(len(t.capital.split()) == 1 for t in capital_tasks("all"))
+    with pytest.raises(ValueError):
+        capital_tasks("test")  # type: ignore[arg-type]

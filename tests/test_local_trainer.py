@@ -295,6 +295,36 @@ def test_gateway_must_use_the_trainers_backend(tok, tmp_path):
         asyncio.run(loop.train(trainer, gateway, TASKS, chat_rollout, 1, tmp_path, progress=False))
 
 
+@pytest.mark.maven
+def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
+    """The Strands migration agent through ARTModel + gateway, real Maven evaluation, one update."""
+    from strands_art.envs.migrationbench.tasks import load_tasks
+    from strands_art.training.rollouts import MigrationBenchLimits, migrationbench_rollout
+
+    torch.manual_seed(0)
+    model = tiny_llama()
+    model.config.max_position_embeddings = 8192  # room for the agent's system prompt and tools
+    trainer = LocalTrainer(model, tok, config(rollouts_per_prompt=2, prompt_batch_size=1, ppo_epochs=1,
+                                              micro_batch_max_tokens=8192, checkpoint_every=0))  # fmt: skip
+    gateway = RolloutGateway(tok, trainer.backend)
+    limits = MigrationBenchLimits(max_turns=2, time_limit=120, build_timeout=200, run_dir=tmp_path / "mb")
+    records = asyncio.run(
+        loop.train(
+            trainer,
+            gateway,
+            load_tasks(names=["compiler-props"]),
+            migrationbench_rollout(limits),
+            1,
+            tmp_path / "run",
+            progress=False,
+        )  # fmt: skip
+    )
+    (rec,) = records
+    assert rec["rollouts"] == 2 and rec["failed_rollouts"] == 0
+    assert rec["reward_mean"] == 0.0  # a random model migrates nothing; the build check fails
+    assert rec["rows"] >= 2 and rec["tokens"] > 1000 and rec["optimizer_steps"] == 1 and trainer.step == 1
+
+
 # ---------------------------------------------------------------- config and toy task
 
 

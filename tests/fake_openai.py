@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from fakes import LocalServer
 
 
 @dataclass
@@ -41,27 +42,18 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     script: Callable[[dict[str, Any], int], Reply]
     model: str = "fake-model"
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
-    _runner: web.AppRunner | None = None
 
-    async def start(self) -> FakeOpenAI:
-        app = web.Application()
+    url_suffix = "/v1"
+
+    def routes(self, app: web.Application) -> None:
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/v1"
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from fakes import LocalServer
 
 MALFORMED = (
     "not_json",
@@ -42,7 +43,7 @@ def _error(status: int, message: str) -> web.Response:
 
 
 @dataclass
-class FakeVLLM:
+class FakeVLLM(LocalServer):
     model: str = "fake/model"
     script: list[int] | None = None
     fail_next: list[int] = field(default_factory=list)
@@ -52,23 +53,10 @@ class FakeVLLM:
     legacy: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
-    _runner: web.AppRunner | None = None
 
-    async def start(self) -> FakeVLLM:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})

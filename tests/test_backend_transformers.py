@@ -13,7 +13,7 @@ import time
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from fakes import tiny_llama
 from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -30,23 +30,8 @@ VOCAB = 49152
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=16)
 
 
-def _tiny_llama() -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=1,
-        eos_token_id=EOS,
-        pad_token_id=EOS,
-        tie_word_embeddings=True,
-        initializer_range=0.5,  # peaked next-token distributions, like a trained model
-    )
-    return LlamaForCausalLM(cfg).eval()
+def _tiny_llama():
+    return tiny_llama(hidden_size=64)
 
 
 @pytest.fixture(scope="module", params=["tiny-llama", pytest.param("smollm2", marks=pytest.mark.slow)])

@@ -10,7 +10,7 @@ import json
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from fakes import tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
@@ -25,25 +25,6 @@ from strands_art.training.trainer_config import TrainerConfig
 from strands_art.trajectory import Row, Trajectory
 
 VOCAB = 49152
-
-
-def tiny_llama() -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=1,
-        eos_token_id=2,
-        pad_token_id=2,
-        tie_word_embeddings=True,
-        initializer_range=0.5,
-    )
-    return LlamaForCausalLM(cfg).eval()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,15 +60,20 @@ def plot_run(results: list[dict[str, Any]], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     names = [r["rollout_id"] for r in results]
     fig, axes = plt.subplots(2, 1, figsize=(max(6, 0.5 * len(names) + 2), 6), sharex=True)
-    axes[0].bar(names, [r["reward"] for r in results], color="tab:green")
-    axes[0].set_ylim(0, 1.05)
-    axes[0].set_ylabel("reward")
+    bars = axes[0].bar(names, [r["reward"] for r in results], color="tab:green")
+    axes[0].bar_label(bars, labels=[f"{r['reward']:.1f}" for r in results], padding=2)
+    axes[0].set_ylim(0, 1.15)
+    axes[0].set_ylabel("reward (0.5 build + 0.5 tests)")
     axes[0].set_title("MigrationBench rollouts")
-    axes[1].bar(names, [r.get("rows", 0) or 0 for r in results], color="tab:blue")
+    bars = axes[1].bar(names, [r.get("rows", 0) or 0 for r in results], color="tab:blue")
+    axes[1].bar_label(bars, labels=[f"{r.get('turns', 0)} turns" for r in results], padding=2, fontsize=8)
     axes[1].set_ylabel("rows (training sequences)")
+    axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[1].margins(y=0.2)
     axes[1].tick_params(axis="x", rotation=60)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

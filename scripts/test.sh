@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+status=0
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
-  bash scripts/test-verl.sh
+  bash scripts/test-verl.sh || status=$?
 fi
+exit "$status"

@@ -192,10 +192,15 @@ async def test_netns_has_only_loopback(tmp_path: Path) -> None:
 @pytest.mark.skipif(not ISO.readonly_root, reason="no read-only root here")
 async def test_readonly_root_outside_workspace(ws: Workspace) -> None:
     shell, _ = make_tools(ws)
-    outside = Path(__file__).resolve().parent / f".ro-probe-{os.getpid()}"
-    result = await shell(command=f"touch {outside}; echo made > inside.txt; cat inside.txt")
-    assert "Read-only file system" in _text(result)
-    assert not outside.exists()
+    # /tmp stays writable inside the sandbox (documented), so probe a path on the root filesystem
+    # that is outside both the workspace and /tmp, wherever the checkout lives.
+    outside = Path.home() / f".strands-art-ro-probe-{os.getpid()}"
+    try:
+        result = await shell(command=f"touch {outside}; echo made > inside.txt; cat inside.txt")
+        assert "Read-only file system" in _text(result)
+        assert not outside.exists()
+    finally:
+        outside.unlink(missing_ok=True)
     assert (ws.root / "inside.txt").read_text() == "made\n"
 
 

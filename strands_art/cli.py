@@ -22,6 +22,7 @@ from pathlib import Path
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from strands_art.backends.base import BackendError
     from strands_art.replay import ReplayInputError, replay
 
     try:
@@ -31,7 +32,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return 2
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
-    except (ReplayInputError, ValueError) as exc:
+    except (ReplayInputError, ValueError, FileNotFoundError, BackendError) as exc:
         print(f"strands-art replay: {exc}", file=sys.stderr)
         return 2
     if args.summary:
@@ -52,7 +53,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import evaluate_command
 
-    result = evaluate_command(args.repo_dir, args.task, timeout_s=args.timeout)
+    if not Path(args.repo_dir).is_dir():
+        print(f"strands-art evaluate: {args.repo_dir} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        result = evaluate_command(args.repo_dir, args.task, timeout_s=args.timeout)
+    except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
+        print(f"strands-art evaluate: bad task {args.task}: {exc}", file=sys.stderr)
+        return 2
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

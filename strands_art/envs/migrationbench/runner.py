@@ -34,12 +34,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from strands_art.backends.base import SamplingBackend, SamplingParams
+from strands_art.backends.base import BackendError, SamplingBackend, SamplingParams
+from strands_art.registry import ModelNotFound
 from strands_art.store import TrajectoryStore
 
 from .agent import RolloutLimits, build_agent, run_agent, user_prompt
 from .report import plot_run, print_summary
-from .tasks import Task, load_tasks, materialize_record, read_records
+from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
 from .workspace import Workspace
@@ -254,18 +255,25 @@ async def run_migration(
         TaskError: unknown task names or a malformed task directory.
     """
     run_dir = Path(args.resume or args.run_dir or f"runs/migrate-{datetime.now():%Y%m%d-%H%M%S}")
-    run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / "config.json"
-    if args.resume and cfg_path.exists():
+    if args.resume:
+        if not cfg_path.is_file():
+            raise SystemExit(
+                f"strands-art migrate: --resume {run_dir}: no config.json there (not a migrate run)"
+            )
         saved = json.loads(cfg_path.read_text())
         for key, value in saved.items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
+    for name in ("rollouts_per_task", "concurrency", "max_turns", "max_new_tokens"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"strands-art migrate: --{name.replace('_', '-')} must be >= 1")
+    tasks = None if args.records else load_tasks(args.tasks_dir, args.tasks)  # fail before writing
+    run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path.write_text(json.dumps({k: v for k, v in vars(args).items() if k != "func"}, indent=2))
-    if args.records:
+    args.run_dir_used = str(run_dir)
+    if tasks is None:
         tasks = [materialize_record(r, run_dir / "tasks") for r in read_records(args.records)]
-    else:
-        tasks = load_tasks(args.tasks_dir, args.tasks)
     specs = [
         RolloutSpec(task, k, args.seed + i * args.rollouts_per_task + k)
         for i, task in enumerate(tasks)
@@ -281,6 +289,12 @@ async def run_migration(
     if todo:
         with console.status("loading the model"):
             gateway, make_model = _make_policy(args, backend_factory)
+        if gateway is not None and hasattr(gateway.backend, "models"):  # vLLM: fail fast, before any rollout
+            try:
+                await gateway.backend.models()
+            except BackendError as exc:
+                await gateway.backend.aclose()
+                raise SystemExit(f"strands-art migrate: the vLLM server is not usable: {exc}") from None
         sem = asyncio.Semaphore(max(1, args.concurrency))
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
@@ -317,8 +331,12 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
     try:
         asyncio.run(run_migration(args, console, backend_factory=backend_factory))
     except KeyboardInterrupt:
+        run_dir = getattr(args, "run_dir_used", None) or "RUN_DIR"
         console.print(
-            "[yellow]interrupted: completed rollouts are kept; continue with --resume RUN_DIR[/yellow]"
+            f"[yellow]interrupted: completed rollouts are kept; continue with --resume {run_dir}[/yellow]"
         )
         return 130
+    except (TaskError, ModelNotFound) as exc:
+        console.print(f"[red]strands-art migrate: {exc}[/red]")
+        return 2
     return 0

@@ -27,6 +27,8 @@ def tool_specs_to_openai(tool_specs: list[dict[str, Any]] | None) -> list[dict[s
         return None
     out = []
     for spec in tool_specs:
+        if not isinstance(spec, dict) or not spec.get("name"):
+            raise StrandsFormatError(f"a tool spec needs a name: {spec!r}")
         schema = spec.get("inputSchema", {})
         schema = schema.get("json", schema) if isinstance(schema, dict) else {}
         out.append(
@@ -58,10 +60,26 @@ def tool_result_text(result: dict[str, Any]) -> str:
     return text
 
 
+def content_blocks(message: Any) -> list[dict[str, Any]]:
+    """The content blocks of a Strands message; raises StrandsFormatError on a malformed one."""
+    if not isinstance(message, dict):
+        raise StrandsFormatError(f"a message must be a dict, got {type(message).__name__}")
+    if message.get("role") not in ("user", "assistant"):
+        raise StrandsFormatError(
+            f"unknown message role {message.get('role')!r} (Strands uses user and assistant)"
+        )
+    blocks = message.get("content")
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        raise StrandsFormatError(
+            f"{message['role']} message content must be a list of content blocks, got {blocks!r:.80}"
+        )
+    return blocks
+
+
 def strands_assistant_to_openai(message: dict[str, Any]) -> dict[str, Any]:
     """One Strands assistant message → an OpenAI assistant message (as Strands holds it)."""
     texts, reasoning, calls = [], [], []
-    for block in message.get("content", []) or []:
+    for block in content_blocks(message):
         if "text" in block:
             texts.append(block["text"])
         elif "toolUse" in block:
@@ -88,7 +106,7 @@ def strands_assistant_to_openai(message: dict[str, Any]) -> dict[str, Any]:
 def strands_user_to_openai(message: dict[str, Any]) -> list[dict[str, Any]]:
     """One Strands user message → OpenAI tool messages (one per toolResult) then a user message."""
     tools, texts = [], []
-    for block in message.get("content", []) or []:
+    for block in content_blocks(message):
         if "toolResult" in block:
             tr = block["toolResult"]
             tools.append(

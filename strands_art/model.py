@@ -28,6 +28,7 @@ from strands.types.exceptions import ContextWindowOverflowException, ModelThrott
 
 from strands_art.backends.base import BackendError
 from strands_art.formats import (
+    content_blocks,
     strands_assistant_to_openai,
     strands_user_to_openai,
     stream_events,
@@ -106,6 +107,7 @@ class ARTModel(Model):
         if system_prompt:
             out.append({"role": "system", "content": system_prompt})
         for index, message in enumerate(messages):
+            content_blocks(message)  # validates role and content shape (StrandsFormatError)
             if message.get("role") == "assistant":
                 out.append(self._canonical_assistant(index, message))
             else:
@@ -181,6 +183,8 @@ class ARTModel(Model):
         ``invocation_state``, ``cancel_signal``, ...).
 
         Raises:
+            StrandsFormatError: a malformed message or tool spec (unknown role, content that is
+                not a list of blocks, a tool spec without a name, an image block); nothing recorded.
             ContextWindowOverflowException: the prompt leaves no room to generate.
             ModelThrottledException: the sampling backend failed or timed out (retryable).
         """

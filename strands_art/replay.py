@@ -1,6 +1,6 @@
 """Replay a logged conversation through the gateway with the scripted backend.
 
-Used by ``strands-art replay FILE.json`` (docs/cli.md describes the JSON contract) to debug row
+Used by ``strands-art replay FILE.json`` (docs/architecture.md, "replay contract", describes the JSON) to debug row
 splits: every turn's messages are sent exactly as the harness sent them, and the recorded
 output (text or token IDs) is played back by :class:`~strands_art.backends.scripted.ScriptedBackend`.
 """

@@ -178,3 +178,29 @@ def test_config_round_trip_and_unknown_keys(qwen3):
     assert cfg["context_window_limit"] == model.gateway.max_context_tokens
     with pytest.raises(ValueError, match="unknown ARTModel config keys"):
         model.update_config(temprature=0.2)
+
+
+@pytest.mark.parametrize(
+    "messages, match",
+    [
+        ([{"role": "wizard", "content": [{"text": "hi"}]}], "unknown message role"),
+        ([{"role": "user", "content": "hi"}], "must be a list of content blocks"),
+        ([None], "must be a dict"),
+        ([{"role": "user", "content": [{"image": {}}]}], "unsupported user content block"),
+    ],
+)
+async def test_malformed_strands_messages_are_rejected_and_record_nothing(qwen3, messages, match):
+    from strands_art.formats import StrandsFormatError
+
+    gateway, model = make(qwen3, [{"text": "x<|im_end|>"}])
+    with pytest.raises(StrandsFormatError, match=match):
+        await collect(model, messages)
+    assert gateway.trajectory("s1").turns == []
+
+
+async def test_tool_spec_without_a_name_is_rejected(qwen3):
+    from strands_art.formats import StrandsFormatError
+
+    _, model = make(qwen3, [{"text": "x<|im_end|>"}])
+    with pytest.raises(StrandsFormatError, match="needs a name"):
+        await collect(model, [{"role": "user", "content": [{"text": "hi"}]}], [{"description": "no name"}])

@@ -127,3 +127,14 @@ def test_copy_keeps_symlinks_as_links(tmp_path: Path) -> None:
 def test_empty_and_nul_paths_are_refused(ws: Workspace, bad: str) -> None:
     with pytest.raises(PathOutsideWorkspace):
         ws.resolve(bad)
+
+
+def test_copy_leaves_maven_build_outputs_behind(tmp_path):
+    src = tmp_path / "src"
+    (src / "target" / "classes").mkdir(parents=True)
+    (src / "pom.xml").write_text("<project/>")
+    (src / "target" / "classes" / "A.class").write_bytes(b"\xca\xfe\xba\xbe")
+    (src / "docs" / "target").mkdir(parents=True)  # not next to a pom.xml: kept
+    ws = Workspace.copy_of(src, tmp_path / "ws")
+    assert (ws.root / "pom.xml").exists() and not (ws.root / "target").exists()
+    assert (ws.root / "docs" / "target").is_dir()

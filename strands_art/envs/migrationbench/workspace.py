@@ -78,7 +78,7 @@ class Workspace:
             if target.exists():
                 raise FileExistsError(f"workspace destination {target} already exists")
             owned = (target,)
-        shutil.copytree(src, target, symlinks=True)
+        shutil.copytree(src, target, symlinks=True, ignore=_maven_build_outputs)
         logger.debug("workspace copied %s -> %s", src, target)
         return cls(target, owned_dirs=owned)
 
@@ -162,3 +162,10 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace(root={str(self.root)!r})"
+
+
+def _maven_build_outputs(directory: str, names: list[str]) -> set[str]:
+    """``copytree`` ignore: a module's ``target/`` (Maven build output next to a ``pom.xml``), so a
+    stale build in the source (e.g. after ``strands-art evaluate`` ran in place) never reaches a
+    rollout's workspace."""
+    return {"target"} if "target" in names and "pom.xml" in names else set()

@@ -93,9 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="a Strands agent with two small tools on the embedded model")
     p.add_argument("--model", default="smollm2", help="model alias or local directory (default: smollm2)")
-    p.add_argument("--history-mode", choices=["tree", "linear"], default="tree")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument(
+        "--history-mode", choices=["tree", "linear"], default="tree", help="row capture mode (default: tree)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    p.add_argument("--max-new-tokens", type=int, default=96, help="tokens sampled per turn (default: 96)")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("evaluate", help="score a migrated repository (JSON: build_success, tests, reward)")

@@ -69,7 +69,6 @@ async def _run(model: str, history_mode: str, seed: int, max_new_tokens: int, co
         callback_handler=None,
     )
     console.rule("conversation")
-    console.print(f"[bold]user:[/bold] {QUESTION}")
     try:
         result = await agent.invoke_async(QUESTION)
         console.print(f"[bold]stop reason:[/bold] {result.stop_reason}")

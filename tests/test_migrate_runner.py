@@ -219,3 +219,29 @@ async def test_same_seed_same_sampling_params_per_rollout(tasks_dir: Path, tmp_p
 
     first, again = await run(5, "a"), await run(5, "b")
     assert first == again == {"alpha-r0": 5, "alpha-r1": 6, "beta-r0": 7, "beta-r1": 8}
+
+
+# ---------------------------------------------------------------------------- backend failure
+def test_backend_failure_is_not_scored_and_resume_reruns_it(
+    tasks_dir: Path, tmp_path: Path, qwen3, capsys
+) -> None:
+    run_dir = tmp_path / "run"
+    down = ScriptedBackend(qwen3, [{"error": "connection refused: http://127.0.0.1:9"}])
+    args = _args("--tasks-dir", str(tasks_dir), "--tasks", "alpha", "--run-dir", str(run_dir))
+    assert main_from_args(args, backend_factory=lambda a: (down, qwen3)) == 3
+    (rec,) = _results(run_dir)
+    assert rec["failed"] is True and rec["reward"] == 0.0 and "connection refused" in rec["error"]
+    assert not (run_dir / "logs" / "alpha-r0.eval.json").exists()  # no evaluation build
+    assert list(TrajectoryStore(run_dir / "trajectories")) == []
+    assert "rerun them with --resume" in capsys.readouterr().out
+
+    up = ScriptedBackend(qwen3, ShellThenAnswer(qwen3))
+    assert (
+        main_from_args(
+            build_parser().parse_args(["migrate", "--resume", str(run_dir)]),
+            backend_factory=lambda a: (up, qwen3),
+        )
+        == 0
+    )
+    last = _results(run_dir)[-1]
+    assert last["rollout_id"] == "alpha-r0" and not last.get("failed") and up.calls == 2

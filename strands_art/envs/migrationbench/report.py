@@ -36,7 +36,7 @@ def print_summary(results: list[dict[str, Any]], console: Console) -> None:
             str(r.get("turns", "")),
             str(r.get("rows", "-")),
             str(r.get("tokens", "-")),
-            str(r.get("stop_reason", "")),
+            "backend failed" if r.get("failed") else str(r.get("stop_reason", "")),
             f"{r.get('times', {}).get('wall_s', 0):.0f}",
         )
     console.print(table)

@@ -153,6 +153,29 @@ async def run_rollout(
             max_output_bytes=args.max_output_bytes,
         )
         end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+        if _infrastructure_failure(end.error):
+            # the sampling backend failed: not a result of the policy. Nothing is scored or
+            # stored; the record says failed, and --resume runs the rollout again.
+            if gateway is not None:
+                gateway.close_session(spec.rollout_id)
+            return {
+                "rollout_id": spec.rollout_id,
+                "task": spec.task.name,
+                "index": spec.index,
+                "seed": spec.seed,
+                "failed": True,
+                "reward": 0.0,
+                "build_success": False,
+                "java17_bytecode": False,
+                "tests_run": 0,
+                "tests_required": spec.task.num_test_cases,
+                "tests_equivalent": False,
+                "stop_reason": end.reason,
+                "error": end.error,
+                "turns": end.model_calls,
+                "token_capture": gateway is not None,
+                "times": {"wall_s": round(time.monotonic() - t0, 3)},
+            }
         t_agent = time.monotonic()
         log_dir = run_dir / "logs"
         log_dir.mkdir(exist_ok=True)
@@ -208,11 +231,18 @@ async def run_rollout(
         ws.cleanup()
 
 
+def _infrastructure_failure(error: str | None) -> bool:
+    """The rollout ended because the sampling backend failed (ARTModel raises Strands'
+    ``ModelThrottledException`` for a BackendError/BackendTimeout), not because of the policy."""
+    return bool(error) and error.startswith("ModelThrottledException")
+
+
 def _completed(results: Path) -> dict[str, dict]:
     """Records of the finished rollouts in ``results``, keyed by rollout id.
 
     A line that does not parse (a write torn by a crash) is moved to ``results.jsonl.torn`` and
     the file is rewritten with the good lines only, so the next append starts on a fresh line.
+    A rollout whose latest line says ``failed`` (the backend failed) is not done.
     """
     done: dict[str, dict] = {}
     if not results.exists():
@@ -224,8 +254,11 @@ def _completed(results: Path) -> dict[str, dict]:
             continue
         try:
             rec = json.loads(line)
-            done[rec["rollout_id"]] = rec
             good.append(line)
+            if rec.get("failed"):  # an infrastructure failure: run it again
+                done.pop(rec["rollout_id"], None)
+            else:
+                done[rec["rollout_id"]] = rec
         except (json.JSONDecodeError, KeyError, TypeError):
             torn.append(line)
     if torn:
@@ -326,10 +359,11 @@ async def run_migration(
 
 
 def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:
-    """Entry point of ``strands-art migrate``; returns the process exit code (130 on Ctrl-C)."""
+    """Entry point of ``strands-art migrate``; returns the process exit code: 0, 2 (bad options or
+    tasks), 3 (some rollouts failed because the backend failed), 130 (Ctrl-C)."""
     console = Console()
     try:
-        asyncio.run(run_migration(args, console, backend_factory=backend_factory))
+        results = asyncio.run(run_migration(args, console, backend_factory=backend_factory))
     except KeyboardInterrupt:
         run_dir = getattr(args, "run_dir_used", None) or "RUN_DIR"
         console.print(
@@ -339,4 +373,11 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
     except (TaskError, ModelNotFound) as exc:
         console.print(f"[red]strands-art migrate: {exc}[/red]")
         return 2
+    failed = [r["rollout_id"] for r in results if r.get("failed")]
+    if failed:
+        console.print(
+            f"[red]{len(failed)} rollout(s) failed because the sampling backend failed ({', '.join(failed)}); "
+            f"they are not scored; rerun them with --resume {args.run_dir_used}[/red]"
+        )
+        return 3
     return 0

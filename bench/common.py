@@ -14,4 +14,4 @@ SHELL_TOOL = {
         },
     },
 }
-LOG_LINE = "[INFO] Compiling 12 source files to /work/repo/target/classes with javac [debug target 17]\n"
+LOG_LINE = "[INFO] Compiling 12 source files to /home/dev/repo/target/classes with javac [debug target 17]\n"

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from strands_art.backends.base import SamplingParams
+from strands_art.backends.base import BackendError, SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
+from strands_art.history.normalize import MessageError
 from strands_art.registry import load_tokenizer
+from strands_art.render import TemplateError
 
 
 class ReplayInputError(ValueError):
@@ -50,9 +52,12 @@ async def replay(
         max_context_tokens=1 << 30,
     )
     sid = gateway.open_session("replay")
-    for t in spec["turns"]:
+    for k, t in enumerate(spec["turns"]):
         tools = t.get("tools", spec.get("tools"))
-        await gateway.generate(sid, t.get("messages"), tools)
+        try:
+            await gateway.generate(sid, t.get("messages"), tools)
+        except (MessageError, TemplateError, BackendError) as exc:
+            raise ReplayInputError(f"turn {k}: {exc}") from exc
     traj = gateway.close_session(sid)
     return {
         "rows": [

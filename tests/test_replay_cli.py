@@ -103,6 +103,16 @@ def test_replay_token_ids_output_and_given_logprobs(tmp_path, capsys):
     [
         ({"turns": []}, "non-empty 'turns'"),
         ({"turns": [{"messages": [], "output": {"x": 1}}]}, "'output' must be"),
+        (
+            {
+                "turns": [
+                    {"messages": [{"role": "user", "content": "hi"}], "output": {"text": "x"}},
+                    {"messages": [{"role": "wizard", "content": "hi"}], "output": {"text": "x"}},
+                ]
+            },
+            "turn 1: message 0: unknown role 'wizard'",
+        ),
+        ({"tokenizer": "no-such", "turns": [{"messages": [], "output": {"text": "x"}}]}, "unknown tokenizer"),
     ],
 )
 def test_replay_bad_input_is_a_clear_error(tmp_path, capsys, spec, message):

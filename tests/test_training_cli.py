@@ -45,4 +45,4 @@ def test_batching_plan_json(argv, expected, capsys):
 def test_batching_plan_rejects_bad_config(capsys):
     rc, out, err = run("--rows 10 --prompt-batch 32 --ppo-mini-batch 12".split(), capsys)
     assert rc == 2 and out is None
-    assert "not divisible by ppo_mini_batch_size=12" in err
+    assert "--prompt-batch=32 is not divisible by --ppo-mini-batch=12" in err

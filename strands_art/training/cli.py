@@ -54,8 +54,25 @@ def run_batching_plan(args: argparse.Namespace) -> int:
         )
         result = plan(args.rows, config)
     except ValueError as exc:
-        print(f"strands-art batching-plan: {exc}", file=sys.stderr)
+        print(f"strands-art batching-plan: {_flag_names(str(exc))}", file=sys.stderr)
         return 2
     json.dump(result.to_dict(), sys.stdout)
     sys.stdout.write("\n")
     return 0
+
+
+_FLAGS = {
+    "prompt_batch_size": "--prompt-batch",
+    "ppo_mini_batch_size": "--ppo-mini-batch",
+    "ppo_epochs": "--epochs",
+    "dp_size": "--dp",
+    "rows_per_mini_batch": "--rows-per-mini-batch",
+    "num_rows": "--rows",
+}
+
+
+def _flag_names(message: str) -> str:
+    """Name the command-line flags in a BatchingConfig error instead of the config fields."""
+    for field, flag in _FLAGS.items():
+        message = message.replace(field, flag)
+    return message

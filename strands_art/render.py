@@ -169,8 +169,9 @@ class ChatRenderer:
                 add_generation_prompt=False,
             )
             tail = text[text.rindex(probe) + len(probe) :]
+            special = self._special_ids()
             for tid in self.encode_sync(tail):
-                if tid in self._special_ids():
+                if tid in special:
                     ids.append(tid)
                     break
         except (TemplateError, ValueError):

@@ -158,24 +158,10 @@ async def run_rollout(
             # stored; the record says failed, and --resume runs the rollout again.
             if gateway is not None:
                 gateway.close_session(spec.rollout_id)
-            return {
-                "rollout_id": spec.rollout_id,
-                "task": spec.task.name,
-                "index": spec.index,
-                "seed": spec.seed,
-                "failed": True,
-                "reward": 0.0,
-                "build_success": False,
-                "java17_bytecode": False,
-                "tests_run": 0,
-                "tests_required": spec.task.num_test_cases,
-                "tests_equivalent": False,
-                "stop_reason": end.reason,
-                "error": end.error,
-                "turns": end.model_calls,
-                "token_capture": gateway is not None,
-                "times": {"wall_s": round(time.monotonic() - t0, 3)},
-            }
+            record = _base_record(
+                spec, end, gateway, NOT_EVALUATED | {"tests_required": spec.task.num_test_cases}
+            )
+            return record | {"failed": True, "times": {"wall_s": round(time.monotonic() - t0, 3)}}
         t_agent = time.monotonic()
         log_dir = run_dir / "logs"
         log_dir.mkdir(exist_ok=True)
@@ -185,22 +171,7 @@ async def run_rollout(
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
         eval_s = time.monotonic() - t_agent
         reward = float(evaluation["reward"])
-        record: dict[str, Any] = {
-            "rollout_id": spec.rollout_id,
-            "task": spec.task.name,
-            "index": spec.index,
-            "seed": spec.seed,
-            "reward": reward,
-            "build_success": evaluation["build_success"],
-            "java17_bytecode": evaluation["java17_bytecode"],
-            "tests_run": evaluation["tests_run"],
-            "tests_required": evaluation["tests_required"],
-            "tests_equivalent": evaluation["tests_equivalent"],
-            "stop_reason": end.reason,
-            "error": end.error,
-            "turns": end.model_calls,
-            "token_capture": gateway is not None,
-        }
+        record = _base_record(spec, end, gateway, evaluation)
         times = {"tools_s": stats.tools_s, "maven_s": stats.maven_s + eval_s, "evaluation_s": eval_s}
         if gateway is not None:
             traj = gateway.close_session(spec.rollout_id, reward)
@@ -229,6 +200,38 @@ async def run_rollout(
         return record
     finally:
         ws.cleanup()
+
+
+EVAL_FIELDS = (
+    "reward",
+    "build_success",
+    "java17_bytecode",
+    "tests_run",
+    "tests_required",
+    "tests_equivalent",
+)
+NOT_EVALUATED = {
+    "reward": 0.0,
+    "build_success": False,
+    "java17_bytecode": False,
+    "tests_run": 0,
+    "tests_equivalent": False,
+}
+
+
+def _base_record(spec: RolloutSpec, end: Any, gateway: Any, evaluation: dict[str, Any]) -> dict[str, Any]:
+    """The results.jsonl fields every rollout has: identity, the evaluator's verdict, how it ended."""
+    return {
+        "rollout_id": spec.rollout_id,
+        "task": spec.task.name,
+        "index": spec.index,
+        "seed": spec.seed,
+        **{k: evaluation[k] for k in EVAL_FIELDS},
+        "stop_reason": end.reason,
+        "error": end.error,
+        "turns": end.model_calls,
+        "token_capture": gateway is not None,
+    }
 
 
 def _infrastructure_failure(error: str | None) -> bool:

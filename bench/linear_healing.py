@@ -1,20 +1,34 @@
 """Per-turn linear healing cost vs full re-tokenization vs the reference LinearHealer.
 
-For stored histories of about 10K, 50K and 100K tokens (a Qwen3 tool loop in thinking mode: a
-shell tool, build-log tool results; every assistant turn carries reasoning, so the Qwen3 template
-renders earlier and last turns alike and the reference does not reset) and a ~200-token delta (one new tool result), it times, side by side in
-one run on the same conversation and tokenizer:
+Two conversation shapes, each at stored histories of about 10K, 50K and 100K tokens with a
+~200-token delta (one new tool result); a Qwen3 tool loop in thinking mode (a shell tool,
+build-log tool results; every assistant turn carries reasoning, so the Qwen3 template renders
+earlier and last turns alike and the reference does not reset):
 
-- ``heal``: :meth:`LinearHistory.plan` for the next turn (one render of the stored history plus the
-  delta, text slicing, tokenization of the delta only, drift of the last turn);
+- ``fixed``: the same 9 messages at every size (system, user, 3 tool calls whose results grow
+  with the history, the last tool call). The message count does not grow, only the text: the
+  shape the issue's reference figures fit (the reference grows ~1.7x from 10K to 100K here as
+  there). Its ratios are the RESULT's headline keys.
+- ``loop``: tool results of ~4000 tokens, so the message count grows with the history (7, 27,
+  51 messages). The one full-history Jinja render per turn costs ~20 us per message, so here the
+  cost grows with the number of messages. Its ratios are the ``loop_*`` keys.
+
+Timed side by side in one run, on the same conversation and tokenizer (medians):
+
+- ``heal``: what the gateway does from request to prompt token IDs: ``normalize_messages`` of the
+  request, then :meth:`LinearHistory.plan` (one render of the stored history plus the delta, text
+  slicing, tokenization of the delta only; the saved tokens are handed over as the plan's prefix);
+- ``drift``: the heal's deferred metric (token edit distance of the last assistant turn's
+  re-render), which :meth:`PromptPlan.finish` computes after the prompt went to the backend;
 - ``full``: rendering and tokenizing the whole conversation (what tree mode does every turn);
 - ``reference``: ``LinearHealer.heal`` from ``agentcore-rl-toolkit[gateway]==0.2.0`` with its
   ``HfTemplateRenderer`` on the same tokenizer. It is installed only in the benchmark venv (see
   bench/README.md); when it is not importable the column is skipped with a note.
 
-    python bench/linear_healing.py [--sizes 10000 50000 100000] [--repeats 15]
+    python bench/linear_healing.py [--sizes 10000 50000 100000] [--repeats 15] [--shapes fixed loop]
 
-Ends with ``RESULT heal_vs_full_100k=R heal_100k_vs_10k=R heal_vs_reference_100k=R`` (ratios of
+Ends with ``RESULT heal_vs_full_100k=R heal_100k_vs_10k=R heal_vs_reference_100k=R
+loop_heal_vs_full_100k=R loop_heal_100k_vs_10k=R loop_heal_vs_reference_100k=R`` (ratios of
 median milliseconds; ``nan`` when the reference is unavailable).
 """
 
@@ -62,17 +76,28 @@ def output_text(msg: dict) -> str:
 
 def conversation(renderer: ChatRenderer, target: int, result_tokens: int) -> list[dict]:
     """system, user, then (assistant tool call, tool result of ~``result_tokens``) pairs up to ``target``."""
+    lines = max(1, result_tokens // len(renderer.encode_sync(LOG)))
+    per_pair = len(renderer.encode_sync(LOG * lines)) + 40
+    pairs = 0
+    while (pairs + 1) * per_pair < target:
+        pairs += 1
+    return _tool_loop(pairs, lines)
+
+
+def fixed_conversation(renderer: ChatRenderer, target: int, pairs: int = 3) -> list[dict]:
+    """The same ``2 * pairs + 3`` messages at every size; the tool results share ``target`` tokens."""
+    lines = max(1, (target // pairs - 40) // len(renderer.encode_sync(LOG)))
+    return _tool_loop(pairs, lines)
+
+
+def _tool_loop(pairs: int, lines: int) -> list[dict]:
     msgs = [
         {"role": "system", "content": "You migrate Java projects."},
         {"role": "user", "content": "Migrate it."},
     ]
-    lines = max(1, result_tokens // len(renderer.encode_sync(LOG)))
-    per_pair = len(renderer.encode_sync(LOG * lines)) + 40
-    k = 0
-    while (k + 1) * per_pair < target:
+    for k in range(pairs):
         msgs += [assistant(k), {"role": "tool", "tool_call_id": f"c{k}", "content": LOG * lines}]
-        k += 1
-    return msgs + [assistant(k)]
+    return msgs + [assistant(pairs)]
 
 
 DELTA = {"role": "tool", "tool_call_id": "new", "content": LOG * 8}  # ~200 tokens
@@ -83,18 +108,22 @@ def median_ms(samples: list[float]) -> float:
 
 
 async def time_ours(renderer, msgs, out_ids, repeats):
+    """(heal ms, drift ms, prompt length, heal path): normalize + plan, then the deferred drift."""
     h = LinearHistory(renderer)
     first = normalize_messages(msgs[:-1])
     plan = await h.plan(first, [TOOL])
     h.commit(plan, out_ids, "stop", msgs[-1])
-    nxt = normalize_messages(msgs + [DELTA])
-    samples, result = [], None
+    request = msgs + [DELTA]
+    heal, drift, result = [], [], None
     for _ in range(repeats):
         t = time.perf_counter()
-        result = await h.plan(nxt, [TOOL])
-        samples.append(time.perf_counter() - t)
+        result = await h.plan(normalize_messages(request), [TOOL])
+        t1 = time.perf_counter()
+        await result.finish()
+        drift.append(time.perf_counter() - t1)
+        heal.append(t1 - t)
     assert result.events[0]["kind"] == "heal", result.events
-    return median_ms(samples), len(result.prompt_ids), result.events[0]["reason"]
+    return median_ms(heal), median_ms(drift), len(result.prompt_ids), result.events[0]["reason"]
 
 
 def time_render(renderer, msgs, repeats):
@@ -137,11 +166,60 @@ async def time_reference(tok, msgs, prompt_ids, out_ids, repeats):
     return median_ms(samples), len(ids)
 
 
+SHAPES = {
+    "fixed": lambda renderer, size, args: fixed_conversation(renderer, size),
+    "loop": lambda renderer, size, args: conversation(renderer, size, args.result_tokens),
+}
+
+
+async def run_shape(name, renderer, tok, args, have_ref) -> dict[int, tuple[float, float, float]]:
+    print(
+        f"\nshape {name}: {'the same 9 messages at every size' if name == 'fixed' else f'tool results of ~{args.result_tokens} tokens'}"
+    )
+    print(
+        f"{'history':>9} {'msgs':>5} {'prompt':>8} {'heal ms':>8} {'render':>7} {'drift':>6} {'path':>6} "
+        f"{'full ms':>8} {'full/heal':>9} {'ref ms':>8} {'ref/heal':>8}"
+    )
+    rows = {}
+    for size in args.sizes:
+        msgs = SHAPES[name](renderer, size, args)
+        prompt_ids = renderer.encode_sync(renderer.render(normalize_messages(msgs[:-1]), [TOOL], True))
+        out_ids = renderer.encode_sync(output_text(msgs[-1]))
+        heal_ms, drift_ms, n_prompt, path = await time_ours(renderer, msgs, out_ids, 8 * args.repeats)
+        render_ms = time_render(renderer, normalize_messages(msgs), args.repeats)
+        full_ms = time_full(renderer, normalize_messages(msgs), max(3, args.repeats // 3))
+        ref_ms = float("nan")
+        if have_ref:
+            ref_ms, n_ref = await time_reference(tok, msgs, prompt_ids, out_ids, args.repeats)
+            assert n_ref == n_prompt, (n_ref, n_prompt)
+        rows[size] = (heal_ms, full_ms, ref_ms)
+        print(
+            f"{size:>9} {len(msgs):>5} {n_prompt:>8} {heal_ms:>8.2f} {render_ms:>7.2f} {drift_ms:>6.2f} {path:>6} "
+            f"{full_ms:>8.1f} {full_ms / heal_ms:>9.0f} {ref_ms:>8.2f} {ref_ms / heal_ms:>8.2f}"
+        )
+    if have_ref and len(rows) > 1:
+        big, small = max(rows), min(rows)
+        print(f"reference {big}/{small} cost: {rows[big][2] / rows[small][2]:.2f}x")
+    return rows
+
+
+def ratios(rows: dict[int, tuple[float, float, float]], prefix: str) -> str:
+    big, small = max(rows), min(rows)
+    heal_big, full_big, ref_big = rows[big]
+    return (
+        f"{prefix}heal_vs_full_100k={full_big / heal_big:.1f} {prefix}heal_100k_vs_10k={heal_big / rows[small][0]:.2f} "
+        f"{prefix}heal_vs_reference_100k={heal_big / ref_big:.2f}"
+    )
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000])
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--result-tokens", type=int, default=4000, help="tokens per tool result (default 4000)")
+    ap.add_argument(
+        "--result-tokens", type=int, default=4000, help="tokens per tool result in the loop shape"
+    )
+    ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["fixed", "loop"])
     args = ap.parse_args()
     tok = load_tokenizer("qwen3")
     renderer = ChatRenderer(tok)
@@ -156,36 +234,14 @@ async def main() -> None:
             "see bench/README.md for the benchmark venv"
         )
     print(
-        f"python {sys.version.split()[0]}, tokenizer qwen3 (ChatML), tool results of ~{args.result_tokens} tokens, "
-        "delta = one ~200-token tool result; medians"
+        f"python {sys.version.split()[0]}, tokenizer qwen3 (ChatML), delta = one ~200-token tool result; medians of "
+        f"{8 * args.repeats} heals, {args.repeats} of the rest; heal = normalize + plan; drift = the deferred metric (after the prompt is sent)"
     )
-    print(
-        f"{'history':>9} {'msgs':>5} {'prompt':>8} {'heal ms':>8} {'render':>7} {'path':>6} {'full ms':>8} {'full/heal':>9} "
-        f"{'ref ms':>8} {'ref/heal':>8}"
-    )
-    rows = {}
-    for size in args.sizes:
-        msgs = conversation(renderer, size, args.result_tokens)
-        prompt_ids = renderer.encode_sync(renderer.render(normalize_messages(msgs[:-1]), [TOOL], True))
-        out_ids = renderer.encode_sync(output_text(msgs[-1]))
-        heal_ms, n_prompt, path = await time_ours(renderer, msgs, out_ids, args.repeats)
-        render_ms = time_render(renderer, normalize_messages(msgs), args.repeats)
-        full_ms = time_full(renderer, normalize_messages(msgs), max(3, args.repeats // 3))
-        ref_ms = float("nan")
-        if have_ref:
-            ref_ms, n_ref = await time_reference(tok, msgs, prompt_ids, out_ids, args.repeats)
-            assert n_ref == n_prompt, (n_ref, n_prompt)
-        rows[size] = (heal_ms, full_ms, ref_ms)
-        print(
-            f"{size:>9} {len(msgs):>5} {n_prompt:>8} {heal_ms:>8.2f} {render_ms:>7.2f} {path:>6} {full_ms:>8.1f} {full_ms / heal_ms:>9.0f} "
-            f"{ref_ms:>8.2f} {ref_ms / heal_ms:>8.2f}"
-        )
-    big, small = max(rows), min(rows)
-    heal_big, full_big, ref_big = rows[big]
-    print(
-        f"RESULT heal_vs_full_100k={full_big / heal_big:.1f} heal_100k_vs_10k={heal_big / rows[small][0]:.2f} "
-        f"heal_vs_reference_100k={heal_big / ref_big:.2f}"
-    )
+    results = [
+        ratios(await run_shape(name, renderer, tok, args, have_ref), "" if name == "fixed" else f"{name}_")
+        for name in args.shapes
+    ]
+    print("RESULT " + " ".join(results))
 
 
 if __name__ == "__main__":

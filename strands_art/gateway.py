@@ -260,8 +260,9 @@ class RolloutGateway:
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
             )
-            sample: SampleResult = await self.backend.sample(list(prompt_ids), params)
+            sample: SampleResult = await self.backend.sample(prompt_ids, params)
             t_sample = time.perf_counter()
+            await plan.finish()  # metrics that did not need to delay the prompt
             return self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
 
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
@@ -291,7 +292,7 @@ class RolloutGateway:
         finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
         turn = Turn(
             index=index,
-            prompt_ids=list(plan.prompt_ids),
+            prompt_ids=plan.prompt_ids,
             output_ids=list(sample.output_ids),
             logprobs=[float(x) for x in sample.logprobs],
             finish_reason=finish,

@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import time
 from typing import Any
 
 logger = logging.getLogger(__name__)
+
+#: seconds of template work between yields to the event loop in :meth:`ChatRenderer.arender`
+RENDER_SLICE_S = 0.0003
 
 
 class TemplateError(ValueError):
@@ -52,6 +57,10 @@ class ChatRenderer:
         # templates without tool support get the Hermes convention (see module docstring)
         self.tool_parser = parser_for_template(self.chat_template if self.supports_tools else "<tool_call>")
         self._template = _compile(self.chat_template)
+        # gpt-oss style templates read ``message.thinking``; only they get the alias (a dict per message)
+        self._reads_thinking = bool(
+            re.search(r"\.thinking\b|\[\s*['\"]thinking['\"]\s*\]", self.chat_template)
+        )
         self._template_vars = {**getattr(tokenizer, "special_tokens_map", {}), **self.chat_template_kwargs}
         self.end_of_turn_ids = self._end_of_turn_ids()
 
@@ -66,26 +75,25 @@ class ChatRenderer:
 
         Returns the rendered prompt (str). Raises TemplateError when the template fails.
 
-        Renders with the compiled template transformers itself uses (its sandboxed Jinja
-        environment and filters), called directly: ``apply_chat_template`` would first rebuild the
-        whole conversation out of plain JSON types, which costs as much as the render on long
-        histories and is not needed for our normalized messages. ``tests/test_render.py`` checks
-        the output equals ``apply_chat_template``'s.
+        Renders with the template compiled in transformers' sandboxed Jinja environment (its
+        filters and globals; see :func:`_compile`), called directly: ``apply_chat_template`` would
+        first rebuild the whole conversation out of plain JSON types, which costs as much as the
+        render on long histories and is not needed for our normalized messages.
+        ``tests/test_render.py`` checks the output equals ``apply_chat_template``'s.
         """
-        msgs = messages if self.supports_tools or not tools else self._hermes_messages(messages, tools)
-        tool_specs = tools if (tools and self.supports_tools) else None
         try:
             if self._template is not None:
+                msgs, tool_specs = self._template_inputs(messages, tools)
                 return self._template.render(
-                    messages=[_alias_reasoning(m) for m in msgs],
+                    messages=msgs,
                     tools=tool_specs,
                     documents=None,
                     add_generation_prompt=add_generation_prompt,
                     **self._template_vars,
                 )
             return self.tokenizer.apply_chat_template(
-                msgs,
-                tools=tool_specs,
+                messages if self.supports_tools or not tools else self._hermes_messages(messages, tools),
+                tools=tools if (tools and self.supports_tools) else None,
                 chat_template=self.chat_template,
                 add_generation_prompt=add_generation_prompt,
                 tokenize=False,
@@ -99,9 +107,51 @@ class ChatRenderer:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         add_generation_prompt: bool = True,
+        slice_s: float = RENDER_SLICE_S,
     ) -> str:
-        """:meth:`render` in a worker thread (Jinja rendering of a long history takes ms)."""
-        return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
+        """:meth:`render` on the event loop, yielding to it every ``slice_s`` seconds of template work.
+
+        Returns the same text as :meth:`render`; raises TemplateError. Jinja renders through a
+        generator of output pieces, so a long history is rendered cooperatively: no worker thread
+        (which would hold the GIL against the event loop for whole switch intervals), and no other
+        task waits longer than one slice per concurrent render. Cancellation closes the render.
+        """
+        if self._template is None:  # apply_chat_template path: no generator to slice
+            return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
+        msgs, tool_specs = self._template_inputs(messages, tools)
+        parts: list[str] = []
+        pieces = self._template.generate(
+            messages=msgs,
+            tools=tool_specs,
+            documents=None,
+            add_generation_prompt=add_generation_prompt,
+            **self._template_vars,
+        )
+        clock = time.perf_counter
+        deadline = clock() + slice_s
+        try:
+            for n, piece in enumerate(pieces, 1):
+                parts.append(piece)
+                if not n % 8 and clock() > deadline:
+                    await asyncio.sleep(0)
+                    deadline = clock() + slice_s
+        except Exception as exc:  # jinja2 errors, TypeError on malformed fields
+            raise TemplateError(f"chat template failed to render the messages: {exc}") from exc
+        finally:
+            pieces.close()
+        if clock() > deadline - slice_s / 2:  # most of a slice used: let others in before the caller goes on
+            await asyncio.sleep(0)
+        return "".join(parts)
+
+    def _template_inputs(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The messages and tool specs as the template receives them (Hermes rewrite, aliases)."""
+        msgs = messages if self.supports_tools or not tools else self._hermes_messages(messages, tools)
+        tool_specs = tools if (tools and self.supports_tools) else None
+        if self._reads_thinking:
+            msgs = [_alias_reasoning(m) for m in msgs]
+        return msgs, tool_specs
 
     def _hermes_messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict]:
         """Rewrite tool use into plain text for templates without tool support."""
@@ -188,14 +238,60 @@ class ChatRenderer:
 
 
 def _compile(chat_template: str) -> Any:
-    """transformers' compiled (cached, sandboxed) Jinja template, or None to use apply_chat_template."""
+    """The chat template compiled in an overlay of transformers' sandboxed Jinja environment, with
+    a faster attribute lookup (:func:`_fast_getattr`), or None to use apply_chat_template."""
     try:
         from transformers.utils.chat_template_utils import _compile_jinja_template
 
-        return _compile_jinja_template(chat_template)
+        env = _compile_jinja_template(chat_template).environment.overlay()
     except Exception:  # a transformers without this helper, or a template it cannot compile
         logger.info("rendering through apply_chat_template (no compiled-template fast path)")
         return None
+    env.getattr = _fast_getattr(env)
+    return env.from_string(chat_template)
+
+
+def _fast_getattr(env: Any) -> Any:
+    """``env.getattr`` with the sandbox's answer for the objects a chat template reads, computed directly.
+
+    Jinja's sandboxed ``getattr`` (every ``message.role``, ``loop.last``, ``ns.flag``) first tries
+    the Python attribute, catches the AttributeError a dict raises, then runs the safety checks:
+    about three quarters of a long render. For exact ``dict``s whose key is not a dict attribute
+    the sandbox returns the item (or undefined); for ``str``, Jinja's ``LoopContext`` and
+    ``Namespace`` objects and a name without a leading underscore (other than ``format`` /
+    ``format_map``, which the sandbox wraps) its checks always pass and it returns the attribute.
+    Those cases are answered here; everything else goes through the sandbox unchanged, so
+    templates keep exactly the sandbox's permissions (tests/test_render.py).
+    """
+    from jinja2.runtime import LoopContext
+    from jinja2.utils import Namespace
+
+    sandbox_getattr = type(env).getattr
+    plain = {str, LoopContext, Namespace}
+    namespace = env.globals.get("namespace")
+    if isinstance(namespace, type):
+        plain.add(namespace)  # transformers' TemplateNamespace
+
+    def getattr_(obj: Any, attribute: str) -> Any:
+        tp = type(obj)
+        if tp is dict:
+            if attribute not in _DICT_ATTRS:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return env.undefined(obj=obj, name=attribute)
+        elif tp in plain and attribute[:1] != "_" and attribute not in _WRAPPED_STR_METHODS:
+            try:
+                return getattr(obj, attribute)
+            except AttributeError:
+                pass
+        return sandbox_getattr(env, obj, attribute)
+
+    return getattr_
+
+
+_DICT_ATTRS = frozenset(dir(dict))
+_WRAPPED_STR_METHODS = frozenset(("format", "format_map"))
 
 
 def _alias_reasoning(message: dict[str, Any]) -> dict[str, Any]:

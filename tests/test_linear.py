@@ -418,27 +418,37 @@ async def test_uncommitted_turn_does_not_advance(qwen3):
     assert h.counters()["turns"] == 1
 
 
+async def first_tool_turn(renderer, sampled_args: str, args, **policy):
+    """A LinearHistory after one committed turn in which the model called add(sampled_args).
+
+    Returns (history, first request's messages, the gateway's assistant message, plan, output IDs).
+    """
+    h = LinearHistory(renderer, **policy)
+    msgs = normalize_messages([SYSTEM, USER])
+    plan = await h.plan(msgs, [ADD_TOOL])
+    out = enc(renderer.tokenizer, call_text(sampled_args))
+    asst = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c", "function": {"name": "add", "arguments": args}}],
+    }
+    h.commit(plan, out, "stop", asst)
+    return h, msgs, asst, plan, out
+
+
 async def test_measure_drift_reports_distance_from_plain_render(qwen3):
     outputs = [{"text": call_text('{"b": 2,   "a": 1}')}, {"text": "3<|im_end|>"}]
     gw, sid, _ = await run_loop(qwen3, outputs)
     heal = next(e for e in gw.close_session(sid).events if e["kind"] == "heal")
     assert "plain_distance" not in heal
     r = ChatRenderer(qwen3)
-    h = LinearHistory(r, measure_drift=True)
-    msgs = normalize_messages([SYSTEM, USER])
-    p0 = await h.plan(msgs, [ADD_TOOL])
-    out = enc(qwen3, call_text('{"b": 2,   "a": 1}'))
-    asst = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"id": "c", "function": {"name": "add", "arguments": {"b": 2, "a": 1}}}],
-    }
-    h.commit(p0, out, "stop", asst)
+    h, msgs, asst, _, _ = await first_tool_turn(r, '{"b": 2,   "a": 1}', {"b": 2, "a": 1}, measure_drift=True)
     sent = msgs + normalize_messages(
         [harness_echo(asst), {"role": "tool", "tool_call_id": "c", "content": "3"}]
     )
     p1 = await h.plan(sent, [ADD_TOOL])
     plain = enc(qwen3, r.render(sent, [ADD_TOOL], True))
+    await p1.finish()  # the drift metric is computed after the prompt went out
     assert p1.events[0]["plain_distance"] > 0 and plain != p1.prompt_ids
     assert p1.events[0]["drift_tokens"] > 0  # dict args re-render as {"b": 2, "a": 1}: spacing differs
 
@@ -474,3 +484,24 @@ async def test_replay_linear_mode(qwen3):
     linear = await replay(spec, mode="linear")
     assert len(tree["rows"]) == 2 and len(linear["rows"]) == 1
     assert linear["events"][0]["kind"] == "heal"
+
+
+async def test_heal_hands_over_the_saved_tokens_uncopied_and_never_mutates_them(qwen3):
+    h, msgs, asst, p0, out = await first_tool_turn(
+        ChatRenderer(qwen3), '{"a": 1, "b": 2}', '{"a": 1, "b": 2}'
+    )
+    sent = msgs + normalize_messages(
+        [harness_echo(asst), {"role": "tool", "tool_call_id": "c", "content": "3"}]
+    )
+    p1 = await h.plan(sent, [ADD_TOOL])
+    saved = p0.prompt_ids + out
+    assert p1.prefix == saved and p1.prefix is h.lineages[0].tokens  # no copy while planning
+    assert len(p1) == len(saved) + len(p1.suffix) and p1.prompt_ids == saved + p1.suffix
+    assert p1.suffix[0] == NL  # the closer's "\n" after the retained <|im_end|>
+    snapshot = list(p1.prefix)
+    h.commit(p1, enc(qwen3, "3<|im_end|>"), "stop", {"role": "assistant", "content": "3"})
+    assert p1.prefix == snapshot  # commit built a new list
+    assert h.lineages[0].tokens == p1.prompt_ids + enc(qwen3, "3<|im_end|>")
+    # commit without awaiting finish() computed the deferred drift metric
+    assert "drift_tokens" in p1.events[0] and h.counters()["healed_turns"] == 1
+    assert h.counters()["drift_tokens"] == p1.events[0]["drift_tokens"]

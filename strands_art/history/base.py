@@ -12,6 +12,7 @@ recorded (a failed, cancelled or timed-out generation never advances a policy's 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,20 +21,49 @@ from typing import Any, Protocol
 class PromptPlan:
     """What a policy decided for one turn.
 
+    The prompt is ``prefix + suffix``: a linear heal hands over the saved token history as
+    ``prefix`` without copying it and only the closer and new tokens as ``suffix``, so planning a
+    turn costs O(new tokens), not O(history). :attr:`prompt_ids` builds the list once, when the
+    gateway sends it to the backend. Policies never mutate a list they handed out as ``prefix``.
+
     Attributes:
-        prompt_ids: list[int], the exact token IDs to send to the backend.
+        prefix: list[int], the leading prompt token IDs (shared, read-only).
         lineage: the linear lineage this turn continues (0 in tree mode).
         events: events to record with the turn if it commits (dicts with ``kind`` and ``reason``).
         explains_fork: True when ``events`` already says why the prompt does not extend a row
             (a linear reset), so the capture need not compute its own explanation.
         state: policy-private data carried from plan() to commit().
+        suffix: list[int], the token IDs after ``prefix``.
+        deferred: coroutine functions run once by :meth:`finish`, after the prompt went to the
+            backend and before ``events`` are recorded (metrics that need not delay the prompt,
+            e.g. a heal's drift); ``commit`` runs them too if nobody did.
     """
 
-    prompt_ids: list[int]
+    prefix: list[int]
     lineage: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     explains_fork: bool = False
     state: Any = None
+    suffix: list[int] = field(default_factory=list)
+    deferred: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    _ids: list[int] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        """list[int] of length len(prefix) + len(suffix): the exact token IDs to send to the backend."""
+        if self._ids is None:
+            self._ids = self.prefix + self.suffix if self.suffix else self.prefix
+        return self._ids
+
+    def __len__(self) -> int:
+        """Prompt length in tokens, without building the list."""
+        return len(self.prefix) + len(self.suffix)
+
+    async def finish(self) -> None:
+        """Run the deferred metrics (once; later calls do nothing)."""
+        deferred, self.deferred = self.deferred, []
+        for fn in deferred:
+            await fn()
 
 
 class HistoryPolicy(Protocol):

@@ -9,7 +9,7 @@ turns keep their sampled tokens, however the harness re-serializes them. See
 docs/linear-history.md for the design, the policies and a worked example.
 
 Per turn (the fast path) the policy renders the stored canonical messages plus the new ones
-*once* (in a worker thread), checks that the previous turn's render (without its generation
+*once* (on the event loop, in slices: :meth:`ChatRenderer.arender`), checks that the previous turn's render (without its generation
 prompt) is a text prefix of it, finds the end of the last assistant's closer after that point,
 and tokenizes only the text after it (``async_encode``). No whole-history tokenization.
 
@@ -38,7 +38,6 @@ import difflib
 import itertools
 import json
 import logging
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,12 +62,9 @@ logger = logging.getLogger(__name__)
 
 Policy = Literal["reset", "error", "disable"]
 
-#: one Jinja render at a time process-wide: renders are GIL-bound, so running several in threads
-#: gains nothing and makes the event-loop thread wait many GIL switch intervals (5 ms each)
-_RENDER_LOCK = threading.Lock()
-
-#: fragments up to this many characters are tokenized inline (~50 µs); longer ones off the loop
-SYNC_ENCODE_CHARS = 8192
+#: fragments up to this many characters are tokenized inline (~1 ms at most with Qwen3's BPE);
+#: longer ones with ``async_encode`` off the event loop
+SYNC_ENCODE_CHARS = 2048
 
 
 class HistoryDivergence(RuntimeError):
@@ -104,7 +100,6 @@ class _Pending:
     lineage: Lineage | None
     messages: list[dict[str, Any]]
     keys: list[tuple[str, str]]
-    prompt_ids: list[int]
     text: str = ""
     segment: Segment | None = None
     segments: list[Segment] | None = None
@@ -112,6 +107,7 @@ class _Pending:
     drop: Lineage | None = None
     disable: bool = False
     counters: Counter = field(default_factory=Counter)
+    finish_sync: Any = None  # the deferred metrics, synchronously (commit without finish)
 
 
 def _preview(msg: dict[str, Any] | None, n: int = 60) -> str:
@@ -190,6 +186,10 @@ class LinearHistory:
     ) -> None:
         """Advance the saved history with the recorded turn (only recorded turns are committed)."""
         p: _Pending = plan.state
+        if plan.deferred:  # nobody awaited plan.finish(): compute the deferred metrics here
+            plan.deferred.clear()
+            if p.finish_sync is not None:
+                p.finish_sync()
         self._counters.update(p.counters)
         self._counters["turns"] += 1
         if p.disable:
@@ -205,12 +205,12 @@ class LinearHistory:
         amsg = normalize_message(len(p.messages), assistant)
         lin.messages = p.messages + [amsg]
         lin.keys = p.keys + [comparison_key(amsg)]
-        lin.tokens = p.prompt_ids + list(output_ids)
-        lin.text = p.text or lin.text
+        lin.tokens = plan.prompt_ids + list(output_ids)  # a new list: handed-out prefixes stay intact
         if p.segments is not None:
             lin.segments = p.segments
         if p.segment is not None:
             lin.segments.append(p.segment)
+        lin.text = (p.text or lin.text)[: lin.stable]  # without the generation prompt
         lin.closer_ids = closing.ids
         lin.last_used = next(self._clock)
         if p.is_new:
@@ -238,22 +238,17 @@ class LinearHistory:
         text = text if text is not None else await self._render(messages, tools, True)
         ids = await self.renderer.encode(text)
         if not keep:
-            return PromptPlan(ids, state=_Pending(None, messages, keys, ids, counters=Counter(plain_turns=1)))
+            return PromptPlan(ids, state=_Pending(None, messages, keys, counters=Counter(plain_turns=1)))
         lin = Lineage(id=next(self._ids), tools_key=tools_key(tools), tools=tools)
         seg = Segment(0, len(messages), 0, len(ids), 0, self._stable_end(text))
-        state = _Pending(lin, list(messages), keys, ids, text, seg, is_new=True)
+        state = _Pending(lin, list(messages), keys, text, seg, is_new=True)
         return PromptPlan(ids, lineage=lin.id, state=state)
 
     async def _render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
     ) -> str:
-        """:meth:`ChatRenderer.render` in a worker thread, one render at a time (see ``_RENDER_LOCK``)."""
-
-        def run() -> str:
-            with _RENDER_LOCK:
-                return self.renderer.render(messages, tools, add_generation_prompt)
-
-        return await asyncio.to_thread(run)
+        """:meth:`ChatRenderer.arender`: the event loop yields to other tasks between slices."""
+        return await self.renderer.arender(messages, tools, add_generation_prompt)
 
     async def _encode(self, text: str) -> list[int]:
         """Token IDs of a fragment: inline below ``SYNC_ENCODE_CHARS`` (microseconds of Rust, cheaper
@@ -299,12 +294,9 @@ class LinearHistory:
                 "closer_unresolved", lin, None, messages, keys, tools, drop=lin, text=text
             )
         boundary, region_start = found
+        await asyncio.sleep(0)  # render and tokenization in separate event-loop slices
         tail_ids = await self._encode(text[boundary:])
-        prompt = lin.tokens + lin.closer_ids + tail_ids
-        # drift of the last assistant turn: the template's re-render vs what was sampled + closer
-        region_ids = await self._encode(text[region_start:boundary])
-        sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
-        drift = token_distance(region_ids, sampled)
+        suffix = lin.closer_ids + tail_ids
         event: dict[str, Any] = {
             "kind": "heal",
             "reason": path,
@@ -312,30 +304,45 @@ class LinearHistory:
             "saved_tokens": len(lin.tokens),
             "closer_tokens": len(lin.closer_ids),
             "new_tokens": len(tail_ids),
-            "drift_tokens": drift,
         }
-        counters = Counter({"healed_turns": 1, f"heal_{path}": 1, "drift_tokens": drift})
-        if drift:
-            counters["drift_turns"] += 1
+        counters = Counter({"healed_turns": 1, f"heal_{path}": 1})
+        # drift of the last assistant turn (the template's re-render vs what was sampled + closer):
+        # a metric, computed after the prompt went out (PromptPlan.finish)
+        region = text[region_start:boundary]
+        sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
+
+        def settle(region_ids: list[int]) -> None:
+            event["drift_tokens"] = d = token_distance(region_ids, sampled)
+            counters["drift_tokens"] += d
+            if d:
+                counters["drift_turns"] += 1
+
+        async def drift() -> None:
+            settle(await self._encode(region))
+
         if self.measure_drift:
             plain = await self.renderer.encode(await self._render(messages, tools, True))
-            event["plain_distance"] = token_distance(prompt, plain)
+            event["plain_distance"] = token_distance(lin.tokens + suffix, plain)
             counters["plain_distance"] += event["plain_distance"]
         seg = Segment(
             msg_start=len(stored),
             msg_end=len(messages),
             tok_start=len(lin.tokens) + len(lin.closer_ids),
-            tok_end=len(prompt),
+            tok_end=len(lin.tokens) + len(suffix),
             char_start=boundary,
             char_end=self._stable_end(text),
         )
-        state = _Pending(lin, canonical, keys, prompt, text, seg, segments=segments, counters=counters)
-        return PromptPlan(prompt, lineage=lin.id, events=[event], state=state)
+        state = _Pending(lin, canonical, keys, text, seg, segments=segments, counters=counters)
+        state.finish_sync = lambda: settle(self.renderer.encode_sync(region))
+        # the saved history is handed over uncopied (PromptPlan.prefix); commit replaces lin.tokens
+        return PromptPlan(
+            lin.tokens, lineage=lin.id, events=[event], state=state, suffix=suffix, deferred=[drift]
+        )
 
     def _boundary_fast(self, lin: Lineage, text: str) -> tuple[int, int] | str:
         """(end of the last assistant's closer, start of its render) or why the fast path fails."""
         stable = lin.stable
-        if not text.startswith(lin.text[:stable]):
+        if not text.startswith(lin.text if len(lin.text) == stable else lin.text[:stable]):
             return "prefix_changed"
         closer = self.shape.closer
         if not self.shape.closer_is_marked or self._holds_closer(lin.messages[-1]):
@@ -423,7 +430,7 @@ class LinearHistory:
             "dropped_tokens": len(lin.tokens) - seg.tok_end,
         }
         state = _Pending(
-            branch, list(branch.messages), keys, prompt, lin.text, is_new=True, counters=Counter(retries=1)
+            branch, list(branch.messages), keys, lin.text, is_new=True, counters=Counter(retries=1)
         )
         return PromptPlan(list(prompt), lineage=branch.id, events=[event], explains_fork=True, state=state)
 
@@ -515,5 +522,5 @@ class LinearHistory:
         new_seg = Segment(
             seg.msg_start, len(messages), seg.tok_start, len(prompt), seg.char_start, self._stable_end(text)
         )
-        state = _Pending(branch, canonical, keys, prompt, text, new_seg, is_new=True)
+        state = _Pending(branch, canonical, keys, text, new_seg, is_new=True)
         return PromptPlan(prompt, lineage=branch.id, state=state)

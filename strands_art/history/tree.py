@@ -24,7 +24,7 @@ class TreeHistory:
 
     async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
         text = await self.renderer.arender(messages, tools, add_generation_prompt=True)
-        return PromptPlan(prompt_ids=await self.renderer.encode(text))
+        return PromptPlan(await self.renderer.encode(text))
 
     def commit(
         self, plan: PromptPlan, output_ids: list[int], finish_reason: str, assistant: dict[str, Any]

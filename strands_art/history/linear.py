@@ -13,7 +13,7 @@ Per turn (the fast path) the policy renders the stored canonical messages plus t
 prompt) is a text prefix of it, finds the end of the last assistant's closer after that point,
 and tokenizes only the text after it (``async_encode``). No whole-history tokenization.
 
-Slower paths, each reason-coded in the turn's ``heal`` event:
+Slower paths (:mod:`strands_art.history.boundary`), each reason-coded in the turn's ``heal`` event:
 
 - ``probe``: the closer is not a special token or appears in the assistant's own text, so the
   boundary is found by also rendering the stored history followed by a probe message;
@@ -34,29 +34,21 @@ continues the lineage whose stored messages are its longest prefix.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import itertools
-import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from strands_art.history import boundary
 from strands_art.history.base import PromptPlan
-from strands_art.history.closers import (
-    PROBE_USER,
-    missing_closer,
-    template_shape,
-)
+from strands_art.history.closers import PROBE_USER, missing_closer, template_shape
+from strands_art.history.divergence import HistoryDivergence, describe, token_distance
 from strands_art.history.lineage import Lineage, Match, Segment, comparison_key, match_request
 from strands_art.history.normalize import normalize_message, tools_key
-from strands_art.history.tree import first_difference
 from strands_art.render import ChatRenderer
 
-try:  # rapidfuzz computes token edit distances in C; difflib is the fallback
-    from rapidfuzz.distance import Levenshtein as _Levenshtein
-except ImportError:  # pragma: no cover
-    _Levenshtein = None
+__all__ = ["HistoryDivergence", "LinearHistory", "token_distance"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,32 +57,6 @@ Policy = Literal["reset", "error", "disable"]
 #: fragments up to this many characters are tokenized inline (~1 ms at most with Qwen3's BPE);
 #: longer ones with ``async_encode`` off the event loop
 SYNC_ENCODE_CHARS = 2048
-
-
-class HistoryDivergence(RuntimeError):
-    """Linear mode with ``on_nonlinear="error"``: the request is not an append-only continuation.
-
-    Attributes:
-        reason: "message_edited", "tools_changed", "template_prefix_unstable" or
-            "closer_unresolved".
-        message_index: index of the first differing message (None when not message-specific).
-        lineage: the lineage id the request was compared with.
-    """
-
-    def __init__(self, reason: str, message_index: int | None, detail: str, lineage: int | None) -> None:
-        where = f" at message {message_index}" if message_index is not None else ""
-        super().__init__(f"linear history diverged{where} ({reason}): {detail}")
-        self.reason = reason
-        self.message_index = message_index
-        self.lineage = lineage
-
-
-def token_distance(a: list[int], b: list[int]) -> int:
-    """Token edit distance (Levenshtein over token IDs) between two ID lists."""
-    if _Levenshtein is not None:
-        return int(_Levenshtein.distance(a, b))
-    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()  # pragma: no cover
-    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")  # pragma: no cover
 
 
 @dataclass
@@ -108,14 +74,6 @@ class _Pending:
     disable: bool = False
     counters: Counter = field(default_factory=Counter)
     finish_sync: Any = None  # the deferred metrics, synchronously (commit without finish)
-
-
-def _preview(msg: dict[str, Any] | None, n: int = 60) -> str:
-    if msg is None:
-        return "<none>"
-    text = msg.get("content") or json.dumps(msg.get("tool_calls") or "", default=str)
-    text = text if len(text) <= n else text[:n] + "..."
-    return f"{msg.get('role')}: {text!r}"
 
 
 class LinearHistory:
@@ -276,13 +234,14 @@ class LinearHistory:
         text = await self._render(canonical, tools, True)
         segments = None
         path = "fast"
-        found = self._boundary_fast(lin, text)
+        found = boundary.fast(shape, lin, text)
         if found == "ambiguous":
             path = "probe"
-            found = await self._boundary_probe(lin, text, tools)
+            probe = await self._render(lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False)
+            found = boundary.by_probe(shape, lin, text, probe)
         elif found == "prefix_changed":
             path = "full_history"
-            relocated = self._boundary_full_history(lin, text)
+            relocated = boundary.relocate_segments(shape, lin, text)
             if isinstance(relocated, int):
                 msg_index = lin.segments[relocated].msg_start if relocated < len(lin.segments) else None
                 return await self._diverge(
@@ -293,9 +252,9 @@ class LinearHistory:
             return await self._diverge(
                 "closer_unresolved", lin, None, messages, keys, tools, drop=lin, text=text
             )
-        boundary, region_start = found
+        end, region_start = found
         await asyncio.sleep(0)  # render and tokenization in separate event-loop slices
-        tail_ids = await self._encode(text[boundary:])
+        tail_ids = await self._encode(text[end:])
         suffix = lin.closer_ids + tail_ids
         event: dict[str, Any] = {
             "kind": "heal",
@@ -308,7 +267,7 @@ class LinearHistory:
         counters = Counter({"healed_turns": 1, f"heal_{path}": 1})
         # drift of the last assistant turn (the template's re-render vs what was sampled + closer):
         # a metric, computed after the prompt went out (PromptPlan.finish)
-        region = text[region_start:boundary]
+        region = text[region_start:end]
         sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
 
         def settle(region_ids: list[int]) -> None:
@@ -329,7 +288,7 @@ class LinearHistory:
             msg_end=len(messages),
             tok_start=len(lin.tokens) + len(lin.closer_ids),
             tok_end=len(lin.tokens) + len(suffix),
-            char_start=boundary,
+            char_start=end,
             char_end=self._stable_end(text),
         )
         state = _Pending(lin, canonical, keys, text, seg, segments=segments, counters=counters)
@@ -338,82 +297,6 @@ class LinearHistory:
         return PromptPlan(
             lin.tokens, lineage=lin.id, events=[event], state=state, suffix=suffix, deferred=[drift]
         )
-
-    def _boundary_fast(self, lin: Lineage, text: str) -> tuple[int, int] | str:
-        """(end of the last assistant's closer, start of its render) or why the fast path fails."""
-        stable = lin.stable
-        if not text.startswith(lin.text if len(lin.text) == stable else lin.text[:stable]):
-            return "prefix_changed"
-        closer = self.shape.closer
-        if not self.shape.closer_is_marked or self._holds_closer(lin.messages[-1]):
-            return "ambiguous"
-        idx = text.find(closer, stable)
-        return (idx + len(closer), stable) if idx >= 0 else "not_found"
-
-    def _holds_closer(self, msg: dict[str, Any]) -> bool:
-        marker = self.shape.closer.strip() or self.shape.closer
-        blob = (msg.get("content") or "") + (msg.get("reasoning_content") or "")
-        blob += json.dumps(msg.get("tool_calls") or [], ensure_ascii=False, default=str)
-        return marker in blob
-
-    async def _boundary_probe(
-        self, lin: Lineage, text: str, tools: list[dict[str, Any]] | None
-    ) -> tuple[int, int] | str:
-        """Find where new messages begin by rendering the stored history plus a probe message.
-
-        Both renders hold the last assistant as a non-final message, so they agree through its
-        closer (and perhaps the next message's opening); the closer ends at the last closer
-        occurrence before they part.
-        """
-        stable = lin.stable
-        probe = await self._render(lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False)
-        if not probe.startswith(lin.text[:stable]):
-            return "not_found"
-        lcp = stable + first_difference(text[stable:], probe[stable:])
-        idx = text.rfind(self.shape.closer, stable, lcp)
-        return (idx + len(self.shape.closer), stable) if idx >= 0 else "not_found"
-
-    def _boundary_full_history(self, lin: Lineage, text: str) -> tuple[tuple[int, int], list[Segment]] | int:
-        """Relocate every stored segment's text in a render whose earlier text changed.
-
-        Assistant renders may change (they are replaced by the sampled tokens anyway); the
-        non-assistant segments must reappear verbatim, each right after an assistant closer.
-        Returns ((boundary, region_start), relocated segments) or the index of the first segment
-        that could not be found (``len(segments)`` when the last closer is missing).
-        """
-        closer = self.shape.closer
-        segments: list[Segment] = []
-        pos = 0
-        for j, seg in enumerate(lin.segments):
-            seg_text = lin.text[seg.char_start : seg.char_end]
-            if j == 0:
-                if not text.startswith(seg_text):
-                    return 0
-                start = 0
-            else:
-                start = self._after_closer(text, pos, seg_text)
-                if start < 0:
-                    return j
-            segments.append(
-                Segment(seg.msg_start, seg.msg_end, seg.tok_start, seg.tok_end, start, start + len(seg_text))
-            )
-            pos = start + len(seg_text)
-        idx = text.find(closer, pos)
-        if idx < 0:
-            return len(lin.segments)
-        return (idx + len(closer), pos), segments
-
-    def _after_closer(self, text: str, pos: int, seg_text: str) -> int:
-        closer = self.shape.closer
-        search = pos
-        while True:
-            idx = text.find(closer, search)
-            if idx < 0:
-                return -1
-            start = idx + len(closer)
-            if text.startswith(seg_text, start):
-                return start
-            search = idx + 1
 
     def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:
         """Branch from the state before the answered request (a retry is not an edit)."""
@@ -446,16 +329,7 @@ class LinearHistory:
         text: str | None = None,
     ) -> PromptPlan:
         """Apply ``on_nonlinear`` to a divergence from lineage ``lin`` at message ``k``."""
-        if k is not None and k < len(lin.messages):
-            detail = f"stored {_preview(lin.messages[k])} but got " + (
-                _preview(messages[k]) if k < len(messages) else "no message (the request is shorter)"
-            )
-        elif reason == "tools_changed":
-            detail = "the tool specs differ from the ones this history was rendered with"
-        elif reason == "closer_unresolved":
-            detail = "the end of the last assistant turn could not be located in the new render"
-        else:
-            detail = "the chat template rendered earlier messages differently"
+        detail = describe(reason, lin.messages, messages, k)
         event: dict[str, Any] = {"reason": reason, "message": k, "from_lineage": lin.id, "detail": detail}
         if k is not None and k < len(messages):
             event["role"] = messages[k].get("role")

@@ -1,0 +1,113 @@
+"""Where a turn's new messages begin in its render: the end of the last assistant turn's closer.
+
+A linear heal renders the stored history plus the new messages once, then needs two character
+offsets in that text: where the last assistant turn's render starts (``region_start``, for its
+drift metric) and where its closer ends (``end``: everything after it is new and is tokenized).
+Three ways to find them, named by the ``reason`` of the turn's ``heal`` event:
+
+- ``fast`` (:func:`fast`): the previous turn's render (without its generation prompt) is a text
+  prefix of the new one and the closer holds a special token the assistant did not write, so the
+  first closer after the prefix ends the turn;
+- ``probe`` (:func:`by_probe`): the closer is plain text or appears in the assistant's own text;
+  the stored history followed by a probe message is rendered too, and the turn ends at the last
+  closer before the two renders part (also covers templates that restyle the last assistant
+  turn, like Qwen3's ``<think>`` wrapper);
+- ``full_history`` (:func:`relocate_segments`): the template changed earlier text; every stored
+  non-assistant segment is located again, each right after an assistant closer.
+
+Each returns offsets or why it failed; the policy (:mod:`strands_art.history.linear`) turns a
+failure into a reason-coded divergence. See docs/linear-history.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from strands_art.history.closers import TemplateShape
+from strands_art.history.lineage import Lineage, Segment
+from strands_art.history.tree import first_difference
+
+#: (end of the last assistant's closer, start of its render), character offsets in the new render
+Offsets = tuple[int, int]
+
+
+def fast(shape: TemplateShape, lin: Lineage, text: str) -> Offsets | str:
+    """Offsets, or "prefix_changed" (earlier text changed), "ambiguous" (use the probe) or
+    "not_found" (no closer after the stored text)."""
+    stable = lin.stable
+    if not text.startswith(lin.text if len(lin.text) == stable else lin.text[:stable]):
+        return "prefix_changed"
+    closer = shape.closer
+    if not shape.closer_is_marked or holds_closer(shape, lin.messages[-1]):
+        return "ambiguous"
+    idx = text.find(closer, stable)
+    return (idx + len(closer), stable) if idx >= 0 else "not_found"
+
+
+def holds_closer(shape: TemplateShape, msg: dict[str, Any]) -> bool:
+    """Whether the closer's marker appears in the message's own text (then it is ambiguous)."""
+    marker = shape.closer.strip() or shape.closer
+    blob = (msg.get("content") or "") + (msg.get("reasoning_content") or "")
+    blob += json.dumps(msg.get("tool_calls") or [], ensure_ascii=False, default=str)
+    return marker in blob
+
+
+def by_probe(shape: TemplateShape, lin: Lineage, text: str, probe: str) -> Offsets | str:
+    """Offsets from ``probe``: the stored history followed by a probe user message, rendered
+    without a generation prompt; or "not_found".
+
+    Both renders hold the last assistant as a non-final message, so they agree through its
+    closer (and perhaps the next message's opening); the closer ends at the last closer
+    occurrence before they part.
+    """
+    stable = lin.stable
+    if not probe.startswith(lin.text[:stable]):
+        return "not_found"
+    lcp = stable + first_difference(text[stable:], probe[stable:])
+    idx = text.rfind(shape.closer, stable, lcp)
+    return (idx + len(shape.closer), stable) if idx >= 0 else "not_found"
+
+
+def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Offsets, list[Segment]] | int:
+    """Relocate every stored segment's text in a render whose earlier text changed.
+
+    Assistant renders may change (they are replaced by the sampled tokens anyway); the
+    non-assistant segments must reappear verbatim, each right after an assistant closer.
+    Returns (offsets, relocated segments) or the index of the first segment that could not be
+    found (``len(lin.segments)`` when the last closer is missing).
+    """
+    closer = shape.closer
+    segments: list[Segment] = []
+    pos = 0
+    for j, seg in enumerate(lin.segments):
+        seg_text = lin.text[seg.char_start : seg.char_end]
+        if j == 0:
+            if not text.startswith(seg_text):
+                return 0
+            start = 0
+        else:
+            start = _after_closer(closer, text, pos, seg_text)
+            if start < 0:
+                return j
+        segments.append(
+            Segment(seg.msg_start, seg.msg_end, seg.tok_start, seg.tok_end, start, start + len(seg_text))
+        )
+        pos = start + len(seg_text)
+    idx = text.find(closer, pos)
+    if idx < 0:
+        return len(lin.segments)
+    return (idx + len(closer), pos), segments
+
+
+def _after_closer(closer: str, text: str, pos: int, seg_text: str) -> int:
+    """Start of ``seg_text`` right after the first closer at or after ``pos`` it follows, or -1."""
+    search = pos
+    while True:
+        idx = text.find(closer, search)
+        if idx < 0:
+            return -1
+        start = idx + len(closer)
+        if text.startswith(seg_text, start):
+            return start
+        search = idx + 1

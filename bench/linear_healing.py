@@ -107,23 +107,40 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
 
 
-async def time_ours(renderer, msgs, out_ids, repeats):
-    """(heal ms, drift ms, prompt length, heal path): normalize + plan, then the deferred drift."""
+async def prepare_ours(renderer, msgs, out_ids) -> tuple[LinearHistory, list[dict]]:
+    """A linear history after the conversation's first turn, and the next request (+ DELTA)."""
     h = LinearHistory(renderer)
-    first = normalize_messages(msgs[:-1])
-    plan = await h.plan(first, [TOOL])
+    plan = await h.plan(normalize_messages(msgs[:-1]), [TOOL])
     h.commit(plan, out_ids, "stop", msgs[-1])
-    request = msgs + [DELTA]
-    heal, drift, result = [], [], None
+    return h, msgs + [DELTA]
+
+
+async def heal_once(h: LinearHistory, request: list[dict]):
+    """(heal seconds, drift seconds, plan): normalize + plan, then the deferred drift metric."""
+    t = time.perf_counter()
+    plan = await h.plan(normalize_messages(request), [TOOL])
+    t1 = time.perf_counter()
+    await plan.finish()
+    return t1 - t, time.perf_counter() - t1, plan
+
+
+async def time_ours(states: dict[int, tuple[LinearHistory, list[dict]]], repeats: int) -> dict[int, tuple]:
+    """Per size (heal ms, drift ms, prompt length, heal path); sizes interleaved round by round so
+    machine noise hits them alike."""
+    heal: dict[int, list[float]] = {n: [] for n in states}
+    drift: dict[int, list[float]] = {n: [] for n in states}
+    plans = {}
     for _ in range(repeats):
-        t = time.perf_counter()
-        result = await h.plan(normalize_messages(request), [TOOL])
-        t1 = time.perf_counter()
-        await result.finish()
-        drift.append(time.perf_counter() - t1)
-        heal.append(t1 - t)
-    assert result.events[0]["kind"] == "heal", result.events
-    return median_ms(heal), median_ms(drift), len(result.prompt_ids), result.events[0]["reason"]
+        for n, (h, request) in states.items():
+            dt_heal, dt_drift, plans[n] = await heal_once(h, request)
+            heal[n].append(dt_heal)
+            drift[n].append(dt_drift)
+    for plan in plans.values():
+        assert plan.events[0]["kind"] == "heal", plan.events
+    return {
+        n: (median_ms(heal[n]), median_ms(drift[n]), len(plans[n].prompt_ids), plans[n].events[0]["reason"])
+        for n in states
+    }
 
 
 def time_render(renderer, msgs, repeats):
@@ -181,11 +198,16 @@ async def run_shape(name, renderer, tok, args, have_ref) -> dict[int, tuple[floa
         f"{'full ms':>8} {'full/heal':>9} {'ref ms':>8} {'ref/heal':>8}"
     )
     rows = {}
+    convs, states = {}, {}
     for size in args.sizes:
-        msgs = SHAPES[name](renderer, size, args)
+        msgs = convs[size] = SHAPES[name](renderer, size, args)
+        states[size] = await prepare_ours(renderer, msgs, renderer.encode_sync(output_text(msgs[-1])))
+    ours = await time_ours(states, 8 * args.repeats)
+    for size in args.sizes:
+        msgs = convs[size]
         prompt_ids = renderer.encode_sync(renderer.render(normalize_messages(msgs[:-1]), [TOOL], True))
         out_ids = renderer.encode_sync(output_text(msgs[-1]))
-        heal_ms, drift_ms, n_prompt, path = await time_ours(renderer, msgs, out_ids, 8 * args.repeats)
+        heal_ms, drift_ms, n_prompt, path = ours[size]
         render_ms = time_render(renderer, normalize_messages(msgs), args.repeats)
         full_ms = time_full(renderer, normalize_messages(msgs), max(3, args.repeats // 3))
         ref_ms = float("nan")
@@ -235,7 +257,7 @@ async def main() -> None:
         )
     print(
         f"python {sys.version.split()[0]}, tokenizer qwen3 (ChatML), delta = one ~200-token tool result; medians of "
-        f"{8 * args.repeats} heals, {args.repeats} of the rest; heal = normalize + plan; drift = the deferred metric (after the prompt is sent)"
+        f"{8 * args.repeats} heals (sizes interleaved), {args.repeats} of the rest; heal = normalize + plan; drift = the deferred metric (after the prompt is sent)"
     )
     results = [
         ratios(await run_shape(name, renderer, tok, args, have_ref), "" if name == "fixed" else f"{name}_")

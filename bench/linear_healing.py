@@ -16,8 +16,10 @@ earlier and last turns alike and the reference does not reset):
 Timed side by side in one run, on the same conversation and tokenizer (medians):
 
 - ``heal``: what the gateway does from request to prompt token IDs: ``normalize_messages`` of the
-  request, then :meth:`LinearHistory.plan` (one render of the stored history plus the delta, text
-  slicing, tokenization of the delta only; the saved tokens are handed over as the plan's prefix);
+  request, :meth:`LinearHistory.plan` (one render of the stored history plus the delta, text
+  slicing, tokenization of the delta only; the saved tokens are handed over as the plan's prefix),
+  and building the prompt list the backend receives (``PromptPlan.prompt_ids``: one copy of the
+  saved tokens; the reference's ``heal`` also returns a built list);
 - ``drift``: the heal's deferred metric (token edit distance of the last assistant turn's
   re-render), which :meth:`PromptPlan.finish` computes after the prompt went to the backend;
 - ``full``: rendering and tokenizing the whole conversation (what tree mode does every turn);
@@ -116,9 +118,10 @@ async def prepare_ours(renderer, msgs, out_ids) -> tuple[LinearHistory, list[dic
 
 
 async def heal_once(h: LinearHistory, request: list[dict]):
-    """(heal seconds, drift seconds, plan): normalize + plan, then the deferred drift metric."""
+    """(heal seconds, drift seconds, plan): normalize + plan + the prompt list, then the deferred drift."""
     t = time.perf_counter()
     plan = await h.plan(normalize_messages(request), [TOOL])
+    plan.prompt_ids  # noqa: B018 - the list the gateway sends (prefix + suffix), built once
     t1 = time.perf_counter()
     await plan.finish()
     return t1 - t, time.perf_counter() - t1, plan
@@ -257,7 +260,7 @@ async def main() -> None:
         )
     print(
         f"python {sys.version.split()[0]}, tokenizer qwen3 (ChatML), delta = one ~200-token tool result; medians of "
-        f"{8 * args.repeats} heals (sizes interleaved), {args.repeats} of the rest; heal = normalize + plan; drift = the deferred metric (after the prompt is sent)"
+        f"{8 * args.repeats} heals (sizes interleaved), {args.repeats} of the rest; heal = normalize + plan + prompt list; drift = the deferred metric (after the prompt is sent)"
     )
     results = [
         ratios(await run_shape(name, renderer, tok, args, have_ref), "" if name == "fixed" else f"{name}_")

@@ -248,8 +248,8 @@ class RolloutGateway:
             norm = normalize_messages(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
-            t_prompt = time.perf_counter()
             prompt_ids = plan.prompt_ids
+            t_prompt = time.perf_counter()
             room = self.max_context_tokens - len(prompt_ids)
             if room <= 0:
                 raise ContextBudgetExceeded(len(prompt_ids), self.max_context_tokens)
@@ -262,8 +262,11 @@ class RolloutGateway:
             )
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             t_sample = time.perf_counter()
-            await plan.finish()  # metrics that did not need to delay the prompt
-            return self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+            try:
+                await plan.finish()  # metrics that did not need to delay the prompt
+            finally:  # a sample that came back is recorded even if we are cancelled meanwhile
+                result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+            return result
 
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -283,6 +286,7 @@ class RolloutGateway:
         )
 
     def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
+        plan.finish_now()  # metrics finish() did not get to (cancelled while it ran)
         traj = s.trajectory
         index = len(traj.turns)
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from conftest import ADD_TOOL, ECHO_TOOL
 
+from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
 from strands_art.history.linear import HistoryDivergence, LinearHistory
@@ -505,3 +507,33 @@ async def test_heal_hands_over_the_saved_tokens_uncopied_and_never_mutates_them(
     # commit without awaiting finish() computed the deferred drift metric
     assert "drift_tokens" in p1.events[0] and h.counters()["healed_turns"] == 1
     assert h.counters()["drift_tokens"] == p1.events[0]["drift_tokens"]
+
+
+async def test_a_sample_that_came_back_is_recorded_even_if_cancelled_during_the_drift_metric(qwen3):
+    """The drift of a long turn is tokenized with async_encode after sampling: a cancel arriving
+    then must not lose the sample, and the drift is still reported."""
+    long_answer = "first answer " + "step by step. " * 900 + "<|im_end|>"  # > SYNC_ENCODE_CHARS
+
+    class CancelAfterSecond(ScriptedBackend):
+        async def sample(self, prompt_ids, params):
+            res = await super().sample(prompt_ids, params)
+            if self.calls == 2:  # the sample is back; a timeout / cancel arrives right after
+                task = asyncio.current_task()
+                asyncio.get_running_loop().call_soon(task.cancel)
+            return res
+
+    backend = CancelAfterSecond(qwen3, [{"text": long_answer}, {"text": "second answer<|im_end|>"}])
+    gw = RolloutGateway(qwen3, backend, history_mode="linear", sampling=SamplingParams(max_new_tokens=8192))
+    sid = gw.open_session("s")
+    msgs = [{"role": "user", "content": "q1"}]
+    first = await gw.generate(sid, msgs)
+    msgs = msgs + [first.assistant_message, {"role": "user", "content": "q2"}]
+    with pytest.raises(asyncio.CancelledError):
+        await gw.generate(sid, msgs)
+    traj = gw.close_session(sid)
+    assert backend.calls == 2 and len(traj.turns) == 2
+    assert sum(sum(row.loss_mask) for row in traj.rows) == sum(len(t.output_ids) for t in traj.turns)
+    heal = next(e for e in traj.events if e["kind"] == "heal")
+    assert (
+        heal["drift_tokens"] >= 0 and traj.rows[0].metadata["history"]["drift_tokens"] == heal["drift_tokens"]
+    )

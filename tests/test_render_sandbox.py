@@ -173,3 +173,54 @@ async def test_cancelled_arender_closes_the_template_generator(qwen3):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await r.arender(msgs[:2], None, True) == r.render(msgs[:2], None, True)
+
+
+def test_unserializable_tool_spec_is_a_template_error_on_both_paths(smollm2_tok):
+    from decimal import Decimal
+
+    r = ChatRenderer(smollm2_tok)  # no tool support: the Hermes rewrite serializes the specs
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"default": Decimal("1.5")}}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    with pytest.raises(TemplateError, match="not JSON serializable"):
+        r.render(msgs, tools)
+    with pytest.raises(TemplateError, match="not JSON serializable"):
+        asyncio.run(r.arender(msgs, tools))
+
+
+@pytest.mark.parametrize(
+    "read", ["m.get('thinking')", "('T' if 'thinking' in m else '')", "m.thinking", "m['thinking']"]
+)
+def test_reasoning_reaches_templates_that_read_thinking(qwen3, read):
+    template = "{% for m in messages %}{{ m.role }}:[{{ " + read + " }}]{{ m.content }}\n{% endfor %}"
+    msgs = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ans", "reasoning_content": "because"},
+    ]
+    r = ChatRenderer(qwen3, chat_template=template)
+    assert r._reads_thinking
+    ours = r.render(msgs, None, False)
+    assert ours == qwen3.apply_chat_template(msgs, chat_template=template, tokenize=False)
+    assert "assistant:[" in ours and "assistant:[]" not in ours
+    assert not ChatRenderer(qwen3)._reads_thinking  # Qwen3's own template: only enable_thinking
+
+
+def test_bound_str_format_read_off_a_namespace_or_loop_is_wrapped_like_the_sandbox(qwen3):
+    from jinja2.utils import Namespace
+
+    template = (
+        "{{ cfg.fmt(messages) }}|{% for f in fmts %}{% if loop.previtem is defined %}"
+        "{{ loop.previtem(messages) }}{% endif %}{% endfor %}"
+    )
+    kwargs = {
+        "cfg": Namespace(fmt="{0.__class__.__mro__}".format),
+        "fmts": ["{0.__class__.__mro__}".format, 1],
+    }
+    msgs = [{"role": "user", "content": "x"}]
+    ref = outcome(
+        functools.partial(
+            stock, template, messages=msgs, tools=None, documents=None, add_generation_prompt=False, **kwargs
+        )
+    )
+    assert ref == ("error", "SecurityError")
+    r = ChatRenderer(qwen3, chat_template=template, chat_template_kwargs=kwargs)
+    assert outcome(functools.partial(r.render, msgs, None, False)) == ref

@@ -36,7 +36,9 @@ class PromptPlan:
         suffix: list[int], the token IDs after ``prefix``.
         deferred: coroutine functions run once by :meth:`finish`, after the prompt went to the
             backend and before ``events`` are recorded (metrics that need not delay the prompt,
-            e.g. a heal's drift); ``commit`` runs them too if nobody did.
+            e.g. a heal's drift).
+        finish_sync: the same metrics computed synchronously, for :meth:`finish_now` (a turn
+            recorded without ``finish()``, e.g. cancelled while it ran).
     """
 
     prefix: list[int]
@@ -46,6 +48,7 @@ class PromptPlan:
     state: Any = None
     suffix: list[int] = field(default_factory=list)
     deferred: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    finish_sync: Callable[[], None] | None = None
     _ids: list[int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -59,11 +62,18 @@ class PromptPlan:
         """Prompt length in tokens, without building the list."""
         return len(self.prefix) + len(self.suffix)
 
+    def finish_now(self) -> None:
+        """Complete the deferred metrics synchronously if :meth:`finish` did not (idempotent)."""
+        if self.deferred:
+            self.deferred.clear()
+            if self.finish_sync is not None:
+                self.finish_sync()
+
     async def finish(self) -> None:
         """Run the deferred metrics (once; later calls do nothing)."""
-        deferred, self.deferred = self.deferred, []
-        for fn in deferred:
-            await fn()
+        while self.deferred:  # each removed only once done: a cancelled finish() leaves the rest
+            await self.deferred[0]()
+            self.deferred.pop(0)
 
 
 class HistoryPolicy(Protocol):

@@ -73,7 +73,6 @@ class _Pending:
     drop: Lineage | None = None
     disable: bool = False
     counters: Counter = field(default_factory=Counter)
-    finish_sync: Any = None  # the deferred metrics, synchronously (commit without finish)
 
 
 class LinearHistory:
@@ -144,10 +143,7 @@ class LinearHistory:
     ) -> None:
         """Advance the saved history with the recorded turn (only recorded turns are committed)."""
         p: _Pending = plan.state
-        if plan.deferred:  # nobody awaited plan.finish(): compute the deferred metrics here
-            plan.deferred.clear()
-            if p.finish_sync is not None:
-                p.finish_sync()
+        plan.finish_now()  # nobody awaited plan.finish(): compute the deferred metrics here
         self._counters.update(p.counters)
         self._counters["turns"] += 1
         if p.disable:
@@ -292,10 +288,15 @@ class LinearHistory:
             char_end=self._stable_end(text),
         )
         state = _Pending(lin, canonical, keys, text, seg, segments=segments, counters=counters)
-        state.finish_sync = lambda: settle(self.renderer.encode_sync(region))
         # the saved history is handed over uncopied (PromptPlan.prefix); commit replaces lin.tokens
         return PromptPlan(
-            lin.tokens, lineage=lin.id, events=[event], state=state, suffix=suffix, deferred=[drift]
+            lin.tokens,
+            lineage=lin.id,
+            events=[event],
+            state=state,
+            suffix=suffix,
+            deferred=[drift],
+            finish_sync=lambda: settle(self.renderer.encode_sync(region)),
         )
 
     def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:

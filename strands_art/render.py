@@ -18,6 +18,7 @@ import asyncio
 import logging
 import re
 import time
+import types
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -292,13 +293,17 @@ def _fast_getattr(env: Any) -> Any:
             except AttributeError:
                 pass
             else:  # a namespace or loop item may itself be a bound str.format: the sandbox wraps it
-                return value if tp is str else (env.wrap_str_format(value) or value)
+                if tp is str or type(value) not in _BOUND_METHODS:
+                    return value
+                return env.wrap_str_format(value) or value
         return sandbox_getattr(env, obj, attribute)
 
     return getattr_
 
 
 _DICT_ATTRS = frozenset(dir(dict))
+#: the types jinja2's ``wrap_str_format`` looks at (final types: an exact type check is isinstance)
+_BOUND_METHODS = frozenset((types.MethodType, types.BuiltinMethodType))
 _WRAPPED_STR_METHODS = frozenset(("format", "format_map"))
 
 

@@ -123,7 +123,7 @@ async def heal_once(h: LinearHistory, request: list[dict]):
     plan = await h.plan(normalize_messages(request), [TOOL])
     plan.prompt_ids  # noqa: B018 - the list the gateway sends (prefix + suffix), built once
     t1 = time.perf_counter()
-    await plan.finish()
+    await plan.finish(h.renderer.encode)
     return t1 - t, time.perf_counter() - t1, plan
 
 

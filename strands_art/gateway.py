@@ -248,11 +248,11 @@ class RolloutGateway:
             norm = normalize_messages(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
+            room = self.max_context_tokens - len(plan)
+            if room <= 0:
+                raise ContextBudgetExceeded(len(plan), self.max_context_tokens)
             prompt_ids = plan.prompt_ids
             t_prompt = time.perf_counter()
-            room = self.max_context_tokens - len(prompt_ids)
-            if room <= 0:
-                raise ContextBudgetExceeded(len(prompt_ids), self.max_context_tokens)
             params = replace(
                 s.sampling,
                 max_new_tokens=min(s.sampling.max_new_tokens, room),
@@ -263,7 +263,7 @@ class RolloutGateway:
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             t_sample = time.perf_counter()
             try:
-                await plan.finish()  # metrics that did not need to delay the prompt
+                await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
             finally:  # a sample that came back is recorded even if we are cancelled meanwhile
                 result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
             return result
@@ -286,7 +286,7 @@ class RolloutGateway:
         )
 
     def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
-        plan.finish_now()  # metrics finish() did not get to (cancelled while it ran)
+        plan.finish_now(self.renderer.encode_sync)  # metrics finish() did not get to (cancelled)
         traj = s.trajectory
         index = len(traj.turns)
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)

@@ -83,8 +83,8 @@ class ChatRenderer:
         ``tests/test_render.py`` checks the output equals ``apply_chat_template``'s.
         """
         try:
+            msgs, tool_specs = self._template_inputs(messages, tools)
             if self._template is not None:
-                msgs, tool_specs = self._template_inputs(messages, tools)
                 return self._template.render(
                     messages=msgs,
                     tools=tool_specs,
@@ -93,15 +93,15 @@ class ChatRenderer:
                     **self._template_vars,
                 )
             return self.tokenizer.apply_chat_template(
-                messages if self.supports_tools or not tools else self._hermes_messages(messages, tools),
-                tools=tools if (tools and self.supports_tools) else None,
+                msgs,
+                tools=tool_specs,
                 chat_template=self.chat_template,
                 add_generation_prompt=add_generation_prompt,
                 tokenize=False,
                 **self.chat_template_kwargs,
             )
         except Exception as exc:  # jinja2 errors, TypeError on malformed fields
-            raise TemplateError(f"chat template failed to render the messages: {exc}") from exc
+            raise _template_error(exc) from exc
 
     async def arender(
         self,
@@ -121,30 +121,29 @@ class ChatRenderer:
         """
         if self._template is None:  # apply_chat_template path: no generator to slice
             return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
+        parts: list[str] = []
+        pieces = None
         try:
             msgs, tool_specs = self._template_inputs(messages, tools)
-        except Exception as exc:  # the Hermes rewrite of unserializable tool specs / arguments
-            raise TemplateError(f"chat template failed to render the messages: {exc}") from exc
-        parts: list[str] = []
-        pieces = self._template.generate(
-            messages=msgs,
-            tools=tool_specs,
-            documents=None,
-            add_generation_prompt=add_generation_prompt,
-            **self._template_vars,
-        )
-        clock = time.perf_counter
-        deadline = clock() + slice_s
-        try:
+            pieces = self._template.generate(
+                messages=msgs,
+                tools=tool_specs,
+                documents=None,
+                add_generation_prompt=add_generation_prompt,
+                **self._template_vars,
+            )
+            clock = time.perf_counter
+            deadline = clock() + slice_s
             for n, piece in enumerate(pieces, 1):
                 parts.append(piece)
                 if not n % 8 and clock() > deadline:
                     await asyncio.sleep(0)
                     deadline = clock() + slice_s
-        except Exception as exc:  # jinja2 errors, TypeError on malformed fields
-            raise TemplateError(f"chat template failed to render the messages: {exc}") from exc
+        except Exception as exc:  # jinja2 errors, TypeError on malformed fields, the Hermes rewrite
+            raise _template_error(exc) from exc
         finally:
-            pieces.close()
+            if pieces is not None:
+                pieces.close()
         if clock() > deadline - slice_s / 2:  # most of a slice used: let others in before the caller goes on
             await asyncio.sleep(0)
         return "".join(parts)
@@ -243,6 +242,10 @@ class ChatRenderer:
         }
 
 
+def _template_error(exc: Exception) -> TemplateError:
+    return TemplateError(f"chat template failed to render the messages: {exc}")
+
+
 def _compile(chat_template: str) -> Any:
     """The chat template compiled in an overlay of transformers' sandboxed Jinja environment, with
     a faster attribute lookup (:func:`_fast_getattr`), or None to use apply_chat_template."""
@@ -268,7 +271,7 @@ def _fast_getattr(env: Any) -> Any:
     ``format_map``, which the sandbox wraps) its checks always pass and it returns the attribute
     (wrapped as the sandbox does when a namespace or loop value is a bound ``str.format``).
     Those cases are answered here; everything else goes through the sandbox unchanged, so
-    templates keep exactly the sandbox's permissions (tests/test_render.py).
+    templates keep exactly the sandbox's permissions (tests/test_render_sandbox.py).
     """
     from jinja2.runtime import LoopContext
     from jinja2.utils import Namespace

@@ -450,7 +450,7 @@ async def test_measure_drift_reports_distance_from_plain_render(qwen3):
     )
     p1 = await h.plan(sent, [ADD_TOOL])
     plain = enc(qwen3, r.render(sent, [ADD_TOOL], True))
-    await p1.finish()  # the drift metric is computed after the prompt went out
+    await p1.finish(r.encode)  # the drift metric is computed after the prompt went out
     assert p1.events[0]["plain_distance"] > 0 and plain != p1.prompt_ids
     assert p1.events[0]["drift_tokens"] > 0  # dict args re-render as {"b": 2, "a": 1}: spacing differs
 

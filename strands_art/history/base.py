@@ -34,11 +34,10 @@ class PromptPlan:
             (a linear reset), so the capture need not compute its own explanation.
         state: policy-private data carried from plan() to commit().
         suffix: list[int], the token IDs after ``prefix``.
-        deferred: coroutine functions run once by :meth:`finish`, after the prompt went to the
-            backend and before ``events`` are recorded (metrics that need not delay the prompt,
-            e.g. a heal's drift).
-        finish_sync: the same metrics computed synchronously, for :meth:`finish_now` (a turn
-            recorded without ``finish()``, e.g. cancelled while it ran).
+        deferred: metrics that need not delay the prompt (e.g. a heal's drift), as (text,
+            callback) pairs: the text is tokenized after the prompt went to the backend and the
+            callback gets its IDs, before ``events`` are recorded (:meth:`finish`,
+            :meth:`finish_now`).
     """
 
     prefix: list[int]
@@ -47,8 +46,7 @@ class PromptPlan:
     explains_fork: bool = False
     state: Any = None
     suffix: list[int] = field(default_factory=list)
-    deferred: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    finish_sync: Callable[[], None] | None = None
+    deferred: list[tuple[str, Callable[[list[int]], None]]] = field(default_factory=list)
     _ids: list[int] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -62,18 +60,23 @@ class PromptPlan:
         """Prompt length in tokens, without building the list."""
         return len(self.prefix) + len(self.suffix)
 
-    def finish_now(self) -> None:
-        """Complete the deferred metrics synchronously if :meth:`finish` did not (idempotent)."""
-        if self.deferred:
-            self.deferred.clear()
-            if self.finish_sync is not None:
-                self.finish_sync()
+    async def finish(self, encode: Callable[[str], Awaitable[list[int]]]) -> None:
+        """Run the deferred metrics with ``encode`` (e.g. :meth:`ChatRenderer.encode`), each once.
 
-    async def finish(self) -> None:
-        """Run the deferred metrics (once; later calls do nothing)."""
-        while self.deferred:  # each removed only once done: a cancelled finish() leaves the rest
-            await self.deferred[0]()
+        A metric is removed only once done, so a cancelled ``finish()`` leaves the rest to
+        :meth:`finish_now`.
+        """
+        while self.deferred:
+            text, callback = self.deferred[0]
+            callback(await encode(text))
             self.deferred.pop(0)
+
+    def finish_now(self, encode_sync: Callable[[str], list[int]]) -> None:
+        """Run the deferred metrics :meth:`finish` did not, synchronously (a direct ``commit``, or a
+        turn recorded after its ``finish()`` was cancelled)."""
+        while self.deferred:
+            text, callback = self.deferred.pop(0)
+            callback(encode_sync(text))
 
 
 class HistoryPolicy(Protocol):

@@ -143,7 +143,7 @@ class LinearHistory:
     ) -> None:
         """Advance the saved history with the recorded turn (only recorded turns are committed)."""
         p: _Pending = plan.state
-        plan.finish_now()  # nobody awaited plan.finish(): compute the deferred metrics here
+        plan.finish_now(self.renderer.encode_sync)  # metrics nobody awaited plan.finish() for
         self._counters.update(p.counters)
         self._counters["turns"] += 1
         if p.disable:
@@ -263,17 +263,13 @@ class LinearHistory:
         counters = Counter({"healed_turns": 1, f"heal_{path}": 1})
         # drift of the last assistant turn (the template's re-render vs what was sampled + closer):
         # a metric, computed after the prompt went out (PromptPlan.finish)
-        region = text[region_start:end]
         sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids
 
-        def settle(region_ids: list[int]) -> None:
+        def drift(region_ids: list[int]) -> None:
             event["drift_tokens"] = d = token_distance(region_ids, sampled)
             counters["drift_tokens"] += d
             if d:
                 counters["drift_turns"] += 1
-
-        async def drift() -> None:
-            settle(await self._encode(region))
 
         if self.measure_drift:
             plain = await self.renderer.encode(await self._render(messages, tools, True))
@@ -295,8 +291,7 @@ class LinearHistory:
             events=[event],
             state=state,
             suffix=suffix,
-            deferred=[drift],
-            finish_sync=lambda: settle(self.renderer.encode_sync(region)),
+            deferred=[(text[region_start:end], drift)],
         )
 
     def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:

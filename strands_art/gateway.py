@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams
+from strands_art.backends.base import BackendContextOverflow, SampleResult, SamplingBackend, SamplingParams
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
@@ -65,8 +65,9 @@ class GatewayConfig(TypedDict, total=False):
         sampling: default SamplingParams for new sessions (the trainer's).
         on_sampling_override: "ignore" (default: logged warning + event) or "reject"
             (raise SamplingOverrideRejected) when a request carries its own sampling parameters.
-        max_context_tokens: context budget (prompt + generated tokens); default: the tokenizer's
-            ``model_max_length`` capped at 32768.
+        max_context_tokens: context budget (prompt + generated tokens); default: the backend's
+            ``max_context_tokens`` attribute if it has one (llama.cpp's slot size), else the
+            tokenizer's ``model_max_length`` capped at 32768.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
@@ -155,7 +156,9 @@ class RolloutGateway:
         )
         self.backend = backend
         self.max_context_tokens = int(
-            self.config.get("max_context_tokens") or min(getattr(tokenizer, "model_max_length", 32768), 32768)
+            self.config.get("max_context_tokens")
+            or getattr(backend, "max_context_tokens", None)
+            or min(getattr(tokenizer, "model_max_length", 32768), 32768)
         )
         self._sessions: dict[str, _Session] = {}
 
@@ -196,8 +199,11 @@ class RolloutGateway:
         """The session's trajectory so far (rows carry the policy counters in metadata)."""
         s = self._session(rollout_id)
         counters = s.history.counters()
+        mode = s.trajectory.metadata.get("logprobs_mode")
         for row in s.capture.rows:
             row.metadata["history"] = dict(counters)
+            if mode is not None:  # how the backend's logprobs were taken (the trainer reads it)
+                row.metadata["logprobs_mode"] = mode
         s.trajectory.rows = s.capture.rows
         return s.trajectory
 
@@ -260,7 +266,10 @@ class RolloutGateway:
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
             )
-            sample: SampleResult = await self.backend.sample(prompt_ids, params)
+            try:
+                sample: SampleResult = await self.backend.sample(prompt_ids, params)
+            except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
+                raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             t_sample = time.perf_counter()
             try:
                 await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
@@ -323,6 +332,10 @@ class RolloutGateway:
             )
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
+        if "logprobs_mode" in sample.info:
+            traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
+        if parsed.recovered:
+            traj.metadata.setdefault("recovered_calls", []).append({"turn": index, "how": parsed.recovered})
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:
             assistant["reasoning_content"] = parsed.reasoning

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from strands_art.backends.base import (
+    BackendContextOverflow,
     BackendError,
     BackendTimeout,
     SampleResult,
@@ -16,10 +17,11 @@ from strands_art.backends.base import (
     SamplingParams,
 )
 
-BACKEND_KINDS = ("transformers", "vllm", "scripted")
+BACKEND_KINDS = ("transformers", "vllm", "llamacpp", "scripted")
 
 __all__ = [
     "BACKEND_KINDS",
+    "BackendContextOverflow",
     "BackendError",
     "BackendTimeout",
     "SampleResult",
@@ -36,7 +38,8 @@ def make_backend(kind: str, **options: Any) -> SamplingBackend:
         kind: ``"transformers"`` (:class:`~strands_art.backends.transformers.TransformersBackend`,
             options e.g. ``model_name_or_dir``, ``device``, ``dtype``, ``model``, ``tokenizer``),
             ``"vllm"`` (:class:`~strands_art.backends.vllm.VLLMBackend`, options e.g. ``base_url``,
-            ``model``) or ``"scripted"``
+            ``model``), ``"llamacpp"`` (:class:`~strands_art.backends.llamacpp.LlamaCppBackend`,
+            options ``model``, ``context_tokens``, ``parallel``, ``threads``, ...) or ``"scripted"``
             (:class:`~strands_art.backends.scripted.ScriptedBackend`, options ``tokenizer``,
             ``outputs``, ``logprob``, ``delay``).
         **options: passed to the backend's constructor.
@@ -53,6 +56,10 @@ def make_backend(kind: str, **options: Any) -> SamplingBackend:
         from strands_art.backends.vllm import VLLMBackend
 
         return VLLMBackend(**options)
+    if kind == "llamacpp":
+        from strands_art.backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(**options)
     if kind == "scripted":
         from strands_art.backends.scripted import ScriptedBackend
 

@@ -70,6 +70,37 @@ reflective access into JDK internals (`setAccessible` on `java.*` fields) fails 
 When the build passes and the migration is complete, reply with a short summary and no tool call.\
 """
 
+COMPACT_SYSTEM_PROMPT = """\
+You migrate a Java 8 Maven project to Java 17. You work in its repository root.
+
+Tools:
+- shell: runs one bash command in the repository root and returns its output.
+- file_editor: views a file or replaces text in it (command "view" or "str_replace" with \
+path, old_str, new_str).
+
+To use a tool, answer with exactly one tool call and nothing else:
+<tool_call>
+{"name": "shell", "arguments": {"command": "cat pom.xml"}}
+</tool_call>
+
+Steps:
+1. Find and read the pom files: `find . -name pom.xml`, then view each one.
+2. In every pom.xml, change each Java version 1.8 (or 8) to 17: maven.compiler.source, \
+maven.compiler.target, java.version, <source>, <target>, <release>. Use file_editor \
+str_replace with the exact old line as old_str and the same line with 17 as new_str.
+3. Run `mvn -q clean verify`. If it fails, read the error and fix it (too old plugins: \
+maven-compiler-plugin 3.10.1, maven-surefire-plugin 2.22.2; APIs removed from the JDK).
+4. Never delete, skip or change tests.
+
+A project may already build with its Java 8 settings, so a passing build alone proves nothing: the \
+task is complete only when no pom.xml says 1.8 any more and `mvn -q clean verify` passes.
+Each tool result is shown to you as plain text. Read it, then make the next call. Do not repeat \
+a call whose result you already have. When the task is complete, answer with one plain-text \
+sentence and no tool call: that ends the task.\
+"""
+"""A shorter prompt for small models (the 0.5B-1.5B Qwen2.5-Coder aliases): the steps as a list,
+one worked call in the template's own ``<tool_call>`` form, and when to stop."""
+
 USER_TURN = "Please help migrate this repo: {repo_path}. There are {num_tests} test cases in it."
 
 STOP_REASONS = ("completed", "turn_limit", "time_limit", "max_tokens", "context_overflow", "error")

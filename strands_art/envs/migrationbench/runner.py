@@ -38,8 +38,10 @@ from strands_art.backends.base import BackendError, SamplingBackend, SamplingPar
 from strands_art.registry import ModelNotFound
 from strands_art.store import TrajectoryStore
 
-from .agent import RolloutLimits, build_agent, run_agent, user_prompt
+from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
+from .progress import RolloutProgress
 from .report import plot_run, print_summary
+from .runner_args import resolve_defaults
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
@@ -68,7 +70,17 @@ The default builds the ``--backend transformers|vllm`` backend; tests inject a
 
 
 def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
-    """The ``--backend transformers|vllm`` sampling backend and its tokenizer."""
+    """The ``--backend llamacpp|transformers|vllm`` sampling backend and its tokenizer."""
+    if args.backend == "llamacpp":
+        from strands_art.backends.llamacpp import LlamaCppBackend
+
+        backend = LlamaCppBackend(
+            args.model,
+            context_tokens=args.max_context_tokens or 8192,
+            parallel=max(1, args.concurrency),
+            threads=getattr(args, "threads", None),
+        )
+        return backend, args.tokenizer or args.model
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
@@ -129,7 +141,12 @@ def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | Non
 
 
 async def run_rollout(
-    spec: RolloutSpec, args: argparse.Namespace, gateway: Any, make_model: Any, run_dir: Path
+    spec: RolloutSpec,
+    args: argparse.Namespace,
+    gateway: Any,
+    make_model: Any,
+    run_dir: Path,
+    progress: Progress | None = None,
 ) -> dict:
     """One rollout end to end; returns its results.jsonl record (never raises for agent failures)."""
     from .evaluator import evaluate_command
@@ -141,6 +158,7 @@ async def run_rollout(
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
+        row = RolloutProgress(progress, spec.rollout_id) if progress is not None else None
         agent = build_agent(
             model,
             ws,
@@ -151,8 +169,14 @@ async def run_rollout(
             extra_path=tool_env.extra_path,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
+            system_prompt=COMPACT_SYSTEM_PROMPT if args.backend == "llamacpp" else SYSTEM_PROMPT,
+            hooks=[row] if row is not None else (),
         )
-        end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+        try:
+            end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+        finally:
+            if row is not None:
+                row.close()
         if _infrastructure_failure(end.error):
             # the sampling backend failed: not a result of the policy. Nothing is scored or
             # stored; the record says failed, and --resume runs the rollout again.
@@ -193,6 +217,7 @@ async def run_rollout(
                 sampled_tokens=sum(r.num_sampled for r in traj.rows),
                 forks=sum(1 for e in traj.events if e["kind"] in ("fork", "reset")),
                 ill_formed_turns=len(traj.metadata.get("ill_formed_turns", [])),
+                recovered_calls=sum(len(r["how"]) for r in traj.metadata.get("recovered_calls", [])),
             )
         times["wall_s"] = time.monotonic() - t0
         record["times"] = {k: round(v, 3) for k, v in times.items()}
@@ -301,6 +326,7 @@ async def run_migration(
         for key, value in saved.items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
+    resolve_defaults(args)
     for name in ("rollouts_per_task", "concurrency", "max_turns", "max_new_tokens"):
         if getattr(args, name) < 1:
             raise SystemExit(f"strands-art migrate: --{name.replace('_', '-')} must be >= 1")
@@ -338,15 +364,17 @@ async def run_migration(
 
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
-                    rec = await run_rollout(spec, args, gateway, make_model, run_dir)
+                    rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
                 with open(results_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
                 done[spec.rollout_id] = rec
                 progress.advance(bar)
+                calls = sum((rec.get("tool_stats") or {}).get("calls", {}).values())
                 progress.console.print(
-                    f"{spec.rollout_id}: reward {rec['reward']:.1f} ({rec['stop_reason']})"
+                    f"{spec.rollout_id}: reward {rec['reward']:.1f} ({rec['stop_reason']}, "
+                    f"{rec['turns']} turns, {calls} tool calls, {rec['times']['wall_s']:.0f} s)"
                 )
 
             await asyncio.gather(*(one(s) for s in todo))

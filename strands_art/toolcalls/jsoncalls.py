@@ -1,0 +1,147 @@
+"""Qwen2.5 tool calls: the template's ``<tool_call>`` JSON first, then fenced or bare JSON calls.
+
+Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "arguments": {...}}
+</tool_call>``, but the small models often write the same JSON object in a Markdown fence
+(````` ```json ... ``` `````) or bare. :class:`Qwen25JsonParser` reads the tagged form exactly like
+:class:`~strands_art.toolcalls.hermes.HermesParser` and, only when the output has no
+``<tool_call>`` tag at all, recovers the untagged forms when they are unambiguous:
+
+- **fenced**: one or more fenced blocks (language ``json`` or none) whose whole body is one JSON
+  object with a ``name`` among the offered tools, ``arguments`` an object (or a JSON string
+  holding one) and no other keys; text *before* the first block is kept as content; only
+  whitespace may sit between and after the blocks. A fenced JSON example followed by prose is
+  prose.
+- **bare**: the whole content (whitespace aside) is one or more such objects.
+
+A fenced block after which nothing else follows, that starts like a call (``{`` with a ``"name"``
+key) but does not parse or has the wrong shape, is an ill-formed call (``ill_formed`` with the
+reason). Everything recovered is listed in :attr:`ParsedOutput.recovered` (``"fenced_json"`` /
+``"bare_json"``); the sampled tokens are never changed, the row keeps exactly what was sampled.
+
+Replayed calls carry decoded ``arguments`` (``raw_arguments`` is None): this template writes
+``arguments | tojson``, which would quote a JSON string a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from strands_art.toolcalls.base import ParsedOutput, ToolCall, flag_unknown, resolve_tool_names
+from strands_art.toolcalls.hermes import HermesParser
+from strands_art.toolcalls.scan import CLOSE, OPEN
+
+_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"\s*")
+
+
+class NotACall(ValueError):
+    """A JSON text is not a tool call of the accepted shape (the message says why)."""
+
+
+def call_from_json(body: str, tool_names: set[str] | None) -> ToolCall:
+    """The tool call a JSON text spells, if it is exactly one call-shaped object.
+
+    Raises:
+        NotACall: invalid JSON, not an object, extra keys, no/unknown ``name``, bad ``arguments``.
+    """
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise NotACall(f"invalid JSON: {exc.msg} at offset {exc.pos}") from None
+    return _call_from_obj(obj, tool_names, body.strip())
+
+
+def _call_from_obj(obj: Any, tool_names: set[str] | None, raw: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        raise NotACall(f"a JSON {type(obj).__name__}, not an object")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise NotACall('no "name"')
+    extra = sorted(set(obj) - {"name", "arguments"})
+    if extra:
+        raise NotACall(f"unexpected keys {extra}")
+    if tool_names is not None and name not in tool_names:
+        raise NotACall(f"{name!r} is not an offered tool")
+    args = obj.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            raise NotACall(f"arguments of {name!r} is a string that is not JSON") from None
+    if not isinstance(args, dict):
+        raise NotACall(f"arguments of {name!r} is a {type(args).__name__}, not an object")
+    return ToolCall(name=name, arguments=args, raw=raw)
+
+
+def _looks_like_call(body: str) -> bool:
+    s = body.lstrip()
+    return s.startswith("{") and '"name"' in s
+
+
+class Qwen25JsonParser(HermesParser):
+    """Hermes ``<tool_call>`` JSON, plus unambiguous fenced/bare JSON calls (module docstring)."""
+
+    name = "qwen2.5-json"
+
+    def parse(
+        self,
+        text: str,
+        tool_names: set[str] | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        think_open: bool = False,
+    ) -> ParsedOutput:
+        """See :class:`~strands_art.toolcalls.base.ToolCallParser`. Never raises on model output."""
+        out = super().parse(text, tool_names, tools=tools, think_open=think_open)
+        out.tool_calls = [replace(c, raw_arguments=None) for c in out.tool_calls]
+        if out.tool_calls or out.ill_formed or OPEN in out.text or CLOSE in out.text:
+            return out
+        names = resolve_tool_names(tool_names, tools)
+        recovered = self._fenced(out, names) or self._bare(out, names)
+        return flag_unknown(recovered, names) if recovered is not None else out
+
+    @staticmethod
+    def _fenced(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        content = out.text
+        blocks = list(_FENCE.finditer(content))
+        if not blocks:
+            return None
+        # only whitespace between the blocks and after the last one: otherwise it is prose
+        for a, b in zip(blocks, blocks[1:], strict=False):
+            if content[a.end() : b.start()].strip():
+                return None
+        if content[blocks[-1].end() :].strip():
+            return None
+        calls: list[ToolCall] = []
+        for k, m in enumerate(blocks, 1):
+            body = m.group(1)
+            try:
+                call = call_from_json(body, names)
+            except NotACall as exc:
+                if not _looks_like_call(body):
+                    return None  # a code block that is not JSON-call-like: plain content
+                return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
+            calls.append(replace(call, raw=m.group(0)))
+        lead = content[: blocks[0].start()].rstrip()
+        return replace(out, text=lead, tool_calls=calls, recovered=["fenced_json"] * len(calls))
+
+    @staticmethod
+    def _bare(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        content = out.text
+        pos = _WS.match(content).end()
+        if not content.startswith("{", pos):
+            return None
+        calls: list[ToolCall] = []
+        while pos < len(content):
+            try:
+                obj, end = _DECODER.raw_decode(content, pos)
+                calls.append(_call_from_obj(obj, names, content[pos:end]))
+            except (json.JSONDecodeError, NotACall):
+                return None  # not exactly a sequence of calls: leave it as text
+            pos = _WS.match(content, end).end()
+        return replace(out, text="", tool_calls=calls, recovered=["bare_json"] * len(calls))

@@ -1,8 +1,9 @@
 """``strands-art demo``: a Strands agent with two small tools on the embedded model.
 
 Shows the whole path on CPU: the agent talks to :class:`~strands_art.model.ARTModel`, every call
-goes through the rollout gateway to the ``transformers`` backend (SmolLM2-135M-Instruct), and the
-captured rows are printed with their token counts.
+goes through the rollout gateway to the sampling backend (default: Qwen2.5-Coder-1.5B-Instruct on
+llama.cpp, which calls the tools; ``--model smollm2`` runs the 135M model on ``transformers``),
+and the captured rows are printed with their token counts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.table import Table
 from strands import Agent, tool
 from strands.agent.conversation_manager import NullConversationManager
 
+from strands_art.backends import local_backend
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
@@ -50,12 +52,10 @@ def word_count(text: str) -> int:
 
 
 async def _run(model: str, history_mode: str, seed: int, max_new_tokens: int, console: Console) -> None:
-    from strands_art.backends.transformers import TransformersBackend
-
-    with console.status(f"loading {model} (the first load converts and caches it)"):
-        backend = TransformersBackend(model)
+    with console.status(f"loading {model} (the first load joins/converts and caches it)"):
+        backend, tokenizer = local_backend(model, context_tokens=4096)
     gateway = RolloutGateway(
-        backend.tokenizer,
+        tokenizer,
         backend,
         history_mode=history_mode,
         sampling=SamplingParams(temperature=0.7, top_p=0.95, max_new_tokens=max_new_tokens, seed=seed),
@@ -100,7 +100,7 @@ async def _run(model: str, history_mode: str, seed: int, max_new_tokens: int, co
 
 
 def run_demo(
-    model: str = "smollm2", history_mode: str = "tree", seed: int = 0, max_new_tokens: int = 96
+    model: str = "qwen2.5-coder-1.5b", history_mode: str = "tree", seed: int = 0, max_new_tokens: int = 96
 ) -> int:
     """Run the demo agent and print the conversation and rows; returns a process exit code."""
     asyncio.run(_run(model, history_mode, seed, max_new_tokens, Console()))

@@ -27,6 +27,7 @@ __all__ = [
     "SampleResult",
     "SamplingBackend",
     "SamplingParams",
+    "local_backend",
     "make_backend",
 ]
 
@@ -65,3 +66,44 @@ def make_backend(kind: str, **options: Any) -> SamplingBackend:
 
         return ScriptedBackend(**options)
     raise ValueError(f"unknown backend kind {kind!r}: use one of {', '.join(BACKEND_KINDS)}")
+
+
+def local_backend(
+    model: str,
+    kind: str | None = None,
+    *,
+    context_tokens: int = 8192,
+    parallel: int = 1,
+    threads: int | None = None,
+) -> tuple[SamplingBackend, Any]:
+    """An in-process backend for a model alias/dir and the tokenizer the gateway should use.
+
+    Args:
+        model: a model alias (``qwen2.5-coder-1.5b``, ``smollm2``, ...) or a local directory.
+        kind: ``"llamacpp"`` or ``"transformers"``; default: the alias's preferred backend
+            (:func:`strands_art.registry.preferred_backend`).
+        context_tokens / parallel / threads: llama.cpp only (see
+            :class:`~strands_art.backends.llamacpp.LlamaCppBackend`).
+
+    Returns:
+        ``(backend, tokenizer)``: the tokenizer object (transformers) or the alias (llama.cpp).
+
+    Raises:
+        ValueError: ``kind`` is not an in-process backend.
+        ModelNotFound / BackendError: as the backend's constructor.
+    """
+    from strands_art.registry import preferred_backend
+
+    kind = kind or preferred_backend(model)
+    if kind == "llamacpp":
+        from strands_art.backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(
+            model, context_tokens=context_tokens, parallel=parallel, threads=threads
+        ), model
+    if kind == "transformers":
+        from strands_art.backends.transformers import TransformersBackend
+
+        backend = TransformersBackend(model)
+        return backend, backend.tokenizer
+    raise ValueError(f"{kind!r} is not an in-process backend: use llamacpp or transformers")

@@ -84,10 +84,11 @@ To use a tool, answer with exactly one tool call and nothing else:
 </tool_call>
 
 Steps:
-1. Find and read the pom files: `find . -name pom.xml`, then view each one.
-2. In every pom.xml, change each Java version 1.8 (or 8) to 17: maven.compiler.source, \
-maven.compiler.target, java.version, <source>, <target>, <release>. Use file_editor \
-str_replace with the exact old line as old_str and the same line with 17 as new_str.
+1. Read the build files: `cat pom.xml` (and `find . -name pom.xml` for modules).
+2. Change every Java version 1.8 in every pom.xml to 17 in one command:
+   find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'
+   Then check with `grep -rn '1[.]8' --include=pom.xml .` (no output means done) and fix what \
+is left with file_editor str_replace.
 3. Run `mvn -q clean verify`. If it fails, read the error and fix it (too old plugins: \
 maven-compiler-plugin 3.10.1, maven-surefire-plugin 2.22.2; APIs removed from the JDK).
 4. Never delete, skip or change tests.

@@ -71,26 +71,22 @@ The default builds the ``--backend transformers|vllm`` backend; tests inject a
 
 def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
     """The ``--backend llamacpp|transformers|vllm`` sampling backend and its tokenizer."""
-    if args.backend == "llamacpp":
-        from strands_art.backends.llamacpp import LlamaCppBackend
-
-        backend = LlamaCppBackend(
-            args.model,
-            context_tokens=args.max_context_tokens or 8192,
-            parallel=max(1, args.concurrency),
-            threads=getattr(args, "threads", None),
-        )
-        return backend, args.tokenizer or args.model
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
         if not args.base_url:
             raise SystemExit("strands-art migrate: --backend vllm needs --base-url (see docs/setup-vllm.md)")
         return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
-    from strands_art.backends.transformers import TransformersBackend
+    from strands_art.backends import local_backend
 
-    backend = TransformersBackend(args.model)
-    return backend, backend.tokenizer
+    backend, tokenizer = local_backend(
+        args.model,
+        args.backend,
+        context_tokens=args.max_context_tokens or 8192,
+        parallel=max(1, args.concurrency),
+        threads=getattr(args, "threads", None),
+    )
+    return backend, args.tokenizer or tokenizer
 
 
 def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | None = None):

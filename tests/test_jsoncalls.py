@@ -43,6 +43,14 @@ def test_string_arguments_are_decoded() -> None:
     assert out.tool_calls[0].arguments == {"command": "ls"}
 
 
+def test_leading_call_followed_by_prose_is_a_call_and_keeps_the_prose() -> None:
+    for text in (f"{CALL}\n\nIf the build fails, fix it.", f"```json\n{CALL}\n```\nThen I will fix it."):
+        out = P.parse(text, TOOLS)
+        assert [c.name for c in out.tool_calls] == ["shell"], text
+        assert out.text.startswith(("If the build", "Then I will"))
+        assert "text after the tool calls" in out.problems[0]
+
+
 def test_json_example_inside_prose_is_not_a_call() -> None:
     for text in (
         f"To list files you would send:\n```json\n{CALL}\n```\nbut I am done already.",
@@ -60,7 +68,8 @@ def test_look_alikes_are_not_calls() -> None:
         '```json\n{"name": "shell", "arguments": {}, "id": 3}\n```',
         "```xml\n<release>17</release>\n```",
         "```json\n[1, 2, 3]\n```",
-        '{"name": "shell", "arguments": {"command": "ls"}} and more',
+        '{"name": "shell", "arguments": {"command": "ls"}, "note": 1} and more',
+        '{"name": "mvn", "arguments": {}}',  # not an offered tool
     ):
         out = P.parse(text, TOOLS)
         assert out.tool_calls == [] and out.recovered == [], text
@@ -114,7 +123,7 @@ def test_any_wellformed_fenced_call_round_trips(args: dict, lead: str) -> None:
 
 
 @given(args=_args, tail=st.text(alphabet="abc .", min_size=1, max_size=20).filter(str.strip))
-def test_any_fenced_call_followed_by_prose_stays_text(args: dict, tail: str) -> None:
-    text = f"```json\n{json.dumps({'name': 'shell', 'arguments': args})}\n```\n{tail}"
+def test_any_fenced_call_inside_prose_stays_text(args: dict, tail: str) -> None:
+    text = f"For example\n```json\n{json.dumps({'name': 'shell', 'arguments': args})}\n```\n{tail}"
     out = P.parse(text, TOOLS)
     assert out.tool_calls == [] and out.text == text and not out.ill_formed

@@ -6,14 +6,21 @@ One model load for the module (a few seconds), short generations only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 
 import pytest
+from strands import Agent, tool
+from strands.agent.conversation_manager import NullConversationManager
+from strands.types.exceptions import MaxTokensReachedException
 
 from strands_art.backends import BackendContextOverflow, BackendError, SamplingParams, make_backend
+from strands_art.envs.migrationbench.agent import RolloutLimits
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
+from strands_art.model import ARTModel
 from strands_art.registry import load_tokenizer
+from strands_art.rowcheck import row_problems
 
 MODEL = "qwen2.5-coder-0.5b"
 CONTEXT = 512
@@ -138,3 +145,41 @@ def test_gateway_turn_is_token_exact_and_budget_comes_from_backend(backend, tok)
     with pytest.raises(ContextBudgetExceeded):
         asyncio.run(gw2.generate(rid, [{"role": "user", "content": "word " * (CONTEXT + 50)}]))
     assert gw2.trajectory(rid).turns == []
+
+
+@tool
+def add(a: float, b: float) -> float:
+    """Add two numbers.
+
+    Args:
+        a: the first number
+        b: the second number
+    """
+    return a + b
+
+
+@pytest.mark.parametrize("mode", ["tree", "linear"])
+def test_real_tool_loop_keeps_the_row_invariants(backend, tok, mode: str) -> None:
+    """A short real agent loop (Strands → ARTModel → gateway → llama.cpp): the 0.5B calls the
+    tool; every row invariant holds; linear mode keeps one row unless it reports a divergence."""
+    gw = RolloutGateway(tok, backend, history_mode=mode)
+    gw.open_session("r", "g", SamplingParams(temperature=0.7, max_new_tokens=40, seed=1))
+    limits = RolloutLimits(max_turns=3, time_limit_s=600)
+    agent = Agent(
+        model=ARTModel(gateway=gw, session_id="r", group_id="g"),
+        tools=[add],
+        system_prompt="Use the add tool to add numbers, then answer in one short sentence.",
+        callback_handler=None,
+        conversation_manager=NullConversationManager(),
+        hooks=[limits],
+    )
+    with contextlib.suppress(MaxTokensReachedException):
+        asyncio.run(agent.invoke_async("What is 17 plus 25?"))
+    traj = gw.close_session("r")
+    assert len(traj.turns) >= 2
+    assert traj.turns[0].finish_reason == "tool_calls"
+    assert row_problems(traj) == []
+    if mode == "linear":
+        resets = [e for e in traj.events if e["kind"] in ("reset", "linear_disabled")]
+        assert len(traj.rows) == 1 + len(resets)
+        assert all(e.get("reason") for e in resets)

@@ -4,7 +4,8 @@
 :class:`LlamaCppBackend` holds one model with ``parallel`` slots that are batched together, so
 ``parallel`` rollouts decode at once. Each request sends the prompt **as token IDs**
 (``"prompt": [ids]``), so llama.cpp continues exactly the tokens the gateway recorded; the reply
-gives every sampled token's ``id``. With ``cache_prompt`` a slot keeps its KV cache, and the next
+gives every sampled token's ``id`` (and the final chunk's ``usage.prompt_tokens`` is checked
+against the number of IDs sent). With ``cache_prompt`` a slot keeps its KV cache, and the next
 turn of the same rollout re-reads only the tokens after the longest common prefix (llama.cpp picks
 the slot whose cached prompt is most similar).
 
@@ -209,6 +210,7 @@ class _Call:
         self.text = b""
         self.finish: str | None = None
         self.error: dict | None = None
+        self.prompt_tokens: int | None = None  # as llama.cpp counted them (final chunk's usage)
 
     def run(self, server: Any) -> None:
         if server is None:
@@ -221,6 +223,8 @@ class _Call:
         if "error" in chunk:
             self.error = chunk["error"]
             return True
+        if "usage" in chunk:
+            self.prompt_tokens = int(chunk["usage"].get("prompt_tokens", -1))
         choice = (chunk.get("choices") or [{}])[0]
         for tok in (choice.get("logprobs") or {}).get("content") or ():
             self.ids.append(int(tok["id"]))
@@ -246,6 +250,8 @@ class _Call:
                     context_tokens=int(self.error.get("n_ctx", context)),
                 )
             raise BackendError(f"llama.cpp rejected the request: {message}")
+        if self.prompt_tokens is not None and self.prompt_tokens != prompt_len:
+            raise BackendError(f"llama.cpp read {self.prompt_tokens} prompt tokens, {prompt_len} were sent")
         if self.finish is None:
             # the stream ended without a finish reason: context full (ctx_shift is off)
             self.finish = "length"

@@ -8,10 +8,13 @@ Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "argumen
 
 - **fenced**: one or more fenced blocks (language ``json`` or none) whose whole body is one JSON
   object with a ``name`` among the offered tools, ``arguments`` an object (or a JSON string
-  holding one) and no other keys; text *before* the first block is kept as content; only
-  whitespace may sit between and after the blocks. A fenced JSON example followed by prose is
-  prose.
-- **bare**: the whole content (whitespace aside) is one or more such objects.
+  holding one) and no other keys; only whitespace between the blocks. Text may stand *before*
+  the first block or *after* the last one, not both: a fenced JSON example with prose on both
+  sides is prose.
+- **bare**: the content starts (whitespace aside) with one or more such objects; text after
+  them is kept as content (as a Hermes parser keeps text after a call).
+
+Text kept next to a recovered call is noted in :attr:`ParsedOutput.problems`.
 
 A fenced block after which nothing else follows, that starts like a call (``{`` with a ``"name"``
 key) but does not parse or has the wrong shape, is an ill-formed call (``ill_formed`` with the
@@ -111,11 +114,13 @@ class Qwen25JsonParser(HermesParser):
         blocks = list(_FENCE.finditer(content))
         if not blocks:
             return None
-        # only whitespace between the blocks and after the last one: otherwise it is prose
+        # only whitespace between the blocks, and text on one side at most: otherwise it is prose
         for a, b in zip(blocks, blocks[1:], strict=False):
             if content[a.end() : b.start()].strip():
                 return None
-        if content[blocks[-1].end() :].strip():
+        lead = content[: blocks[0].start()].rstrip()
+        tail = content[blocks[-1].end() :].strip()
+        if lead.strip() and tail:
             return None
         calls: list[ToolCall] = []
         for k, m in enumerate(blocks, 1):
@@ -127,8 +132,14 @@ class Qwen25JsonParser(HermesParser):
                     return None  # a code block that is not JSON-call-like: plain content
                 return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
             calls.append(replace(call, raw=m.group(0)))
-        lead = content[: blocks[0].start()].rstrip()
-        return replace(out, text=lead, tool_calls=calls, recovered=["fenced_json"] * len(calls))
+        notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
+        return replace(
+            out,
+            text=lead or tail,
+            tool_calls=calls,
+            problems=[*out.problems, *notes],
+            recovered=["fenced_json"] * len(calls),
+        )
 
     @staticmethod
     def _bare(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
@@ -137,11 +148,22 @@ class Qwen25JsonParser(HermesParser):
         if not content.startswith("{", pos):
             return None
         calls: list[ToolCall] = []
-        while pos < len(content):
+        while pos < len(content) and content.startswith("{", pos):
             try:
                 obj, end = _DECODER.raw_decode(content, pos)
-                calls.append(_call_from_obj(obj, names, content[pos:end]))
+                call = _call_from_obj(obj, names, content[pos:end])
             except (json.JSONDecodeError, NotACall):
-                return None  # not exactly a sequence of calls: leave it as text
+                if not calls:
+                    return None  # does not start with a call: leave it as text
+                break
+            calls.append(call)
             pos = _WS.match(content, end).end()
-        return replace(out, text="", tool_calls=calls, recovered=["bare_json"] * len(calls))
+        tail = content[pos:].strip()
+        notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
+        return replace(
+            out,
+            text=tail,
+            tool_calls=calls,
+            problems=[*out.problems, *notes],
+            recovered=["bare_json"] * len(calls),
+        )

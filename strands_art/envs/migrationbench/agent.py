@@ -71,33 +71,28 @@ When the build passes and the migration is complete, reply with a short summary 
 """
 
 COMPACT_SYSTEM_PROMPT = """\
-You migrate a Java 8 Maven project to Java 17. You work in its repository root.
+You migrate a Java 8 Maven project to Java 17. You work in its repository root with two tools: \
+shell (runs one bash command) and file_editor (view, or str_replace with path, old_str, new_str).
 
-Tools:
-- shell: runs one bash command in the repository root and returns its output.
-- file_editor: views a file or replaces text in it (command "view" or "str_replace" with \
-path, old_str, new_str).
-
-To use a tool, answer with exactly one tool call and nothing else:
+Answer with exactly one tool call at a time, in this form and nothing else:
 <tool_call>
 {"name": "shell", "arguments": {"command": "cat pom.xml"}}
 </tool_call>
 
-Steps:
-1. Read the build files: `cat pom.xml` (and `find . -name pom.xml` for modules).
-2. Change every Java version 1.8 in every pom.xml to 17 in one command:
-   find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'
-   Then check with `grep -rn '1[.]8' --include=pom.xml .` (no output means done) and fix what \
-is left with file_editor str_replace.
-3. Run `mvn -q clean verify`. If it fails, read the error and fix it (too old plugins: \
-maven-compiler-plugin 3.10.1, maven-surefire-plugin 2.22.2; APIs removed from the JDK).
-4. Never delete, skip or change tests.
+Work in this order:
+1. Read the build file: {"name": "shell", "arguments": {"command": "cat pom.xml"}}
+2. Set every Java version in every pom.xml to 17: \
+{"name": "shell", "arguments": {"command": "find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'"}}
+3. Check: {"name": "shell", "arguments": {"command": "grep -rn '1[.]8' --include=pom.xml ."}} \
+If it prints lines, fix them with file_editor str_replace.
+4. Build: {"name": "shell", "arguments": {"command": "mvn -q clean verify"}} \
+If it fails, read the error and fix the cause (too old plugins: maven-compiler-plugin 3.10.1, \
+maven-surefire-plugin 2.22.2; APIs removed from the JDK), then build again.
+Never delete, skip or change tests.
 
-A project may already build with its Java 8 settings, so a passing build alone proves nothing: the \
-task is complete only when no pom.xml says 1.8 any more and `mvn -q clean verify` passes.
-Each tool result is shown to you as plain text. Read it, then make the next call. Do not repeat \
-a call whose result you already have. When the task is complete, answer with one plain-text \
-sentence and no tool call: that ends the task.\
+Each tool result comes back to you as plain text. Read it, then make the next call; do not \
+repeat a call whose result you already have. When the build passes after your changes, answer \
+with one plain sentence and no tool call: that ends the task.\
 """
 """A shorter prompt for small models (the 0.5B-1.5B Qwen2.5-Coder aliases): the steps as a list,
 one worked call in the template's own ``<tool_call>`` form, and when to stop."""

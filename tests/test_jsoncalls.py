@@ -37,6 +37,15 @@ def test_bare_call_is_recovered() -> None:
     assert out.text == "" and out.recovered == ["bare_json"]
 
 
+def test_numbered_list_of_calls_is_recovered() -> None:
+    other = '{"name": "shell", "arguments": {"command": "mvn -q clean verify"}}'
+    out = P.parse(f"1. {CALL}\n2. {other}<|im_end|>", TOOLS)
+    assert [c.arguments["command"] for c in out.tool_calls] == ["cat pom.xml", "mvn -q clean verify"]
+    assert out.recovered == ["listed_json", "listed_json"] and out.text == ""
+    mixed = P.parse(f"1. {CALL}\n2. then build it", TOOLS)  # a list that is not all calls
+    assert mixed.tool_calls == [] and mixed.recovered == []
+
+
 def test_string_arguments_are_decoded() -> None:
     body = json.dumps({"name": "shell", "arguments": json.dumps({"command": "ls"})})
     out = P.parse(f"```json\n{body}\n```", TOOLS)

@@ -13,6 +13,8 @@ Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "argumen
   sides is prose.
 - **bare**: the content starts (whitespace aside) with one or more such objects; text after
   them is kept as content (as a Hermes parser keeps text after a call).
+- **listed**: every non-blank line is one such object, each after a list marker (``1.``,
+  ``2)``, ``-``, ``*``): a numbered list of calls, as small models copy a numbered recipe.
 
 Text kept next to a recovered call is noted in :attr:`ParsedOutput.problems`.
 
@@ -37,9 +39,41 @@ from strands_art.toolcalls.base import ParsedOutput, ToolCall, flag_unknown, res
 from strands_art.toolcalls.hermes import HermesParser
 from strands_art.toolcalls.scan import CLOSE, OPEN
 
-_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+_FENCE_OPEN = re.compile(r"```(?:json|JSON)?[ \t]*\n")
+_FENCE_END = re.compile(r"\n?[ \t]*```")
+
+
+def fenced_blocks(content: str) -> list[tuple[int, int, str]]:
+    """``(start, end, body)`` of each fenced block (language ``json`` or none), in order.
+
+    A body that starts with a JSON value ends where that value ends (so a JSON string holding
+    ````` ``` ````` does not close the block early); any other body ends at the next fence. An
+    unclosed block runs to the end of ``content``.
+    """
+    blocks = []
+    pos = 0
+    while (m := _FENCE_OPEN.search(content, pos)) is not None:
+        j = _WS.match(content, m.end()).end()
+        end = None
+        try:
+            _, k = _DECODER.raw_decode(content, j)
+            close = _FENCE_END.match(content, k)
+            if close is not None:
+                end, body_end = close.end(), k
+        except json.JSONDecodeError:
+            pass
+        if end is None:
+            close = _FENCE_END.search(content, m.end())
+            body_end = close.start() if close else len(content)
+            end = close.end() if close else len(content)
+        blocks.append((m.start(), end, content[m.end() : body_end]))
+        pos = end
+    return blocks
+
+
 _DECODER = json.JSONDecoder()
 _WS = re.compile(r"\s*")
+_LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*])\s*(\{.*\})\s*$")
 
 
 class NotACall(ValueError):
@@ -105,33 +139,32 @@ class Qwen25JsonParser(HermesParser):
         if out.tool_calls or out.ill_formed or OPEN in out.text or CLOSE in out.text:
             return out
         names = resolve_tool_names(tool_names, tools)
-        recovered = self._fenced(out, names) or self._bare(out, names)
+        recovered = self._fenced(out, names) or self._bare(out, names) or self._listed(out, names)
         return flag_unknown(recovered, names) if recovered is not None else out
 
     @staticmethod
     def _fenced(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
         content = out.text
-        blocks = list(_FENCE.finditer(content))
+        blocks = fenced_blocks(content)
         if not blocks:
             return None
         # only whitespace between the blocks, and text on one side at most: otherwise it is prose
         for a, b in zip(blocks, blocks[1:], strict=False):
-            if content[a.end() : b.start()].strip():
+            if content[a[1] : b[0]].strip():
                 return None
-        lead = content[: blocks[0].start()].rstrip()
-        tail = content[blocks[-1].end() :].strip()
+        lead = content[: blocks[0][0]].rstrip()
+        tail = content[blocks[-1][1] :].strip()
         if lead.strip() and tail:
             return None
         calls: list[ToolCall] = []
-        for k, m in enumerate(blocks, 1):
-            body = m.group(1)
+        for k, (start, end, body) in enumerate(blocks, 1):
             try:
                 call = call_from_json(body, names)
             except NotACall as exc:
                 if not _looks_like_call(body):
                     return None  # a code block that is not JSON-call-like: plain content
                 return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
-            calls.append(replace(call, raw=m.group(0)))
+            calls.append(replace(call, raw=content[start:end]))
         notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
         return replace(
             out,
@@ -167,3 +200,19 @@ class Qwen25JsonParser(HermesParser):
             problems=[*out.problems, *notes],
             recovered=["bare_json"] * len(calls),
         )
+
+    @staticmethod
+    def _listed(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        lines = [line for line in out.text.splitlines() if line.strip()]
+        calls: list[ToolCall] = []
+        for line in lines:
+            m = _LISTED.match(line)
+            if m is None:
+                return None
+            try:
+                calls.append(replace(call_from_json(m.group(1), names), raw=line))
+            except NotACall:
+                return None
+        if not calls:
+            return None
+        return replace(out, text="", tool_calls=calls, recovered=["listed_json"] * len(calls))

@@ -99,6 +99,17 @@ one worked call in the template's own ``<tool_call>`` form, and when to stop."""
 
 USER_TURN = "Please help migrate this repo: {repo_path}. There are {num_tests} test cases in it."
 
+COMPACT_USER_SUFFIX = (
+    "\n\nMake these shell calls in order (you may write several calls in one answer):\n"
+    "1. find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'\n"
+    "2. grep -rn '1[.]8' --include=pom.xml .\n"
+    "3. mvn -q clean verify\n"
+    "Then read the results: fix what the build reports, or answer with one plain sentence when "
+    "it passed."
+)
+"""Appended to the user turn for small models: the recipe's first step next to where they answer
+(the tool specs the template puts after the system prompt push the steps ~600 tokens away)."""
+
 STOP_REASONS = ("completed", "turn_limit", "time_limit", "max_tokens", "context_overflow", "error")
 
 
@@ -116,9 +127,11 @@ def num_tests_of(task: Any) -> int:
     return int(value)
 
 
-def user_prompt(workspace: Workspace, task: Any) -> str:
-    """The first user turn for ``task`` in ``workspace`` (``USER_TURN`` filled in)."""
-    return USER_TURN.format(repo_path=workspace.root, num_tests=num_tests_of(task))
+def user_prompt(workspace: Workspace, task: Any, *, compact: bool = False) -> str:
+    """The first user turn for ``task`` in ``workspace`` (``USER_TURN`` filled in; with
+    ``compact``, followed by :data:`COMPACT_USER_SUFFIX`)."""
+    text = USER_TURN.format(repo_path=workspace.root, num_tests=num_tests_of(task))
+    return text + COMPACT_USER_SUFFIX if compact else text
 
 
 class RolloutLimits(HookProvider):

@@ -169,7 +169,8 @@ async def run_rollout(
             hooks=[row] if row is not None else (),
         )
         try:
-            end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+            compact = args.backend == "llamacpp"
+            end = await run_agent(agent, user_prompt(ws, spec.task.record, compact=compact), limits)
         finally:
             if row is not None:
                 row.close()

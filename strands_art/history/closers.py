@@ -120,7 +120,10 @@ class Closing:
         text: their text.
         code: "retained_stop" (the output already ends with part or all of the closer),
             "length" (truncated: the whole closer), "foreign_stop" (ended on another special token,
-            e.g. EOS ``<|endoftext|>``: the whole closer after it), "no_stop" (ended on a stop string or nothing).
+            e.g. EOS ``<|endoftext|>``: the whole closer after it), "family_end" (ended on another end
+            token of the model family that stands in for the closer's own, e.g. Llama's
+            ``<|eom_id|>`` for ``<|eot_id|>``: only the rest of the closer), "no_stop" (ended on a
+            stop string or nothing).
     """
 
     ids: list[int]
@@ -145,6 +148,12 @@ def missing_closer(
         if tail.endswith(closer[:n]):
             rest = closer[n:]
             return Closing(renderer.encode_sync(rest) if rest else [], rest, "retained_stop")
+    family_end = renderer.closer_end_ids.get(output_ids[-1])
+    if family_end is not None:  # a family end token standing in for the closer's (Llama <|eom_id|>)
+        for token in renderer.closer_end_ids.values():
+            if closer.startswith(token):
+                rest = closer[len(token) :]
+                return Closing(renderer.encode_sync(rest) if rest else [], rest, "family_end")
     special = output_ids[-1] in renderer.end_of_turn_ids or output_ids[-1] in renderer._special_ids()
     code = "foreign_stop" if special else "no_stop"
     return Closing(list(shape.closer_ids), closer, code)

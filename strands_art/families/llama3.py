@@ -75,7 +75,11 @@ class Llama3JsonParser:
             try:
                 obj, end = _DECODER.raw_decode(body, pos)
             except json.JSONDecodeError as exc:
-                what = "<|python_tag|> code (built-in tools are not supported)" if tagged and not calls else "JSON"
+                what = (
+                    "<|python_tag|> code (built-in tools are not supported)"
+                    if tagged and not calls
+                    else "JSON"
+                )
                 return ill_formed(content, None, f"invalid {what} in a Llama 3 tool call: {exc.msg}")
             call = _call(obj)
             if isinstance(call, str):
@@ -87,7 +91,9 @@ class Llama3JsonParser:
             if sep is None or sep.end() == len(body):
                 if sep is not None:  # a trailing ";"
                     break
-                return ill_formed(content, None, f"unexpected text after a tool call: {body[end : end + 40]!r}")
+                return ill_formed(
+                    content, None, f"unexpected text after a tool call: {body[end : end + 40]!r}"
+                )
             pos = sep.end()
         return finish("", None, calls, names)
 

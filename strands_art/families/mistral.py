@@ -14,7 +14,9 @@ Format (templates from ``mistral_common``'s ``generate_chat_template``)::
 - History rewrites: the system prompt and the tool list are written into the *last* user
   message, so they move when a new user message arrives (tree mode forks there; linear mode
   reports ``template_prefix_unstable``); inside a tool loop (one user message) they stay put.
-  Tool results whose text is a number are re-rendered as that number.
+  Tool results whose text is a number are re-rendered as that number. String arguments are
+  decoded to a dict before rendering, so the template writes them as ``mistral_common``'s
+  encoder does (``json.dumps`` spacing), whatever spacing the harness used.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from strands_art.families.base import ModelFamily, alnum_id, finish, ill_formed
+from strands_art.families.base import (
+    ModelFamily,
+    alnum_id,
+    arguments_dict,
+    finish,
+    ill_formed,
+    with_arguments,
+)
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
 from strands_art.toolcalls.hermes import _raw_value
 
@@ -87,7 +96,9 @@ def _call(item: Any, json_text: str) -> ToolCall | str:
     if not isinstance(args, dict):
         return f"arguments of {name!r} is a {type(args).__name__}, not a JSON object"
     sampled = item.get("id")
-    return ToolCall(name=name, arguments=args, raw_arguments=raw, id=sampled if isinstance(sampled, str) else "")
+    return ToolCall(
+        name=name, arguments=args, raw_arguments=raw, id=sampled if isinstance(sampled, str) else ""
+    )
 
 
 def _objects(body: str) -> list[tuple[Any, str]] | str:
@@ -132,6 +143,10 @@ class MistralFamily(ModelFamily):
 
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> MistralParser:
         return MistralParser(end_markers)
+
+    def prepare_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Tool-call arguments as dicts (rendered ``| tojson``, as mistral_common writes them)."""
+        return with_arguments(messages, arguments_dict)
 
     def call_id(self, rollout_id: str, turn: int, k: int, sampled: str = "") -> str:
         """The sampled id when it is nine alphanumerics, else a derived nine-character id."""

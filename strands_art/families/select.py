@@ -48,14 +48,16 @@ def family_for(chat_template: str | None, tokenizer: Any = None, name: str | Non
     Raises:
         UnknownFamily: ``name`` is given and not registered (the message lists the names).
     """
+    template = chat_template or ""
     if name is not None:
         try:
-            return FAMILIES[name]()
+            family = FAMILIES[name]()
         except KeyError:
             raise UnknownFamily(f"unknown model family {name!r}: use one of {', '.join(FAMILIES)}") from None
-    template = chat_template or ""
-    for cls in FAMILIES.values():
-        family = cls()
-        if family.detect(template, tokenizer):
-            return family
-    return ModelFamily()
+    else:
+        family = next(
+            (f for f in (cls() for cls in FAMILIES.values()) if f.detect(template, tokenizer)), None
+        )
+        family = family or ModelFamily()
+    family.bind(template, tokenizer)
+    return family

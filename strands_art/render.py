@@ -59,7 +59,7 @@ class ChatRenderer:
             raise TemplateError("the tokenizer has no chat template; pass chat_template=")
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.backend = tokenizer.backend_tokenizer  # tokenizers.Tokenizer (Rust core)
-        from strands_art.families import family_for
+        from strands_art.families import ModelFamily, family_for
         from strands_art.toolcalls.base import DEFAULT_END_MARKERS
         from strands_art.toolcalls.hermes import HermesParser
 
@@ -77,6 +77,7 @@ class ChatRenderer:
         # templates without tool support get the Hermes convention (see module docstring)
         self.tool_parser = parser if self.supports_tools else HermesParser(markers)
         self._template = _compile(self.chat_template)
+        self._family_renders = type(self.family).render is not ModelFamily.render
         # gpt-oss style templates read ``thinking``; only they get the alias (a dict per message).
         # Any word ``thinking`` counts (``m.thinking``, ``m.get('thinking')``, ``'thinking' in m``),
         # ``enable_thinking`` does not.
@@ -105,6 +106,9 @@ class ChatRenderer:
         ``tests/test_render.py`` checks the output equals ``apply_chat_template``'s.
         """
         try:
+            own = self.family.render(messages, tools, add_generation_prompt)
+            if own is not None:  # the family renders with its official library (Harmony)
+                return own
             msgs, tool_specs = self._template_inputs(messages, tools)
             if self._template is not None:
                 return self._template.render(
@@ -141,6 +145,8 @@ class ChatRenderer:
         (Qwen3's scan for the last user query: ~0.5 ms at 100 messages, ~3 ms at 1,000).
         Cancellation closes the render.
         """
+        if self._family_renders:  # Harmony renders in Rust, well under a slice per message
+            return self.render(messages, tools, add_generation_prompt)
         if self._template is None:  # apply_chat_template path: no generator to slice
             return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
         parts: list[str] = []
@@ -236,11 +242,14 @@ class ChatRenderer:
 
     # ------------------------------------------------------------------ template
     def _end_of_turn_ids(self) -> tuple[int, ...]:
-        """Token IDs that end an assistant turn, read from the template.
+        """Token IDs that end an assistant turn (the stop IDs), read from the template.
 
         Renders a probe assistant message and takes the first special token that follows its
-        content (``<|im_end|>`` for ChatML/Qwen), plus the tokenizer's EOS.
+        content (``<|im_end|>`` for ChatML/Qwen), then the family's end tokens and the tokenizer's
+        EOS; a family with ``stop_tokens`` (Harmony) gives them all.
         """
+        if self.family.stop_tokens is not None:
+            return tuple(self._token_ids(self.family.stop_tokens))
         ids: list[int] = []
         probe = "PROBE_CONTENT_7f3a"
         try:

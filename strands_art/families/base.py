@@ -40,12 +40,26 @@ class ModelFamily:
         closer_end_tokens: the subset a sampled turn may end with *in place of* the template's
             closer token (linear mode then appends only the rest of the closer).
         tools_in_template: the template renders the tool list itself (``tools=``).
+        stop_tokens: when not None, exactly these tokens are the stop IDs (instead of the probed
+            closer token + :attr:`end_tokens` + EOS): Harmony's ``<|end|>`` ends a message, not
+            the turn, so only ``<|return|>`` and ``<|call|>`` stop sampling.
+        other_turn_closers: texts besides the probed closer that may end an assistant turn in
+            rendered history (Harmony: ``<|call|>``).
     """
 
     name = "generic"
     end_tokens: tuple[str, ...] = ()
     closer_end_tokens: tuple[str, ...] = ()
     tools_in_template = True
+    stop_tokens: tuple[str, ...] | None = None
+    other_turn_closers: tuple[str, ...] = ()
+
+    def render(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool
+    ) -> str | None:
+        """The prompt text rendered by the family's own renderer, or None to use the Jinja template
+        (the default). Raises ValueError/TypeError on messages it cannot render."""
+        return None
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         """True when ``chat_template`` (and the tokenizer's vocabulary) belong to this family."""

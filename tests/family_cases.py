@@ -56,6 +56,8 @@ class Writer:
         max_calls: calls per turn the template can render back (Llama 3.1: one).
         think: the generation prompt opens reasoning (the output holds ``R</think>``).
         write_calls: (calls, turn index) -> text of a tool-call turn, without the end token.
+        write_turn: (calls, text, reasoning) -> the whole turn, for formats where the end token
+            depends on the turn (Harmony); overrides the rest.
     """
 
     alias: str
@@ -64,11 +66,14 @@ class Writer:
     max_calls: int
     think: bool
     write_calls: Callable[[list[Call], int], str]
+    write_turn: Callable[[list[Call], str, str | None], str] | None = None
 
     def turn(
         self, calls: list[Call], text: str, index: int, reasoning: str | None = None, end: str = ""
     ) -> str:
         """The sampled text of one turn: reasoning (if the family thinks), then calls or text."""
+        if self.write_turn is not None:
+            return self.write_turn(calls, text, reasoning)
         pre = f"{reasoning or ''}\n</think>\n\n" if self.think else ""
         body = self.write_calls(calls, index) if calls else text
         return pre + body + (end or self.ends[0])
@@ -109,6 +114,16 @@ def _qwen_xml(calls: list[Call], index: int) -> str:
     return "\n".join(blocks)
 
 
+def _harmony(calls: list[Call], text: str, reasoning: str | None) -> str:
+    """A GPT-OSS turn: analysis, then one call to ``functions.NAME`` (ends ``<|call|>``) or the
+    final answer (ends ``<|return|>``)."""
+    pre = f"<|channel|>analysis<|message|>{reasoning}<|end|><|start|>assistant" if reasoning else ""
+    if calls:
+        (name, args), *_ = calls
+        return f"{pre}<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{json.dumps(args)}<|call|>"
+    return f"{pre}<|channel|>final<|message|>{text}<|return|>"
+
+
 WRITERS: dict[str, Writer] = {
     w.alias: w
     for w in (
@@ -120,6 +135,7 @@ WRITERS: dict[str, Writer] = {
         Writer("deepseek-v3.1", "deepseek", ("<｜end▁of▁sentence｜>",), 2, False, _deepseek31),
         Writer("qwen3.5", "qwen", ("<|im_end|>",), 2, True, _qwen_xml),
         Writer("qwen3.6", "qwen", ("<|im_end|>",), 2, True, _qwen_xml),
+        Writer("gpt-oss", "harmony", ("<|call|>", "<|return|>"), 1, False, _llama, _harmony),
     )
 }
 

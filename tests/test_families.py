@@ -36,8 +36,39 @@ def loop_turns(alias: str):
     return [(c, t, r, writer.ends[-1] if e == "LAST_END" else e) for c, t, r, e in LOOP]
 
 
+def harmony_reference(renderer: ChatRenderer, messages, tools) -> list[int]:
+    """Turn-1 prompt IDs from openai-harmony's own ``render_conversation_for_completion``, the
+    conversation built here by hand (system prompt as developer instructions, tools as functions)."""
+    from openai_harmony import Conversation, DeveloperContent, Message, Role, SystemContent, ToolDescription
+
+    enc = renderer.family.encoding
+    date = renderer.family.template_vars()["current_date"]
+    dev = DeveloperContent.new().with_instructions(messages[0]["content"])
+    dev = dev.with_function_tools(
+        [
+            ToolDescription.new(
+                t["function"]["name"], t["function"]["description"], parameters=t["function"]["parameters"]
+            )
+            for t in tools
+        ]
+    )
+    conv = Conversation.from_messages(
+        [
+            Message.from_role_and_content(
+                Role.SYSTEM, SystemContent.new().with_conversation_start_date(date)
+            ),
+            Message.from_role_and_content(Role.DEVELOPER, dev),
+            Message.from_role_and_content(Role.USER, messages[1]["content"]),
+        ]
+    )
+    return list(enc.render_conversation_for_completion(conv, Role.ASSISTANT))
+
+
 def reference_ids(alias: str, renderer: ChatRenderer, messages, tools) -> list[int]:
-    """Turn-1 prompt IDs from the tokenizer's own ``apply_chat_template(tokenize=True)``."""
+    """Turn-1 prompt IDs from the tokenizer's own ``apply_chat_template(tokenize=True)`` (Harmony's
+    renderer for GPT-OSS)."""
+    if renderer.family.name == "harmony":
+        return harmony_reference(renderer, messages, tools)
     tok = renderer.tokenizer
     kwargs = dict(renderer.family.template_vars())
     if (
@@ -84,7 +115,7 @@ def test_four_turn_tool_loop_is_one_linear_row_and_matches_the_template(alias):
         assert [(c.name, c.arguments) for c in r.tool_calls] == calls
         if not calls:
             assert r.text.strip() == text and r.finish_reason == "stop"
-        if WRITERS[alias].think:
+        if WRITERS[alias].think or alias == "gpt-oss":
             assert r.reasoning
     # every end token of the family is a stop ID of every request
     tok = gw.renderer.tokenizer
@@ -185,6 +216,7 @@ def test_family_detection_and_override():
     assert family_for("{{ '[INST]' }}").name == "mistral"
     assert family_for("<｜tool▁calls▁begin｜>").name == "deepseek"
     assert family_for("<|im_start|>").name == "qwen"
+    assert family_for("<|start|>assistant<|channel|>final").name == "harmony"
     assert family_for("plain").name == "generic"
     assert family_for("<|im_start|>", name="llama3").name == "llama3"
     with pytest.raises(UnknownFamily, match="llama3"):
@@ -228,3 +260,34 @@ def test_system_prompt_of_the_loop_is_kept():
     r = ChatRenderer(load_tokenizer("deepseek-r1"))
     text = r.render([SYSTEM, USER], TOOLS)
     assert text.startswith("<｜begin▁of▁sentence｜>" + SYSTEM["content"] + "\n\n## Tools\n")
+
+
+def test_harmony_keeps_sampled_analysis_and_end_tokens_and_stops_on_return_or_call():
+    loop = asyncio.run(tool_loop("gpt-oss", loop_turns("gpt-oss"), "linear"))
+    gw, traj = loop.gateway, loop.trajectory
+    tok = gw.renderer.tokenizer
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|return|>", "<|call|>", "<|end|>", "<|start|>")}
+    # <|end|> ends the analysis message inside a turn: it must not stop sampling
+    assert set(loop.backend.params[0].stop_token_ids) == {ids["<|return|>"], ids["<|call|>"]}
+    t0, t1 = traj.turns[0], traj.turns[1]
+    assert t0.output_ids[-1] == ids["<|call|>"] and ids["<|end|>"] in t0.output_ids  # analysis, then the call
+    at = len(t0.prompt_ids) + len(t0.output_ids)
+    assert t1.prompt_ids[:at] == t0.prompt_ids + t0.output_ids
+    # the tool result follows the sampled <|call|> directly (nothing re-rendered, nothing appended)
+    assert gw.renderer.decode(t1.prompt_ids[at:]).startswith(
+        "<|start|>functions.read_file to=assistant<|channel|>"
+    )
+    # the final answer keeps its sampled <|return|> (Harmony's history would write <|end|>)
+    last = traj.turns[-1]
+    assert last.output_ids[-1] == ids["<|return|>"] and traj.rows[0].input_ids[-1] == ids["<|return|>"]
+    assert loop.results[-1].text == "The project builds on Java 17." and loop.results[-1].reasoning == "Done."
+    # Harmony's own history rendering differs from the sampled tokens: tree mode forks, explained
+    tree = asyncio.run(tool_loop("gpt-oss", loop_turns("gpt-oss"), "tree"))
+    assert all(e.get("reason") for e in tree.trajectory.events if e["kind"] == "fork")
+
+
+def test_harmony_botched_call_is_ill_formed():
+    r = ChatRenderer(load_tokenizer("gpt-oss"))
+    text = "<|channel|>commentary to=functions.run <|constrain|>json<|message|>{not json"
+    out = r.tool_parser.parse(text, {"run"})
+    assert out.ill_formed and not out.tool_calls and "not JSON" in out.problems[0]

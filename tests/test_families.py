@@ -291,3 +291,71 @@ def test_harmony_botched_call_is_ill_formed():
     text = "<|channel|>commentary to=functions.run <|constrain|>json<|message|>{not json"
     out = r.tool_parser.parse(text, {"run"})
     assert out.ill_formed and not out.tool_calls and "not JSON" in out.problems[0]
+
+
+@pytest.mark.parametrize("alias", ALIASES)
+def test_replay_cli_accepts_each_family_alias(alias, tmp_path, capsys):
+    import json
+
+    from strands_art.cli import main
+
+    writer = WRITERS[alias]
+    reasoning = "Look first." if writer.think or alias == "gpt-oss" else None
+    call_id = mistral_id(0, 0)  # nine alphanumerics: valid for every family
+    assistant = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path":"pom.xml"}'},
+            }
+        ],
+    }
+    if reasoning:
+        assistant["reasoning_content"] = reasoning
+    first = [SYSTEM, USER]
+    spec = {
+        "tools": TOOLS,
+        "turns": [
+            {
+                "messages": first,
+                "output": {"text": writer.turn([("read_file", {"path": "pom.xml"})], "", 0, reasoning)},
+            },
+            {
+                "messages": [
+                    *first,
+                    assistant,
+                    {"role": "tool", "tool_call_id": call_id, "content": "<project/>"},
+                ],
+                "output": {"text": writer.turn([], "Done.", 1, reasoning)},
+            },
+        ],
+    }
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps(spec))
+    assert main(["replay", str(path), "--tokenizer", alias, "--mode", "linear"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["rows"]) == 1 and len(out["turns"]) == 2
+    row = out["rows"][0]
+    assert sum(row["loss_mask"]) == sum(len(t["output_ids"]) for t in out["turns"])
+    assert not [e for e in out["events"] if e["kind"] in ("reset", "fork")], out["events"]
+
+
+def test_generation_config_end_tokens_become_stop_ids(tmp_path):
+    """A model directory's generation_config.json end-token list is honoured (here: Qwen3.5's
+    tokenizer with an extra end token, <|endoftext|>, listed only there)."""
+    import json
+
+    src = load_tokenizer("qwen3.5")
+    src.save_pretrained(tmp_path)
+    endoftext = src.convert_tokens_to_ids("<|endoftext|>")
+    (tmp_path / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": [src.eos_token_id, endoftext]})
+    )
+    from transformers import AutoTokenizer
+
+    r = ChatRenderer(AutoTokenizer.from_pretrained(str(tmp_path)))
+    assert endoftext in r.end_of_turn_ids and src.eos_token_id in r.end_of_turn_ids
+    assert endoftext not in ChatRenderer(src).end_of_turn_ids

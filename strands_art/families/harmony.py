@@ -60,8 +60,9 @@ def to_harmony(
     """A Harmony ``Conversation`` for OpenAI-format ``messages`` and ``tools`` (see the module docstring).
 
     Raises:
-        ValueError: a tool result whose ``tool_call_id`` names no earlier call (its recipient
-            would be unknown), or an unknown role.
+        ValueError: a tool result whose ``tool_call_id`` names no earlier call and that does not
+            answer one of the latest assistant's calls by position (its sender would be unknown),
+            or an unknown role.
     """
     from openai_harmony import (
         Author,
@@ -92,6 +93,8 @@ def to_harmony(
             )
         out.append(Message.from_role_and_content(Role.DEVELOPER, dev))
     names: dict[str, str] = {}
+    last_calls: list[str] = []  # names of the latest assistant's calls, answered in order
+    answered = 0
     for i, m in enumerate(messages):
         role = m["role"]
         if role == "system":
@@ -106,6 +109,7 @@ def to_harmony(
                     )
                 )
             calls = m.get("tool_calls") or []
+            last_calls, answered = [tc["function"]["name"] for tc in calls], 0
             if m.get("content"):
                 channel = "commentary" if calls else "final"
                 out.append(Message.from_role_and_content(Role.ASSISTANT, m["content"]).with_channel(channel))
@@ -119,8 +123,11 @@ def to_harmony(
                 )
         elif role == "tool":
             name = m.get("name") or names.get(m.get("tool_call_id", ""))
+            if not name and answered < len(last_calls):  # ids rewritten by the harness: by position
+                name = last_calls[answered]
             if not name:
                 raise ValueError(f"message {i}: tool result for unknown call id {m.get('tool_call_id')!r}")
+            answered += 1
             author = Author.new(Role.TOOL, f"functions.{name}")
             msg = Message.from_author_and_content(author, m.get("content") or "")
             out.append(msg.with_channel("commentary").with_recipient("assistant"))

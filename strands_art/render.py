@@ -65,6 +65,7 @@ class ChatRenderer:
 
         #: the model family: end tokens, tool-call format, history rewrites (strands_art/families)
         self.family = family_for(self.chat_template, tokenizer, family)
+        self.family.configure(dict(chat_template_kwargs or {}))
         eos = getattr(tokenizer, "eos_token", None)
         markers = tuple(
             dict.fromkeys((*DEFAULT_END_MARKERS, *self.family.end_tokens, *([eos] if eos else [])))

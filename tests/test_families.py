@@ -359,3 +359,15 @@ def test_generation_config_end_tokens_become_stop_ids(tmp_path):
     r = ChatRenderer(AutoTokenizer.from_pretrained(str(tmp_path)))
     assert endoftext in r.end_of_turn_ids and src.eos_token_id in r.end_of_turn_ids
     assert endoftext not in ChatRenderer(src).end_of_turn_ids
+
+
+def test_harmony_date_and_reasoning_effort_come_from_template_kwargs():
+    tok = load_tokenizer("gpt-oss")
+    r = ChatRenderer(tok, chat_template_kwargs={"current_date": "2030-01-02", "reasoning_effort": "high"})
+    text = r.render([SYSTEM, USER])
+    assert "Current date: 2030-01-02\n" in text and "Reasoning: high\n" in text
+    assert f"Current date: {ChatRenderer(tok).family.template_vars()['current_date']}\n" in ChatRenderer(
+        tok
+    ).render([USER])
+    with pytest.raises(ValueError, match="reasoning_effort"):
+        ChatRenderer(tok, chat_template_kwargs={"reasoning_effort": "max"})

@@ -68,6 +68,10 @@ class ModelFamily:
     def bind(self, chat_template: str, tokenizer: Any) -> None:
         """Read template variants this family distinguishes (called once, after the choice)."""
 
+    def configure(self, chat_template_kwargs: dict[str, Any]) -> None:
+        """Take settings from the user's ``chat_template_kwargs`` (for families that do not render
+        with the Jinja template, e.g. Harmony's ``reasoning_effort``); default: nothing."""
+
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> ToolCallParser | None:
         """The output parser for this family's tool-call format, or None (no tool calls)."""
         from strands_art.toolcalls.select import parser_for_template

@@ -15,7 +15,9 @@ Format (``HarmonyEncodingName.HARMONY_GPT_OSS``)::
   → an ``analysis`` message, tool calls → ``commentary`` messages to ``functions.NAME`` with
   ``<|constrain|>json``, tool results → messages from ``functions.NAME``, content → ``final``)
   and renders it with ``render_conversation_for_completion``; the text is the decoded tokens.
-  The system message's "Current date" is fixed when the renderer is built ("%Y-%m-%d").
+  The system message's "Current date" is fixed when the renderer is built ("%Y-%m-%d");
+  ``chat_template_kwargs`` may set ``current_date`` and ``reasoning_effort`` ("low", "medium"
+  (default), "high").
 - Stop tokens: ``<|return|>`` and ``<|call|>`` only (``stop_tokens_for_assistant_actions``):
   ``<|end|>`` ends a message inside the turn (the analysis), not the turn.
 - End tokens for parsing and closers: ``<|return|>``, ``<|call|>``, ``<|end|>``. Harmony renders
@@ -204,6 +206,18 @@ class HarmonyFamily(ModelFamily):
         if self._encoding is None:
             self._encoding = harmony_encoding()
         return self._encoding
+
+    def configure(self, chat_template_kwargs: dict[str, Any]) -> None:
+        """``current_date`` and ``reasoning_effort`` from the user's template kwargs.
+
+        Raises:
+            ValueError: a reasoning effort other than low/medium/high.
+        """
+        self._date = str(chat_template_kwargs.get("current_date", self._date))
+        effort = str(chat_template_kwargs.get("reasoning_effort", self.reasoning_effort)).lower()
+        if effort not in ("low", "medium", "high"):
+            raise ValueError(f"reasoning_effort must be low, medium or high, got {effort!r}")
+        self.reasoning_effort = effort
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         return "<|channel|>" in chat_template and "<|start|>" in chat_template

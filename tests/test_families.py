@@ -166,6 +166,8 @@ def test_mistral_call_ids_are_nine_alphanumerics_and_render_back():
     assert alnum_id("r", 0, 0) != alnum_id("r", 0, 1) and len(alnum_id("r", 3, 2)) == 9
     family = loop.gateway.renderer.family
     assert family.call_id("r", 1, 0, "bad-id") == alnum_id("r", 1, 0)
+    assert family.call_id("r", 2, 0, "abcdefghi") == "abcdefghi"
+    assert family.call_id("r", 3, 0, "abcdefghi") == alnum_id("r", 3, 0)  # a repeated id is replaced
     # the sampled tool-call turns render back to their sampled tokens: no fork until the answer
     assert not [e for e in loop.trajectory.events if e["kind"] == "fork"]
 

@@ -10,7 +10,7 @@ Format (templates from ``mistral_common``'s ``generate_chat_template``)::
 - Tool calls: ``[TOOL_CALLS]`` then a JSON list of ``{"name", "arguments", "id"}`` objects (a
   single object is accepted). The template refuses call ids that are not nine characters, so the
   family's :meth:`MistralFamily.call_id` keeps the id the model sampled when it is nine
-  alphanumerics and otherwise derives one (:func:`~strands_art.families.base.alnum_id`).
+  alphanumerics not yet used in the rollout, and otherwise derives one (:func:`~strands_art.families.base.alnum_id`).
 - History rewrites: the system prompt and the tool list are written into the *last* user
   message, so they move when a new user message arrives (tree mode forks there; linear mode
   reports ``template_prefix_unstable``); inside a tool loop (one user message) they stay put.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,6 +149,20 @@ class MistralFamily(ModelFamily):
         """Tool-call arguments as dicts (rendered ``| tojson``, as mistral_common writes them)."""
         return with_arguments(messages, arguments_dict)
 
+    def __init__(self) -> None:
+        self._issued: OrderedDict[str, set[str]] = OrderedDict()  # rollout -> ids given out
+
     def call_id(self, rollout_id: str, turn: int, k: int, sampled: str = "") -> str:
-        """The sampled id when it is nine alphanumerics, else a derived nine-character id."""
-        return sampled if _ID.fullmatch(sampled or "") else alnum_id(rollout_id, turn, k)
+        """The sampled id when it is nine alphanumerics and new in the rollout, else a derived
+        nine-character id (ids stay unique within a rollout; the last 4,096 rollouts are tracked)."""
+        issued = self._issued.setdefault(rollout_id, set())
+        self._issued.move_to_end(rollout_id)
+        while len(self._issued) > 4096:
+            self._issued.popitem(last=False)
+        new = (
+            sampled
+            if _ID.fullmatch(sampled or "") and sampled not in issued
+            else alnum_id(rollout_id, turn, k)
+        )
+        issued.add(new)
+        return new

@@ -197,6 +197,8 @@ def test_deepseek_r1_prefill_is_kept_and_its_unstable_template_is_reason_coded()
     loop = asyncio.run(tool_loop("deepseek-r1", turns, "linear"))
     gw, traj = loop.gateway, loop.trajectory
     assert gw.renderer.render([USER]).endswith("<｜Assistant｜><think>\n")
+    assert loop.backend.prompts[0] == reference_ids("deepseek-r1", gw.renderer, loop.first_messages, TOOLS)
+    assert [[(c.name, c.arguments) for c in r.tool_calls] for r in loop.results] == [t[0] for t in turns]
     assert loop.results[0].reasoning == "Look at the build first."
     nl = gw.renderer.encode_sync("\n")
     # the prefill's "\n" and the sampled "\n" stay two tokens (re-tokenizing would merge them)

@@ -97,8 +97,7 @@ async def test_blank_text_rewrite_maps_back_to_what_the_gateway_produced(qwen3):
     gateway, model = make(qwen3, [{"text": ADD_CALL}, {"text": "42<|im_end|>"}])
     await collect(model, [{"role": "user", "content": [{"text": "17+25?"}]}], [add.tool_spec])
     call_id = gateway.trajectory("s1").turns[0].index
-    produced = model._by_tool_id
-    (tool_use_id,) = produced
+    (tool_use_id,) = model.canonical.produced_tool_ids
     history = [
         {"role": "user", "content": [{"text": "17+25?"}]},
         {
@@ -124,7 +123,7 @@ async def test_blank_text_rewrite_maps_back_to_what_the_gateway_produced(qwen3):
 async def test_changed_tool_input_is_reported_as_a_rewrite_event(qwen3):
     gateway, model = make(qwen3, [{"text": ADD_CALL}, {"text": "42<|im_end|>"}])
     await collect(model, [{"role": "user", "content": [{"text": "17+25?"}]}], [add.tool_spec])
-    (tool_use_id,) = model._by_tool_id
+    (tool_use_id,) = model.canonical.produced_tool_ids
     history = [
         {"role": "user", "content": [{"text": "17+25?"}]},
         {

@@ -22,7 +22,9 @@ ROLLOUT = "rollout-7"
 SCRIPT = [
     # compact JSON on the first call: a client that re-serializes arguments changes the spacing
     {"text": '<tool_call>\n{"name": "add", "arguments": {"a":17,"b":25}}\n</tool_call><|im_end|>'},
-    {"text": '<think>\nnow add 8\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 42, "b": 8}}\n</tool_call><|im_end|>'},
+    {
+        "text": '<think>\nnow add 8\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 42, "b": 8}}\n</tool_call><|im_end|>'
+    },
     {"text": "17 + 25 + 8 = 50.<|im_end|>"},
 ]
 
@@ -51,9 +53,12 @@ def gateway(tok: Any, script: list[dict[str, Any]] | None = None, **config: Any)
     return RolloutGateway(tok, ScriptedBackend(tok, list(script or SCRIPT)), **config)
 
 
-async def reference_rows(tok: Any) -> tuple[list[list[int]], list[tuple[list[int], list[int], list[float]]]]:
-    """(prompt IDs per turn, rows) of the conversation through a Strands Agent and ARTModel in-process."""
-    gw = gateway(tok)
+async def reference_rows(
+    tok: Any, **config: Any
+) -> tuple[list[list[int]], list[tuple[list[int], list[int], list[float]]]]:
+    """(prompt IDs per turn, rows) of the conversation through a Strands Agent and ARTModel
+    in-process (gateway ``config`` keys, e.g. ``history_mode``)."""
+    gw = gateway(tok, **config)
     agent = Agent(
         model=ARTModel(gateway=gw, session_id=ROLLOUT, group_id="task-a"),
         tools=[add],

@@ -46,7 +46,10 @@ async def _open_and_close(base: str, run) -> dict[str, Any]:
 
 
 def _openai_loop_sync(client: openai.OpenAI) -> list[str]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": QUESTION},
+    ]
     finishes = []
     for _ in range(3):
         choice = client.chat.completions.create(model="policy", messages=messages, tools=TOOLS).choices[0]
@@ -79,14 +82,20 @@ async def test_openai_sdk_sync_matches_in_process(qwen3, reference):
     assert [e["code"] for e in traj["events"] if e["kind"] == "rewrite"] == []
 
 
-async def test_openai_sdk_async_by_header_matches_in_process(qwen3, reference):
-    async with running_front(gateway(qwen3), api_key=TOKEN) as base:
+@pytest.mark.parametrize("mode", ["tree", "linear"])
+async def test_openai_sdk_async_by_header_matches_in_process(qwen3, reference, mode):
+    if mode == "linear":
+        reference = await reference_rows(qwen3, history_mode="linear")
+    async with running_front(gateway(qwen3, history_mode=mode), api_key=TOKEN) as base:
         client = openai.AsyncOpenAI(
             base_url=f"{base}/v1", api_key=TOKEN, max_retries=0, default_headers={"X-Rollout-Id": ROLLOUT}
         )
 
         async def run():
-            messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+            messages: list[Any] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
             for _ in range(3):
                 resp = await client.chat.completions.create(model="policy", messages=messages, tools=TOOLS)
                 message = resp.choices[0].message
@@ -112,7 +121,10 @@ async def test_openai_sdk_streaming_by_user_field_matches_in_process(qwen3, refe
         usage_seen = []
 
         async def run():
-            messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+            messages: list[Any] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
             for _ in range(3):
                 stream = await client.chat.completions.create(
                     model="policy",
@@ -136,13 +148,23 @@ async def test_openai_sdk_streaming_by_user_field_matches_in_process(qwen3, refe
                             entry["arguments"] += tc.function.arguments or ""
                 assert finish == ("tool_calls" if calls else "stop")
                 tool_calls = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
                     for c in calls.values()
                 ]
-                messages.append({"role": "assistant", "content": text, **({"tool_calls": tool_calls} if calls else {})})
+                messages.append(
+                    {"role": "assistant", "content": text, **({"tool_calls": tool_calls} if calls else {})}
+                )
                 for c in calls.values():
                     messages.append(
-                        {"role": "tool", "tool_call_id": c["id"], "content": run_tool(c["name"], c["arguments"])}
+                        {
+                            "role": "tool",
+                            "tool_call_id": c["id"],
+                            "content": run_tool(c["name"], c["arguments"]),
+                        }
                     )
             assert text == "17 + 25 + 8 = 50."
             await client.close()
@@ -159,7 +181,10 @@ async def test_litellm_openai_provider_matches_in_process(qwen3, reference):
     async with running_front(gateway(qwen3), api_key=TOKEN) as base:
 
         async def run():
-            messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+            messages: list[Any] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
             for _ in range(3):
                 resp = await litellm.acompletion(
                     model="openai/policy",

@@ -24,6 +24,7 @@ in :func:`error_for`.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -44,6 +45,7 @@ from strands_art.gateway import (
 from strands_art.history.divergence import HistoryDivergence
 from strands_art.history.normalize import MessageError, normalize_message
 from strands_art.render import TemplateError
+from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
 from strands_art.serve.wire import (
     RequestError,
@@ -57,9 +59,6 @@ from strands_art.serve.wire import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 REGISTRY: web.AppKey[SessionRegistry] = web.AppKey("sessions", SessionRegistry)
 CONFIG: web.AppKey[dict] = web.AppKey("config", dict)
 
@@ -73,12 +72,14 @@ class ServeConfig(TypedDict, total=False):
         api_key: when set, every route but ``/health`` needs ``Authorization: Bearer <api_key>``.
         auto_open: open a session on the first chat request naming an unknown rollout id.
         max_body_bytes: request body limit (413 above it; default 8 MiB).
+        store: a :class:`~strands_art.store.TrajectoryStore`; each closed rollout is appended.
     """
 
     model_name: str
     api_key: str | None
     auto_open: bool
     max_body_bytes: int
+    store: Any
 
 
 def error_for(exc: BaseException) -> RequestError | None:
@@ -271,7 +272,11 @@ async def close_session(request: web.Request) -> web.Response:
         raise RequestError(400, "'reward' must be a number", param="reward")
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)
-    return _json(request.app[REGISTRY].close(rollout_id, reward).to_dict())
+    traj = request.app[REGISTRY].close(rollout_id, reward)
+    store = request.app[CONFIG].get("store")
+    if store is not None:
+        await asyncio.to_thread(store.append, traj)
+    return _json(traj.to_dict())
 
 
 async def health(request: web.Request) -> web.Response:

@@ -137,7 +137,7 @@ async def test_sampling_overrides_rejected_and_tool_choice_recorded(qwen3):
 
 
 # ---------------------------------------------------------------------------- errors
-async def test_context_overflow_is_openais_400_and_strands_overflow(qwen3):
+async def test_context_overflow_is_openais_400_for_sdk_litellm_and_strands(qwen3):
     from strands import Agent
     from strands.models.openai import OpenAIModel
 
@@ -147,11 +147,19 @@ async def test_context_overflow_is_openais_400_and_strands_overflow(qwen3):
             await ask(base, "r", messages=FIRST)
         assert err.value.status_code == 400 and err.value.code == "context_length_exceeded"
         assert err.value.body == {
-            "message": "prompt of 41 tokens leaves no room to generate within the context budget of 20 tokens",
+            "message": "This model's maximum context length is 20 tokens. However, your messages resulted in "
+            "41 tokens, which leaves no room to generate. Please reduce the length of the messages.",
             "type": "invalid_request_error",
             "param": "messages",
             "code": "context_length_exceeded",
         }
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        import litellm
+
+        with pytest.raises(litellm.ContextWindowExceededError):
+            await litellm.acompletion(
+                model="openai/m", api_base=f"{base}/rollouts/r/v1", api_key="x", messages=FIRST, num_retries=0
+            )
         model = OpenAIModel(client_args={"base_url": f"{base}/rollouts/s/v1", "api_key": "x"}, model_id="m")
         with pytest.raises(ContextWindowOverflowException):
             await Agent(model=model, callback_handler=None).invoke_async(QUESTION)

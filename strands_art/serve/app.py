@@ -85,8 +85,8 @@ class ServeConfig(TypedDict, total=False):
 def error_for(exc: BaseException) -> RequestError | None:
     """The HTTP error for an exception of the gateway or its layers (None: not ours, a 500).
 
-    ContextBudgetExceeded → 400 ``context_length_exceeded`` (what OpenAI sends, so the SDKs,
-    LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
+    ContextBudgetExceeded → 400 ``context_length_exceeded`` with OpenAI's message (what OpenAI
+    sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
     ``rate_limit_exceeded``; other BackendError → 503 ``backend_unavailable`` (both retryable,
     as the Strands provider's ModelThrottledException); MessageError / TemplateError /
     SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; UnknownSession
@@ -95,7 +95,13 @@ def error_for(exc: BaseException) -> RequestError | None:
     if isinstance(exc, RequestError):
         return exc
     if isinstance(exc, ContextBudgetExceeded):
-        return RequestError(400, str(exc), code="context_length_exceeded", param="messages")
+        # OpenAI's own wording: clients that match on the text (LiteLLM) recognize it too
+        message = (
+            f"This model's maximum context length is {exc.max_context_tokens} tokens. However, your "
+            f"messages resulted in {exc.prompt_tokens} tokens, which leaves no room to generate. "
+            "Please reduce the length of the messages."
+        )
+        return RequestError(400, message, code="context_length_exceeded", param="messages")
     if isinstance(exc, BackendTimeout):
         return RequestError(
             429, f"sampling backend timed out: {exc}", type="rate_limit_error", code="rate_limit_exceeded"

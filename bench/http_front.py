@@ -10,13 +10,14 @@ scripted backend with the real Qwen3 tokenizer and chat template, twice per roun
 
 Every HTTP trajectory is checked against the in-process one of the same session (same prompt IDs,
 same rows) and against the row invariants (loss mask 1 exactly on sampled tokens, logprobs on
-them, every turn's prompt a prefix of its row); violations are counted. The process RSS is
-printed after each round: with every session closed it must stay flat (bounded memory).
+them, every turn's prompt a prefix of its row); violations are counted. After each round, with
+every session closed, the live Row/Turn/Trajectory objects are counted (must be 0) and the
+process RSS is printed (must stay flat): bounded memory.
 
     python bench/http_front.py [--sessions 200] [--turns 10] [--rounds 3]
 
 Ends with ``RESULT http_vs_inprocess=R http_turns_per_s=X inprocess_turns_per_s=Y violations=V
-rss_growth_mb=M``; ``http_vs_inprocess`` is HTTP turns/s over in-process turns/s (1.0 = no cost).
+live_rows_after=L rss_growth_mb=M``; ``http_vs_inprocess`` is HTTP turns/s over in-process turns/s (1.0 = no cost).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from strands_art.gateway import RolloutGateway
 from strands_art.registry import load_tokenizer
 from strands_art.serve import create_app, start
 from strands_art.serve.app import REGISTRY
+from strands_art.trajectory import Row, Trajectory, Turn
 
 CALL = '<tool_call>\n{"name": "shell", "arguments": {"command": "mvn -q verify"}}\n</tool_call><|im_end|>'
 SYSTEM = "You migrate Java projects. Use the shell tool."
@@ -178,11 +180,11 @@ async def main() -> None:
     )
     print(
         f"{'round':>5} {'in-process t/s':>15} {'http t/s':>10} {'ratio':>6} {'http p50 ms':>12} "
-        f"{'http p99 ms':>12} {'violations':>10} {'rss MB':>8}"
+        f"{'http p99 ms':>12} {'violations':>10} {'live rows':>10} {'rss MB':>8}"
     )
     await in_process(ref_gw, 4, 2)  # warm-up: first-call imports of the SDK, the server, the template
     await over_http(base, 4, 2, "warmup", args.client)
-    rows, bad_total, rss = [], 0, []
+    rows, bad_total, rss, live = [], 0, [], []
     for rnd in range(args.rounds):
         if rnd % 2:  # alternate which goes first
             http_s, got, lat = await over_http(base, args.sessions, args.turns, f"round{rnd}", args.client)
@@ -200,12 +202,7 @@ async def main() -> None:
             print("  violation:", b)
         lat.sort()
         p50, p99 = statistics.median(lat) * 1000, lat[int(0.99 * (len(lat) - 1))] * 1000
-        rss.append(rss_mb())
         rows.append((total / ref_s, total / http_s))
-        print(
-            f"{rnd:>5} {total / ref_s:>15.1f} {total / http_s:>10.1f} {ref_s / http_s:>6.2f} {p50:>12.1f} "
-            f"{p99:>12.1f} {len(bad):>10} {rss[-1]:>8.1f}"
-        )
         del ref, got
         for gw in (ref_gw, http_gw):  # the scripted backend records every prompt it got (a test double's log)
             gw.backend.prompts.clear()
@@ -213,6 +210,12 @@ async def main() -> None:
         gc.collect()
         assert len(app[REGISTRY]) == 0 and not any(
             http_gw.is_open(f"round{rnd}-s{k}") for k in range(args.sessions)
+        )
+        live.append(sum(type(o) in (Row, Turn, Trajectory) for o in gc.get_objects()))
+        rss.append(rss_mb())
+        print(
+            f"{rnd:>5} {total / ref_s:>15.1f} {total / http_s:>10.1f} {ref_s / http_s:>6.2f} {p50:>12.1f} "
+            f"{p99:>12.1f} {len(bad):>10} {live[-1]:>10} {rss[-1]:>8.1f}"
         )
     await runner.cleanup()
     inproc = statistics.median(r[0] for r in rows)
@@ -224,7 +227,8 @@ async def main() -> None:
     )
     print(
         f"RESULT http_vs_inprocess={http / inproc:.3f} http_turns_per_s={http:.1f} "
-        f"inprocess_turns_per_s={inproc:.1f} violations={bad_total} rss_growth_mb={growth:.1f}"
+        f"inprocess_turns_per_s={inproc:.1f} violations={bad_total} live_rows_after={live[-1]} "
+        f"rss_growth_mb={growth:.1f}"
     )
 
 

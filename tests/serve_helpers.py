@@ -7,7 +7,8 @@ import json
 from contextlib import asynccontextmanager
 from typing import Any
 
-from strands import Agent, tool
+from conftest import add
+from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 
 from strands_art.backends.scripted import ScriptedBackend
@@ -29,17 +30,6 @@ SCRIPT = [
 ]
 
 
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: first
-        b: second
-    """
-    return a + b
-
-
 TOOLS = tool_specs_to_openai([add.tool_spec])
 
 
@@ -59,8 +49,14 @@ async def reference_rows(
     """(prompt IDs per turn, rows) of the conversation through a Strands Agent and ARTModel
     in-process (gateway ``config`` keys, e.g. ``history_mode``)."""
     gw = gateway(tok, **config)
+    await run_agent(ARTModel(gateway=gw, session_id=ROLLOUT, group_id="task-a"))
+    return summary(gw.close_session(ROLLOUT))
+
+
+async def run_agent(model: Any) -> None:
+    """The conversation as a Strands Agent with ``model`` (ARTModel or OpenAIModel) runs it."""
     agent = Agent(
-        model=ARTModel(gateway=gw, session_id=ROLLOUT, group_id="task-a"),
+        model=model,
         tools=[add],
         system_prompt=SYSTEM,
         callback_handler=None,
@@ -68,7 +64,6 @@ async def reference_rows(
     )
     result = await agent.invoke_async(QUESTION)
     assert "50" in str(result)
-    return summary(gw.close_session(ROLLOUT))
 
 
 def summary(traj: Any) -> tuple[list[list[int]], list[tuple[list[int], list[int], list[float]]]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from strands import Agent, tool
+from conftest import add
+from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
@@ -15,17 +16,6 @@ from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 
 ADD_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 17, "b": 25}}\n</tool_call><|im_end|>'
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: first
-        b: second
-    """
-    return a + b
 
 
 def make(tok, outputs, **gw):

@@ -16,15 +16,13 @@ from serve_helpers import (
     ROLLOUT,
     SYSTEM,
     TOOLS,
-    add,
     gateway,
     reference_rows,
+    run_agent,
     run_tool,
     running_front,
     summary,
 )
-from strands import Agent
-from strands.agent.conversation_manager import NullConversationManager
 
 TOKEN = "test-token-123"
 
@@ -215,15 +213,7 @@ async def test_strands_openai_model_matches_in_process(qwen3, reference):
                 client_args={"base_url": f"{base}/rollouts/{ROLLOUT}/v1", "api_key": TOKEN, "max_retries": 0},
                 model_id="policy",
             )
-            agent = Agent(
-                model=model,
-                tools=[add],
-                system_prompt=SYSTEM,
-                callback_handler=None,
-                conversation_manager=NullConversationManager(),
-            )
-            result = await agent.invoke_async(QUESTION)
-            assert "50" in str(result)
+            await run_agent(model)
 
         traj = await _open_and_close(base, run)
     assert summary(traj) == reference

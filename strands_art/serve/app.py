@@ -200,12 +200,6 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     )
     history = registry.canonical(rollout_id)
     messages = canonical_messages(history, req.messages)
-    if req.tool_choice not in (None, "auto"):
-        registry.gateway.record_event(
-            rollout_id,
-            "tool_choice_ignored",
-            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
-        )
     model = req.model or config["model_name"]
     cid = completion_id()
     response: web.StreamResponse
@@ -239,6 +233,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             return response
         raise
     history.remember(result.assistant_message)
+    if req.tool_choice not in (None, "auto"):
+        registry.gateway.record_event(
+            rollout_id,
+            "tool_choice_ignored",
+            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
+            turn=result.turn.index,
+        )
     return response
 
 

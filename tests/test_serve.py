@@ -81,15 +81,24 @@ async def test_unknown_closed_missing_and_bad_ids_are_clear_4xx(qwen3):
 
 
 async def test_auto_open_starts_unknown_sessions_but_never_reopens_closed_ones(qwen3):
-    async with (
-        running_front(gateway(qwen3), auto_open=True) as base,
-        httpx.AsyncClient(base_url=base) as http,
-    ):
+    config = {"auto_open": True, "max_open_sessions": 2}
+    async with running_front(gateway(qwen3), **config) as base, httpx.AsyncClient(base_url=base) as http:
         resp = await ask(base, "fresh", messages=FIRST, tools=TOOLS)
         assert resp.choices[0].message.tool_calls[0].function.name == "add"
         await http.post("/sessions/fresh/close", json={})
         with pytest.raises(openai.ConflictError):
             await ask(base, "fresh", messages=FIRST, tools=TOOLS)
+        # open sessions are bounded, whichever way they are opened
+        assert (await open_session(http, "a")).status_code == 201
+        assert (await open_session(http, "a")).status_code == 201  # idempotent
+        await ask(base, "b", messages=FIRST, tools=TOOLS)
+        with pytest.raises(openai.RateLimitError) as err:
+            await ask(base, "c", messages=FIRST, tools=TOOLS)
+        assert err.value.code == "too_many_sessions"
+        assert (await http.post("/sessions", json={})).json()["error"]["code"] == "too_many_sessions"
+        await http.post("/sessions/a/close", json={})
+        assert (await http.post("/sessions", json={"group_id": "x" * 201})).status_code == 400
+        assert (await open_session(http, "c")).status_code == 201
 
 
 # ---------------------------------------------------------------------------- control

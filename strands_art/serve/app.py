@@ -73,6 +73,8 @@ class ServeConfig(TypedDict, total=False):
         auto_open: open a session on the first chat request naming an unknown rollout id.
         max_body_bytes: request body limit (413 above it; default 8 MiB).
         store: a :class:`~strands_art.store.TrajectoryStore`; each closed rollout is appended.
+        max_open_sessions: sessions open through the front at once (default 10,000; one more is
+            a 429 ``too_many_sessions``).
     """
 
     model_name: str
@@ -80,6 +82,7 @@ class ServeConfig(TypedDict, total=False):
     auto_open: bool
     max_body_bytes: int
     store: Any
+    max_open_sessions: int
 
 
 def error_for(exc: BaseException) -> RequestError | None:
@@ -255,8 +258,8 @@ async def open_session(request: web.Request) -> web.Response:
     if unknown:
         raise RequestError(400, f"unknown fields {unknown} (rollout_id, group_id, sampling)")
     group_id = body.get("group_id")
-    if group_id is not None and not isinstance(group_id, str):
-        raise RequestError(400, "'group_id' must be a string", param="group_id")
+    if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
+        raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
     sampling = sampling_from_json(body["sampling"]) if body.get("sampling") is not None else None
     rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
     return _json({"rollout_id": rollout_id, "group_id": group_id}, 201)
@@ -305,7 +308,9 @@ def create_app(gateway: RolloutGateway, **config: Any) -> web.Application:
         middlewares=[_errors, _auth], client_max_size=int(cfg.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES)
     )
     app[CONFIG] = dict(cfg)
-    app[REGISTRY] = SessionRegistry(gateway, auto_open=bool(cfg["auto_open"]))
+    app[REGISTRY] = SessionRegistry(
+        gateway, auto_open=bool(cfg["auto_open"]), max_open=int(cfg.get("max_open_sessions") or 10_000)
+    )
     for prefix in ("", "/rollouts/{rollout_id}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
         app.router.add_get(prefix + "/v1/models", models)

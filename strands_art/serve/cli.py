@@ -72,6 +72,12 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"request body limit, 413 above it (default {DEFAULT_MAX_BODY_BYTES})",
     )
+    g.add_argument(
+        "--max-open-sessions",
+        type=int,
+        default=10_000,
+        help="sessions open at once; opening one more is a 429 (default 10000)",
+    )
     g.add_argument("--served-model-name", default=None, help="name listed by /v1/models (default: --model)")
     g.add_argument("--store", default=None, help="append closed rollouts to this trajectory store directory")
 
@@ -97,6 +103,13 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g = p.add_argument_group("gateway")
     g.add_argument(
         "--history-mode", choices=["tree", "linear"], default="tree", help="row capture (default tree)"
+    )
+    g.add_argument(
+        "--on-nonlinear",
+        choices=["reset", "error", "disable"],
+        default="reset",
+        help="linear mode, a history that does not continue the saved tokens: reset (default), "
+        "error (409), disable (see docs/linear-history.md)",
     )
     g.add_argument(
         "--on-sampling-override",
@@ -152,6 +165,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     backend, tokenizer = _backend(args)
     config: dict[str, Any] = {
         "history_mode": args.history_mode,
+        "on_nonlinear": args.on_nonlinear,
         "on_sampling_override": args.on_sampling_override,
         "sampling": SamplingParams(
             temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens
@@ -171,6 +185,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
         api_key=api_key,
         auto_open=args.auto_open,
         max_body_bytes=args.max_body_bytes,
+        max_open_sessions=args.max_open_sessions,
         store=store,
     )
     try:

@@ -56,12 +56,22 @@ class SessionRegistry:
     Args:
         gateway: the rollout gateway (sessions opened with its Python API are served too).
         auto_open: open a session on the first request that names an unknown id.
+        max_open: the most sessions open through the front at once (opening one more is a 429
+            ``too_many_sessions``): a bound on memory when clients open sessions.
         remember_closed: how many closed ids to remember for the 409 (oldest forgotten first).
     """
 
-    def __init__(self, gateway: RolloutGateway, *, auto_open: bool = False, remember_closed: int = 100_000):
+    def __init__(
+        self,
+        gateway: RolloutGateway,
+        *,
+        auto_open: bool = False,
+        max_open: int = 10_000,
+        remember_closed: int = 100_000,
+    ):
         self.gateway = gateway
         self.auto_open = auto_open
+        self.max_open = max_open
         self._canonical: dict[str, CanonicalHistory] = {}
         self._closed: OrderedDict[str, None] = OrderedDict()
         self._remember_closed = remember_closed
@@ -105,6 +115,7 @@ class SessionRegistry:
                     "server with auto-open",
                     code="session_not_found",
                 )
+            self._check_room()
             self.gateway.open_session(rollout_id)
         history = self._canonical.get(rollout_id)
         if history is None:
@@ -129,6 +140,8 @@ class SessionRegistry:
                         f"rollout {rollout_id!r} is already open with group {open_group!r}",
                         code="session_exists",
                     )
+        if rollout_id is None or rollout_id not in self._canonical:
+            self._check_room()
         rollout_id = self.gateway.open_session(rollout_id, group_id, sampling)
         if sampling is not None:
             self.gateway.set_sampling(rollout_id, sampling)
@@ -153,6 +166,15 @@ class SessionRegistry:
         while len(self._closed) > self._remember_closed:
             self._closed.popitem(last=False)
         return traj
+
+    def _check_room(self) -> None:
+        if len(self._canonical) >= self.max_open:
+            raise RequestError(
+                429,
+                f"{len(self._canonical)} sessions are open, the most this server allows: close some first",
+                type="rate_limit_error",
+                code="too_many_sessions",
+            )
 
     def _require_open(self, rollout_id: str) -> None:
         check_id(rollout_id)

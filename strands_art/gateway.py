@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
@@ -69,6 +70,8 @@ class GatewayConfig(TypedDict, total=False):
             ``max_context_tokens`` attribute if it has one (llama.cpp's slot size), else the
             tokenizer's ``model_max_length`` capped at 32768.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
+        family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
+            "qwen", "generic"); default: detected from the chat template.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
     """
@@ -80,6 +83,7 @@ class GatewayConfig(TypedDict, total=False):
     max_context_tokens: int
     chat_template: str
     chat_template_kwargs: dict[str, Any]
+    family: str
     measure_drift: bool
 
 
@@ -97,6 +101,8 @@ class GenerateResult:
         turn: the recorded Turn (token IDs, logprobs, timings).
         assistant_message: the OpenAI-format assistant message the gateway produced (canonical
             history: the provider replays it).
+        recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
+            :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
     """
 
     text: str
@@ -107,6 +113,7 @@ class GenerateResult:
     problems: list[str]
     turn: Turn
     assistant_message: dict[str, Any]
+    recovered: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -139,8 +146,9 @@ class RolloutGateway:
         if unknown:
             raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
         if isinstance(tokenizer, str):
-            from strands_art.registry import load_tokenizer
+            from strands_art.registry import family_of, load_tokenizer
 
+            config.setdefault("family", family_of(tokenizer))
             tokenizer = load_tokenizer(tokenizer)
         self.config: GatewayConfig = {
             "history_mode": "tree",
@@ -152,7 +160,10 @@ class RolloutGateway:
         if self.config["history_mode"] not in ("tree", "linear"):
             raise ValueError(f"history_mode must be 'tree' or 'linear', got {self.config['history_mode']!r}")
         self.renderer = ChatRenderer(
-            tokenizer, self.config.get("chat_template"), self.config.get("chat_template_kwargs")
+            tokenizer,
+            self.config.get("chat_template"),
+            self.config.get("chat_template_kwargs"),
+            family=self.config.get("family"),
         )
         self.backend = backend
         self.max_context_tokens = int(
@@ -190,6 +201,10 @@ class RolloutGateway:
                 measure_drift=bool(self.config.get("measure_drift", False)),
             )
         return TreeHistory(self.renderer)
+
+    def is_open(self, rollout_id: str) -> bool:
+        """Whether a session with this rollout id is open."""
+        return rollout_id in self._sessions
 
     def set_sampling(self, rollout_id: str, sampling: SamplingParams) -> None:
         """Set a session's sampling parameters (the trainer's call)."""
@@ -233,6 +248,8 @@ class RolloutGateway:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         sampling_overrides: dict[str, Any] | None = None,
+        *,
+        deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -241,6 +258,11 @@ class RolloutGateway:
             tools: OpenAI-format tool specs (``{"type": "function", "function": {...}}``).
             sampling_overrides: what the agent asked for; ignored with a warning or rejected
                 (config ``on_sampling_override``): sampling belongs to the trainer.
+            deliver: optional; awaited with the parsed result *before* the turn is recorded
+                (the HTTP front writes its response here). If it raises or is cancelled (the
+                client went away), nothing is recorded and the session is left as it was.
+                Without it, a sample that came back is recorded even if the caller is
+                cancelled meanwhile.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -271,6 +293,12 @@ class RolloutGateway:
             except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
                 raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             t_sample = time.perf_counter()
+            if deliver is not None:
+                await plan.finish(self.renderer.encode)
+                result = self._result(s, norm, tools, plan, sample)
+                await deliver(result)
+                self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
+                return result
             try:
                 await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
             finally:  # a sample that came back is recorded even if we are cancelled meanwhile
@@ -295,12 +323,20 @@ class RolloutGateway:
         )
 
     def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
+        result = self._result(s, norm, tools, plan, sample)
+        self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
+        return result
+
+    def _result(self, s, norm, tools, plan, sample: SampleResult) -> GenerateResult:
+        """The parsed turn; changes nothing in the session (see :meth:`_commit`)."""
         plan.finish_now(self.renderer.encode_sync)  # metrics finish() did not get to (cancelled)
         traj = s.trajectory
         index = len(traj.turns)
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
+        family = self.renderer.family
         calls = [
-            replace(c, id=f"call_{traj.rollout_id[:8]}_{index}_{k}") for k, c in enumerate(parsed.tool_calls)
+            replace(c, id=family.call_id(traj.rollout_id, index, k, c.id))
+            for k, c in enumerate(parsed.tool_calls)
         ]
         finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
         turn = Turn(
@@ -314,28 +350,6 @@ class RolloutGateway:
             messages=norm,
             tools=tools,
         )
-        parent = s.capture.find_parent(turn.prompt_ids)
-        previous = s.capture.last_row
-        for ev in plan.events:
-            traj.events.append({"turn": index, **ev})
-        if parent is None and previous is not None and not plan.explains_fork:
-            info = explain_fork(self.renderer, previous.input_ids, turn.prompt_ids, norm, tools)
-            traj.events.append({"turn": index, "kind": "fork", **info})
-        tk = tools_key(tools)
-        if s.tools_key is not None and tk != s.tools_key:
-            traj.events.append({"turn": index, "kind": "tools_changed", "reason": "the tool specs changed"})
-        s.tools_key = tk
-        s.capture.add(turn, parent)
-        if parsed.ill_formed or parsed.problems:
-            traj.metadata.setdefault("ill_formed_turns", []).append(
-                {"turn": index, "problems": parsed.problems}
-            )
-        if sample.finish_reason == "length":
-            traj.metadata.setdefault("truncated_turns", []).append(index)
-        if "logprobs_mode" in sample.info:
-            traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
-        if parsed.recovered:
-            traj.metadata.setdefault("recovered_calls", []).append({"turn": index, "how": parsed.recovered})
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:
             assistant["reasoning_content"] = parsed.reasoning
@@ -348,15 +362,6 @@ class RolloutGateway:
                 }
                 for c in calls
             ]
-        s.history.commit(plan, turn.output_ids, sample.finish_reason, assistant)
-        traj.turns.append(turn)
-        t_end = time.perf_counter()
-        turn.timings = {
-            "prompt": t_prompt - t0,
-            "sample": t_sample - t_prompt,
-            "record": t_end - t_sample,
-            "total": t_end - t0,
-        }
         return GenerateResult(
             text=parsed.text,
             reasoning=parsed.reasoning,
@@ -366,7 +371,46 @@ class RolloutGateway:
             problems=list(parsed.problems),
             turn=turn,
             assistant_message=assistant,
+            recovered=list(parsed.recovered),
         )
+
+    def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
+        """Record the turn of :meth:`_result`: row, events, metadata, history, timings."""
+        traj, turn = s.trajectory, result.turn
+        index = turn.index
+        parent = s.capture.find_parent(turn.prompt_ids)
+        previous = s.capture.last_row
+        for ev in plan.events:
+            traj.events.append({"turn": index, **ev})
+        if parent is None and previous is not None and not plan.explains_fork:
+            info = explain_fork(self.renderer, previous.input_ids, turn.prompt_ids, turn.messages, turn.tools)
+            traj.events.append({"turn": index, "kind": "fork", **info})
+        tk = tools_key(turn.tools)
+        if s.tools_key is not None and tk != s.tools_key:
+            traj.events.append({"turn": index, "kind": "tools_changed", "reason": "the tool specs changed"})
+        s.tools_key = tk
+        s.capture.add(turn, parent)
+        if result.ill_formed or result.problems:
+            traj.metadata.setdefault("ill_formed_turns", []).append(
+                {"turn": index, "problems": list(result.problems)}
+            )
+        if sample.finish_reason == "length":
+            traj.metadata.setdefault("truncated_turns", []).append(index)
+        if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
+            traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
+        if result.recovered:
+            traj.metadata.setdefault("recovered_calls", []).append(
+                {"turn": index, "how": list(result.recovered)}
+            )
+        s.history.commit(plan, turn.output_ids, sample.finish_reason, result.assistant_message)
+        traj.turns.append(turn)
+        t_end = time.perf_counter()
+        turn.timings = {
+            "prompt": t_prompt - t0,
+            "sample": t_sample - t_prompt,
+            "record": t_end - t_sample,
+            "total": t_end - t0,
+        }
 
     def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
         eot = set(self.renderer.end_of_turn_ids)

@@ -64,6 +64,8 @@ class ChatRenderer:
         self._reads_thinking = re.search(r"\bthinking\b", self.chat_template) is not None
         self._template_vars = {**getattr(tokenizer, "special_tokens_map", {}), **self.chat_template_kwargs}
         self.end_of_turn_ids = self._end_of_turn_ids()
+        # one past the largest token ID (added tokens included): a sampled ID must be below it
+        self.vocab_size = max(self.backend.get_vocab(with_added_tokens=True).values()) + 1
 
     # ----------------------------------------------------------------- rendering
     def render(

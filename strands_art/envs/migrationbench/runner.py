@@ -24,6 +24,7 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -351,7 +352,7 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
         )
         return 130
     except (TaskError, ModelNotFound, UsageError, RunDirBusy) as exc:
-        console.print(f"[red]strands-art migrate: {exc}[/red]", highlight=False)
+        print(f"strands-art migrate: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
     failed = [r["rollout_id"] for r in results if r.get("failed")]
     if failed:

@@ -12,9 +12,12 @@ A run directory holds::
     trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
     summary.png        rewards and rows per rollout
     logs/              <rollout>.eval.json: the evaluator's result (details incl. the Maven log tail)
+    workspaces/        the running rollouts' workspaces (mode 0700)
+    .lock              the run-directory lock
 
 Completed rollouts are appended as they finish, so a crash or Ctrl-C keeps them and
-``--resume RUN_DIR`` runs only the missing ones.
+``--resume RUN_DIR`` runs only the missing ones; :mod:`.rundir` makes each rollout count
+exactly once whatever the kill point, and lets one process at a time use the directory.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from strands_art.validation import UsageError
 from .agent import RolloutLimits, build_agent, run_agent, user_prompt
 from .report import plot_run, print_summary
 from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
-from .runner_args import validate_migrate_args
+from .runner_args import validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
@@ -131,10 +131,18 @@ def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | Non
 async def run_rollout(
     spec: RolloutSpec, args: argparse.Namespace, gateway: Any, make_model: Any, run_dir: Path
 ) -> dict:
-    """One rollout end to end; returns its results.jsonl record (never raises for agent failures)."""
+    """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
+
+    The workspace is made under ``run_dir/workspaces`` and removed at the end.
+
+    Raises:
+        UsageError: a limit in ``args`` out of range (:func:`.runner_args.validate_rollout_limits`).
+    """
     from .evaluator import evaluate_command
 
     t0 = time.monotonic()
+    validate_rollout_limits(args)
+    (run_dir / WORKSPACES_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
         tool_env = prepare_tool_env(ws)

@@ -104,21 +104,39 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # (flag, attribute, lowest, highest, lowest excluded): the ranges validate_migrate_args enforces
+_ROLLOUT_INT_LIMITS = (
+    ("--max-turns", "max_turns", 1, 100_000),
+    ("--max-output-bytes", "max_output_bytes", 2, 1 << 30),
+)
+_ROLLOUT_FLOAT_LIMITS = (
+    ("--time-limit", "time_limit", 0.0, 7 * 86400.0, True),
+    ("--command-timeout", "command_timeout", 0.0, 86400.0, True),
+    ("--build-timeout", "build_timeout", 0.0, 86400.0, True),
+)
 _INT_LIMITS = (
     ("--rollouts-per-task", "rollouts_per_task", 1, 10_000),
     ("--concurrency", "concurrency", 1, 1024),
     ("--max-new-tokens", "max_new_tokens", 1, 1 << 20),
-    ("--max-turns", "max_turns", 1, 100_000),
-    ("--max-output-bytes", "max_output_bytes", 2, 1 << 30),
     ("--seed", "seed", 0, (1 << 31) - 1),
 )
 _FLOAT_LIMITS = (
     ("--temperature", "temperature", 0.0, 100.0, False),
     ("--top-p", "top_p", 0.0, 1.0, True),
-    ("--time-limit", "time_limit", 0.0, 7 * 86400.0, True),
-    ("--command-timeout", "command_timeout", 0.0, 86400.0, True),
-    ("--build-timeout", "build_timeout", 0.0, 86400.0, True),
 )
+
+
+def validate_rollout_limits(args: argparse.Namespace) -> None:
+    """Check the per-rollout limits :func:`~.runner.run_rollout` reads (``max_turns``,
+    ``max_output_bytes``, ``time_limit``, ``command_timeout``, ``build_timeout``); the trainers
+    that call it directly check them here too.
+
+    Raises:
+        UsageError: the first value out of range, naming its flag.
+    """
+    for flag, name, lo, hi in _ROLLOUT_INT_LIMITS:
+        check_int(flag, getattr(args, name), lo, hi)
+    for flag, name, lo, hi, lo_open in _ROLLOUT_FLOAT_LIMITS:
+        check_float(flag, getattr(args, name), lo, hi, lo_open=lo_open)
 
 
 def validate_migrate_args(args: argparse.Namespace) -> None:
@@ -133,6 +151,7 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
     """
     for flag, name, lo, hi in _INT_LIMITS:
         check_int(flag, getattr(args, name), lo, hi)
+    validate_rollout_limits(args)
     if args.max_context_tokens is not None:
         check_int("--max-context-tokens", args.max_context_tokens, 2, 1 << 24)
     for flag, name, lo, hi, lo_open in _FLOAT_LIMITS:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from strands_art.cli import main
-from strands_art.envs.migrationbench.reaper import processes
+from strands_art.envs.migrationbench.reaper import TOKEN_ENV, processes
 from strands_art.envs.migrationbench.rundir import RunDirBusy, open_run_dir, reconcile
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory
@@ -30,20 +30,39 @@ def _result(rid: str, **extra: object) -> str:
     return json.dumps({"rollout_id": rid, "reward": 1.0, "token_capture": True, **extra}) + "\n"
 
 
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from strands_art.envs.migrationbench.rundir import open_run_dir
+    open_run_dir(sys.argv[1])
+    print("locked", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _python(code: str, *argv: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, env=env)
+
+
 def test_second_process_on_a_run_dir_is_refused(tmp_path: Path, capsys) -> None:
-    rd = open_run_dir(tmp_path / "run")
+    run = tmp_path / "run"
+    holder = _python(HOLDER, str(run))
     try:
-        with pytest.raises(RunDirBusy, match=rf"in use by another strands-art process \(pid {os.getpid()}\)"):
-            open_run_dir(tmp_path / "run")
-        (tmp_path / "run" / "config.json").write_text(json.dumps({"tasks": ["sun-base64"]}))
-        before = (tmp_path / "run" / "config.json").read_text()
-        assert main(["migrate", "--resume", str(tmp_path / "run")]) == 2
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        with pytest.raises(RunDirBusy, match=rf"in use by another strands-art process \(pid {holder.pid}\)"):
+            open_run_dir(run)
+        (run / "config.json").write_text(json.dumps({"tasks": ["sun-base64"]}))
+        before = sorted((p.name, p.stat().st_mtime_ns) for p in run.iterdir())
+        assert main(["migrate", "--resume", str(run)]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "is in use by another strands-art process" in err
-        assert (tmp_path / "run" / "config.json").read_text() == before
+        assert err.count("\n") == 1 and f"is in use by another strands-art process (pid {holder.pid})" in err
+        assert sorted((p.name, p.stat().st_mtime_ns) for p in run.iterdir()) == before  # nothing written
     finally:
-        rd.close()
-    open_run_dir(tmp_path / "run").close()  # released: the next owner gets it
+        holder.kill()
+        holder.wait()
+    open_run_dir(run).close()  # the lock died with its holder: the resume can go on
 
 
 def test_reconcile_keeps_each_finished_rollout_exactly_once(tmp_path: Path) -> None:
@@ -129,10 +148,7 @@ def _sleepers() -> set[int]:
 
 
 def test_killing_the_runner_kills_its_command_process_groups(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, str(tmp_path / "run")], stdout=subprocess.PIPE, env=env
-    )
+    proc = _python(RUNNER, str(tmp_path / "run"))
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         assert len(_sleepers()) == 4
@@ -146,3 +162,26 @@ def test_killing_the_runner_kills_its_command_process_groups(tmp_path: Path) -> 
         proc.kill()
         for pid in _sleepers():
             os.kill(pid, signal.SIGKILL)
+
+
+def test_resume_kills_what_still_carries_the_dead_runs_token(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".lock").write_text(json.dumps({"pid": 999999, "token": "deadbeef00112233"}) + "\n")
+    env = {**os.environ, TOKEN_ENV: "deadbeef00112233"}
+    other = {**os.environ, TOKEN_ENV: "0123456789abcdef"}  # another run's process: left alone
+    orphan = subprocess.Popen(["sleep", "305"], env=env, start_new_session=True)
+    bystander = subprocess.Popen(["sleep", "306"], env=other, start_new_session=True)
+    try:
+        time.sleep(0.2)
+        rd = open_run_dir(run)
+        rd.close()
+        assert rd.killed == 1
+        assert orphan.wait(timeout=5) == -signal.SIGKILL
+        assert bystander.poll() is None
+        assert json.loads((run / ".lock").read_text())["token"] == rd.token != "deadbeef00112233"
+    finally:
+        orphan.kill()
+        bystander.kill()
+        orphan.wait()
+        bystander.wait()

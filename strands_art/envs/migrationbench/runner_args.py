@@ -98,7 +98,7 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="RUN_DIR",
         help="continue a run with its saved config.json (other options are ignored); completed "
-        "rollouts are kept, only the missing ones run",
+        "rollouts are kept, only the missing ones run; a run directory takes one process at a time",
     )
     g.add_argument("--no-plot", action="store_true", help="skip the rewards/rows plot")
 

@@ -93,7 +93,7 @@ def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
     """
     path = Path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -103,18 +103,22 @@ def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
             f"run directory {path} is in use by another strands-art process (pid {holder}); "
             "wait for it to finish, or use another --run-dir"
         ) from None
-    previous = _read_lock(fd)
-    token = secrets.token_hex(8)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps({"pid": os.getpid(), "token": token}).encode() + b"\n", 0)
-    os.fsync(fd)
-    killed = 0
-    if isinstance(previous.get("token"), str):
-        killed = kill_marked(previous["token"], spare={os.getpid()})
-        if killed:
-            logger.warning("killed %d leftover process(es) of the previous run in %s", killed, path)
-    removed = _clear_workspaces(path / WORKSPACES_DIR)
-    report = reconcile(path)
+    try:
+        previous = _read_lock(fd)
+        token = secrets.token_hex(8)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "token": token}).encode() + b"\n", 0)
+        os.fsync(fd)
+        killed = 0
+        if isinstance(previous.get("token"), str):
+            killed = kill_marked(previous["token"], spare={os.getpid()})
+            if killed:
+                logger.warning("killed %d leftover process(es) of the previous run in %s", killed, path)
+        removed = _clear_workspaces(path / WORKSPACES_DIR)
+        report = reconcile(path)
+    except BaseException:
+        os.close(fd)  # releases the lock
+        raise
     return RunDir(path, token, killed, removed, report, fd)
 
 
@@ -200,7 +204,10 @@ def reconcile(run_dir: Path) -> ReconcileReport:
     for line in text.splitlines():
         if line.strip():
             rec = parse_record(line)
-            (torn.append(line) if rec is None else lines.append((line, rec)))
+            if rec is None:
+                torn.append(line)
+            else:
+                lines.append((line, rec))
     done: dict[str, dict[str, Any]] = {}
     for _, rec in lines:
         if rec.get("failed"):

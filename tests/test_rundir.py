@@ -128,6 +128,7 @@ RUNNER = textwrap.dedent(
         # a command's process group with a background job, and one that left the group
         subprocess.Popen(["bash", "-c", "sleep 301 & sleep 302"], start_new_session=True)
         subprocess.Popen(["bash", "-c", "setsid sleep 303 & sleep 304"], start_new_session=True)
+        subprocess.Popen(["sleep", "307"])  # in the runner's own group, which is pytest's: killed by pid
         time.sleep(1.5)  # the reaper polls every 0.5 s
         print("ready", flush=True)
         time.sleep(600)
@@ -142,7 +143,7 @@ def _sleepers() -> set[int]:
             cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if cmd[:1] == [b"sleep"] and cmd[1:2] in ([b"301"], [b"302"], [b"303"], [b"304"]):
+        if cmd[:1] == [b"sleep"] and cmd[1:2] in ([b"301"], [b"302"], [b"303"], [b"304"], [b"307"]):
             found.add(pid)
     return found
 
@@ -151,7 +152,8 @@ def test_killing_the_runner_kills_its_command_process_groups(tmp_path: Path) -> 
     proc = _python(RUNNER, str(tmp_path / "run"))
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        assert len(_sleepers()) == 4
+        assert len(_sleepers()) == 5
+        assert os.getpgid(proc.pid) == os.getpgid(0)  # so the reaper must not kill that group
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 10

@@ -97,7 +97,10 @@ def _kill(pid: int, group: bool) -> None:
 
 
 def kill_marked(
-    token: str, seen: dict[tuple[int, int], int] | None = None, spare: set[int] = frozenset()
+    token: str,
+    seen: dict[tuple[int, int], int] | None = None,
+    spare: frozenset[int] = frozenset(),
+    spare_groups: frozenset[int] = frozenset(),
 ) -> int:
     """SIGKILL the processes of a dead run and their process groups; returns how many were hit.
 
@@ -105,18 +108,22 @@ def kill_marked(
         token: the run's ``STRANDS_ART_RUN_TOKEN``.
         seen: ``{(pid, start): pgid}`` of processes observed as the runner's descendants.
         spare: pids never to kill (the caller, the reaper itself).
+        spare_groups: process groups never killed as a whole: the runner's own group, which
+            may be its parent script's (a process in it is still killed by pid). The caller's
+            group and those of ``spare`` are added.
     """
     seen = seen or {}
     hit = 0
     groups: set[int] = set()
-    for p in processes().values():
+    table = processes()
+    for p in table.values():
         if p.pid in spare or p.pid == 1:
             continue
         if (p.pid, p.start) in seen or has_token(p.pid, token):
             _kill(p.pid, group=False)
             groups.add(p.pgid)
             hit += 1
-    own = {os.getpgid(0)} | {os.getpgid(pid) for pid in spare if _stat(pid) is not None}
+    own = {os.getpgid(0), *spare_groups} | {table[pid].pgid for pid in spare if pid in table}
     for pgid in groups - own - {0, 1}:
         _kill(pgid, group=True)
     return hit
@@ -128,7 +135,9 @@ def watch(parent: int, token: str, pipe_fd: int = 0, poll_s: float = POLL_S) -> 
     Writes ``ready`` to stdout once it knows which children ``parent`` had before (those are
     never killed)."""
     me = os.getpid()
-    before = {(p.pid, p.start) for p in descendants(parent)}  # children the runner had already
+    table = processes()
+    parent_group = frozenset({table[parent].pgid} if parent in table else ())
+    before = {(p.pid, p.start) for p in descendants(parent, table)}  # children the runner had already
     seen: dict[tuple[int, int], int] = {}
     os.write(1, b"ready\n")
     while True:
@@ -138,7 +147,7 @@ def watch(parent: int, token: str, pipe_fd: int = 0, poll_s: float = POLL_S) -> 
         for p in descendants(parent):
             if p.pid != me and (p.pid, p.start) not in before:
                 seen[(p.pid, p.start)] = p.pgid
-    return kill_marked(token, seen, spare={me, parent})
+    return kill_marked(token, seen, spare=frozenset({me, parent}), spare_groups=parent_group)
 
 
 class Reaper:

@@ -111,7 +111,7 @@ def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
         os.fsync(fd)
         killed = 0
         if isinstance(previous.get("token"), str):
-            killed = kill_marked(previous["token"], spare={os.getpid()})
+            killed = kill_marked(previous["token"], spare=frozenset({os.getpid()}))
             if killed:
                 logger.warning("killed %d leftover process(es) of the previous run in %s", killed, path)
         removed = _clear_workspaces(path / WORKSPACES_DIR)

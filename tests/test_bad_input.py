@@ -187,3 +187,38 @@ def test_batching_plan_refuses_absurd_sizes(capsys, flag: str, value: str, messa
 def test_demo_refuses_bad_values_before_loading_a_model(capsys, flag: str, value: str) -> None:
     code, err = _run(capsys, "demo", flag, value)
     _one_error_line(code, err, f"strands-art demo: {flag} must be an integer")
+
+
+def _git_repo(path: Path) -> str:
+    """A repository with one JUnit test class; returns its HEAD commit."""
+    test_dir = path / "src" / "test" / "java" / "p"
+    test_dir.mkdir(parents=True)
+    (test_dir / "ATest.java").write_text(
+        "package p;\nimport org.junit.Test;\npublic class ATest {\n  @Test public void one() {}\n}\n"
+    )
+    git = ["git", "-C", str(path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    return subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_valid_commit_ids_still_reach_git(tmp_path: Path) -> None:
+    commit = _git_repo(tmp_path / "src")
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(tmp_path / "src"), str(tmp_path / "srv/owner/name.git")],
+        check=True,
+    )
+    task = materialize_record(
+        {"repo": "owner/name", "base_commit": commit, "num_test_cases": 1},
+        tmp_path / "tasks",
+        git_base=(tmp_path / "srv").as_uri(),
+    )
+    head = subprocess.run(
+        ["git", "-C", str(task.repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    assert head.stdout.strip() == commit and task.num_test_cases == 1
+    original = _original_tests(tmp_path / "src", EvalTask("t", 1, base_commit=commit))
+    assert sorted(original.keys()) == ["p.ATest#one"]

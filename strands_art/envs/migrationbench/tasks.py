@@ -165,16 +165,8 @@ def materialize_record(
         url = f"{git_base.rstrip('/')}/{record['repo']}.git"
         for cmd in (
             ["git", "clone", "--quiet", "--filter=blob:none", "--", url, str(repo)],
-            [
-                "git",
-                "-C",
-                str(repo),
-                "checkout",
-                "--quiet",
-                "--detach",
-                "--end-of-options",
-                record["base_commit"],
-            ],
+            # base_commit is hex (check_record), so never an option; checkout has no --end-of-options
+            ["git", "-C", str(repo), "checkout", "--quiet", "--detach", record["base_commit"]],
         ):
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:

@@ -110,7 +110,9 @@ def test_base_commit_is_never_read_as_an_option_by_git(tmp_path: Path, capsys) -
         ("base_commit", "--output=/x", "base_commit must be a hex git commit id"),
         ("repo", "../../etc", "repo must be OWNER/NAME"),
         ("repo", "--upload-pack=touch /x/y", "repo must be OWNER/NAME"),
-        ("num_test_cases", True, "num_test_cases must be an integer, got True"),
+        ("num_test_cases", True, "num_test_cases must be an integer >= 0"),
+        ("num_test_cases", -1, "num_test_cases must be an integer >= 0"),
+        ("num_test_cases", None, "num_test_cases must be an integer >= 0"),
     ],
 )
 def test_task_records_are_checked_before_git_sees_them(tmp_path: Path, field, value, message) -> None:

@@ -101,7 +101,8 @@ _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 def check_record(record: dict[str, Any], where: str) -> None:
     """Refuse record values that would be misread: ``repo`` not ``OWNER/NAME`` (or naming ``..``),
-    ``base_commit`` not a hex id (it is passed to git), ``num_test_cases`` not an integer.
+    ``base_commit`` not a hex id (it is passed to git), ``num_test_cases`` not an integer >= 0
+    (upstream's -1/-2 "unparsed" and the utg split's missing count cannot be scored).
 
     Raises:
         TaskError: naming ``where`` and the field.
@@ -113,9 +114,12 @@ def check_record(record: dict[str, Any], where: str) -> None:
         check_commit_id(record.get("base_commit"), f"{where}: base_commit")
     except ValueError as exc:
         raise TaskError(str(exc)) from None
-    num = record.get("num_test_cases")  # None: not published (the utg split)
-    if num is not None and (isinstance(num, bool) or not isinstance(num, int)):
-        raise TaskError(f"{where}: num_test_cases must be an integer, got {num!r}")
+    num = record.get("num_test_cases")  # the evaluator needs it: refuse now, not after the rollout
+    if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+        raise TaskError(
+            f"{where}: num_test_cases must be an integer >= 0 (the evaluator compares the tests run "
+            f"with it), got {num!r}"
+        )
 
 
 def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -> list[Task]:

@@ -224,3 +224,24 @@ def test_valid_commit_ids_still_reach_git(tmp_path: Path) -> None:
     assert head.stdout.strip() == commit and task.num_test_cases == 1
     original = _original_tests(tmp_path / "src", EvalTask("t", 1, base_commit=commit))
     assert sorted(original.keys()) == ["p.ATest#one"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "r.csv",
+            b"repo,base_commit,num_test_cases\nowner/name,--output=/x,1\n",
+            "row 0: base_commit must be",
+        ),
+        ("r.csv", b"repo,num_test_cases\nowner/name,1\n", "missing columns ['base_commit']"),
+        ("r.parquet", b"PAR1 but not parquet", "cannot read the records"),
+    ],
+)
+def test_migrate_records_are_checked_before_writing(tmp_path: Path, capsys, name, content, message) -> None:
+    records = tmp_path / name
+    records.write_bytes(content)
+    run_dir = tmp_path / "run"
+    code, err = _run(capsys, "migrate", "--records", str(records), "--run-dir", str(run_dir))
+    _one_error_line(code, err, "strands-art migrate:", message)
+    assert not run_dir.exists()

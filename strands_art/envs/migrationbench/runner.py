@@ -278,7 +278,9 @@ async def run_migration(
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
     validate_migrate_args(args)
-    tasks = None if args.records else load_tasks(args.tasks_dir, args.tasks)  # fail before writing
+    # read and check the tasks (or records) before anything is written
+    tasks: list[Task] | list[dict[str, Any]]
+    tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)
     rd = open_run_dir(run_dir)
     try:
         with run_token(rd.token):
@@ -292,13 +294,13 @@ async def _run(
     console: Console,
     backend_factory: BackendFactory | None,
     rd: RunDir,
-    tasks: list[Task] | None,
+    tasks: list[Task] | list[dict[str, Any]],
 ) -> list[dict]:
     run_dir, cfg_path = rd.path, rd.path / "config.json"
     write_atomic(cfg_path, json.dumps({k: v for k, v in vars(args).items() if k != "func"}, indent=2))
     args.run_dir_used = str(run_dir)
-    if tasks is None:
-        tasks = [materialize_record(r, run_dir / "tasks") for r in read_records(args.records)]
+    if args.records:  # clone each record's repository into the run directory
+        tasks = [materialize_record(r, run_dir / "tasks") for r in tasks]
     specs = [
         RolloutSpec(task, k, args.seed + i * args.rollouts_per_task + k)
         for i, task in enumerate(tasks)

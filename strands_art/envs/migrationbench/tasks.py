@@ -140,16 +140,28 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """MigrationBench records from a CSV or Parquet file (columns :data:`RECORD_FIELDS`)."""
+    """MigrationBench records from a CSV or Parquet file (columns :data:`RECORD_FIELDS`).
+
+    Raises:
+        TaskError: the file cannot be read, lacks ``repo``/``base_commit``, or a row fails
+            :func:`check_record`.
+    """
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     p = Path(path)
-    table = pq.read_table(p) if p.suffix == ".parquet" else pacsv.read_csv(p)
+    try:
+        table = pq.read_table(p) if p.suffix == ".parquet" else pacsv.read_csv(p)
+    except (OSError, pa.ArrowException) as exc:
+        raise TaskError(f"{p}: cannot read the records ({' '.join(str(exc).split())[:200]})") from None
     missing = [f for f in RECORD_FIELDS[:2] if f not in table.column_names]
     if missing:
         raise TaskError(f"{p}: missing columns {missing} (need at least repo, base_commit)")
-    return table.to_pylist()
+    records = table.to_pylist()
+    for i, record in enumerate(records):
+        check_record(record, f"{p} row {i}")
+    return records
 
 
 def materialize_record(

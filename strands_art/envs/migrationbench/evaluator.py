@@ -105,12 +105,12 @@ class EvalResult:
         return asdict(self)
 
 
-def _original_tests(repo_dir: Path, task: EvalTask) -> TestInventory:
+def _original_tests(repo_dir: Path, task: EvalTask, scratch_dir: Path | None = None) -> TestInventory:
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
-    with tempfile.TemporaryDirectory(prefix="strands-art-orig-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="strands-art-orig-", dir=scratch_dir) as tmp:
         archive = Path(tmp) / "orig.tar"
         commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
         proc = subprocess.run(
@@ -160,6 +160,7 @@ def evaluate(
     offline: bool | None = None,
     fork_count: int | None = None,
     log_path: Path | None = None,
+    scratch_dir: Path | None = None,
 ) -> EvalResult:
     """Build and score a migrated project in place (its ``target/`` dirs are rebuilt).
 
@@ -168,16 +169,23 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
+        scratch_dir: where temporary directories go (default: the system's temp directory).
 
     Raises FileNotFoundError when ``repo_dir`` has no ``pom.xml`` (an agent that deletes it
     should get 0: callers of an agent workspace use :func:`evaluate_command`, which maps it).
     """
     repo = Path(repo_dir).resolve()
     t0 = time.monotonic()
-    original = _original_tests(repo, task)
+    original = _original_tests(repo, task, scratch_dir)
     removed = _remove_target_dirs(repo)
     mvn = run_maven(
-        repo, ["clean", "verify"], timeout_s, offline=offline, fork_count=fork_count, log_path=log_path
+        repo,
+        ["clean", "verify"],
+        timeout_s,
+        offline=offline,
+        fork_count=fork_count,
+        log_path=log_path,
+        scratch_dir=scratch_dir,
     )
     bytecode = check_bytecode(repo)
     build_success = mvn.ok and bytecode.ok
@@ -246,7 +254,9 @@ def evaluate(
     )
 
 
-def evaluate_command(repo_dir: Path | str, task_dir: Path | str, timeout_s: float = 300.0) -> dict[str, Any]:
+def evaluate_command(
+    repo_dir: Path | str, task_dir: Path | str, timeout_s: float = 300.0, scratch_dir: Path | None = None
+) -> dict[str, Any]:
     """``strands-art evaluate REPO_DIR --task TASK_DIR``: the result as a JSON-ready dict.
 
     A repository without a root ``pom.xml`` scores 0 (``details.error`` says why) rather than
@@ -258,7 +268,7 @@ def evaluate_command(repo_dir: Path | str, task_dir: Path | str, timeout_s: floa
         return EvalResult(
             False, False, 0, task.num_test_cases, False, 0.0, {"error": f"no pom.xml in {repo}"}
         ).to_json()
-    return evaluate(repo, task, timeout_s=timeout_s).to_json()
+    return evaluate(repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir).to_json()
 
 
 def main(argv: list[str] | None = None) -> int:

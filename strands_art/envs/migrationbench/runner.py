@@ -174,7 +174,11 @@ async def run_rollout(
         log_dir = run_dir / "logs"
         log_dir.mkdir(exist_ok=True)
         evaluation = await asyncio.to_thread(
-            evaluate_command, str(ws.root), str(spec.task.dir), timeout_s=args.build_timeout
+            evaluate_command,
+            str(ws.root),
+            str(spec.task.dir),
+            timeout_s=args.build_timeout,
+            scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
         )
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
         eval_s = time.monotonic() - t_agent

@@ -103,6 +103,12 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
         InvalidSample: the first violation, with the offending position and value.
     """
     ids, lps = sample.output_ids, sample.logprobs
+    if (
+        len(ids) <= max_new_tokens
+        and all(type(t) is int and 0 <= t < vocab_size for t in ids)
+        and all(type(x) in (float, int) and -math.inf < x <= 0 for x in lps)
+    ):
+        return  # the common case, in one pass each; below: find the first violation for the message
     if len(ids) > max_new_tokens:
         raise InvalidSample(f"backend returned {len(ids)} tokens but at most {max_new_tokens} were asked for")
     for i, t in enumerate(ids):

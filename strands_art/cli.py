@@ -6,7 +6,8 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 - ``evaluate``       score a migrated repository against its task (JSON to stdout);
 - ``replay``         replay a logged conversation through the gateway (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
-- ``batching-plan``  step-stable batching arithmetic (JSON to stdout).
+- ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
+- ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
 
 Each subcommand imports what it needs lazily, so ``--help`` is fast.
 """
@@ -19,6 +20,8 @@ import json
 import logging
 import sys
 from pathlib import Path
+
+from strands_art.registry import tokenizer_aliases
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -104,7 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="replay a logged conversation through the gateway (scripted backend)")
     p.add_argument("file", help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}")
     p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
-    p.add_argument("--tokenizer", default=None, help="qwen3, smollm2 or a local tokenizer directory")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help=f"tokenizer alias ({', '.join(tokenizer_aliases())}) or a local tokenizer directory",
+    )
     p.add_argument(
         "--summary", action="store_true", help="also print a summary (rows, tokens, events) to stderr"
     )
@@ -141,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strands_art.training.cli import add_batching_plan_parser
 
     add_batching_plan_parser(sub)
+
+    from strands_art.serve.cli import add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

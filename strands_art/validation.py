@@ -8,6 +8,7 @@ its range; the message names the flag, the range and the value given.
 
 from __future__ import annotations
 
+import argparse
 import math
 from typing import Any
 
@@ -37,3 +38,17 @@ def check_float(flag: str, value: Any, lo: float, hi: float, *, lo_open: bool = 
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_sampling_args(args: argparse.Namespace) -> None:
+    """The sampling flags ``migrate`` and ``serve`` share: ``--temperature`` [0, 100],
+    ``--top-p`` (0, 1], ``--max-new-tokens`` 1 … 2^20, ``--max-context-tokens`` 2 … 2^24 or unset.
+
+    Raises:
+        UsageError: the first value out of range.
+    """
+    check_float("--temperature", args.temperature, 0.0, 100.0)
+    check_float("--top-p", args.top_p, 0.0, 1.0, lo_open=True)
+    check_int("--max-new-tokens", args.max_new_tokens, 1, 1 << 20)
+    if args.max_context_tokens is not None:
+        check_int("--max-context-tokens", args.max_context_tokens, 2, 1 << 24)

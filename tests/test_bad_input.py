@@ -245,3 +245,34 @@ def test_migrate_records_are_checked_before_writing(tmp_path: Path, capsys, name
     code, err = _run(capsys, "migrate", "--records", str(records), "--run-dir", str(run_dir))
     _one_error_line(code, err, "strands-art migrate:", message)
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--temperature", "-1", "--temperature must be a finite number in [0, 100]"),
+        ("--top-p", "nan", "--top-p must be a finite number in (0, 1]"),
+        ("--max-new-tokens", "0", "--max-new-tokens must be an integer from 1"),
+        ("--port", "99999", "--port must be an integer from 0 to 65,535"),
+        ("--max-open-sessions", "0", "--max-open-sessions must be an integer from 1"),
+        ("--max-body-bytes", "-1", "--max-body-bytes must be an integer from 1"),
+    ],
+)
+def test_serve_refuses_bad_values_before_starting(tmp_path: Path, capsys, flag, value, message) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('[{"text": "hi<|im_end|>"}]')
+    code, err = _run(capsys, "serve", "--backend", "scripted", "--script", str(script), flag, value)
+    _one_error_line(code, err, "strands-art serve:", message)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"\xff[", "can't decode byte 0xff"), (b"[" * 100_000, "maximum recursion depth"), (b"{}", "JSON list")],
+)
+def test_serve_malformed_script(tmp_path: Path, capsys, content: bytes, message: str) -> None:
+    script = tmp_path / "script.json"
+    script.write_bytes(content)
+    code, err = _run(
+        capsys, "serve", "--backend", "scripted", "--tokenizer", "qwen3", "--script", str(script)
+    )
+    _one_error_line(code, err, "strands-art serve:", message)

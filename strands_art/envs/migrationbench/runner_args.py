@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import UsageError, check_float, check_int
+from strands_art.validation import UsageError, check_float, check_int, check_sampling_args
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
@@ -116,12 +116,7 @@ _ROLLOUT_FLOAT_LIMITS = (
 _INT_LIMITS = (
     ("--rollouts-per-task", "rollouts_per_task", 1, 10_000),
     ("--concurrency", "concurrency", 1, 1024),
-    ("--max-new-tokens", "max_new_tokens", 1, 1 << 20),
     ("--seed", "seed", 0, (1 << 31) - 1),
-)
-_FLOAT_LIMITS = (
-    ("--temperature", "temperature", 0.0, 100.0, False),
-    ("--top-p", "top_p", 0.0, 1.0, True),
 )
 
 
@@ -152,10 +147,7 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
     for flag, name, lo, hi in _INT_LIMITS:
         check_int(flag, getattr(args, name), lo, hi)
     validate_rollout_limits(args)
-    if args.max_context_tokens is not None:
-        check_int("--max-context-tokens", args.max_context_tokens, 2, 1 << 24)
-    for flag, name, lo, hi, lo_open in _FLOAT_LIMITS:
-        check_float(flag, getattr(args, name), lo, hi, lo_open=lo_open)
+    check_sampling_args(args)
     if args.backend not in ("transformers", "vllm", "litellm"):
         raise UsageError(f"--backend must be transformers, vllm or litellm, got {args.backend!r}")
     if args.backend == "vllm" and not args.base_url:

@@ -17,7 +17,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from strands_art.backends.base import BackendContextOverflow, SampleResult, SamplingBackend, SamplingParams
+from strands_art.backends.base import (
+    BackendContextOverflow,
+    SampleResult,
+    SamplingBackend,
+    SamplingParams,
+    check_sample,
+)
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
@@ -268,6 +274,9 @@ class RolloutGateway:
             MessageError / TemplateError: bad input; nothing recorded.
             ContextBudgetExceeded: no room to generate; nothing recorded.
             BackendError / BackendTimeout: the backend failed; nothing recorded.
+            InvalidSample (a BackendError): the backend's answer had a token ID outside the
+                vocabulary, a logprob that is not finite and <= 0, or more tokens than asked
+                for; nothing recorded (the provider reports it like any backend failure).
             HistoryDivergence: linear mode with ``on_nonlinear="error"``.
         """
         s = self._session(rollout_id)
@@ -292,6 +301,7 @@ class RolloutGateway:
                 sample: SampleResult = await self.backend.sample(prompt_ids, params)
             except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
                 raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
+            check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
             t_sample = time.perf_counter()
             if deliver is not None:
                 await plan.finish(self.renderer.encode)

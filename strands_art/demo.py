@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from strands import Agent, tool
 from strands.agent.conversation_manager import NullConversationManager
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 
 from strands_art.backends import local_backend
 from strands_art.backends.base import SamplingParams
@@ -51,6 +54,23 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+class LiveToolCalls(HookProvider):
+    """Print each tool call the moment the agent makes it, with the seconds since the start."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.t0 = time.monotonic()
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._on_tool_call)
+
+    def _on_tool_call(self, event: BeforeToolCallEvent) -> None:
+        use = event.tool_use
+        self.console.print(
+            f"[dim]{time.monotonic() - self.t0:5.1f} s[/dim] [bold]tool call:[/bold] {use['name']}({use['input']})"
+        )
+
+
 async def _run(model: str, history_mode: str, seed: int, max_new_tokens: int, console: Console) -> None:
     with console.status(f"loading {model} (the first load joins/converts and caches it)"):
         backend, tokenizer = local_backend(model, context_tokens=4096)
@@ -67,6 +87,7 @@ async def _run(model: str, history_mode: str, seed: int, max_new_tokens: int, co
         system_prompt=SYSTEM_PROMPT,
         conversation_manager=NullConversationManager(),
         callback_handler=None,
+        hooks=[LiveToolCalls(console)],
     )
     console.rule("conversation")
     try:

@@ -27,8 +27,11 @@ from strands_art.model import ARTModel
 logger = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
-    "You are a helpful assistant. Use the tools when they help: call a tool by writing "
-    '<tool_call>{"name": ..., "arguments": {...}}</tool_call>, then answer briefly.'
+    "You are a helpful assistant with two tools, add and word_count. To use a tool, answer with "
+    "only the tool call and nothing else, for example:\n"
+    '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>\n'
+    "You may write several calls in one answer. After the tool results, answer in one short "
+    "plain sentence."
 )
 QUESTION = "What is 17 plus 25? Then count the words in 'the quick brown fox'."
 

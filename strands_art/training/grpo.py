@@ -7,9 +7,10 @@ For the rollouts ``i`` of one group (same ``group_id``, i.e. the same task) with
 
 ``std`` is the unbiased sample standard deviation, as in verl's
 ``compute_grpo_outcome_advantage``. Every row of a rollout carries ``A_i`` on its sampled
-tokens. A failed rollout (reward None or NaN, or ``metadata["failed"]`` set by the runner on an
-exception or timeout) is left out of its group's statistics, logged with its reason, and given
-no rows. A group whose valid rewards are all equal (including a group of one) has no signal:
+tokens. A failed rollout (reward None, not a number, or not finite — NaN, +inf, -inf — or
+``metadata["failed"]`` set by the runner on an exception or timeout) is left out of its group's
+statistics, logged with its reason, and given no rows: one rollout whose reward function
+overflowed must not turn every advantage of its group into NaN or crash the batch. A group whose valid rewards are all equal (including a group of one) has no signal:
 its advantages are 0 and it is counted in ``zero_advantage_groups``.
 """
 
@@ -68,10 +69,20 @@ def failure_reason(traj: Trajectory) -> str | None:
     if traj.metadata.get("failed"):
         detail = traj.metadata.get("error") or traj.metadata.get("failed")
         return f"rollout failed: {detail}"
-    if traj.reward is None:
+    return reward_problem(traj.reward)
+
+
+def reward_problem(reward: object) -> str | None:
+    """Why ``reward`` cannot enter a GRPO group ("no reward", "reward is NaN", "reward is +inf",
+    "reward is -inf", "reward is not a number: ..."), or None for a finite real number."""
+    if reward is None:
         return "no reward"
-    if math.isnan(traj.reward):
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        return f"reward is not a number: {reward!r:.60}"
+    if math.isnan(reward):
         return "reward is NaN"
+    if math.isinf(reward):
+        return "reward is +inf" if reward > 0 else "reward is -inf"
     return None
 
 

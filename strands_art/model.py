@@ -107,7 +107,10 @@ class ARTModel(Model):
             if message.get("role") == "assistant":
                 out.append(self.canonical.assistant(index, strands_assistant_to_openai(message)))
             else:
-                for m in strands_user_to_openai(message):
+                placeholders: list[str] = []
+                converted = strands_user_to_openai(message, placeholders)
+                self.canonical.report_non_text(index, placeholders)
+                for m in converted:
                     if m["role"] == "tool":
                         self.canonical.check_tool_result(index, m)
                     out.append(m)
@@ -130,7 +133,9 @@ class ARTModel(Model):
 
         Raises:
             StrandsFormatError: a malformed message or tool spec (unknown role, content that is
-                not a list of blocks, a tool spec without a name, an image block); nothing recorded.
+                not a list of blocks, a tool spec without a name, an unknown block); nothing
+                recorded. Image, document and video blocks are not errors: the model sees a
+                placeholder text and the trajectory a ``non_text_content`` event.
             ContextWindowOverflowException: the prompt leaves no room to generate.
             ModelThrottledException: the sampling backend failed or timed out (retryable).
         """

@@ -175,7 +175,7 @@ def test_config_round_trip_and_unknown_keys(qwen3):
         ([{"role": "wizard", "content": [{"text": "hi"}]}], "unknown message role"),
         ([{"role": "user", "content": "hi"}], "must be a list of content blocks"),
         ([None], "must be a dict"),
-        ([{"role": "user", "content": [{"image": {}}]}], "unsupported user content block"),
+        ([{"role": "user", "content": [{"hologram": {}}]}], "unsupported user content block"),
     ],
 )
 async def test_malformed_strands_messages_are_rejected_and_record_nothing(qwen3, messages, match):

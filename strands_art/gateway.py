@@ -241,6 +241,7 @@ class RolloutGateway:
         sampling_overrides: dict[str, Any] | None = None,
         *,
         deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
+        max_context_tokens: int | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -254,6 +255,8 @@ class RolloutGateway:
                 client went away), nothing is recorded and the session is left as it was.
                 Without it, a sample that came back is recorded even if the caller is
                 cancelled meanwhile.
+            max_context_tokens: a tighter context budget for this call (the caller's, e.g. a
+                Strands ``context_window_limit``); the gateway's own budget still caps it.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -267,9 +270,10 @@ class RolloutGateway:
             norm = normalize_messages(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
-            room = self.max_context_tokens - len(plan)
+            budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
+            room = budget - len(plan)
             if room <= 0:
-                raise ContextBudgetExceeded(len(plan), self.max_context_tokens)
+                raise ContextBudgetExceeded(len(plan), budget)
             prompt_ids = plan.prompt_ids
             t_prompt = time.perf_counter()
             params = replace(

@@ -226,6 +226,27 @@ class RolloutGateway:
         s = self._session(rollout_id)
         s.trajectory.events.append({"turn": len(s.trajectory.turns), "kind": kind, "reason": reason, **data})
 
+    def tag_turn(self, rollout_id: str, turn: int, tag: str, reason: str) -> None:
+        """Tag a recorded turn (e.g. ``"discarded"``: the harness threw its response away).
+
+        The tag goes on ``Turn.tags``, on the row holding the turn
+        (``row.metadata["turn_tags"][str(turn)]``) and into the events as ``turn_tagged``.
+        Idempotent per (turn, tag). The trainer reads the row tags (GRPOConfig.exclude_turn_tags).
+
+        Raises:
+            UnknownSession: no open session; IndexError: no such turn.
+        """
+        s = self._session(rollout_id)
+        if not 0 <= turn < len(s.trajectory.turns):
+            raise IndexError(f"rollout {rollout_id!r} has no turn {turn}")
+        recorded = s.trajectory.turns[turn]
+        if tag in recorded.tags:
+            return
+        recorded.tags.append(tag)
+        row = s.capture.rows[recorded.row]
+        row.metadata.setdefault("turn_tags", {}).setdefault(str(turn), []).append(tag)
+        s.trajectory.events.append({"turn": turn, "kind": "turn_tagged", "tag": tag, "reason": reason})
+
     def _session(self, rollout_id: str) -> _Session:
         try:
             return self._sessions[rollout_id]

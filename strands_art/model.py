@@ -11,7 +11,9 @@ Implements the Strands ``Model`` interface (strands/models/model.py of strands-a
 assigned. Strands rewrites history before a provider sees it again (blank text becomes
 "[blank text]", unparseable tool input becomes ``{}``, reasoning is kept only as a block); the
 provider maps each replayed assistant message back to what the gateway produced and reports any
-other rewrite as a reason-coded event on the trajectory. The provider knows nothing of tokens.
+other rewrite as a reason-coded event on the trajectory. Calls the agent throws away (a hook's
+retry, a cancelled turn) and summarization calls are tagged on their turns
+(:mod:`strands_art.turn_tags`). The provider knows nothing of tokens.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from strands_art.formats import (
     tool_specs_to_openai,
 )
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
+from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -102,6 +105,7 @@ class ARTModel(Model):
         self.gateway = gateway
         self.config: ARTModelConfig = {"model_id": "strands-art", "params": {}, "on_tool_choice": "ignore"}
         self._histories: dict[str, CanonicalHistory] = {}
+        self.tagger = TurnTagger(gateway)
         self._warned_tool_choice = False
         if session_id is not None:
             config["session_id"] = session_id
@@ -280,6 +284,8 @@ class ARTModel(Model):
             ValueError: a forcing ``tool_choice`` with ``on_tool_choice="reject"``.
             ModelThrottledException: the sampling backend failed or timed out (retryable).
         """
+        self.tagger.watch(kwargs.get("invocation_state"))
+        self.tagger.settle()
         chat = self.to_chat_messages(messages, system_prompt)
         tools = tool_specs_to_openai(tool_specs)
         self._check_tool_choice(tool_choice)
@@ -298,11 +304,26 @@ class ARTModel(Model):
         except BackendError as exc:
             raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
         self.canonical.remember(result.assistant_message)
+        session, turn = self.session_id, result.turn.index
+        if is_summarizer_call(messages, tool_specs):
+            self.tagger.tag(session, turn, SUMMARIZER, "a conversation manager's summarization call")
         latency = int((time.perf_counter() - t0) * 1000)
-        for event in stream_events(
-            result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
-        ):
-            yield event
+        self.tagger.produced(session, turn)
+        cancel = kwargs.get("cancel_signal")
+        if cancel is not None and cancel.is_set():  # the agent drops this response at its checkpoint
+            self.tagger.tag(session, turn, DISCARDED, "cancelled: the cancel signal was set during the turn")
+        delivered = False
+        try:
+            for event in stream_events(
+                result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
+            ):
+                yield event
+            delivered = True
+        finally:
+            if not delivered:
+                self.tagger.tag(
+                    session, turn, DISCARDED, "not_delivered: the agent stopped reading the response"
+                )
 
     async def structured_output(  # type: ignore[override]
         self,

@@ -42,6 +42,11 @@ class Turn:
         ill_formed: the output contained a tool call that could not be parsed.
         timings: seconds spent per phase ("render", "tokenize", "sample", "parse", "total").
         messages / tools: the normalized chat messages and tool specs that produced the prompt.
+        tags: what the harness did with the turn, set after it was recorded
+            (:meth:`~strands_art.gateway.RolloutGateway.tag_turn`): ``"discarded"`` (the agent
+            threw the response away: a retry, a cancelled turn), ``"summarizer"`` (a
+            conversation manager's summarization call). The same tags are on the row holding
+            the turn, ``row.metadata["turn_tags"][str(index)]``.
     """
 
     index: int
@@ -55,6 +60,7 @@ class Turn:
     timings: dict[str, float] = field(default_factory=dict)
     messages: list[dict] = field(default_factory=list)
     tools: list[dict] | None = None
+    tags: list[str] = field(default_factory=list)
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         return _plain(self, () if full else ("messages", "tools"))
@@ -109,6 +115,16 @@ class Row:
         self.logprobs.extend(logprobs)
         self.turns.append(turn)
         self.turn_spans.append([start, len(self.input_ids)])
+
+    def tagged_spans(self, tags: set[str] | frozenset[str]) -> list[tuple[int, list[int]]]:
+        """``(turn, [start, end))`` of each sampled span whose turn carries one of ``tags``
+        (``metadata["turn_tags"]``, keys are turn indices as strings)."""
+        turn_tags = self.metadata.get("turn_tags") or {}
+        return [
+            (turn, span)
+            for turn, span in zip(self.turns, self.turn_spans, strict=False)
+            if tags & set(turn_tags.get(str(turn), ()))
+        ]
 
     def check(self) -> None:
         """Raise ValueError if the aligned lists disagree in length or the mask is not 0/1."""

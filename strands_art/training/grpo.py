@@ -36,14 +36,24 @@ class GRPOConfig:
     Attributes:
         scale_by_std: divide by the group's standard deviation (GRPO); False is Dr.GRPO.
         std_eps: added to the standard deviation before dividing.
+        exclude_turn_tags: turns carrying one of these tags (``Turn.tags``, on rows as
+            ``metadata["turn_tags"]``, see strands_art/turn_tags.py) get loss mask 0: by default
+            ``discarded`` ones (a response the agent threw away: a hook's retry, a cancelled
+            turn). Add ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
     """
 
     scale_by_std: bool = True
     std_eps: float = 1e-6
+    exclude_turn_tags: tuple[str, ...] = ("discarded",)
 
     def __post_init__(self) -> None:
         if self.std_eps < 0:
             raise ValueError(f"std_eps must be >= 0, got {self.std_eps}")
+        if isinstance(self.exclude_turn_tags, str) or not all(
+            isinstance(t, str) for t in self.exclude_turn_tags
+        ):
+            raise ValueError(f"exclude_turn_tags must be a list of tag names, got {self.exclude_turn_tags!r}")
+        object.__setattr__(self, "exclude_turn_tags", tuple(self.exclude_turn_tags))
 
 
 @dataclass
@@ -55,7 +65,10 @@ class Advantages:
         rows: every row of every kept rollout, with its rollout's advantage, in input order.
         excluded: rollout_id -> reason, for every failed rollout (they have no rows here).
         metrics: reward_mean, reward_std (over kept rollouts), rollouts, failed_rollouts,
-            groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean.
+            groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean, and over
+            kept rollouts: discarded_turns, summarizer_turns (turns with that tag),
+            loss_excluded_turns, loss_excluded_tokens (sampled tokens masked out by
+            ``exclude_turn_tags``), loss_excluded_rows (rows left with no sampled token).
     """
 
     advantages: dict[str, float]
@@ -142,10 +155,16 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
 
     rows: list[BatchRow] = []
     kept = 0
+    tag_counts = {"discarded": 0, "summarizer": 0}
+    excluded_turns = excluded_tokens = excluded_rows = 0
+    exclude = frozenset(config.exclude_turn_tags)
     for traj in trajectories:
         if traj.rollout_id not in advantages:
             continue
         kept += 1
+        for turn in traj.turns:
+            for tag in turn.tags:
+                tag_counts[tag] = tag_counts.get(tag, 0) + 1
         if not traj.rows:
             logger.warning("rollout %s has a reward but no rows", traj.rollout_id)
         for row in traj.rows:
@@ -158,6 +177,17 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
                 raise ValueError(
                     f"row group {row.group_id!r} disagrees with trajectory {traj.rollout_id!r} group {traj.group_id!r}"
                 )
+            spans = row.tagged_spans(exclude) if exclude else []
+            if spans:
+                mask = list(row.loss_mask)
+                for _, (start, end) in spans:
+                    excluded_tokens += sum(mask[start:end])
+                    mask[start:end] = [0] * (end - start)
+                excluded_turns += len(spans)
+                row = dataclasses.replace(row, loss_mask=mask)
+                if not any(mask):
+                    excluded_rows += 1
+                    continue
             rows.append(BatchRow(row=row, advantage=advantages[traj.rollout_id]))
 
     rewards = [float(t.reward) for g in groups.values() for t in g]  # type: ignore[arg-type]
@@ -171,5 +201,9 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         "rows": len(rows),
         "rows_per_rollout": len(rows) / kept if kept else 0.0,
         "advantage_abs_mean": statistics.fmean(abs(a) for a in advantages.values()) if advantages else 0.0,
+        **{f"{tag}_turns": n for tag, n in sorted(tag_counts.items())},
+        "loss_excluded_turns": excluded_turns,
+        "loss_excluded_tokens": excluded_tokens,
+        "loss_excluded_rows": excluded_rows,
     }
     return Advantages(advantages=advantages, rows=rows, excluded=excluded, metrics=metrics)

@@ -170,12 +170,16 @@ class Trajectory:
     def num_tokens(self) -> int:
         return sum(len(r) for r in self.rows)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, messages: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict. With ``messages``, each turn also keeps the chat messages and tool
+        specs that produced its prompt (what ``strands-art replay --from-run`` needs), stored
+        compactly: a turn whose messages extend the previous turn's holds only the new ones and
+        ``messages_prefix`` (how many it shares); :meth:`from_dict` restores the full lists."""
         return {
             "rollout_id": self.rollout_id,
             "group_id": self.group_id,
             "reward": self.reward,
-            "turns": [t.to_dict() for t in self.turns],
+            "turns": _turn_dicts(self.turns) if messages else [t.to_dict() for t in self.turns],
             "rows": [r.to_dict() for r in self.rows],
             "events": self.events,
             "metadata": self.metadata,
@@ -187,8 +191,35 @@ class Trajectory:
             rollout_id=d["rollout_id"],
             group_id=d.get("group_id"),
             reward=d.get("reward"),
-            turns=[Turn(**t) for t in d.get("turns", [])],
+            turns=_turns_from_dicts(d.get("turns", [])),
             rows=[Row.from_dict(r) for r in d.get("rows", [])],
             events=list(d.get("events", [])),
             metadata=dict(d.get("metadata", {})),
         )
+
+
+def _turn_dicts(turns: list[Turn]) -> list[dict[str, Any]]:
+    out, previous = [], []
+    for turn in turns:
+        d = turn.to_dict(full=True)
+        shared = 0
+        while shared < min(len(previous), len(turn.messages)) and previous[shared] == turn.messages[shared]:
+            shared += 1
+        if shared == len(previous) and shared:
+            d["messages"], d["messages_prefix"] = d["messages"][shared:], shared
+        previous = turn.messages
+        out.append(d)
+    return out
+
+
+def _turns_from_dicts(items: list[dict[str, Any]]) -> list[Turn]:
+    turns: list[Turn] = []
+    for item in items:
+        item = dict(item)
+        shared = item.pop("messages_prefix", 0)
+        if shared:
+            if not turns or len(turns[-1].messages) < shared:
+                raise ValueError(f"turn {len(turns)}: messages_prefix {shared} has no previous messages")
+            item["messages"] = copy.deepcopy(turns[-1].messages[:shared]) + list(item.get("messages", []))
+        turns.append(Turn(**item))
+    return turns

@@ -6,6 +6,8 @@ import logging
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strands_art.training.grpo import GRPOConfig, compute_advantages, group_advantages
 from strands_art.trajectory import Row, Trajectory
@@ -167,3 +169,28 @@ def test_evaluation_scores_non_finite_reward_as_failed():
     assert got["val_reward"] == 0.25
     assert got["val_failed"] == 3
     assert got["val_reward_std"] == pytest.approx(math.sqrt(3) / 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(min_value=-10, max_value=10, allow_nan=False),
+            st.sampled_from([math.inf, -math.inf, math.nan, None]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_bad_rewards_leave_the_others_as_if_they_were_absent(rewards, scale):
+    """Property: adding rollouts whose reward is None/NaN/±inf changes no other advantage."""
+    config = GRPOConfig(scale_by_std=scale)
+    trajs = [traj(f"r{i}", "g", r) for i, r in enumerate(rewards)]
+    good = [t for t in trajs if t.reward is not None and math.isfinite(t.reward)]
+    res = compute_advantages(trajs, config)
+    alone = compute_advantages(good, config)
+    assert res.advantages == alone.advantages
+    assert set(res.excluded) == {t.rollout_id for t in trajs} - {t.rollout_id for t in good}
+    assert all(math.isfinite(a) for a in res.advantages.values())
+    assert res.metrics["reward_mean"] == alone.metrics["reward_mean"]

@@ -133,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rollout", metavar="ID", default=None, help="the rollout id to replay (with --from-run)")
     p.add_argument("--export", metavar="OUT.json", default=None, help="also write the replay file used here")
-    p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
+    p.add_argument(
+        "--mode",
+        choices=["tree", "linear"],
+        default=None,
+        help="history mode (default: the file's or the run's mode, else tree)",
+    )
     p.add_argument(
         "--tokenizer",
         default=None,

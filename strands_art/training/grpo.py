@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strands_art.training.batching import BatchRow
-from strands_art.trajectory import Trajectory
+from strands_art.trajectory import Row, Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +97,21 @@ def reward_problem(reward: object) -> str | None:
     if math.isinf(reward):
         return "reward is +inf" if reward > 0 else "reward is -inf"
     return None
+
+
+def exclude_tagged_turns(row: Row, tags: frozenset[str] | set[str]) -> tuple[Row, int, int]:
+    """``row`` with loss mask 0 on the sampled spans of turns tagged with one of ``tags``
+    (``row.metadata["turn_tags"]``), the number of such turns and of sampled tokens masked.
+    The row is copied when anything changes, never mutated."""
+    spans = row.tagged_spans(tags) if tags else []
+    if not spans:
+        return row, 0, 0
+    mask = list(row.loss_mask)
+    tokens = 0
+    for _, (start, end) in spans:
+        tokens += sum(mask[start:end])
+        mask[start:end] = [0] * (end - start)
+    return dataclasses.replace(row, loss_mask=mask), len(spans), tokens
 
 
 def group_advantages(rewards: Sequence[float], config: GRPOConfig) -> list[float]:
@@ -177,17 +192,12 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
                 raise ValueError(
                     f"row group {row.group_id!r} disagrees with trajectory {traj.rollout_id!r} group {traj.group_id!r}"
                 )
-            spans = row.tagged_spans(exclude) if exclude else []
-            if spans:
-                mask = list(row.loss_mask)
-                for _, (start, end) in spans:
-                    excluded_tokens += sum(mask[start:end])
-                    mask[start:end] = [0] * (end - start)
-                excluded_turns += len(spans)
-                row = dataclasses.replace(row, loss_mask=mask)
-                if not any(mask):
-                    excluded_rows += 1
-                    continue
+            row, n_turns, n_tokens = exclude_tagged_turns(row, exclude)
+            excluded_turns += n_turns
+            excluded_tokens += n_tokens
+            if n_turns and not any(row.loss_mask):
+                excluded_rows += 1
+                continue
             rows.append(BatchRow(row=row, advantage=advantages[traj.rollout_id]))
 
     rewards = [float(t.reward) for g in groups.values() for t in g]  # type: ignore[arg-type]

@@ -192,3 +192,14 @@ async def test_in_process_turn_of_a_session_closed_meanwhile_raises_and_leaves_t
     with pytest.raises(SessionClosed, match="'r' was closed while this turn was sampled"):
         await turn
     assert traj.turns == [] and traj.rows == [] and traj.reward == 1.0
+
+
+async def test_a_token_that_is_not_utf8_is_401_not_a_500(qwen3):
+    gw = gateway(qwen3)
+    async with running_front(gw, api_key="s3cret") as base, httpx.AsyncClient(base_url=base) as http:
+        for token in (b"Bearer \xff\xfe", "Bearer ü".encode()):
+            r = await http.get("/v1/models", headers={"Authorization": token})
+            assert r.status_code == 401, r.text
+            assert r.json()["error"]["code"] == "invalid_api_key"
+        r = await http.get("/v1/models", headers={"Authorization": "Bearer s3cret"})
+        assert r.status_code == 200

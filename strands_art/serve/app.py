@@ -169,7 +169,9 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     if key and request.path != "/health":
         given = request.headers.get("Authorization", "")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode("utf-8", "surrogateescape"), key.encode()
+        ):
             raise RequestError(
                 401, "missing or wrong bearer token", type="authentication_error", code="invalid_api_key"
             )

@@ -203,3 +203,18 @@ async def test_a_token_that_is_not_utf8_is_401_not_a_500(qwen3):
             assert r.json()["error"]["code"] == "invalid_api_key"
         r = await http.get("/v1/models", headers={"Authorization": "Bearer s3cret"})
         assert r.status_code == 200
+
+
+async def test_sampling_fields_left_out_take_the_servers_defaults_not_the_dataclass_ones(qwen3):
+    server = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=64)
+    gw = gateway(qwen3, sampling=server)
+    async with running_front(gw) as base, httpx.AsyncClient(base_url=base) as http:
+        r = await http.post("/sessions", json={"rollout_id": "r", "sampling": {"seed": 3}})
+        assert r.status_code == 201
+        assert (await http.post(CHAT, json={"messages": FIRST, "tools": TOOLS})).status_code == 200
+        r = await http.put("/sessions/r/sampling", json={"temperature": 0.2})
+        assert r.json() == {**server.to_dict(), "temperature": 0.2, "stop": [], "stop_token_ids": []}
+        assert (await http.post(CHAT, json={"messages": FIRST, "tools": TOOLS})).status_code == 200
+    first, second = gw.backend.params
+    assert (first.temperature, first.top_p, first.max_new_tokens, first.seed) == (0.7, 0.9, 64, 3)
+    assert (second.temperature, second.top_p, second.max_new_tokens, second.seed) == (0.2, 0.9, 64, None)

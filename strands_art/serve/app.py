@@ -271,13 +271,14 @@ async def open_session(request: web.Request) -> web.Response:
     group_id = body.get("group_id")
     if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
         raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
-    sampling = sampling_from_json(body["sampling"]) if body.get("sampling") is not None else None
+    defaults = request.app[REGISTRY].gateway.config["sampling"]
+    sampling = sampling_from_json(body["sampling"], defaults) if body.get("sampling") is not None else None
     rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
     return _json({"rollout_id": rollout_id, "group_id": group_id}, 201)
 
 
 async def set_sampling(request: web.Request) -> web.Response:
-    sampling = sampling_from_json(await _body(request))
+    sampling = sampling_from_json(await _body(request), request.app[REGISTRY].gateway.config["sampling"])
     request.app[REGISTRY].set_sampling(request.match_info["rollout_id"], sampling)
     return _json(sampling.to_dict())
 

@@ -157,23 +157,41 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
     return backend, backend.tokenizer
 
 
-async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
+def _checked_options(args: argparse.Namespace) -> Any:
+    """The default SamplingParams; SystemExit with a message for an option out of range."""
     from strands_art.backends.base import SamplingParams
+
+    for name in ("max_body_bytes", "max_open_sessions", "max_context_tokens"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise SystemExit(f"strands-art serve: --{name.replace('_', '-')} must be > 0, got {value}")
+    try:
+        return SamplingParams(
+            temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens
+        )
+    except (TypeError, ValueError) as exc:  # e.g. --temperature -1
+        raise SystemExit(f"strands-art serve: {exc}") from None
+
+
+async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     from strands_art.gateway import RolloutGateway
+    from strands_art.registry import ModelNotFound
     from strands_art.serve.app import create_app, start
 
-    backend, tokenizer = _backend(args)
+    sampling = _checked_options(args)
     config: dict[str, Any] = {
         "history_mode": args.history_mode,
         "on_nonlinear": args.on_nonlinear,
         "on_sampling_override": args.on_sampling_override,
-        "sampling": SamplingParams(
-            temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens
-        ),
+        "sampling": sampling,
     }
     if args.max_context_tokens:
         config["max_context_tokens"] = args.max_context_tokens
-    gateway = RolloutGateway(tokenizer, backend, **config)
+    try:  # a tokenizer alias/directory that does not exist (vllm loads it here)
+        backend, tokenizer = _backend(args)
+        gateway = RolloutGateway(tokenizer, backend, **config)
+    except ModelNotFound as exc:
+        raise SystemExit(f"strands-art serve: {exc}") from None
     store = None
     if args.store:
         from strands_art.store import TrajectoryStore

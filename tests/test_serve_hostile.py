@@ -167,6 +167,9 @@ def test_sampling_params_normalize_sequences_and_reject_wrong_types():
         SamplingParams(max_new_tokens=8.0)
     with pytest.raises(ValueError, match="stop_token_ids must be >= 0"):
         SamplingParams(stop_token_ids=(-1,))
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            SamplingParams(temperature=bad)
 
 
 async def test_closing_a_session_mid_turn_fails_the_turn_and_records_nothing(qwen3):

@@ -38,6 +38,14 @@ class UnknownSession(GatewayError, KeyError):
     """No open session has this rollout id."""
 
 
+class SessionClosed(GatewayError):
+    """The session was closed while one of its turns was in flight (rendering or sampling).
+
+    Nothing is recorded: the trajectory :meth:`RolloutGateway.close_session` returned stays as
+    it was handed out. The HTTP front maps it to 409 ``session_closed``.
+    """
+
+
 class ContextBudgetExceeded(GatewayError):
     """The prompt leaves no room to generate (``prompt_tokens >= max_context_tokens``).
 
@@ -287,6 +295,7 @@ class RolloutGateway:
                 vocabulary, a logprob that is not finite and <= 0, or more tokens than asked
                 for; nothing recorded (the provider reports it like any backend failure).
             HistoryDivergence: linear mode with ``on_nonlinear="error"``.
+            SessionClosed: the session was closed while this turn ran; nothing recorded.
         """
         s = self._session(rollout_id)
         async with s.lock:
@@ -310,17 +319,36 @@ class RolloutGateway:
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
             t_sample = time.perf_counter()
+            self._check_still_open(rollout_id, s)
             if deliver is not None:
                 await plan.finish(self.renderer.encode)
+                self._check_still_open(rollout_id, s)
                 result = self._result(s, norm, tools, plan, sample)
                 await deliver(result)
+                if self._sessions.get(rollout_id) is not s:  # closed while the response was written
+                    logger.warning(
+                        "rollout %s was closed while a turn was delivered; not recorded", rollout_id
+                    )
+                    return result
                 self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
                 return result
+            recorded = False
             try:
                 await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
             finally:  # a sample that came back is recorded even if we are cancelled meanwhile
-                result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+                if self._sessions.get(rollout_id) is s:
+                    result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+                    recorded = True
+            if not recorded:
+                self._check_still_open(rollout_id, s)
             return result
+
+    def _check_still_open(self, rollout_id: str, s: _Session) -> None:
+        """Raise SessionClosed when ``s`` is no longer the open session of ``rollout_id``."""
+        if self._sessions.get(rollout_id) is not s:
+            raise SessionClosed(
+                f"rollout {rollout_id!r} was closed while this turn was sampled; the turn was not recorded"
+            )
 
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}

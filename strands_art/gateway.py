@@ -234,6 +234,27 @@ class RolloutGateway:
         s = self._session(rollout_id)
         s.trajectory.events.append({"turn": len(s.trajectory.turns), "kind": kind, "reason": reason, **data})
 
+    def tag_turn(self, rollout_id: str, turn: int, tag: str, reason: str) -> None:
+        """Tag a recorded turn (e.g. ``"discarded"``: the harness threw its response away).
+
+        The tag goes on ``Turn.tags``, on the row holding the turn
+        (``row.metadata["turn_tags"][str(turn)]``) and into the events as ``turn_tagged``.
+        Idempotent per (turn, tag). The trainer reads the row tags (GRPOConfig.exclude_turn_tags).
+
+        Raises:
+            UnknownSession: no open session; IndexError: no such turn.
+        """
+        s = self._session(rollout_id)
+        if not 0 <= turn < len(s.trajectory.turns):
+            raise IndexError(f"rollout {rollout_id!r} has no turn {turn}")
+        recorded = s.trajectory.turns[turn]
+        if tag in recorded.tags:
+            return
+        recorded.tags.append(tag)
+        row = s.capture.rows[recorded.row]
+        row.metadata.setdefault("turn_tags", {}).setdefault(str(turn), []).append(tag)
+        s.trajectory.events.append({"turn": turn, "kind": "turn_tagged", "tag": tag, "reason": reason})
+
     def _session(self, rollout_id: str) -> _Session:
         try:
             return self._sessions[rollout_id]
@@ -249,6 +270,7 @@ class RolloutGateway:
         sampling_overrides: dict[str, Any] | None = None,
         *,
         deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
+        max_context_tokens: int | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -262,6 +284,8 @@ class RolloutGateway:
                 client went away), nothing is recorded and the session is left as it was.
                 Without it, a sample that came back is recorded even if the caller is
                 cancelled meanwhile.
+            max_context_tokens: a tighter context budget for this call (the caller's, e.g. a
+                Strands ``context_window_limit``); the gateway's own budget still caps it.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -279,9 +303,10 @@ class RolloutGateway:
             norm = normalize_messages(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
-            room = self.max_context_tokens - len(plan)
+            budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
+            room = budget - len(plan)
             if room <= 0:
-                raise ContextBudgetExceeded(len(plan), self.max_context_tokens)
+                raise ContextBudgetExceeded(len(plan), budget)
             prompt_ids = plan.prompt_ids
             t_prompt = time.perf_counter()
             params = replace(

@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 from aiohttp import web
 
 from strands_art.backends.base import BackendError, BackendTimeout
-from strands_art.canonical import CanonicalHistory
+from strands_art.canonical import CanonicalHistory, replace_non_text_parts
 from strands_art.gateway import (
     ContextBudgetExceeded,
     GatewayError,
@@ -195,7 +195,9 @@ def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[d
     replaced by what it produced (so the prompt tokens are the ones the model saw)."""
     out = []
     for index, raw in enumerate(messages):
+        raw, placeholders = replace_non_text_parts(raw)
         message = normalize_message(index, raw)
+        history.report_non_text(index, placeholders)
         if message["role"] == "assistant":
             message = history.assistant(index, message)
         elif message["role"] == "tool":

@@ -31,6 +31,16 @@ def test_two_fenced_calls_and_plain_fence() -> None:
     assert out.recovered == ["fenced_json", "fenced_json"]
 
 
+def test_fence_with_several_calls_is_recovered() -> None:
+    other = '{"name": "shell", "arguments": {"command": "mvn -q clean verify"}}'
+    out = P.parse(f"```\n{CALL}\n{other}\n```<|im_end|>", TOOLS)
+    assert [c.arguments["command"] for c in out.tool_calls] == ["cat pom.xml", "mvn -q clean verify"]
+    assert out.recovered == ["fenced_json", "fenced_json"]
+    assert [c.raw for c in out.tool_calls] == [CALL, other]
+    half = P.parse(f'```\n{CALL}\n{{"version": 17}}\n```', TOOLS)  # one object is not a call
+    assert half.tool_calls == [] and half.ill_formed
+
+
 def test_bare_call_is_recovered() -> None:
     out = P.parse(f"  {CALL}\n", TOOLS)
     assert [c.arguments for c in out.tool_calls] == [{"command": "cat pom.xml"}]

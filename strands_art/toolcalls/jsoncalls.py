@@ -8,7 +8,8 @@ Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "argumen
 
 - **fenced**: one or more fenced blocks (language ``json`` or none) whose whole body is one JSON
   object with a ``name`` among the offered tools, ``arguments`` an object (or a JSON string
-  holding one) and no other keys; only whitespace between the blocks. Text may stand *before*
+  holding one) and no other keys (or several such objects separated by whitespace); only
+  whitespace between the blocks. Text may stand *before*
   the first block or *after* the last one, not both: a fenced JSON example with prose on both
   sides is prose.
 - **bare**: the content starts (whitespace aside) with one or more such objects; text after
@@ -93,6 +94,27 @@ def call_from_json(body: str, tool_names: set[str] | None) -> ToolCall:
     return _call_from_obj(obj, tool_names, body.strip())
 
 
+def calls_from_json_sequence(body: str, tool_names: set[str] | None) -> list[ToolCall]:
+    """The calls of a text that is one or more call-shaped JSON objects separated by whitespace.
+
+    Raises:
+        NotACall: anything else in the text, or an object that is not a call (see
+            :func:`call_from_json`).
+    """
+    calls: list[ToolCall] = []
+    pos = _WS.match(body).end()
+    while pos < len(body):
+        try:
+            obj, end = _DECODER.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            raise NotACall(f"invalid JSON: {exc.msg} at offset {exc.pos}") from None
+        calls.append(_call_from_obj(obj, tool_names, body[pos:end]))
+        pos = _WS.match(body, end).end()
+    if not calls:
+        raise NotACall("no JSON object")
+    return calls
+
+
 def _call_from_obj(obj: Any, tool_names: set[str] | None, raw: str) -> ToolCall:
     if not isinstance(obj, dict):
         raise NotACall(f"a JSON {type(obj).__name__}, not an object")
@@ -159,12 +181,13 @@ class Qwen25JsonParser(HermesParser):
         calls: list[ToolCall] = []
         for k, (start, end, body) in enumerate(blocks, 1):
             try:
-                call = call_from_json(body, names)
+                block_calls = calls_from_json_sequence(body, names)
             except NotACall as exc:
                 if not _looks_like_call(body):
                     return None  # a code block that is not JSON-call-like: plain content
                 return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
-            calls.append(replace(call, raw=content[start:end]))
+            raw = content[start:end] if len(block_calls) == 1 else None
+            calls.extend(replace(c, raw=raw if raw is not None else c.raw) for c in block_calls)
         notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
         return replace(
             out,

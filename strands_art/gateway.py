@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams
+from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams, turn_seed
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
@@ -278,6 +278,8 @@ class RolloutGateway:
                 stop_token_ids=tuple(
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
+                # per-turn seed: the session's random stream does not restart at every turn
+                seed=None if s.sampling.seed is None else turn_seed(s.sampling.seed, len(s.trajectory.turns)),
             )
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             t_sample = time.perf_counter()

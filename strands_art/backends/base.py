@@ -36,7 +36,9 @@ class SamplingParams:
         stop: stop strings (matched on decoded text; the matched text is kept in the output).
         stop_token_ids: token IDs that end the generation (kept in the output, like vLLM does).
             The gateway adds the template's end-of-turn token automatically.
-        seed: optional RNG seed for reproducible sampling.
+        seed: optional session seed for reproducible sampling. The gateway does not send it
+            unchanged: turn *t* of a session samples with :func:`turn_seed` (seed, t), so turns
+            draw different random streams and a rerun of the session draws the same ones.
     """
 
     temperature: float = 1.0
@@ -59,6 +61,17 @@ class SamplingParams:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def turn_seed(session_seed: int, turn_index: int) -> int:
+    """The seed sent to the backend for turn ``turn_index`` (0-based) of a session seeded with
+    ``session_seed``: the first 31 bits of BLAKE2b over ``"{session_seed}/{turn_index}"``, an int
+    in [0, 2**31) that every backend accepts (torch, vLLM, llama.cpp). Deterministic across
+    processes and Python versions (no ``hash()``), distinct per turn."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{int(session_seed)}/{int(turn_index)}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
 @dataclass

@@ -71,6 +71,9 @@ class GatewayConfig(TypedDict, total=False):
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
             "qwen", "generic"); default: detected from the chat template.
+        reasoning_omitted: linear mode, an echoed assistant message without the reasoning the
+            model sampled: "heal" (default; continue the saved history) or "reset" (a divergence
+            with reason ``reasoning_omitted``). See docs/linear-history.md.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
     """
@@ -84,6 +87,7 @@ class GatewayConfig(TypedDict, total=False):
     chat_template_kwargs: dict[str, Any]
     family: str
     measure_drift: bool
+    reasoning_omitted: Literal["heal", "reset"]
 
 
 @dataclass
@@ -193,6 +197,7 @@ class RolloutGateway:
                 self.renderer,
                 on_nonlinear=self.config["on_nonlinear"],
                 measure_drift=bool(self.config.get("measure_drift", False)),
+                reasoning_omitted=self.config.get("reasoning_omitted", "heal"),
             )
         return TreeHistory(self.renderer)
 

@@ -74,6 +74,8 @@ class GatewayConfig(TypedDict, total=False):
         reasoning_omitted: linear mode, an echoed assistant message without the reasoning the
             model sampled: "heal" (default; continue the saved history) or "reset" (a divergence
             with reason ``reasoning_omitted``). See docs/linear-history.md.
+        special_tokens_in_content: "text" (default: request text that spells a control token
+            is tokenized as text) or "special" (the old behaviour); see :class:`ChatRenderer`.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
     """
@@ -88,6 +90,7 @@ class GatewayConfig(TypedDict, total=False):
     family: str
     measure_drift: bool
     reasoning_omitted: Literal["heal", "reset"]
+    special_tokens_in_content: Literal["text", "special"]
 
 
 @dataclass
@@ -164,6 +167,7 @@ class RolloutGateway:
             self.config.get("chat_template"),
             self.config.get("chat_template_kwargs"),
             family=self.config.get("family"),
+            special_tokens_in_content=self.config.get("special_tokens_in_content", "text"),
         )
         self.backend = backend
         self.max_context_tokens = int(

@@ -4,7 +4,8 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 
 - ``migrate``        the main job: the MigrationBench agent over the bundled tasks, real Maven builds;
 - ``evaluate``       score a migrated repository against its task (JSON to stdout);
-- ``replay``         replay a logged conversation through the gateway (JSON to stdout);
+- ``replay``         replay a logged conversation, or a stored rollout of a run, through the gateway
+                     (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
 - ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
 - ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
@@ -26,27 +27,53 @@ from strands_art.registry import tokenizer_aliases
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from strands_art.backends.base import BackendError
-    from strands_art.replay import ReplayInputError, replay
+    from strands_art.replay import ReplayInputError, replay, spec_from_run
 
-    try:
-        spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"strands-art replay: cannot read {args.file}: {exc}", file=sys.stderr)
+    if (args.file is None) == (args.from_run is None) or (args.from_run is None) != (args.rollout is None):
+        print("strands-art replay: give FILE, or --from-run RUN_DIR with --rollout ID", file=sys.stderr)
         return 2
+    try:  # ValueError covers invalid UTF-8 and invalid JSON; RecursionError: nesting too deep
+        if args.from_run is not None:
+            spec = spec_from_run(args.from_run, args.rollout, args.tokenizer)
+        else:
+            spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except ReplayInputError as exc:
+        print(f"strands-art replay: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, RecursionError) as exc:
+        print(
+            f"strands-art replay: cannot read {args.file or args.from_run}: {_one_line(exc)}", file=sys.stderr
+        )
+        return 2
+    if args.export:
+        Path(args.export).write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
-    except (ReplayInputError, ValueError, FileNotFoundError, BackendError) as exc:
-        print(f"strands-art replay: {exc}", file=sys.stderr)
+    except (ReplayInputError, ValueError, FileNotFoundError, BackendError, RecursionError) as exc:
+        print(f"strands-art replay: {_one_line(exc)}", file=sys.stderr)
         return 2
     if args.summary:
-        print(json.dumps(result["summary"], indent=2), file=sys.stderr)
-    json.dump(result, sys.stdout)
+        print(json.dumps(result["summary"], indent=2, ensure_ascii=False), file=sys.stderr)
+    json.dump(result, sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from strands_art.demo import run_demo
+    from strands_art.validation import UsageError, check_int
+
+    try:
+        check_int("--seed", args.seed, 0, (1 << 31) - 1)
+        check_int("--max-new-tokens", args.max_new_tokens, 1, 1 << 20)
+    except UsageError as exc:
+        print(f"strands-art demo: {exc}", file=sys.stderr)
+        return 2
 
     return run_demo(
         model=args.model, history_mode=args.history_mode, seed=args.seed, max_new_tokens=args.max_new_tokens
@@ -54,15 +81,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from strands_art.envs.migrationbench.evaluator import evaluate_command
+    from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
+    from strands_art.validation import UsageError, check_float
 
     if not Path(args.repo_dir).is_dir():
         print(f"strands-art evaluate: {args.repo_dir} is not a directory", file=sys.stderr)
         return 2
     try:
+        check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+    except UsageError as exc:
+        print(f"strands-art evaluate: {exc}", file=sys.stderr)
+        return 2
+    try:
         result = evaluate_command(args.repo_dir, args.task, timeout_s=args.timeout)
     except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
-        print(f"strands-art evaluate: bad task {args.task}: {exc}", file=sys.stderr)
+        print(f"strands-art evaluate: bad task {args.task}: {_one_line(exc)}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
@@ -86,15 +119,36 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="replay a logged conversation through the gateway (scripted backend)")
-    p.add_argument("file", help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}")
-    p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}",
+    )
+    p.add_argument(
+        "--from-run",
+        metavar="RUN_DIR",
+        default=None,
+        help="replay a stored rollout of a run directory (its trajectories/trajectories.jsonl) instead of FILE",
+    )
+    p.add_argument("--rollout", metavar="ID", default=None, help="the rollout id to replay (with --from-run)")
+    p.add_argument("--export", metavar="OUT.json", default=None, help="also write the replay file used here")
+    p.add_argument(
+        "--mode",
+        choices=["tree", "linear"],
+        default=None,
+        help="history mode (default: the file's or the run's mode, else tree)",
+    )
     p.add_argument(
         "--tokenizer",
         default=None,
         help=f"tokenizer alias ({', '.join(tokenizer_aliases())}) or a local tokenizer directory",
     )
     p.add_argument(
-        "--summary", action="store_true", help="also print a summary (rows, tokens, events) to stderr"
+        "--summary",
+        action="store_true",
+        help="also print a summary to stderr (rows, tokens, events; each turn's decoded text, reasoning and "
+        "tool calls; the decoded text around each fork)",
     )
     p.set_defaults(func=_cmd_replay)
 

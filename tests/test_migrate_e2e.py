@@ -87,6 +87,7 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         # the final answer is the row's last sampled text
         assert qwen3.decode(traj.turns[-1].output_ids).startswith(FINAL_ANSWER)
     assert (run_dir / "config.json").is_file() and (run_dir / "summary.png").stat().st_size > 0
+    assert list((run_dir / "workspaces").iterdir()) == []  # workspaces and build scratch removed
 
     # the prompts were real: each tool's result is in the next prompt of that rollout
     mvn_prompts = [

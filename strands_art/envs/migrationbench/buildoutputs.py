@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strands_art.envs.migrationbench.javatests import declares_type
+
 logger = logging.getLogger(__name__)
 
 JAVA17_MAJOR = 61
@@ -40,14 +42,47 @@ def _pom_dirs(project_dir: Path) -> list[Path]:
     )
 
 
+def _packaging(module: Path) -> str:
+    """The module's ``<packaging>`` (Maven's default ``jar`` when absent or unreadable)."""
+    try:
+        root = ET.parse(module / "pom.xml").getroot()
+    except (ET.ParseError, OSError):
+        return "jar"
+    for child in root:
+        if child.tag.rsplit("}", 1)[-1] == "packaging":
+            return (child.text or "").strip() or "jar"
+    return "jar"
+
+
+def expects_classes(module: Path) -> bool:
+    """Whether a Maven module must leave main class files after a successful build.
+
+    No for a ``pom``-packaged module (its lifecycle has no compile phase), a module with only
+    resources, and one whose ``src/main/java`` declares no type (only ``package-info.java``
+    files or comments: javac writes nothing for them, see
+    :func:`~strands_art.envs.migrationbench.javatests.declares_type`).
+    """
+    if _packaging(module) == "pom":
+        return False
+    sources = module / "src" / "main" / "java"
+    for path in sources.rglob("*.java"):
+        try:
+            if path.is_file() and declares_type(path.read_bytes()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 @dataclass
 class BytecodeReport:
     """Main class files (``<module>/target/classes/**/*.class``) by major version.
 
     ``wrong`` lists the first 20 ``(relative path, major)`` pairs that are not 61 (``wrong_count``
     counts them all);
-    ``modules_without_classes`` lists modules with main Java sources but no compiled classes
-    (e.g. dropped from the reactor), which fails the check too.
+    ``modules_without_classes`` lists modules whose main Java sources declare types but that
+    have no compiled classes (e.g. dropped from the reactor), which fails the check too; a
+    module that legitimately produces none (:func:`expects_classes`) is not listed.
     """
 
     total: int = 0
@@ -70,8 +105,7 @@ def check_bytecode(
     for module in _pom_dirs(project_dir):
         rel_module = module.relative_to(project_dir).as_posix()
         classes = sorted((module / "target" / "classes").rglob("*.class"))
-        has_sources = any((module / "src" / "main" / "java").rglob("*.java"))
-        if has_sources and not classes:
+        if not classes and expects_classes(module):
             report.modules_without_classes.append(rel_module)
         for cls in classes:
             try:

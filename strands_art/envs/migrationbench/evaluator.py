@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -34,9 +35,11 @@ from typing import Any
 from strands_art.envs.migrationbench.buildoutputs import check_bytecode, read_test_reports
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.validation import check_float
 
 logger = logging.getLogger(__name__)
 
+MAX_BUILD_TIMEOUT_S = 86400.0
 BUILD_REWARD = 0.5
 TEST_REWARD = 0.5
 
@@ -58,19 +61,31 @@ class EvalTask:
     def from_dir(cls, task_dir: Path | str) -> EvalTask:
         """Load ``task_dir/task.json`` (needs ``num_test_cases``); original = ``task_dir/repo``.
 
-        Raises FileNotFoundError / ValueError for a missing file or a bad ``num_test_cases``.
+        Raises FileNotFoundError for a missing file; ValueError when ``task.json`` is not valid
+        UTF-8 JSON holding an object, ``num_test_cases`` is not an integer >= 0 (``true`` is not
+        one), or ``base_commit`` is needed (no ``repo/``) and is not a hex commit id.
         """
         task_dir = Path(task_dir)
-        meta = json.loads((task_dir / "task.json").read_text(encoding="utf-8"))
+        path = task_dir / "task.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except RecursionError:
+            raise ValueError(f"{path}: JSON nested too deeply") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path} must hold a JSON object, got {type(meta).__name__}")
         num = meta.get("num_test_cases")
-        if not isinstance(num, int) or num < 0:
-            raise ValueError(f"{task_dir}/task.json: num_test_cases must be an int >= 0, got {num!r}")
+        if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+            raise ValueError(f"{path}: num_test_cases must be an integer >= 0, got {num!r}")
         repo = task_dir / "repo"
+        base_commit = meta.get("base_commit")
+        if not repo.is_dir():
+            base_commit = check_commit_id(base_commit, f"{path}: base_commit")
+        name = meta.get("name")
         return cls(
-            name=meta.get("name") or task_dir.name,
+            name=name if isinstance(name, str) and name else task_dir.name,
             num_test_cases=num,
             original_dir=repo if repo.is_dir() else None,
-            base_commit=meta.get("base_commit"),
+            base_commit=base_commit,
         )
 
 
@@ -90,21 +105,37 @@ class EvalResult:
         return asdict(self)
 
 
-def _original_tests(repo_dir: Path, task: EvalTask) -> TestInventory:
+def _original_tests(repo_dir: Path, task: EvalTask, scratch_dir: Path | None = None) -> TestInventory:
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
-    with tempfile.TemporaryDirectory(prefix="strands-art-orig-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="strands-art-orig-", dir=scratch_dir) as tmp:
         archive = Path(tmp) / "orig.tar"
-        subprocess.run(
-            ["git", "-C", str(repo_dir), "archive", "-o", str(archive), task.base_commit],
-            check=True,
+        commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
+        proc = subprocess.run(
+            ["git", "-C", str(repo_dir), "archive", "-o", str(archive), "--end-of-options", commit],
             capture_output=True,
+            text=True,
         )
+        if proc.returncode != 0:
+            raise ValueError(f"git archive of base_commit {commit} failed: {proc.stderr.strip()[-300:]}")
         with tarfile.open(archive) as tar:
             tar.extractall(Path(tmp) / "src", filter="data")
         return collect_tests(Path(tmp) / "src")
+
+
+def check_commit_id(value: object, what: str) -> str:
+    """``value`` if it is a git object id (4 to 64 hex digits); else ValueError naming ``what``.
+
+    A commit id from a task file is passed to git; anything else (``--output=PATH``) could be
+    read as an option."""
+    if not isinstance(value, str) or not _COMMIT_ID.fullmatch(value):
+        raise ValueError(f"{what} must be a hex git commit id, got {str(value)[:80]!r}")
+    return value
+
+
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 def _remove_target_dirs(repo_dir: Path) -> list[str]:
@@ -129,6 +160,7 @@ def evaluate(
     offline: bool | None = None,
     fork_count: int | None = None,
     log_path: Path | None = None,
+    scratch_dir: Path | None = None,
 ) -> EvalResult:
     """Build and score a migrated project in place (its ``target/`` dirs are rebuilt).
 
@@ -137,16 +169,23 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
+        scratch_dir: where temporary directories go (default: the system's temp directory).
 
     Raises FileNotFoundError when ``repo_dir`` has no ``pom.xml`` (an agent that deletes it
     should get 0: callers of an agent workspace use :func:`evaluate_command`, which maps it).
     """
     repo = Path(repo_dir).resolve()
     t0 = time.monotonic()
-    original = _original_tests(repo, task)
+    original = _original_tests(repo, task, scratch_dir)
     removed = _remove_target_dirs(repo)
     mvn = run_maven(
-        repo, ["clean", "verify"], timeout_s, offline=offline, fork_count=fork_count, log_path=log_path
+        repo,
+        ["clean", "verify"],
+        timeout_s,
+        offline=offline,
+        fork_count=fork_count,
+        log_path=log_path,
+        scratch_dir=scratch_dir,
     )
     bytecode = check_bytecode(repo)
     build_success = mvn.ok and bytecode.ok
@@ -215,7 +254,9 @@ def evaluate(
     )
 
 
-def evaluate_command(repo_dir: Path | str, task_dir: Path | str, timeout_s: float = 300.0) -> dict[str, Any]:
+def evaluate_command(
+    repo_dir: Path | str, task_dir: Path | str, timeout_s: float = 300.0, scratch_dir: Path | None = None
+) -> dict[str, Any]:
     """``strands-art evaluate REPO_DIR --task TASK_DIR``: the result as a JSON-ready dict.
 
     A repository without a root ``pom.xml`` scores 0 (``details.error`` says why) rather than
@@ -227,7 +268,7 @@ def evaluate_command(repo_dir: Path | str, task_dir: Path | str, timeout_s: floa
         return EvalResult(
             False, False, 0, task.num_test_cases, False, 0.0, {"error": f"no pom.xml in {repo}"}
         ).to_json()
-    return evaluate(repo, task, timeout_s=timeout_s).to_json()
+    return evaluate(repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir).to_json()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,7 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="Maven build timeout, seconds")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    result = evaluate_command(args.repo, args.task, args.timeout)
+    try:
+        check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+        result = evaluate_command(args.repo, args.task, args.timeout)
+    except (FileNotFoundError, ValueError) as exc:
+        sys.stderr.write(f"evaluator: {exc}\n")
+        return 2
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
     return 0
 

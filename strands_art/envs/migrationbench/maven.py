@@ -161,6 +161,7 @@ def run_maven(
     log_path: Path | None = None,
     tail_chars: int = 8000,
     keep_local_repo: Path | None = None,
+    scratch_dir: Path | None = None,
 ) -> MavenResult:
     """Run ``mvn -B -Dstyle.color=never -s SETTINGS <args>`` in ``project_dir``.
 
@@ -173,6 +174,8 @@ def run_maven(
         fork_count: passed as ``-DforkCount=N`` when set (see module doc); None = surefire default.
         log_path: write the full ANSI-stripped output there.
         keep_local_repo: use this local repository directory instead of a throw-away one.
+        scratch_dir: where the throw-away directory (local repository, settings, raw log) is
+            made; default the system's temp directory (``migrate`` uses its run's workspaces).
 
     Raises:
         MavenNotFound: ``mvn`` is not on PATH.
@@ -185,7 +188,7 @@ def run_maven(
     if mvn is None:
         raise MavenNotFound("mvn not found on PATH; run scripts/setup-system.sh")
     is_offline = use_offline(offline)
-    with tempfile.TemporaryDirectory(prefix="strands-art-mvn-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="strands-art-mvn-", dir=scratch_dir) as tmp:
         tmp_path = Path(tmp)
         local_repo = keep_local_repo or tmp_path / "repository"
         if is_offline:

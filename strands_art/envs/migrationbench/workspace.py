@@ -47,10 +47,17 @@ class Workspace:
         self.root: Path = real
         self._owned: list[Path] = list(owned_dirs)
         self._aux: Path | None = None
+        self._scratch: Path | None = None  # where aux goes (None: the system temp directory)
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def copy_of(cls, source: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None) -> Workspace:
+    def copy_of(
+        cls,
+        source: str | os.PathLike[str],
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
+    ) -> Workspace:
         """Copy ``source`` (a repository directory) into a fresh workspace.
 
         Args:
@@ -58,6 +65,8 @@ class Workspace:
                 points outside stays refused by :meth:`resolve`).
             dest: where the copy goes; must not exist yet (it is created and owned). Default:
                 ``<new temp dir>/repo``, and the whole temp dir is owned.
+            base_dir: where that temp dir (and the ``aux`` dir) is made; default the system's
+                temp directory. ``strands-art migrate`` uses ``<run_dir>/workspaces``.
 
         Returns:
             The workspace rooted at the copy.
@@ -70,7 +79,7 @@ class Workspace:
         if not src.is_dir():
             raise FileNotFoundError(f"cannot copy workspace: {src} is not a directory")
         if dest is None:
-            base = Path(tempfile.mkdtemp(prefix="strands-art-ws-"))
+            base = Path(tempfile.mkdtemp(prefix="strands-art-ws-", dir=base_dir))
             target = base / "repo"
             owned: tuple[Path, ...] = (base,)
         else:
@@ -80,24 +89,31 @@ class Workspace:
             owned = (target,)
         shutil.copytree(src, target, symlinks=True, ignore=_maven_build_outputs)
         logger.debug("workspace copied %s -> %s", src, target)
-        return cls(target, owned_dirs=owned)
+        ws = cls(target, owned_dirs=owned)
+        ws._scratch = Path(base_dir) if base_dir is not None else None
+        return ws
 
     @classmethod
     def for_task(
-        cls, task_dir: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None
+        cls,
+        task_dir: str | os.PathLike[str],
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
     ) -> Workspace:
         """Copy ``<task_dir>/repo`` into a fresh workspace (see :meth:`copy_of`)."""
         repo = Path(task_dir) / "repo"
         if not repo.is_dir():
             raise FileNotFoundError(f"task {task_dir} has no repo/ directory")
-        return cls.copy_of(repo, dest)
+        return cls.copy_of(repo, dest, base_dir=base_dir)
 
     # ------------------------------------------------------------------ paths
     @property
     def aux_dir(self) -> Path:
         """A private scratch directory outside the repository (created on first use, owned)."""
         if self._aux is None:
-            self._aux = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-aux-")))
+            made = tempfile.mkdtemp(prefix="strands-art-aux-", dir=self._scratch)
+            self._aux = Path(os.path.realpath(made))
             self._owned.append(self._aux)
         return self._aux
 

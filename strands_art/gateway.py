@@ -23,6 +23,7 @@ from strands_art.backends.base import (
     SamplingBackend,
     SamplingParams,
     check_sample,
+    turn_seed,
 )
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
@@ -86,6 +87,11 @@ class GatewayConfig(TypedDict, total=False):
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
             "qwen", "generic"); default: detected from the chat template.
+        reasoning_omitted: linear mode, an echoed assistant message without the reasoning the
+            model sampled: "heal" (default; continue the saved history) or "reset" (a divergence
+            with reason ``reasoning_omitted``). See docs/linear-history.md.
+        special_tokens_in_content: "text" (default: request text that spells a control token
+            is tokenized as text) or "special" (the old behaviour); see :class:`ChatRenderer`.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
     """
@@ -99,6 +105,8 @@ class GatewayConfig(TypedDict, total=False):
     chat_template_kwargs: dict[str, Any]
     family: str
     measure_drift: bool
+    reasoning_omitted: Literal["heal", "reset"]
+    special_tokens_in_content: Literal["text", "special"]
 
 
 @dataclass
@@ -178,6 +186,7 @@ class RolloutGateway:
             self.config.get("chat_template"),
             self.config.get("chat_template_kwargs"),
             family=self.config.get("family"),
+            special_tokens_in_content=self.config.get("special_tokens_in_content", "text"),
         )
         self.backend = backend
         self.max_context_tokens = int(
@@ -213,6 +222,7 @@ class RolloutGateway:
                 self.renderer,
                 on_nonlinear=self.config["on_nonlinear"],
                 measure_drift=bool(self.config.get("measure_drift", False)),
+                reasoning_omitted=self.config.get("reasoning_omitted", "heal"),
             )
         return TreeHistory(self.renderer)
 
@@ -330,6 +340,8 @@ class RolloutGateway:
                 stop_token_ids=tuple(
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
+                # per-turn seed: the session's random stream does not restart at every turn
+                seed=None if s.sampling.seed is None else turn_seed(s.sampling.seed, len(s.trajectory.turns)),
             )
             try:
                 sample: SampleResult = await self.backend.sample(prompt_ids, params)

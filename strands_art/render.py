@@ -21,6 +21,8 @@ import time
 import types
 from typing import Any
 
+from strands_art.literal import ESC
+
 logger = logging.getLogger(__name__)
 
 #: seconds of template work between yields to the event loop in :meth:`ChatRenderer.arender`
@@ -40,6 +42,12 @@ class ChatRenderer:
         chat_template_kwargs: extra template variables (e.g. ``{"enable_thinking": False}``).
         family: a model family name (:data:`strands_art.families.FAMILIES`); default: detected
             from the template (:func:`strands_art.families.family_for`).
+        special_tokens_in_content: "text" (default): text from the request (message content,
+            reasoning, tool-call arguments, tool specs) that spells a control token
+            (``<|im_end|>``, ``</think>``) is tokenized as text, so special-token IDs appear only
+            where the template writes them (:mod:`strands_art.literal`); "special": the old
+            behaviour, such text becomes the control token. Families that render with their own
+            library (Harmony) are not affected.
 
     Raises:
         TemplateError: no chat template.
@@ -52,13 +60,22 @@ class ChatRenderer:
         chat_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         family: str | None = None,
+        special_tokens_in_content: str = "text",
     ) -> None:
+        if special_tokens_in_content not in ("text", "special"):
+            raise ValueError(
+                f"special_tokens_in_content must be 'text' or 'special', got {special_tokens_in_content!r}"
+            )
         self.tokenizer = tokenizer
         self.chat_template = chat_template or getattr(tokenizer, "chat_template", None)
         if not self.chat_template:
             raise TemplateError("the tokenizer has no chat template; pass chat_template=")
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.backend = tokenizer.backend_tokenizer  # tokenizers.Tokenizer (Rust core)
+        from strands_art.literal import LiteralText
+
+        #: escapes request text before rendering (None: text may become control tokens)
+        self.literal = LiteralText(self.backend) if special_tokens_in_content == "text" else None
         from strands_art.families import ModelFamily, family_for
         from strands_art.toolcalls.base import DEFAULT_END_MARKERS
         from strands_art.toolcalls.hermes import HermesParser
@@ -182,7 +199,11 @@ class ChatRenderer:
     def _template_inputs(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """The messages and tool specs as the template receives them (Hermes rewrite, aliases)."""
+        """The messages and tool specs as the template receives them (Hermes rewrite, aliases;
+        request text escaped so it cannot spell a control token, :mod:`strands_art.literal`)."""
+        if self.literal is not None:
+            messages = self.literal.escape(messages)
+            tools = self.literal.escape(tools) if tools else tools
         if self.supports_tools or not tools:
             msgs = self.family.prepare_messages(messages)
         else:
@@ -228,11 +249,15 @@ class ChatRenderer:
 
         Uses ``tokenizers.Tokenizer.async_encode`` (runs off the event loop).
         """
+        if self.literal is not None and ESC in text:  # escaped request text: control tokens as text
+            return await asyncio.to_thread(self.literal.encode, text)
         enc = await self.backend.async_encode(text, add_special_tokens=False)
         return list(enc.ids)
 
     def encode_sync(self, text: str) -> list[int]:
         """Blocking variant of :meth:`encode`, for tools and benchmarks."""
+        if self.literal is not None and ESC in text:
+            return self.literal.encode(text)
         return list(self.backend.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: list[int]) -> str:

@@ -18,7 +18,7 @@ import pytest
 from serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front, summary
 from strands.types.exceptions import ContextWindowOverflowException
 
-from strands_art.backends.base import BackendError, BackendTimeout
+from strands_art.backends.base import BackendError, BackendTimeout, turn_seed
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
 from strands_art.gateway import RolloutGateway
@@ -123,7 +123,8 @@ async def test_session_control_sets_group_and_trainer_sampling(qwen3):
         await ask(base, rid, messages=messages, tools=TOOLS, temperature=2.0)
         traj = (await http.get(f"/sessions/{rid}/trajectory")).json()
     p0, p1 = gw.backend.params
-    assert (p0.temperature, p0.seed) == (0.3, 7) and (p1.temperature, p1.seed) == (0.9, None)
+    # the session seed 7 reaches the backend as the per-turn seed of turn 0 (issue 14, item 7)
+    assert (p0.temperature, p0.seed) == (0.3, turn_seed(7, 0)) and (p1.temperature, p1.seed) == (0.9, None)
     assert 5 in p1.stop_token_ids
     assert traj["group_id"] == "task-9" and traj["rows"][0]["group_id"] == "task-9"
     # the second request dropped the assistant turn: a fork, explained

@@ -369,7 +369,10 @@ def test_xml_unknown_tool_and_untyped_values():
     ("text", "think_open", "reasoning", "content", "problem"),
     [
         ("<think>\nA\n</think>\n\nB", False, "A", "B", False),
-        ("A\n</think>\n\nB", False, "A", "B", False),
+        ("A\n</think>\n\nB", True, "A", "B", False),
+        ("A\n</think>\n\nB", False, None, "A\n</think>\n\nB", False),  # no <think> opened: text
+        ("x <think>A</think> B", False, None, "x <think>A</think> B", False),  # not at the start: text
+        ("\n<think>\nA\n</think>\n\nB", False, "A", "B", False),
         ("<think>\nA still", False, "A still", "", True),
         ("just text", False, None, "just text", False),
         ("just text", True, "just text", "", True),

@@ -60,7 +60,9 @@ class SamplingParams:
             One string is one stop string (as OpenAI's ``stop``), not one per character.
         stop_token_ids: token IDs that end the generation (kept in the output, like vLLM does).
             The gateway adds the template's end-of-turn token automatically.
-        seed: optional RNG seed for reproducible sampling.
+        seed: optional session seed for reproducible sampling. The gateway does not send it
+            unchanged: turn *t* of a session samples with :func:`turn_seed` (seed, t), so turns
+            draw different random streams and a rerun of the session draws the same ones.
 
     Raises:
         TypeError: a value of the wrong type (a string temperature, a float max_new_tokens,
@@ -111,6 +113,17 @@ class SamplingParams:
 def _check_type(name: str, value: Any, kind: type, what: str) -> None:
     if isinstance(value, bool) or not isinstance(value, kind):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
+
+
+def turn_seed(session_seed: int, turn_index: int) -> int:
+    """The seed sent to the backend for turn ``turn_index`` (0-based) of a session seeded with
+    ``session_seed``: the first 31 bits of BLAKE2b over ``"{session_seed}/{turn_index}"``, an int
+    in [0, 2**31) that every backend accepts (torch, vLLM, llama.cpp). Deterministic across
+    processes and Python versions (no ``hash()``), distinct per turn."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{int(session_seed)}/{int(turn_index)}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 
 @dataclass

@@ -46,13 +46,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from strands_art.families.base import ModelFamily, finish, ill_formed, with_arguments
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
-from strands_art.toolcalls.reasoning import split_reasoning
+from strands_art.toolcalls.reasoning import THINK_CLOSE, split_reasoning
 
 EOS = "<｜end▁of▁sentence｜>"
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
 CALLS_END = "<｜tool▁calls▁end｜>"
 OUTPUTS_END = "<｜tool▁outputs▁end｜>"
+R1_PREFILL = "<｜Assistant｜><think>"  # R1's generation prompt (a reasoning prefill)
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
@@ -69,12 +71,21 @@ _CALL = re.compile(  # R1/V3: TYPE<sep>NAME\n```json\nARGS\n```  |  V3.1: NAME<s
 
 
 class DeepSeekParser:
-    """Parser for DeepSeek tool-call markers and ``<think>`` reasoning (see the module docstring)."""
+    """Parser for DeepSeek tool-call markers and ``<think>`` reasoning (see the module docstring).
+
+    Args:
+        end_markers: end tokens stripped from the output.
+        reasoning_first: the template prefills ``<think>`` (R1): every R1 turn begins in reasoning,
+            also a turn sampled straight after tool results, where the template writes no
+            prefill, so an output holding ``</think>`` is split there. Otherwise (V3, V3.1) a
+            ``</think>`` that neither the prompt nor the output opened is text.
+    """
 
     name = "deepseek"
 
-    def __init__(self, end_markers: Sequence[str] = (EOS,)) -> None:
+    def __init__(self, end_markers: Sequence[str] = (EOS,), reasoning_first: bool = False) -> None:
         self.end_markers = tuple(dict.fromkeys((*end_markers, EOS)))
+        self.reasoning_first = reasoning_first
 
     def parse(
         self,
@@ -85,7 +96,9 @@ class DeepSeekParser:
         think_open: bool = False,
     ) -> ParsedOutput:
         names = resolve_tool_names(tool_names, tools)
-        split = split_reasoning(strip_end_markers(text, self.end_markers), think_open=think_open)
+        body = strip_end_markers(text, self.end_markers)
+        opened = think_open or (self.reasoning_first and THINK_CLOSE in body)
+        split = split_reasoning(body, think_open=opened)
         content, reasoning = split.content, split.reasoning
         at = content.find(CALLS_BEGIN)
         if at == -1:
@@ -116,7 +129,7 @@ class DeepSeekParser:
             name = m.group("name") or m.group("name31")
             raw = m.group("args") if m.group("name") else m.group("args31")
             try:
-                args = json.loads(raw)
+                args = strictjson.loads(raw)
             except json.JSONDecodeError as exc:
                 return ill_formed(
                     content, reasoning, f"invalid JSON arguments for {name!r}: {exc.msg}", split.problems
@@ -153,7 +166,7 @@ class DeepSeekFamily(ModelFamily):
         self.end_only_texts = (OUTPUTS_END,) if OUTPUTS_END in chat_template else ()
 
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> DeepSeekParser:
-        return DeepSeekParser(end_markers)
+        return DeepSeekParser(end_markers, reasoning_first=R1_PREFILL in chat_template)
 
     def prepare_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Tool-call arguments as JSON text (the template concatenates them as strings)."""

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strands_art.families.base import ModelFamily, finish, ill_formed
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names
 
 RETURN, CALL, END = "<|return|>", "<|call|>", "<|end|>"
@@ -172,7 +173,7 @@ class HarmonyParser:
                 reasoning.append(body)
             elif recipient.startswith("functions."):
                 try:
-                    args = json.loads(body)
+                    args = strictjson.loads(body)
                 except json.JSONDecodeError as exc:
                     return ill_formed(text, None, f"arguments of {recipient!r} are not JSON: {exc.msg}")
                 if not isinstance(args, dict):

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strands_art.families.base import ModelFamily, arguments_dict, finish, ill_formed, with_arguments
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import (
     ParsedOutput,
     ToolCall,
@@ -40,7 +41,7 @@ from strands_art.toolcalls.base import (
 
 PYTHON_TAG = "<|python_tag|>"
 END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
-_DECODER = json.JSONDecoder()
+_DECODER = strictjson.DECODER
 _SEP = re.compile(r"\s*;\s*")
 _CALL_START = re.compile(r'\{\s*"name"\s*:')
 
@@ -108,7 +109,7 @@ def _call(obj: Any) -> ToolCall | str:
     args = obj.get("parameters", obj.get("arguments", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = strictjson.loads(args)
         except json.JSONDecodeError:
             return f"parameters of {name!r} is a string that is not JSON"
     if not isinstance(args, dict):

@@ -35,12 +35,13 @@ from strands_art.families.base import (
     ill_formed,
     with_arguments,
 )
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
 from strands_art.toolcalls.hermes import _raw_value
 
 TOOL_CALLS = "[TOOL_CALLS]"
 END_TOKENS = ("</s>",)
-_DECODER = json.JSONDecoder()
+_DECODER = strictjson.DECODER
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
 
@@ -91,7 +92,7 @@ def _call(item: Any, json_text: str) -> ToolCall | str:
     raw = _raw_value(json_text, args) if "arguments" in item else None
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = strictjson.loads(args)
         except json.JSONDecodeError:
             return f"arguments of {name!r} is a string that is not JSON"
     if not isinstance(args, dict):

@@ -119,6 +119,31 @@ def _assistant_key(fingerprint: tuple[str, str, tuple[tuple[str, str], ...]]) ->
     return message_key(msg)
 
 
+def omits_reasoning(stored: dict[str, Any], key: tuple[str, str]) -> bool:
+    """True when ``key`` is the comparison key of ``stored`` (an assistant message with non-empty
+    reasoning) without its reasoning: the harness echoed the turn but dropped the reasoning."""
+    if stored["role"] != "assistant" or not stored.get("reasoning_content") or key[0] != "assistant":
+        return False
+    return comparison_key({k: v for k, v in stored.items() if k != "reasoning_content"}) == key
+
+
+def common_prefix(
+    lin: Lineage, keys: list[tuple[str, str]], reasoning_omitted_ok: bool
+) -> tuple[int, list[int]]:
+    """Leading messages ``keys`` shares with ``lin``, and the indices among them where only the
+    stored reasoning was omitted (accepted as equal when ``reasoning_omitted_ok``)."""
+    n = first_difference(lin.keys, keys)
+    omitted: list[int] = []
+    while (
+        reasoning_omitted_ok
+        and n < min(len(lin.keys), len(keys))
+        and omits_reasoning(lin.messages[n], keys[n])
+    ):
+        omitted.append(n)
+        n += 1 + first_difference(lin.keys[n + 1 :], keys[n + 1 :])
+    return n, omitted
+
+
 @dataclass
 class Match:
     """How a request relates to the stored lineages.
@@ -126,33 +151,39 @@ class Match:
     ``kind``: "continue" (a lineage's messages are a prefix of the request), "retry" (the request
     repeats one a lineage already answered), "tools_changed", "edited" (shares ``common`` leading
     messages, then differs), or "new" (shares nothing with any lineage). ``segment`` is the
-    retried segment's index for "retry".
+    retried segment's index for "retry". ``omitted``: the stored assistant messages (indices)
+    whose reasoning the request left out, accepted as equal (see :func:`match_request`).
     """
 
     kind: str
     lineage: Lineage | None = None
     common: int = 0
     segment: int = -1
+    omitted: list[int] = field(default_factory=list)
 
 
-def match_request(lineages: list[Lineage], keys: list[tuple[str, str]], tools_key: str) -> Match:
+def match_request(
+    lineages: list[Lineage], keys: list[tuple[str, str]], tools_key: str, reasoning_omitted_ok: bool = False
+) -> Match:
     """Pick the lineage a request continues: the one whose stored messages are its longest prefix.
 
-    Ties and partial matches go to the most recently used lineage.
+    Ties and partial matches go to the most recently used lineage. With ``reasoning_omitted_ok``
+    an assistant message equal to the stored one but without its reasoning counts as equal
+    (``Match.omitted`` lists them).
     """
     best: Match | None = None
     partial: Match | None = None
     for lin in sorted(lineages, key=lambda x: -x.last_used):
-        n = first_difference(lin.keys, keys)
+        n, omitted = common_prefix(lin, keys, reasoning_omitted_ok)
         if n == len(lin.keys) and lin.tools_key == tools_key:
             if best is None or best.kind != "continue" or n > best.common:
-                best = Match("continue", lin, n)
+                best = Match("continue", lin, n, omitted=omitted)
             continue
         if best is None or best.kind != "continue":
             if n == len(keys) and lin.tools_key == tools_key:
                 for j, seg in enumerate(lin.segments):
                     if seg.msg_end == n:
-                        best = Match("retry", lin, n, j)
+                        best = Match("retry", lin, n, j, omitted=omitted)
                         break
         if n and (partial is None or n > partial.common):
             kind = "edited" if lin.tools_key == tools_key else "tools_changed"

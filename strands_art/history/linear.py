@@ -25,7 +25,11 @@ Slower paths (:mod:`strands_art.history.boundary`), each reason-coded in the tur
   ``<｜tool▁outputs▁end｜>``: :attr:`ModelFamily.end_only_texts`), which the segment that ended
   the previous render may lose (reported as ``end_only_dropped``).
 
-Divergences (``message_edited``, ``tools_changed``, ``template_prefix_unstable``,
+An echoed assistant message that leaves out the reasoning the model sampled is healed
+(``reasoning_omitted="heal"``, listed in the heal event) or is a divergence with reason
+``reasoning_omitted`` (``"reset"``).
+
+Divergences (``message_edited``, ``reasoning_omitted``, ``tools_changed``, ``template_prefix_unstable``,
 ``closer_unresolved``) follow ``on_nonlinear``: ``reset`` (new linear segment; the saved tokens
 of the messages before the edit are kept when the template allows), ``error``
 (:class:`HistoryDivergence`), ``disable`` (plain re-rendering for the rest of the session).
@@ -47,7 +51,14 @@ from strands_art.history import boundary
 from strands_art.history.base import PromptPlan
 from strands_art.history.closers import PROBE_USER, missing_closer, template_shape
 from strands_art.history.divergence import HistoryDivergence, describe, token_distance
-from strands_art.history.lineage import Lineage, Match, Segment, comparison_key, match_request
+from strands_art.history.lineage import (
+    Lineage,
+    Match,
+    Segment,
+    comparison_key,
+    match_request,
+    omits_reasoning,
+)
 from strands_art.history.normalize import normalize_message, tools_key
 from strands_art.render import ChatRenderer
 
@@ -56,6 +67,7 @@ __all__ = ["HistoryDivergence", "LinearHistory", "token_distance"]
 logger = logging.getLogger(__name__)
 
 Policy = Literal["reset", "error", "disable"]
+OmittedPolicy = Literal["heal", "reset"]
 
 #: fragments up to this many characters are tokenized inline (~1 ms at most with Qwen3's BPE);
 #: longer ones with ``async_encode`` off the event loop
@@ -90,6 +102,12 @@ class LinearHistory:
             ``drift_tokens`` (sampled tokens vs the template's re-render of that assistant turn)
             is always reported.
         max_lineages: lineages kept per session (least recently used evicted).
+        reasoning_omitted: what an echoed assistant message that left out the reasoning the model
+            sampled means: "heal" (default: the same turn; the saved history, which holds the
+            sampled reasoning tokens, continues; the heal event lists the messages under
+            ``reasoning_omitted``) or "reset" (an edit, as in the reference system: a divergence
+            with reason ``reasoning_omitted``, handled by ``on_nonlinear``). The default was
+            chosen by measurement (bench/drift_rows.py; docs/linear-history.md).
     """
 
     mode = "linear"
@@ -100,9 +118,13 @@ class LinearHistory:
         on_nonlinear: Policy = "reset",
         measure_drift: bool = False,
         max_lineages: int = 16,
+        reasoning_omitted: OmittedPolicy = "heal",
     ) -> None:
         if on_nonlinear not in ("reset", "error", "disable"):
             raise ValueError(f"on_nonlinear must be 'reset', 'error' or 'disable', got {on_nonlinear!r}")
+        if reasoning_omitted not in ("heal", "reset"):
+            raise ValueError(f"reasoning_omitted must be 'heal' or 'reset', got {reasoning_omitted!r}")
+        self.reasoning_omitted = reasoning_omitted
         self.renderer = renderer
         self.on_nonlinear = on_nonlinear
         self.measure_drift = measure_drift
@@ -120,9 +142,11 @@ class LinearHistory:
         keys = [comparison_key(m) for m in messages]
         if self.disabled:
             return await self._plain(messages, keys, tools, keep=False)
-        m = match_request(self.lineages, keys, tools_key(tools))
+        m = match_request(self.lineages, keys, tools_key(tools), self.reasoning_omitted == "heal")
+        if m.omitted:  # the stored messages (with their reasoning) stay the lineage's canonical form
+            keys = [m.lineage.keys[i] if i in m.omitted else k for i, k in enumerate(keys)]
         if m.kind == "continue":
-            return await self._heal(m.lineage, messages, keys, tools)
+            return await self._heal(m.lineage, messages, keys, tools, omitted=m.omitted)
         if m.kind == "retry":
             return self._retry(m, messages, keys)
         if m.kind == "new":
@@ -139,6 +163,9 @@ class LinearHistory:
             return plan
         reason = "message_edited" if m.kind == "edited" else "tools_changed"
         k = m.common if m.common < len(m.lineage.keys) else None
+        if reason == "message_edited" and k is not None and k < len(keys):
+            if omits_reasoning(m.lineage.messages[k], keys[k]):  # policy "reset"
+                reason = "reasoning_omitted"
         return await self._diverge(reason, m.lineage, k, messages, keys, tools)
 
     def commit(
@@ -228,6 +255,7 @@ class LinearHistory:
         messages: list[dict[str, Any]],
         keys: list[tuple[str, str]],
         tools: list[dict[str, Any]] | None,
+        omitted: list[int] | None = None,
     ) -> PromptPlan:
         shape = self.shape
         stored = lin.messages
@@ -270,6 +298,9 @@ class LinearHistory:
             "new_tokens": len(tail_ids),
         }
         counters = Counter({"healed_turns": 1, f"heal_{path}": 1})
+        if omitted:  # echoed without the sampled reasoning; the saved tokens keep it
+            event["reasoning_omitted"] = list(omitted)
+            counters["reasoning_omitted"] += sum(1 for i in omitted if i == len(stored) - 1)
         if dropped:  # a declared end-only text the template no longer writes (docs/linear-history.md)
             event["end_only_dropped"] = list(dropped)
             counters["end_only_dropped"] += 1

@@ -8,7 +8,12 @@ What the harness sends is validated and put into one canonical shape:
   :class:`MessageError`) and kept as sent, because the template renders a string verbatim and
   tree capture must see the true prompt; :func:`message_key` compares them parsed, so key order
   and spacing do not matter there;
-- ``reasoning_content`` is kept (Qwen3-style templates render it);
+- reasoning is kept as ``reasoning_content`` (Qwen3-style templates render it), whichever of the
+  field names clients use it came under: ``reasoning_content`` (vLLM, DeepSeek), ``reasoning``
+  (newer vLLM, OpenRouter, some OpenAI-compatible clients), ``thinking`` (transformers' gpt-oss
+  messages). Two of them with different text are a :class:`MessageError`. Reasoning that is
+  empty once its surrounding newlines are stripped (templates render ``reasoning.strip("\n")``)
+  counts as none, like ``null`` and ``""``;
 - wire-only fields (tool-call ``id``/``type``, ``tool_call_id``, ``name`` on tool results) are
   kept for rendering but ignored by :func:`message_key`, which is what history comparison uses.
 """
@@ -86,6 +91,26 @@ def _optional_str(index: int, where: str, value: Any) -> str | None:
     raise MessageError(index, f"{where} must be a string, got {type(value).__name__}")
 
 
+#: the names clients send an assistant message's reasoning under (first: the canonical one)
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+def _reasoning(index: int, msg: dict[str, Any]) -> str | None:
+    """The reasoning of an assistant message under any of :data:`REASONING_FIELDS`, or None."""
+    found: dict[str, str] = {}
+    for name in REASONING_FIELDS:
+        value = msg.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MessageError(index, f"{name} must be a string, got {type(value).__name__}")
+        if value.strip("\n"):
+            found[name] = value
+    if len(set(found.values())) > 1:
+        raise MessageError(index, f"conflicting reasoning under {sorted(found)}: send one of them")
+    return next(iter(found.values()), None)
+
+
 def normalize_message(index: int, msg: Any) -> dict[str, Any]:
     """One message in canonical form; raises MessageError naming ``index``."""
     if not isinstance(msg, dict):
@@ -95,8 +120,8 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         raise MessageError(index, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     out: dict[str, Any] = {"role": role, "content": _flatten_content(index, msg.get("content"))}
     if role == "assistant":
-        reasoning = _optional_str(index, "reasoning_content", msg.get("reasoning_content"))
-        if reasoning:
+        reasoning = _reasoning(index, msg)
+        if reasoning is not None:
             out["reasoning_content"] = reasoning
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):

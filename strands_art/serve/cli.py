@@ -113,6 +113,13 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "error (409), disable (see docs/linear-history.md)",
     )
     g.add_argument(
+        "--reasoning-omitted",
+        choices=["heal", "reset"],
+        default="heal",
+        help="linear mode, an assistant echo without the reasoning the model sampled: heal (default: "
+        "continue the saved tokens) or reset (a divergence; see docs/linear-history.md)",
+    )
+    g.add_argument(
         "--on-sampling-override",
         choices=["ignore", "reject"],
         default="ignore",
@@ -167,6 +174,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     config: dict[str, Any] = {
         "history_mode": args.history_mode,
         "on_nonlinear": args.on_nonlinear,
+        "reasoning_omitted": args.reasoning_omitted,
         "on_sampling_override": args.on_sampling_override,
         "sampling": SamplingParams(
             temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens

@@ -24,10 +24,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.scan import CLOSE, CallSyntaxError, TaggedCallParser
 
-_DECODER = json.JSONDecoder()
+_DECODER = strictjson.DECODER
 _WS = re.compile(r"\s*")
 _ARGS_KEY = re.compile(r'"arguments"\s*:\s*')
 
@@ -68,7 +69,7 @@ class HermesParser(TaggedCallParser):
             raw_args = _raw_value(content[j:k], arguments)
             if isinstance(arguments, str):
                 try:
-                    arguments = json.loads(arguments)
+                    arguments = strictjson.loads(arguments)
                 except json.JSONDecodeError:
                     raise CallSyntaxError(
                         f"arguments of {name!r} is a string that is not JSON: {arguments[:40]!r}"

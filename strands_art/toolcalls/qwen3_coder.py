@@ -34,6 +34,7 @@ import json
 import re
 from typing import Any
 
+from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.scan import CLOSE, CallSyntaxError, TaggedCallParser
 
@@ -165,7 +166,7 @@ def convert_value(value: str, schema: Any) -> tuple[Any, str | None]:
         return text.lower() == "true", None
     decoded: Any
     try:
-        decoded = json.loads(text)
+        decoded = strictjson.loads(text)
     except (json.JSONDecodeError, RecursionError):
         try:
             decoded = ast.literal_eval(text)

@@ -1,15 +1,19 @@
-"""Split Qwen3-style ``<think>...</think>`` reasoning from the assistant content.
+"""Split Qwen3-style ``<think>...</think>`` reasoning from the assistant content, exactly.
 
-Behaviour follows vLLM's ``qwen3`` / ``deepseek_r1`` reasoning parsers and the Qwen3 chat
-templates (which re-render reasoning as ``<think>\\n{reasoning.strip('\\n')}\\n</think>\\n\\n{content}``):
+Behaviour follows the format the Qwen3 / DeepSeek-R1 chat templates define (they re-render
+reasoning as ``<think>\n{reasoning.strip('\n')}\n</think>\n\n{content}`` at the start of the
+turn) and accepts nothing else:
 
-- output ``[prefix]<think>R</think>C``: reasoning ``R.strip("\\n")``, content ``prefix + C.lstrip("\\n")``;
-- output ``R</think>C`` (the template opened ``<think>`` in the prompt, e.g. Qwen3.5's
-  generation prompt): reasoning ``R``, content ``C`` (same stripping);
-- output ``<think>R`` with no ``</think>`` (cut off by the length limit): all of it is reasoning,
-  content is empty, a problem is noted;
-- ``think_open=True`` and no ``</think>``: likewise, all of it is reasoning;
-- otherwise no reasoning (``None``) and the text is the content unchanged.
+- output ``<think>R</think>C`` with the opening tag at the start (only whitespace before it):
+  reasoning ``R.strip("\n")``, content ``C.lstrip("\n")``;
+- output ``R</think>C`` when the *prompt* opened ``<think>`` (``think_open``, e.g. Qwen3.5's or
+  DeepSeek-R1's generation prompt): reasoning ``R``, content ``C`` (same stripping);
+- output ``<think>R`` with no ``</think>`` (cut off by the length limit), or ``think_open`` and no
+  ``</think>``: all of it is reasoning, content is empty, a problem is noted;
+- anything else has no reasoning (``None``) and the text is the content unchanged. In particular
+  a ``</think>`` that no ``<think>`` opened is text (a model answering with thinking disabled may
+  write the literal tag, e.g. inside a ``write_file`` argument), and a ``<think>`` after other
+  text is text too.
 """
 
 from __future__ import annotations
@@ -46,23 +50,20 @@ def split_reasoning(text: str, *, think_open: bool = False) -> ReasoningSplit:
         text: the sampled output.
         think_open: the prompt already opened ``<think>``.
     """
-    start = text.find(THINK_OPEN)
-    end = text.find(THINK_CLOSE)
-    if start != -1 and (end == -1 or start < end):
-        prefix = text[:start]
-        rest = text[start + len(THINK_OPEN) :]
+    lead = len(text) - len(text.lstrip())
+    if text.startswith(THINK_OPEN, lead):
+        rest = text[lead + len(THINK_OPEN) :]
         close = rest.find(THINK_CLOSE)
         if close == -1:
             return ReasoningSplit(
-                rest.strip("\n"), prefix, ["unclosed <think> block: the output ended inside reasoning"]
+                rest.strip("\n"), "", ["unclosed <think> block: the output ended inside reasoning"]
             )
         reasoning = rest[:close].strip("\n")
-        content = prefix + rest[close + len(THINK_CLOSE) :].lstrip("\n")
-        return ReasoningSplit(reasoning, content)
-    if end != -1:
-        reasoning = text[:end].strip("\n")
-        return ReasoningSplit(reasoning, text[end + len(THINK_CLOSE) :].lstrip("\n"))
+        return ReasoningSplit(reasoning, rest[close + len(THINK_CLOSE) :].lstrip("\n"))
     if think_open:
+        end = text.find(THINK_CLOSE)
+        if end != -1:
+            return ReasoningSplit(text[:end].strip("\n"), text[end + len(THINK_CLOSE) :].lstrip("\n"))
         return ReasoningSplit(
             text.strip("\n"), "", ["reasoning opened by the prompt was never closed (no </think>)"]
         )

@@ -16,16 +16,35 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strands_art.envs.sandbox.files import UnsafeFile, read_bytes
+
 logger = logging.getLogger(__name__)
 
 JAVA17_MAJOR = 61
 _CLASS_MAGIC = b"\xca\xfe\xba\xbe"
 
 
-def class_major_version(path: Path) -> int:
-    """Major version of one class file. Raises ValueError if it is not a class file."""
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+#: A surefire/failsafe report larger than this is unreadable (a build can write anything there).
+MAX_REPORT_BYTES = 64 << 20
+
+
+def class_major_version(path: Path, root: Path | None = None) -> int:
+    """Major version of one class file.
+
+    ``root``: the tree ``path`` lies in, written by a sandboxed build; the file is then read
+    without following symlinks and only if it is a regular file (:mod:`strands_art.envs.sandbox.files`).
+
+    Raises ValueError if it is not a (regular) class file.
+    """
+    path = Path(path)
+    if root is None:
+        root, rel = path.parent, Path(path.name)
+    else:
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
+    try:
+        head = read_bytes(root, rel, max_bytes=8, prefix=True)
+    except (UnsafeFile, OSError) as exc:
+        raise ValueError(f"not a class file: {path} ({exc})") from exc
     if len(head) < 8 or head[:4] != _CLASS_MAGIC:
         raise ValueError(f"not a class file: {path}")
     return int.from_bytes(head[6:8], "big")
@@ -75,7 +94,7 @@ def check_bytecode(
             report.modules_without_classes.append(rel_module)
         for cls in classes:
             try:
-                major = class_major_version(cls)
+                major = class_major_version(cls, project_dir)
             except ValueError:
                 major = -1
             by_major[major] += 1
@@ -126,7 +145,7 @@ def read_test_reports(project_dir: Path) -> TestReport:
         for xml in sorted(project_dir.rglob(f"target/{kind}/TEST-*.xml")):
             rel = xml.relative_to(project_dir).as_posix()
             try:
-                root = ET.parse(xml).getroot()
+                root = ET.fromstring(read_bytes(project_dir, rel, max_bytes=MAX_REPORT_BYTES))
             except (ET.ParseError, OSError) as exc:
                 logger.warning("unreadable test report %s: %s", rel, exc)
                 report.unreadable.append(rel)

@@ -135,9 +135,10 @@ async def run_rollout(
     from .evaluator import evaluate_command
 
     t0 = time.monotonic()
-    ws = Workspace.for_task(spec.task.dir)
+    unsafe = bool(getattr(args, "unsafe_no_sandbox", False))
+    ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / "workspaces")
     try:
-        tool_env = prepare_tool_env(ws)
+        tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
@@ -149,6 +150,8 @@ async def run_rollout(
             stats=stats,
             env=tool_env.env,
             extra_path=tool_env.extra_path,
+            sandbox=tool_env.sandbox,
+            unsafe_no_sandbox=unsafe,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
         )
@@ -166,7 +169,12 @@ async def run_rollout(
         log_dir = run_dir / "logs"
         log_dir.mkdir(exist_ok=True)
         evaluation = await asyncio.to_thread(
-            evaluate_command, str(ws.root), str(spec.task.dir), timeout_s=args.build_timeout
+            evaluate_command,
+            str(ws.root),
+            str(spec.task.dir),
+            timeout_s=args.build_timeout,
+            work_dir=run_dir / "workspaces",
+            unsafe_no_sandbox=unsafe,
         )
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
         eval_s = time.monotonic() - t_agent
@@ -323,6 +331,7 @@ async def run_migration(
         f"{len(done)} already done, backend {args.backend} ({args.model}), {args.history_mode} capture"
     )
     if todo:
+        _check_sandbox(args, console)
         with console.status("loading the model"):
             gateway, make_model = _make_policy(args, backend_factory)
         if gateway is not None and hasattr(gateway.backend, "models"):  # vLLM: fail fast, before any rollout
@@ -359,6 +368,22 @@ async def run_migration(
         console.print(f"plot: {path}")
     console.print(f"results: {results_path}")
     return results
+
+
+def _check_sandbox(args: argparse.Namespace, console: Console) -> None:
+    """Fail closed before any rollout: the sandbox works, or the user opted out loudly."""
+    from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
+
+    if getattr(args, "unsafe_no_sandbox", False):
+        console.print(
+            "[bold red]--unsafe-no-sandbox: agent commands and evaluation builds run WITHOUT a sandbox, "
+            "with this process's privileges[/bold red]"
+        )
+        return
+    try:
+        require_sandbox()
+    except SandboxUnavailable as exc:
+        raise SystemExit(f"strands-art migrate: {exc}") from None
 
 
 def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:

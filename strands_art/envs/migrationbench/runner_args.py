@@ -99,3 +99,10 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         "rollouts are kept, only the missing ones run",
     )
     g.add_argument("--no-plot", action="store_true", help="skip the rewards/rows plot")
+    g.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the agent's commands and the evaluation builds WITHOUT the bubblewrap sandbox "
+        "(with this process's privileges); only for machines where bwrap cannot run and the "
+        "model is trusted. Default: refuse to start when the sandbox is unavailable",
+    )

@@ -9,6 +9,13 @@ raises :class:`PathOutsideWorkspace`, whose message is written for the model to 
 Besides the repository root the workspace owns an ``aux`` directory outside the repository
 (for a ``mvn`` wrapper, a Maven local repository, a private HOME); it is removed by
 :meth:`Workspace.cleanup` together with the copy.
+
+A copied workspace belongs to its own unprivileged sandbox identity
+(:func:`~strands_art.envs.sandbox.allocate_identity`): the copy and ``aux`` are owned by that uid
+with mode 0700, inside a fresh directory under ``base_dir`` (the runner passes
+``<run_dir>/workspaces``; default: the system temp dir). ``base_dir`` is created with mode 0711
+when we are root (the sandbox uid must traverse it to reach its own directory, and may not list
+it) and 0700 otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +25,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from strands_art.envs.sandbox.policy import (
+    Identity,
+    allocate_identity,
+    chown_tree,
+    release_identity,
+    untraversable_ancestor,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -35,29 +50,51 @@ class Workspace:
         owned_dirs: directories removed by :meth:`cleanup` (the temporary copy, ``aux``).
             A workspace built directly on an existing directory owns nothing and
             ``cleanup()`` leaves it in place.
+        identity: the sandbox uid that owns the tree (see the module doc). Default for a
+            workspace on an existing directory: the caller's own uid, unchanged (no switch),
+            so its sandbox runs as the caller outside its namespaces.
+        aux_dir: an existing ``aux`` directory (a copy made by :meth:`copy_of` has one).
 
     Raises:
         FileNotFoundError: ``root`` is not an existing directory.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, owned_dirs: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        owned_dirs: tuple[Path, ...] = (),
+        identity: Identity | None = None,
+        aux_dir: Path | None = None,
+    ) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
             raise FileNotFoundError(f"workspace root {root!s} is not a directory")
         self.root: Path = real
         self._owned: list[Path] = list(owned_dirs)
-        self._aux: Path | None = None
+        self._aux: Path | None = aux_dir
+        self.identity: Identity = identity or Identity(os.getuid(), os.getgid(), drop=False)
+        self._release = identity is not None
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def copy_of(cls, source: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None) -> Workspace:
-        """Copy ``source`` (a repository directory) into a fresh workspace.
+    def copy_of(
+        cls,
+        source: str | os.PathLike[str],
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
+    ) -> Workspace:
+        """Copy ``source`` (a repository directory) into a fresh workspace with its own identity.
 
         Args:
-            source: directory to copy; symlinks inside it are copied as symlinks (a link that
-                points outside stays refused by :meth:`resolve`).
-            dest: where the copy goes; must not exist yet (it is created and owned). Default:
-                ``<new temp dir>/repo``, and the whole temp dir is owned.
+            source: directory to copy (trusted: a task); symlinks inside it are copied as
+                symlinks (a link that points outside stays refused by :meth:`resolve`).
+            dest: where the copy goes; must not exist yet (it is created and owned; ``aux`` is
+                a sibling directory). Default: ``<new dir under base_dir>/repo`` with ``aux``
+                beside it, and that whole directory is owned.
+            base_dir: where the new directory is made (created if missing, see the module
+                doc); default the system temp dir. Ignored with ``dest``.
 
         Returns:
             The workspace rooted at the copy.
@@ -65,32 +102,50 @@ class Workspace:
         Raises:
             FileNotFoundError: ``source`` is not a directory.
             FileExistsError: ``dest`` already exists.
+            PermissionError: ``base_dir`` lies below a directory the sandbox uid cannot enter.
         """
         src = Path(source)
         if not src.is_dir():
             raise FileNotFoundError(f"cannot copy workspace: {src} is not a directory")
-        if dest is None:
-            base = Path(tempfile.mkdtemp(prefix="strands-art-ws-"))
-            target = base / "repo"
-            owned: tuple[Path, ...] = (base,)
-        else:
-            target = Path(dest)
-            if target.exists():
-                raise FileExistsError(f"workspace destination {target} already exists")
-            owned = (target,)
-        shutil.copytree(src, target, symlinks=True, ignore=_maven_build_outputs)
-        logger.debug("workspace copied %s -> %s", src, target)
-        return cls(target, owned_dirs=owned)
+        identity = allocate_identity()
+        try:
+            if dest is None:
+                parent = _make_base(base_dir, identity) if base_dir is not None else None
+                top = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-ws-", dir=parent)))
+                target, aux = top / "repo", top / "aux"
+                owned: tuple[Path, ...] = (top,)
+            else:
+                target = Path(dest)
+                if target.exists():
+                    raise FileExistsError(f"workspace destination {target} already exists")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                aux = Path(tempfile.mkdtemp(prefix=f"{target.name}-aux-", dir=target.parent))
+                top = target
+                owned = (target, aux)
+            shutil.copytree(src, target, symlinks=True, ignore=_maven_build_outputs)
+            aux.mkdir(exist_ok=True)
+            for d in owned:
+                chown_tree(d, identity)
+                os.chmod(d, 0o700)
+        except BaseException:
+            release_identity(identity)
+            raise
+        logger.debug("workspace copied %s -> %s (uid %d)", src, target, identity.uid)
+        return cls(target, owned_dirs=owned, identity=identity, aux_dir=Path(os.path.realpath(aux)))
 
     @classmethod
     def for_task(
-        cls, task_dir: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None
+        cls,
+        task_dir: str | os.PathLike[str],
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
     ) -> Workspace:
         """Copy ``<task_dir>/repo`` into a fresh workspace (see :meth:`copy_of`)."""
         repo = Path(task_dir) / "repo"
         if not repo.is_dir():
             raise FileNotFoundError(f"task {task_dir} has no repo/ directory")
-        return cls.copy_of(repo, dest)
+        return cls.copy_of(repo, dest, base_dir=base_dir)
 
     # ------------------------------------------------------------------ paths
     @property
@@ -98,8 +153,14 @@ class Workspace:
         """A private scratch directory outside the repository (created on first use, owned)."""
         if self._aux is None:
             self._aux = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-aux-")))
+            chown_tree(self._aux, self.identity)
             self._owned.append(self._aux)
         return self._aux
+
+    @property
+    def writable_dirs(self) -> tuple[Path, ...]:
+        """What a sandboxed command of this workspace may write: the repository and ``aux``."""
+        return (self.root, self.aux_dir)
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """True if the real path of ``path`` is the root or lies under it (no resolution of ``path``)."""
@@ -153,6 +214,9 @@ class Workspace:
             shutil.rmtree(d, ignore_errors=True)
         self._owned.clear()
         self._aux = None
+        if self._release:
+            release_identity(self.identity)
+            self._release = False
 
     def __enter__(self) -> Workspace:
         return self
@@ -162,6 +226,21 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"Workspace(root={str(self.root)!r})"
+
+
+def _make_base(base_dir: str | os.PathLike[str], identity: Identity) -> Path:
+    """Create ``base_dir`` (0711 as root, 0700 otherwise) and check the sandbox uid can reach it."""
+    base = Path(base_dir)
+    base.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o711 if identity.drop else 0o700)
+    if identity.drop:
+        blocked = untraversable_ancestor(base / "x")
+        if blocked is not None:
+            raise PermissionError(
+                f"workspace directory {base} lies below {blocked}, which the sandbox uid cannot enter "
+                f"(no o+x): choose a run directory elsewhere, or `chmod o+x {blocked}`"
+            )
+    return Path(os.path.realpath(base))
 
 
 def _maven_build_outputs(directory: str, names: list[str]) -> set[str]:

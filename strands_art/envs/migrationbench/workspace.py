@@ -15,7 +15,8 @@ A copied workspace belongs to its own unprivileged sandbox identity
 with mode 0700, inside a fresh directory under ``base_dir`` (the runner passes
 ``<run_dir>/workspaces``; default: the system temp dir). ``base_dir`` is created with mode 0711
 when we are root (the sandbox uid must traverse it to reach its own directory, and may not list
-it) and 0700 otherwise.
+it) and 0700 otherwise; below a directory the sandbox uid cannot enter it becomes a symlink to a
+directory in the system temp dir.
 """
 
 from __future__ import annotations
@@ -229,18 +230,39 @@ class Workspace:
 
 
 def _make_base(base_dir: str | os.PathLike[str], identity: Identity) -> Path:
-    """Create ``base_dir`` (0711 as root, 0700 otherwise) and check the sandbox uid can reach it."""
+    """Create ``base_dir`` (0711 as root, 0700 otherwise) where the sandbox uid can reach it.
+
+    ``bwrap`` runs as the sandbox uid and must walk to the directory it binds. When an ancestor
+    of ``base_dir`` has no ``o+x`` (e.g. a run directory under ``/root``), the directory is made
+    in the system temp dir instead and ``base_dir`` becomes a symlink to it (logged).
+    """
     base = Path(base_dir)
-    base.mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o711 if identity.drop else 0o700)
-    if identity.drop:
+    if base.is_symlink() or not identity.drop:
+        base.mkdir(parents=True, exist_ok=True)
+    elif not base.exists() and untraversable_ancestor(base / "x") is not None:
         blocked = untraversable_ancestor(base / "x")
+        base.parent.mkdir(parents=True, exist_ok=True)
+        real = Path(tempfile.mkdtemp(prefix="strands-art-workspaces-"))
+        base.symlink_to(real, target_is_directory=True)
+        logger.warning(
+            "%s is below %s, which the sandbox uid cannot enter; workspaces live in %s (linked from %s)",
+            base,
+            blocked,
+            real,
+            base,
+        )
+    else:
+        base.mkdir(parents=True, exist_ok=True)
+    real = Path(os.path.realpath(base))
+    os.chmod(real, 0o711 if identity.drop else 0o700)
+    if identity.drop:
+        blocked = untraversable_ancestor(real / "x")
         if blocked is not None:
             raise PermissionError(
-                f"workspace directory {base} lies below {blocked}, which the sandbox uid cannot enter "
+                f"workspace directory {real} lies below {blocked}, which the sandbox uid cannot enter "
                 f"(no o+x): choose a run directory elsewhere, or `chmod o+x {blocked}`"
             )
-    return Path(os.path.realpath(base))
+    return real
 
 
 def _maven_build_outputs(directory: str, names: list[str]) -> set[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -116,9 +115,7 @@ async def test_timeout_kills_the_whole_process_group(ws: Workspace, sandboxed: b
 
 async def test_background_leftovers_are_killed_when_command_ends(tmp_path: Path) -> None:
     marker = f"40.{os.getpid()}1"
-    res = await run_command(
-        f"(sleep {marker} >/dev/null 2>&1 &); echo done", cwd=tmp_path, sandbox=None
-    )
+    res = await run_command(f"(sleep {marker} >/dev/null 2>&1 &); echo done", cwd=tmp_path, sandbox=None)
     assert res.exit_code == 0 and res.output == "done\n"
     await asyncio.sleep(0.2)
     assert _pids_with(f"sleep {marker}") == []
@@ -171,7 +168,9 @@ def test_make_tools_fails_closed_without_bwrap(ws: Workspace, monkeypatch: pytes
     monkeypatch.setattr(probe, "_verified", set())
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(probe, "find_tool", lambda name: None if name == "bwrap" else f"/usr/bin/{name}")
-    with pytest.raises(SandboxUnavailable, match=r"`bwrap` not found.*apt-get install bubblewrap.*--unsafe-no-sandbox"):
+    with pytest.raises(
+        SandboxUnavailable, match=r"`bwrap` not found.*apt-get install bubblewrap.*--unsafe-no-sandbox"
+    ):
         make_tools(ws)
     with pytest.raises(SandboxUnavailable):  # a failed probe is not remembered as "no sandbox"
         make_tools(ws)
@@ -215,7 +214,9 @@ async def test_readonly_root_outside_workspace(ws: Workspace) -> None:
     shell, _ = make_tools(ws)
     outside = Path.home() / f".strands-art-ro-probe-{os.getpid()}"
     try:
-        result = await shell(command=f"touch /usr/x-{os.getpid()}; touch {outside}; echo made > inside.txt; cat inside.txt")
+        result = await shell(
+            command=f"touch /usr/x-{os.getpid()}; touch {outside}; echo made > inside.txt; cat inside.txt"
+        )
         assert "Read-only file system" in _text(result)
         assert not outside.exists() and not Path(f"/usr/x-{os.getpid()}").exists()
     finally:
@@ -232,7 +233,11 @@ async def test_env_and_extra_path_reach_the_command(ws: Workspace, tmp_path: Pat
     wrapper = write_mvn_wrapper(ws.aux_dir / "bin", settings=tmp_path / "s.xml", real_mvn=str(real))
     stats = ToolStats()
     shell, _ = make_tools(
-        ws, env={"MVN_LOCAL_REPO": "/x/repo"}, extra_path=[str(wrapper.parent)], stats=stats, unsafe_no_sandbox=True
+        ws,
+        env={"MVN_LOCAL_REPO": "/x/repo"},
+        extra_path=[str(wrapper.parent)],
+        stats=stats,
+        unsafe_no_sandbox=True,
     )
     result = await shell(command="mvn -q clean verify; echo $MVN_LOCAL_REPO; pwd")
     assert result["status"] == "success"
@@ -388,9 +393,7 @@ async def test_errors_come_back_as_tool_results_through_strands(ws: Workspace) -
 
 
 async def test_ansi_colour_codes_are_removed(tmp_path: Path) -> None:
-    res = await run_command(
-        r"printf '\033[1mBUILD\033[m \033[0;32mOK\033[0m\n'", cwd=tmp_path, sandbox=None
-    )
+    res = await run_command(r"printf '\033[1mBUILD\033[m \033[0;32mOK\033[0m\n'", cwd=tmp_path, sandbox=None)
     assert res.output == "BUILD OK\n"
 
 

@@ -13,8 +13,9 @@ outside uid (:mod:`.policy`), then ``bwrap`` (Debian package ``bubblewrap``) wit
 - a private size-limited ``/tmp`` and ``/dev/shm``, a minimal ``/dev`` (null, zero, random, tty,
   ...), a fresh ``/proc`` of the sandbox's own PID namespace, no ``/sys``;
 - ``--clearenv`` and only the variables given (see :func:`allowed_env`);
-- ``--new-session`` (no TIOCSTI into the caller's terminal) and ``--die-with-parent`` (a killed
-  runner takes the sandbox, and every process in its PID namespace, with it).
+- ``--new-session`` (no TIOCSTI into the caller's terminal), ``--die-with-parent`` (the sandbox's
+  PID namespace dies with ``bwrap``) and ``setpriv --pdeathsig=KILL`` (``bwrap`` dies with the
+  runner): a SIGKILLed runner leaves no process behind.
 
 Source: ``bwrap(1)`` (bubblewrap 0.8), ``user_namespaces(7)``, ``pid_namespaces(7)``.
 """
@@ -161,17 +162,18 @@ class Sandbox:
     ) -> list[str]:
         """The full host argv (see the module doc); ``env`` must already be filtered."""
         out: list[str] = [str(tools["prlimit"]), *self.limits.prlimit_args(), "--"]
+        # bwrap's --die-with-parent covers the sandbox's own processes when bwrap dies; bwrap
+        # itself gets the parent-death signal here, so a SIGKILLed runner takes it along too.
+        out += [str(tools["setpriv"]), "--pdeathsig=KILL", "--no-new-privs"]
         if self.identity.drop:
             out += [
-                str(tools["setpriv"]),
                 f"--reuid={self.identity.uid}",
                 f"--regid={self.identity.gid}",
                 "--clear-groups",
                 "--inh-caps=-all",
                 "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
             ]
+        out.append("--")
         out += [
             str(tools["bwrap"]),
             "--unshare-all",

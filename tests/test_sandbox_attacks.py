@@ -395,3 +395,13 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+# ---------------------------------------------------------------- the one-command check
+def test_sandbox_check_command_passes_every_check(capsys: pytest.CaptureFixture[str]) -> None:
+    from strands_art.cli import main as cli_main
+
+    assert cli_main(["sandbox-check"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "sandbox-check: 10/10 checks passed"
+    assert all(line.startswith("ok ") for line in lines[:-1]) and len(lines) == 11

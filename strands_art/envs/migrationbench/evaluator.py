@@ -40,7 +40,7 @@ from typing import Any
 from strands_art.envs.migrationbench.buildoutputs import check_bytecode, read_test_reports
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import run_maven
-from strands_art.envs.migrationbench.workspace import _maven_build_outputs
+from strands_art.envs.migrationbench.workspace import maven_build_outputs
 from strands_art.envs.sandbox import (
     Identity,
     Sandbox,
@@ -147,13 +147,8 @@ def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: 
 
 
 def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
-    """Copy ``repo`` to ``build`` (see the module doc); returns what was left out."""
-
-    def skip(rel: str, names: list[str]) -> set[str]:
-        out = _maven_build_outputs(rel, names)
-        return out
-
-    return copy_tree(repo, build, identity=identity, skip_dir=skip)
+    """Copy ``repo`` to ``build`` without Maven outputs (see the module doc); returns what was left out."""
+    return copy_tree(repo, build, identity=identity, skip_dir=maven_build_outputs)
 
 
 def _diff(a: Counter[str], b: Counter[str], limit: int = 50) -> list[str]:

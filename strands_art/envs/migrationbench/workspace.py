@@ -123,7 +123,7 @@ class Workspace:
                 aux = Path(tempfile.mkdtemp(prefix=f"{target.name}-aux-", dir=target.parent))
                 top = target
                 owned = (target, aux)
-            shutil.copytree(src, target, symlinks=True, ignore=_maven_build_outputs)
+            shutil.copytree(src, target, symlinks=True, ignore=maven_build_outputs)
             aux.mkdir(exist_ok=True)
             for d in owned:
                 chown_tree(d, identity)
@@ -265,7 +265,7 @@ def _make_base(base_dir: str | os.PathLike[str], identity: Identity) -> Path:
     return real
 
 
-def _maven_build_outputs(directory: str, names: list[str]) -> set[str]:
+def maven_build_outputs(directory: str, names: list[str]) -> set[str]:
     """``copytree`` ignore: a module's ``target/`` (Maven build output next to a ``pom.xml``), so a
     stale build in the source (e.g. after ``strands-art evaluate`` ran in place) never reaches a
     rollout's workspace."""

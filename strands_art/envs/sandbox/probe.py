@@ -42,7 +42,7 @@ if echo ok > "$1/probe-bind" 2>/dev/null; then echo BIND=rw; else echo BIND=ro; 
 echo "ENV=$(env | cut -d= -f1 | sort | tr '\n' ,)"
 """
 
-_verified: set[tuple[int, bool]] = set()
+_verified: set[int] = set()  # effective uids for which a probe passed
 _lock = threading.Lock()
 
 
@@ -113,7 +113,7 @@ def require_sandbox(timeout_s: float = 30.0) -> None:
     Raises:
         SandboxUnavailable: see :func:`probe_sandbox`. Not remembered: the next call probes again.
     """
-    key = (os.geteuid(), True)
+    key = os.geteuid()
     with _lock:
         if key in _verified:
             return

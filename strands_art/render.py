@@ -38,6 +38,12 @@ class ChatRenderer:
         tokenizer: a ``transformers`` fast tokenizer with a chat template.
         chat_template: optional Jinja template overriding the tokenizer's own.
         chat_template_kwargs: extra template variables (e.g. ``{"enable_thinking": False}``).
+        family: a model family name (:data:`strands_art.families.FAMILIES`); default: detected
+            from the template (:func:`strands_art.families.family_for`).
+
+    Raises:
+        TemplateError: no chat template.
+        UnknownFamily: ``family`` is not a registered name.
     """
 
     def __init__(
@@ -45,6 +51,7 @@ class ChatRenderer:
         tokenizer: Any,
         chat_template: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        family: str | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.chat_template = chat_template or getattr(tokenizer, "chat_template", None)
@@ -52,17 +59,34 @@ class ChatRenderer:
             raise TemplateError("the tokenizer has no chat template; pass chat_template=")
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.backend = tokenizer.backend_tokenizer  # tokenizers.Tokenizer (Rust core)
-        from strands_art.toolcalls.select import parser_for_template, supports_tools
+        from strands_art.families import ModelFamily, family_for
+        from strands_art.toolcalls.base import DEFAULT_END_MARKERS
+        from strands_art.toolcalls.hermes import HermesParser
 
-        self.supports_tools = supports_tools(self.chat_template)
+        #: the model family: end tokens, tool-call format, history rewrites (strands_art/families)
+        self.family = family_for(self.chat_template, tokenizer, family)
+        self.family.configure(dict(chat_template_kwargs or {}))
+        eos = getattr(tokenizer, "eos_token", None)
+        markers = tuple(
+            dict.fromkeys((*DEFAULT_END_MARKERS, *self.family.end_tokens, *([eos] if eos else [])))
+        )
+        parser = self.family.parser(self.chat_template, markers)
+        if self.family.tools_in_template:  # the template renders ``tools`` and a call syntax we parse
+            self.supports_tools = parser is not None and "tools" in self.chat_template
+        else:  # the family writes the tool list into the system prompt; the template renders calls
+            self.supports_tools = parser is not None
         # templates without tool support get the Hermes convention (see module docstring)
-        self.tool_parser = parser_for_template(self.chat_template if self.supports_tools else "<tool_call>")
+        self.tool_parser = parser if self.supports_tools else HermesParser(markers)
         self._template = _compile(self.chat_template)
+        self._family_renders = type(self.family).render is not ModelFamily.render
         # gpt-oss style templates read ``thinking``; only they get the alias (a dict per message).
         # Any word ``thinking`` counts (``m.thinking``, ``m.get('thinking')``, ``'thinking' in m``),
         # ``enable_thinking`` does not.
         self._reads_thinking = re.search(r"\bthinking\b", self.chat_template) is not None
-        self._template_vars = {**getattr(tokenizer, "special_tokens_map", {}), **self.chat_template_kwargs}
+        self._render_kwargs = {**self.family.template_vars(), **self.chat_template_kwargs}
+        self._template_vars = {**getattr(tokenizer, "special_tokens_map", {}), **self._render_kwargs}
+        #: token ID -> text of the family's end tokens that may stand in for the closer's end token
+        self.closer_end_ids = self._token_ids(self.family.closer_end_tokens)
         self.end_of_turn_ids = self._end_of_turn_ids()
 
     # ----------------------------------------------------------------- rendering
@@ -83,6 +107,9 @@ class ChatRenderer:
         ``tests/test_render.py`` checks the output equals ``apply_chat_template``'s.
         """
         try:
+            own = self.family.render(messages, tools, add_generation_prompt)
+            if own is not None:  # the family renders with its official library (Harmony)
+                return own
             msgs, tool_specs = self._template_inputs(messages, tools)
             if self._template is not None:
                 return self._template.render(
@@ -98,7 +125,7 @@ class ChatRenderer:
                 chat_template=self.chat_template,
                 add_generation_prompt=add_generation_prompt,
                 tokenize=False,
-                **self.chat_template_kwargs,
+                **self._render_kwargs,
             )
         except Exception as exc:  # jinja2 errors, TypeError on malformed fields
             raise _template_error(exc) from exc
@@ -119,6 +146,8 @@ class ChatRenderer:
         (Qwen3's scan for the last user query: ~0.5 ms at 100 messages, ~3 ms at 1,000).
         Cancellation closes the render.
         """
+        if self._family_renders:  # Harmony renders in Rust, well under a slice per message
+            return self.render(messages, tools, add_generation_prompt)
         if self._template is None:  # apply_chat_template path: no generator to slice
             return await asyncio.to_thread(self.render, messages, tools, add_generation_prompt)
         parts: list[str] = []
@@ -152,8 +181,14 @@ class ChatRenderer:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         """The messages and tool specs as the template receives them (Hermes rewrite, aliases)."""
-        msgs = messages if self.supports_tools or not tools else self._hermes_messages(messages, tools)
+        if self.supports_tools or not tools:
+            msgs = self.family.prepare_messages(messages)
+        else:
+            msgs = self._hermes_messages(messages, tools)
         tool_specs = tools if (tools and self.supports_tools) else None
+        if tool_specs and not self.family.tools_in_template:
+            msgs = _with_system_text(msgs, self.family.tools_instruction(tool_specs) or "")
+            tool_specs = None
         if self._reads_thinking:
             msgs = [_alias_reasoning(m) for m in msgs]
         return msgs, tool_specs
@@ -163,14 +198,11 @@ class ChatRenderer:
         from strands_art.toolcalls.hermes import format_tool_calls
         from strands_art.toolcalls.select import render_tools_instruction
 
-        instruction = render_tools_instruction(tools)
         out: list[dict[str, Any]] = []
+        rest = messages
         if messages and messages[0].get("role") == "system":
-            out.append({"role": "system", "content": f"{messages[0].get('content') or ''}\n\n{instruction}"})
+            out.append({"role": "system", "content": messages[0].get("content") or ""})
             rest = messages[1:]
-        else:
-            out.append({"role": "system", "content": instruction})
-            rest = messages
         for m in rest:
             role = m.get("role")
             if role == "assistant" and m.get("tool_calls"):
@@ -186,7 +218,7 @@ class ChatRenderer:
                 out.append({k: v for k, v in m.items() if k in ("role", "content")})
         for m in out:
             m.pop("_tool_block", None)
-        return out
+        return _with_system_text(out, render_tools_instruction(tools))
 
     # ------------------------------------------------------------- tokenization
     async def encode(self, text: str) -> list[int]:
@@ -211,11 +243,14 @@ class ChatRenderer:
 
     # ------------------------------------------------------------------ template
     def _end_of_turn_ids(self) -> tuple[int, ...]:
-        """Token IDs that end an assistant turn, read from the template.
+        """Token IDs that end an assistant turn (the stop IDs), read from the template.
 
         Renders a probe assistant message and takes the first special token that follows its
-        content (``<|im_end|>`` for ChatML/Qwen), plus the tokenizer's EOS.
+        content (``<|im_end|>`` for ChatML/Qwen), then the family's end tokens and the tokenizer's
+        EOS; a family with ``stop_tokens`` (Harmony) gives them all.
         """
+        if self.family.stop_tokens is not None:
+            return tuple(self._token_ids(self.family.stop_tokens))
         ids: list[int] = []
         probe = "PROBE_CONTENT_7f3a"
         try:
@@ -231,10 +266,20 @@ class ChatRenderer:
                     break
         except (TemplateError, ValueError):
             logger.warning("could not find the end-of-turn token from the chat template")
+        ids.extend(self._token_ids(self.family.end_tokens))
         eos = getattr(self.tokenizer, "eos_token_id", None)
-        if eos is not None and eos not in ids:
-            ids.append(int(eos))
-        return tuple(ids)
+        ids.extend(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        ids.extend(_generation_config_eos(getattr(self.tokenizer, "name_or_path", "") or ""))
+        return tuple(dict.fromkeys(int(i) for i in ids))
+
+    def _token_ids(self, tokens: tuple[str, ...]) -> dict[int, str]:
+        """ID -> text of each token in ``tokens`` the vocabulary holds as one token."""
+        out: dict[int, str] = {}
+        for text in tokens:
+            tid = self.backend.token_to_id(text)
+            if tid is not None:
+                out[int(tid)] = text
+        return out
 
     def _special_ids(self) -> set[int]:
         return set(getattr(self.tokenizer, "all_special_ids", []) or []) | {
@@ -308,6 +353,34 @@ _DICT_ATTRS = frozenset(dir(dict))
 #: the types jinja2's ``wrap_str_format`` looks at (final types: an exact type check is isinstance)
 _BOUND_METHODS = frozenset((types.MethodType, types.BuiltinMethodType))
 _WRAPPED_STR_METHODS = frozenset(("format", "format_map"))
+
+
+def _generation_config_eos(directory: str) -> list[int]:
+    """The ``eos_token_id`` list of ``DIRECTORY/generation_config.json`` (the model's own end
+    tokens, e.g. Llama 3.1's ``[128001, 128008, 128009]``), or [] when there is none."""
+    import json
+    import os
+
+    path = os.path.join(directory, "generation_config.json")
+    if not directory or not os.path.isfile(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            eos = json.load(f).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        logger.warning("unreadable %s; its end tokens are not used", path)
+        return []
+    eos = eos if isinstance(eos, list) else [eos]
+    return [int(i) for i in eos if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """``messages`` with ``text`` appended to the system message after a blank line (a system
+    message holding only ``text`` is prepended when there is none)."""
+    if messages and messages[0].get("role") == "system":
+        first = messages[0]
+        return [{**first, "content": f"{first.get('content') or ''}\n\n{text}"}, *messages[1:]]
+    return [{"role": "system", "content": text}, *messages]
 
 
 def _alias_reasoning(message: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from strands_art.backends.base import BackendError, SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
 from strands_art.history.normalize import MessageError
-from strands_art.registry import load_tokenizer
+from strands_art.registry import family_of, load_tokenizer
 from strands_art.render import TemplateError
 
 
@@ -41,13 +41,15 @@ async def replay(
             if key in t:
                 item[key] = t[key]
         outputs.append(item)
-    tok = load_tokenizer(tokenizer or spec.get("tokenizer") or "qwen3")
+    name = tokenizer or spec.get("tokenizer") or "qwen3"
+    tok = load_tokenizer(name)
     backend = ScriptedBackend(tok, outputs)
     gateway = RolloutGateway(
         tok,
         backend,
         history_mode=mode or spec.get("mode") or "tree",
         chat_template_kwargs=spec.get("chat_template_kwargs") or {},
+        family=family_of(name),
         sampling=SamplingParams(max_new_tokens=1 << 20),
         max_context_tokens=1 << 30,
     )

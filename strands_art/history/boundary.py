@@ -39,7 +39,7 @@ def fast(shape: TemplateShape, lin: Lineage, text: str) -> Offsets | str:
     if not text.startswith(lin.text if len(lin.text) == stable else lin.text[:stable]):
         return "prefix_changed"
     closer = shape.closer
-    if not shape.closer_is_marked or holds_closer(shape, lin.messages[-1]):
+    if not shape.closer_is_marked or shape.other_closers or holds_closer(shape, lin.messages[-1]):
         return "ambiguous"
     idx = text.find(closer, stable)
     return (idx + len(closer), stable) if idx >= 0 else "not_found"
@@ -65,8 +65,8 @@ def by_probe(shape: TemplateShape, lin: Lineage, text: str, probe: str) -> Offse
     if not probe.startswith(lin.text[:stable]):
         return "not_found"
     lcp = stable + first_difference(text[stable:], probe[stable:])
-    idx = text.rfind(shape.closer, stable, lcp)
-    return (idx + len(shape.closer), stable) if idx >= 0 else "not_found"
+    idx, closer = max((text.rfind(c, stable, lcp), c) for c in shape.closers)
+    return (idx + len(closer), stable) if idx >= 0 else "not_found"
 
 
 def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Offsets, list[Segment]] | int:
@@ -77,7 +77,7 @@ def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Of
     Returns (offsets, relocated segments) or the index of the first segment that could not be
     found (``len(lin.segments)`` when the last closer is missing).
     """
-    closer = shape.closer
+    closers = shape.closers
     segments: list[Segment] = []
     pos = 0
     for j, seg in enumerate(lin.segments):
@@ -87,27 +87,35 @@ def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Of
                 return 0
             start = 0
         else:
-            start = _after_closer(closer, text, pos, seg_text)
+            start = _after_closer(closers, text, pos, seg_text)
             if start < 0:
                 return j
         segments.append(
             Segment(seg.msg_start, seg.msg_end, seg.tok_start, seg.tok_end, start, start + len(seg_text))
         )
         pos = start + len(seg_text)
-    idx = text.find(closer, pos)
+    if len(closers) == 1:
+        idx, closer = text.find(closers[0], pos), closers[0]
+    else:  # the turn ends at the last closer before the next message (several messages per turn)
+        ends = [(text.find(c, pos), c) for c in closers]
+        idx, closer = min(((i, c) for i, c in ends if i >= 0), default=(-1, ""))
     if idx < 0:
         return len(lin.segments)
     return (idx + len(closer), pos), segments
 
 
-def _after_closer(closer: str, text: str, pos: int, seg_text: str) -> int:
+def _after_closer(closers: tuple[str, ...], text: str, pos: int, seg_text: str) -> int:
     """Start of ``seg_text`` right after the first closer at or after ``pos`` it follows, or -1."""
-    search = pos
-    while True:
-        idx = text.find(closer, search)
-        if idx < 0:
-            return -1
-        start = idx + len(closer)
-        if text.startswith(seg_text, start):
-            return start
-        search = idx + 1
+    best = -1
+    for closer in closers:
+        search = pos
+        while True:
+            idx = text.find(closer, search)
+            if idx < 0:
+                break
+            start = idx + len(closer)
+            if text.startswith(seg_text, start):
+                best = start if best < 0 else min(best, start)
+                break
+            search = idx + 1
+    return best

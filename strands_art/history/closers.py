@@ -44,6 +44,9 @@ class TemplateShape:
         generation_prompt_ids: ``generation_prompt`` tokenized on its own.
         closer_is_marked: the closer holds a special token (so finding it in rendered text is
             unambiguous unless a message's own text holds that token's string).
+        other_closers: further texts that may end an assistant turn in rendered history, from the
+            model family (Harmony: ``<|call|>`` after a tool call, while ``<|end|>`` also ends the
+            analysis message *inside* a turn). Non-empty makes the boundary search use the probe.
     """
 
     closer: str
@@ -51,10 +54,16 @@ class TemplateShape:
     closer_ids: tuple[int, ...]
     generation_prompt_ids: tuple[int, ...]
     closer_is_marked: bool
+    other_closers: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:
         return bool(self.closer)
+
+    @property
+    def closers(self) -> tuple[str, ...]:
+        """Every text that may end an assistant turn: the probed closer first."""
+        return (self.closer, *self.other_closers) if self.closer else ()
 
 
 _CACHE: weakref.WeakKeyDictionary[ChatRenderer, TemplateShape] = weakref.WeakKeyDictionary()
@@ -108,6 +117,7 @@ def _probe(renderer: ChatRenderer) -> TemplateShape:
         closer_ids=tuple(renderer.encode_sync(closer)) if closer else (),
         generation_prompt_ids=tuple(renderer.encode_sync(gen)) if gen else (),
         closer_is_marked=marked,
+        other_closers=tuple(c for c in renderer.family.other_turn_closers if c != closer),
     )
 
 
@@ -120,7 +130,10 @@ class Closing:
         text: their text.
         code: "retained_stop" (the output already ends with part or all of the closer),
             "length" (truncated: the whole closer), "foreign_stop" (ended on another special token,
-            e.g. EOS ``<|endoftext|>``: the whole closer after it), "no_stop" (ended on a stop string or nothing).
+            e.g. EOS ``<|endoftext|>``: the whole closer after it), "family_end" (ended on another end
+            token of the model family that stands in for the closer's own, e.g. Llama's
+            ``<|eom_id|>`` for ``<|eot_id|>``: only the rest of the closer), "no_stop" (ended on a
+            stop string or nothing).
     """
 
     ids: list[int]
@@ -145,6 +158,12 @@ def missing_closer(
         if tail.endswith(closer[:n]):
             rest = closer[n:]
             return Closing(renderer.encode_sync(rest) if rest else [], rest, "retained_stop")
+    family_end = renderer.closer_end_ids.get(output_ids[-1])
+    if family_end is not None:  # a family end token standing in for the closer's (Llama <|eom_id|>)
+        for token in renderer.family.end_tokens:
+            if closer.startswith(token):
+                rest = closer[len(token) :]
+                return Closing(renderer.encode_sync(rest) if rest else [], rest, "family_end")
     special = output_ids[-1] in renderer.end_of_turn_ids or output_ids[-1] in renderer._special_ids()
     code = "foreign_stop" if special else "no_stop"
     return Closing(list(shape.closer_ids), closer, code)

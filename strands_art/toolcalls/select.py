@@ -1,4 +1,7 @@
-"""Pick the output parser for a chat template, and a tool prompt for templates without tools.
+"""Pick the output parser for a ChatML-style template, and a tool prompt for templates without tools.
+
+The model family (:mod:`strands_art.families`) decides the parser first; Qwen/ChatML and the
+generic family fall back to :func:`parser_for_template` for the Qwen formats below.
 
 :func:`parser_for_template` reads the template text:
 

@@ -1,0 +1,168 @@
+"""Mistral (SentencePiece v3 and later, Tekken): ``[INST]``, ``[TOOL_CALLS]``, ``</s>``.
+
+Format (templates from ``mistral_common``'s ``generate_chat_template``)::
+
+    <s>[AVAILABLE_TOOLS] [...][/AVAILABLE_TOOLS][INST] SYSTEM\\n\\nUSER[/INST]
+    [TOOL_CALLS] [{"name": "f", "arguments": {...}, "id": "a1B2c3D4e"}]</s>
+    [TOOL_RESULTS] {"content": ..., "call_id": "a1B2c3D4e"}[/TOOL_RESULTS]
+
+- End token: ``</s>`` (EOS), which is also the template's closer.
+- Tool calls: ``[TOOL_CALLS]`` then a JSON list of ``{"name", "arguments", "id"}`` objects (a
+  single object is accepted). The template refuses call ids that are not nine characters, so the
+  family's :meth:`MistralFamily.call_id` keeps the id the model sampled when it is nine
+  alphanumerics not yet used in the rollout, and otherwise derives one (:func:`~strands_art.families.base.alnum_id`).
+- History rewrites: the system prompt and the tool list are written into the *last* user
+  message, so they move when a new user message arrives (tree mode forks there; linear mode
+  reports ``template_prefix_unstable``); inside a tool loop (one user message) they stay put.
+  Tool results whose text is a number are re-rendered as that number. String arguments are
+  decoded to a dict before rendering, so the template writes them as ``mistral_common``'s
+  encoder does (``json.dumps`` spacing), whatever spacing the harness used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from strands_art.families.base import (
+    ModelFamily,
+    alnum_id,
+    arguments_dict,
+    finish,
+    ill_formed,
+    with_arguments,
+)
+from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
+from strands_art.toolcalls.hermes import _raw_value
+
+TOOL_CALLS = "[TOOL_CALLS]"
+END_TOKENS = ("</s>",)
+_DECODER = json.JSONDecoder()
+_ID = re.compile(r"[A-Za-z0-9]{9}")
+
+
+class MistralParser:
+    """Parser for Mistral ``[TOOL_CALLS]`` JSON (see the module docstring)."""
+
+    name = "mistral"
+
+    def __init__(self, end_markers: Sequence[str] = END_TOKENS) -> None:
+        self.end_markers = tuple(dict.fromkeys((*end_markers, *END_TOKENS)))
+
+    def parse(
+        self,
+        text: str,
+        tool_names: set[str] | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        think_open: bool = False,
+    ) -> ParsedOutput:
+        names = resolve_tool_names(tool_names, tools)
+        content = strip_end_markers(text, self.end_markers)
+        at = content.find(TOOL_CALLS)
+        if at == -1:
+            return finish(content, None, [], names)
+        before, body = content[:at], content[at + len(TOOL_CALLS) :]
+        items = _objects(body)
+        if isinstance(items, str):
+            return ill_formed(content, None, items)
+        calls = []
+        for item, item_text in items:
+            call = _call(item, item_text)
+            if isinstance(call, str):
+                return ill_formed(content, None, call)
+            calls.append(call)
+        if not calls:
+            return ill_formed(content, None, "[TOOL_CALLS] with an empty list")
+        problems = [f"text before [TOOL_CALLS] kept as content: {before[:40]!r}"] if before.strip() else []
+        return finish(before.strip(), None, calls, names, problems)
+
+
+def _call(item: Any, json_text: str) -> ToolCall | str:
+    if not isinstance(item, dict):
+        return f"a Mistral tool call must be a JSON object, got {type(item).__name__}"
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return 'missing or empty "name" in a Mistral tool call'
+    args = item.get("arguments", {})
+    raw = _raw_value(json_text, args) if "arguments" in item else None
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return f"arguments of {name!r} is a string that is not JSON"
+    if not isinstance(args, dict):
+        return f"arguments of {name!r} is a {type(args).__name__}, not a JSON object"
+    sampled = item.get("id")
+    return ToolCall(
+        name=name, arguments=args, raw_arguments=raw, id=sampled if isinstance(sampled, str) else ""
+    )
+
+
+def _objects(body: str) -> list[tuple[Any, str]] | str:
+    """The JSON values after ``[TOOL_CALLS]`` with their exact source text: a list's items, or
+    one object; or what is wrong."""
+    ws = re.compile(r"\s*")
+    pos = ws.match(body).end()
+    listed = body.startswith("[", pos)
+    if listed:
+        pos = ws.match(body, pos + 1).end()
+    out: list[tuple[Any, str]] = []
+    while True:
+        try:
+            value, end = _DECODER.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            return f"invalid JSON after [TOOL_CALLS]: {exc.msg}"
+        out.append((value, body[pos:end]))
+        pos = ws.match(body, end).end()
+        if not listed:
+            break
+        if body.startswith(",", pos):
+            pos = ws.match(body, pos + 1).end()
+            continue
+        if body.startswith("]", pos):
+            pos += 1
+            break
+        return "unclosed tool-call list after [TOOL_CALLS]"
+    if body[pos:].strip():
+        return f"unexpected text after the tool calls: {body[pos : pos + 40]!r}"
+    return out
+
+
+class MistralFamily(ModelFamily):
+    """Mistral instruct models with ``[INST]``/``[TOOL_CALLS]`` templates (see the module docstring)."""
+
+    name = "mistral"
+    end_tokens = END_TOKENS
+    closer_end_tokens = END_TOKENS
+
+    def detect(self, chat_template: str, tokenizer: Any) -> bool:
+        return "[INST]" in chat_template
+
+    def parser(self, chat_template: str, end_markers: Sequence[str]) -> MistralParser:
+        return MistralParser(end_markers)
+
+    def prepare_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Tool-call arguments as dicts (rendered ``| tojson``, as mistral_common writes them)."""
+        return with_arguments(messages, arguments_dict)
+
+    def __init__(self) -> None:
+        self._issued: OrderedDict[str, set[str]] = OrderedDict()  # rollout -> ids given out
+
+    def call_id(self, rollout_id: str, turn: int, k: int, sampled: str = "") -> str:
+        """The sampled id when it is nine alphanumerics and new in the rollout, else a derived
+        nine-character id (ids stay unique within a rollout; the last 4,096 rollouts are tracked)."""
+        issued = self._issued.setdefault(rollout_id, set())
+        self._issued.move_to_end(rollout_id)
+        while len(self._issued) > 4096:
+            self._issued.popitem(last=False)
+        new = (
+            sampled
+            if _ID.fullmatch(sampled or "") and sampled not in issued
+            else alnum_id(rollout_id, turn, k)
+        )
+        issued.add(new)
+        return new

@@ -43,7 +43,7 @@ from .report import plot_run, print_summary
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
-from .workspace import Workspace
+from .workspace import Workspace, remove_base_if_empty
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +359,7 @@ async def run_migration(
                 )
 
             await asyncio.gather(*(one(s) for s in todo))
+        remove_base_if_empty(run_dir / "workspaces")
         if gateway is not None:
             await gateway.backend.aclose()
     results = [done[s.rollout_id] for s in specs if s.rollout_id in done]

@@ -265,6 +265,19 @@ def _make_base(base_dir: str | os.PathLike[str], identity: Identity) -> Path:
     return real
 
 
+def remove_base_if_empty(base_dir: str | os.PathLike[str]) -> None:
+    """Remove a ``base_dir`` made by :meth:`Workspace.copy_of` once no workspace is left in it
+    (also the temp-dir directory it links to, see :func:`_make_base`); anything left stays."""
+    base = Path(base_dir)
+    real = Path(os.path.realpath(base))
+    try:
+        os.rmdir(real)
+    except OSError:
+        return  # missing, or still holds a workspace
+    if base.is_symlink():
+        base.unlink()
+
+
 def maven_build_outputs(directory: str, names: list[str]) -> set[str]:
     """``copytree`` ignore: a module's ``target/`` (Maven build output next to a ``pom.xml``), so a
     stale build in the source (e.g. after ``strands-art evaluate`` ran in place) never reaches a

@@ -71,6 +71,8 @@ def test_command_line_has_every_namespace_and_no_host_root() -> None:
     assert "--share-net" not in argv and "--ro-bind / /" not in text and "--ro-bind-try /etc /etc" not in text
     assert "--dev-bind" not in text and "/sys" not in argv
     assert argv[-4:] == ["--", "bash", "-c", "x"]
+    # binds come after the private /tmp, or a bound path under /tmp would be hidden by it
+    assert text.index("--tmpfs /tmp") < text.index("--ro-bind-try /r /r") < text.index("--bind /w /w")
 
 
 def test_identities_are_distinct_and_unprivileged() -> None:

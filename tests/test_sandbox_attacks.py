@@ -16,6 +16,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -405,3 +406,40 @@ def test_sandbox_check_command_passes_every_check(capsys: pytest.CaptureFixture[
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1] == "sandbox-check: 10/10 checks passed"
     assert all(line.startswith("ok ") for line in lines[:-1]) and len(lines) == 11
+
+
+def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: Path, tag: str) -> None:
+    from strands_art.envs.migrationbench.evaluator import _copy_for_build, _original_tests
+    from strands_art.envs.sandbox import allocate_identity, release_identity
+
+    repo = tmp_path / "r"
+    (repo / "src/test/java/p").mkdir(parents=True)
+    (repo / "src/test/java/p/T.java").write_text(
+        "package p; class T { @Test void a() {} @Test void b() {} }\n"
+    )
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "x"], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    identity = allocate_identity()
+    build_root = Path(
+        tempfile.mkdtemp(prefix="strands-art-test-")
+    )  # as evaluate(): the sandbox uid can enter it
+    os.chmod(build_root, 0o711)
+    try:
+        build = build_root / "repo"
+        _copy_for_build(repo, build, identity)
+        task = EvalTask(name="t", num_test_cases=2, base_commit=head)
+        assert sorted(_original_tests(build, task, identity, unsafe=False).keys()) == ["p.T#a", "p.T#b"]
+        evil = tmp_path / f"created-{tag}"
+        with pytest.raises(ValueError, match="git archive"):
+            _original_tests(
+                build, EvalTask(name="t", num_test_cases=2, base_commit=f"--output={evil}"), identity, False
+            )
+        assert not evil.exists()
+    finally:
+        shutil.rmtree(build_root)
+        release_identity(identity)

@@ -108,6 +108,8 @@ class EvalResult:
 
 
 def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool) -> TestInventory:
+    """The original's test methods: from ``task.original_dir``, else ``git archive base_commit`` of
+    ``repo_dir`` (the build copy, owned by ``identity``), run in the sandbox."""
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
@@ -121,26 +123,32 @@ def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: 
         chown_tree(out_dir, identity)
         archive = out_dir / "orig.tar"
         sandbox = None if unsafe else Sandbox(identity, writable=(out_dir,), readonly=(repo_dir,))
-        code, timed_out = run_sync(
-            sandbox,
-            [
-                "git",
-                "-c",
-                "safe.directory=*",
-                "-C",
-                str(repo_dir),
-                "archive",
-                "-o",
-                str(archive),
-                "--end-of-options",
-                task.base_commit,
-            ],
-            cwd=out_dir,
-            env={"HOME": str(out_dir)},
-            timeout_s=120,
-        )
+        with open(Path(tmp) / "git.log", "w+b") as log:
+            code, timed_out = run_sync(
+                sandbox,
+                [
+                    "git",
+                    "-c",
+                    "safe.directory=*",
+                    "-C",
+                    str(repo_dir),
+                    "archive",
+                    "-o",
+                    str(archive),
+                    "--end-of-options",
+                    task.base_commit,
+                ],
+                cwd=out_dir,
+                env={"HOME": str(out_dir)},
+                timeout_s=120,
+                stdout=log,
+            )
+            log.seek(0)
+            said = log.read().decode("utf-8", errors="replace").strip().splitlines()[-1:] or [""]
         if code != 0 or timed_out or archive.is_symlink() or not archive.is_file():
-            raise ValueError(f"task {task.name}: git archive {task.base_commit!r} failed (exit {code})")
+            raise ValueError(
+                f"task {task.name}: git archive {task.base_commit!r} failed (exit {code}): {said[0]}"
+            )
         with tarfile.open(archive) as tar:
             tar.extractall(Path(tmp) / "src", filter="data")
         return collect_tests(Path(tmp) / "src")
@@ -191,9 +199,9 @@ def evaluate(
     top = Path(tempfile.mkdtemp(prefix="strands-art-build-", dir=work_dir))
     try:
         os.chmod(top, 0o711)
-        original = _original_tests(repo, task, identity, unsafe_no_sandbox)
         build = top / "repo"
         left_out = _copy_for_build(repo, build, identity)
+        original = _original_tests(build, task, identity, unsafe_no_sandbox)
         current = collect_tests(build)  # before the build: what the tests are, not what they did
         mvn = run_maven(
             build,

@@ -188,8 +188,6 @@ class Sandbox:
         for target, link in USR_SYMLINKS:
             if os.path.lexists(link):
                 out += ["--symlink", target, link]
-        for path in self.readonly:
-            out += ["--ro-bind-try", os.fspath(path), os.fspath(path)]
         out += [
             "--ro-bind-data",
             str(passwd_fd),
@@ -201,6 +199,9 @@ class Sandbox:
         out += ["--proc", "/proc", "--dev", "/dev"]
         size = str(self.limits.tmp_bytes)
         out += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+        # after the /tmp tmpfs, so that paths under /tmp stay visible
+        for path in self.readonly:
+            out += ["--ro-bind-try", os.fspath(path), os.fspath(path)]
         for path in self.writable:
             out += ["--bind", os.fspath(path), os.fspath(path)]
         # Read-only remount of the root tmpfs last: nothing can be created beside the binds.

@@ -208,3 +208,21 @@ def test_copy_never_keeps_a_link_that_leads_out(tmp_path_factory: pytest.TempPat
             assert Path(os.path.realpath(p)).is_relative_to(real_dst), (p, os.readlink(p))
     assert (dst / "a").read_text() == "A" and (dst / "d" / "f").read_text() == "F"
     assert all(stat.S_ISLNK((src / s).lstat().st_mode) for s in skipped)
+
+
+def test_untraversable_ancestor() -> None:
+    import shutil
+    import tempfile
+
+    from strands_art.envs.sandbox.policy import untraversable_ancestor
+
+    base = Path(tempfile.mkdtemp(prefix="strands-art-test-"))  # in the system temp dir (o+x)
+    try:
+        os.chmod(base, 0o711)
+        closed = base / "closed"
+        closed.mkdir(mode=0o700)
+        assert untraversable_ancestor(base / "x") is None
+        assert untraversable_ancestor(base / "not-yet" / "deeper" / "x") is None  # ours to create
+        assert untraversable_ancestor(closed / "ws" / "x") == closed
+    finally:
+        shutil.rmtree(base)

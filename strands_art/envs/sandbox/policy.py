@@ -140,7 +140,7 @@ def chown_tree(root: str | os.PathLike[str], identity: Identity) -> None:
 
 
 def untraversable_ancestor(path: str | os.PathLike[str]) -> Path | None:
-    """The first ancestor of ``path`` that a non-owner cannot enter (no ``o+x``), or None.
+    """The first existing ancestor of ``path`` that a non-owner cannot enter (no ``o+x``), or None.
 
     ``bwrap`` runs as the sandbox uid and must walk to each directory it binds.
     """
@@ -148,6 +148,8 @@ def untraversable_ancestor(path: str | os.PathLike[str]) -> Path | None:
     for parent in reversed(p.parents):
         try:
             mode = os.stat(parent).st_mode
+        except FileNotFoundError:
+            return None  # what does not exist yet is created by us (mode 0755 or 0711)
         except OSError:
             return parent
         if not mode & stat.S_IXOTH:

@@ -7,7 +7,8 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 - ``sandbox-check``  prove the command sandbox holds on this machine (one line per check);
 - ``replay``         replay a logged conversation through the gateway (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
-- ``batching-plan``  step-stable batching arithmetic (JSON to stdout).
+- ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
+- ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
 
 Each subcommand imports what it needs lazily, so ``--help`` is fast.
 """
@@ -155,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strands_art.training.cli import add_batching_plan_parser
 
     add_batching_plan_parser(sub)
+
+    from strands_art.serve.cli import add_serve_parser
+
+    add_serve_parser(sub)
     return parser
 
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
@@ -195,6 +196,10 @@ class RolloutGateway:
             )
         return TreeHistory(self.renderer)
 
+    def is_open(self, rollout_id: str) -> bool:
+        """Whether a session with this rollout id is open."""
+        return rollout_id in self._sessions
+
     def set_sampling(self, rollout_id: str, sampling: SamplingParams) -> None:
         """Set a session's sampling parameters (the trainer's call)."""
         self._session(rollout_id).sampling = sampling
@@ -234,6 +239,8 @@ class RolloutGateway:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         sampling_overrides: dict[str, Any] | None = None,
+        *,
+        deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -242,6 +249,11 @@ class RolloutGateway:
             tools: OpenAI-format tool specs (``{"type": "function", "function": {...}}``).
             sampling_overrides: what the agent asked for; ignored with a warning or rejected
                 (config ``on_sampling_override``): sampling belongs to the trainer.
+            deliver: optional; awaited with the parsed result *before* the turn is recorded
+                (the HTTP front writes its response here). If it raises or is cancelled (the
+                client went away), nothing is recorded and the session is left as it was.
+                Without it, a sample that came back is recorded even if the caller is
+                cancelled meanwhile.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -269,6 +281,12 @@ class RolloutGateway:
             )
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             t_sample = time.perf_counter()
+            if deliver is not None:
+                await plan.finish(self.renderer.encode)
+                result = self._result(s, norm, tools, plan, sample)
+                await deliver(result)
+                self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
+                return result
             try:
                 await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
             finally:  # a sample that came back is recorded even if we are cancelled meanwhile
@@ -293,6 +311,12 @@ class RolloutGateway:
         )
 
     def _record(self, s, norm, tools, plan, sample: SampleResult, t0, t_prompt, t_sample) -> GenerateResult:
+        result = self._result(s, norm, tools, plan, sample)
+        self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
+        return result
+
+    def _result(self, s, norm, tools, plan, sample: SampleResult) -> GenerateResult:
+        """The parsed turn; changes nothing in the session (see :meth:`_commit`)."""
         plan.finish_now(self.renderer.encode_sync)  # metrics finish() did not get to (cancelled)
         traj = s.trajectory
         index = len(traj.turns)
@@ -314,24 +338,6 @@ class RolloutGateway:
             messages=norm,
             tools=tools,
         )
-        parent = s.capture.find_parent(turn.prompt_ids)
-        previous = s.capture.last_row
-        for ev in plan.events:
-            traj.events.append({"turn": index, **ev})
-        if parent is None and previous is not None and not plan.explains_fork:
-            info = explain_fork(self.renderer, previous.input_ids, turn.prompt_ids, norm, tools)
-            traj.events.append({"turn": index, "kind": "fork", **info})
-        tk = tools_key(tools)
-        if s.tools_key is not None and tk != s.tools_key:
-            traj.events.append({"turn": index, "kind": "tools_changed", "reason": "the tool specs changed"})
-        s.tools_key = tk
-        s.capture.add(turn, parent)
-        if parsed.ill_formed or parsed.problems:
-            traj.metadata.setdefault("ill_formed_turns", []).append(
-                {"turn": index, "problems": parsed.problems}
-            )
-        if sample.finish_reason == "length":
-            traj.metadata.setdefault("truncated_turns", []).append(index)
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:
             assistant["reasoning_content"] = parsed.reasoning
@@ -344,15 +350,6 @@ class RolloutGateway:
                 }
                 for c in calls
             ]
-        s.history.commit(plan, turn.output_ids, sample.finish_reason, assistant)
-        traj.turns.append(turn)
-        t_end = time.perf_counter()
-        turn.timings = {
-            "prompt": t_prompt - t0,
-            "sample": t_sample - t_prompt,
-            "record": t_end - t_sample,
-            "total": t_end - t0,
-        }
         return GenerateResult(
             text=parsed.text,
             reasoning=parsed.reasoning,
@@ -363,6 +360,38 @@ class RolloutGateway:
             turn=turn,
             assistant_message=assistant,
         )
+
+    def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
+        """Record the turn of :meth:`_result`: row, events, metadata, history, timings."""
+        traj, turn = s.trajectory, result.turn
+        index = turn.index
+        parent = s.capture.find_parent(turn.prompt_ids)
+        previous = s.capture.last_row
+        for ev in plan.events:
+            traj.events.append({"turn": index, **ev})
+        if parent is None and previous is not None and not plan.explains_fork:
+            info = explain_fork(self.renderer, previous.input_ids, turn.prompt_ids, turn.messages, turn.tools)
+            traj.events.append({"turn": index, "kind": "fork", **info})
+        tk = tools_key(turn.tools)
+        if s.tools_key is not None and tk != s.tools_key:
+            traj.events.append({"turn": index, "kind": "tools_changed", "reason": "the tool specs changed"})
+        s.tools_key = tk
+        s.capture.add(turn, parent)
+        if result.ill_formed or result.problems:
+            traj.metadata.setdefault("ill_formed_turns", []).append(
+                {"turn": index, "problems": list(result.problems)}
+            )
+        if sample.finish_reason == "length":
+            traj.metadata.setdefault("truncated_turns", []).append(index)
+        s.history.commit(plan, turn.output_ids, sample.finish_reason, result.assistant_message)
+        traj.turns.append(turn)
+        t_end = time.perf_counter()
+        turn.timings = {
+            "prompt": t_prompt - t0,
+            "sample": t_sample - t_prompt,
+            "record": t_end - t_sample,
+            "total": t_end - t0,
+        }
 
     def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
         eot = set(self.renderer.end_of_turn_ids)

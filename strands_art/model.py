@@ -27,6 +27,7 @@ from strands.models.model import Model
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
 from strands_art.backends.base import BackendError
+from strands_art.canonical import CanonicalHistory
 from strands_art.formats import (
     content_blocks,
     strands_assistant_to_openai,
@@ -35,12 +36,10 @@ from strands_art.formats import (
     tool_specs_to_openai,
 )
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
-from strands_art.history.normalize import parsed_arguments
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
-BLANK_TEXT = "[blank text]"
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "stop", "seed")
 
 
@@ -77,10 +76,7 @@ class ARTModel(Model):
         self.config: ARTModelConfig = {"model_id": "strands-art", "params": {}}
         self.update_config(**config)
         self.config["session_id"] = gateway.open_session(session_id, self.config.get("group_id"))
-        self._by_tool_id: dict[str, dict[str, Any]] = {}
-        self._by_text: dict[str, dict[str, Any]] = {}
-        self._tool_results: dict[str, str] = {}
-        self._reported: set[tuple[str, str]] = set()
+        self.canonical = CanonicalHistory(gateway, self.session_id)
 
     @property
     def session_id(self) -> str:
@@ -109,63 +105,13 @@ class ARTModel(Model):
         for index, message in enumerate(messages):
             content_blocks(message)  # validates role and content shape (StrandsFormatError)
             if message.get("role") == "assistant":
-                out.append(self._canonical_assistant(index, message))
+                out.append(self.canonical.assistant(index, strands_assistant_to_openai(message)))
             else:
                 for m in strands_user_to_openai(message):
                     if m["role"] == "tool":
-                        self._check_tool_result(index, m)
+                        self.canonical.check_tool_result(index, m)
                     out.append(m)
         return out
-
-    def _canonical_assistant(self, index: int, message: dict[str, Any]) -> dict[str, Any]:
-        seen = strands_assistant_to_openai(message)
-        produced = None
-        for call in seen.get("tool_calls", []):
-            produced = self._by_tool_id.get(call["id"])
-            if produced is not None:
-                break
-        if produced is None:
-            key = "" if seen["content"] == BLANK_TEXT else seen["content"]
-            produced = self._by_text.get(key) if "tool_calls" not in seen else None
-        if produced is None:
-            self._report(
-                index, "unknown_assistant_message", "an assistant message the gateway did not produce"
-            )
-            return seen
-        self._compare(index, seen, produced)
-        return produced
-
-    def _compare(self, index: int, seen: dict[str, Any], produced: dict[str, Any]) -> None:
-        seen_calls = {c["id"]: c["function"] for c in seen.get("tool_calls", [])}
-        for call in produced.get("tool_calls", []):
-            got = seen_calls.get(call["id"])
-            if got is None:
-                self._report(index, "tool_call_removed", f"tool call {call['id']} was removed by the harness")
-            elif parsed_arguments(got["arguments"]) != parsed_arguments(call["function"]["arguments"]):
-                self._report(index, "tool_input_changed", f"input of tool call {call['id']} was rewritten")
-        content = "" if seen["content"] == BLANK_TEXT else seen["content"]
-        if content != produced["content"]:
-            self._report(index, "text_changed", "assistant text was rewritten by the harness")
-
-    def _check_tool_result(self, index: int, m: dict[str, Any]) -> None:
-        before = self._tool_results.setdefault(m["tool_call_id"], m["content"])
-        if before != m["content"]:
-            self._report(
-                index, "tool_result_changed", f"result of {m['tool_call_id']} changed (e.g. truncated)"
-            )
-
-    def _report(self, index: int, kind: str, reason: str) -> None:
-        if (str(index), kind) in self._reported:
-            return
-        self._reported.add((str(index), kind))
-        logger.info("history rewrite at message %d: %s (%s)", index, kind, reason)
-        self.gateway.record_event(self.session_id, "rewrite", f"{kind}: {reason}", message=index, code=kind)
-
-    def _remember(self, assistant: dict[str, Any]) -> None:
-        for call in assistant.get("tool_calls", []):
-            self._by_tool_id[call["id"]] = assistant
-        if not assistant.get("tool_calls"):
-            self._by_text[assistant["content"]] = assistant
 
     # ------------------------------------------------------------------ stream
     async def stream(  # type: ignore[override]
@@ -198,7 +144,7 @@ class ARTModel(Model):
             raise ContextWindowOverflowException(str(exc)) from exc
         except BackendError as exc:
             raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
-        self._remember(result.assistant_message)
+        self.canonical.remember(result.assistant_message)
         latency = int((time.perf_counter() - t0) * 1000)
         for event in stream_events(
             result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency

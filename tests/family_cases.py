@@ -182,11 +182,13 @@ async def tool_loop(
     mode: str,
     drifts: list[str] | None = None,
     tokenizer: Any = None,
+    **config: Any,
 ) -> Loop:
     """Play ``turns`` (calls, text, reasoning, end token) through a gateway on ``alias``.
 
     The harness answers each call with ``result {turn}.{k}`` and re-serializes arguments with
     ``drifts[turn]`` (default "compact"); the loop stops after the first turn without calls.
+    ``config`` goes to the gateway (e.g. ``chat_template``).
     """
     from strands_art.registry import load_tokenizer
 
@@ -194,7 +196,7 @@ async def tool_loop(
     tok = tokenizer or load_tokenizer(alias)
     outputs = [{"text": writer.turn(c, t, i, r, e)} for i, (c, t, r, e) in enumerate(turns)]
     backend = ScriptedBackend(tok, outputs)
-    gw = RolloutGateway(alias, backend, history_mode=mode)
+    gw = RolloutGateway(alias, backend, history_mode=mode, **config)
     sid = gw.open_session("loop")
     msgs = [SYSTEM, USER]
     first = list(msgs)

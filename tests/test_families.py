@@ -19,8 +19,6 @@ from strands_art.registry import family_of, load_tokenizer
 from strands_art.render import ChatRenderer
 
 ALIASES = list(WRITERS)
-#: DeepSeek-R1's original template rewrites earlier tool rounds (strands_art/families/deepseek.py)
-STABLE = [a for a in ALIASES if a != "deepseek-r1"]
 
 # a 4-turn tool loop: three tool-call turns (one ends on the family's last end token), then an answer
 LOOP = [
@@ -86,7 +84,7 @@ def reference_ids(alias: str, renderer: ChatRenderer, messages, tools) -> list[i
     return list(enc["input_ids"] if hasattr(enc, "keys") else enc)
 
 
-@pytest.mark.parametrize("alias", STABLE)
+@pytest.mark.parametrize("alias", ALIASES)
 def test_four_turn_tool_loop_is_one_linear_row_and_matches_the_template(alias):
     loop = asyncio.run(tool_loop(alias, loop_turns(alias), "linear"))
     traj, gw = loop.trajectory, loop.gateway
@@ -191,28 +189,81 @@ def test_mistral_matches_mistral_common_encoding():
     assert loop.backend.prompts[-1] == ref.tokens
 
 
-def test_deepseek_r1_prefill_is_kept_and_its_unstable_template_is_reason_coded():
+def test_deepseek_r1_prefill_is_kept_and_its_tool_round_rewrites_heal():
     turns = loop_turns("deepseek-r1")
     turns[0] = (turns[0][0], "", "\nLook at the build first.", "")  # reasoning starting with "\n"
     loop = asyncio.run(tool_loop("deepseek-r1", turns, "linear"))
     gw, traj = loop.gateway, loop.trajectory
-    assert gw.renderer.render([USER]).endswith("<｜Assistant｜><think>\n")
-    assert loop.backend.prompts[0] == reference_ids("deepseek-r1", gw.renderer, loop.first_messages, TOOLS)
-    assert [[(c.name, c.arguments) for c in r.tool_calls] for r in loop.results] == [t[0] for t in turns]
+    r = gw.renderer
+    assert r.render([USER]).endswith("<｜Assistant｜><think>\n")
+    assert loop.backend.prompts[0] == reference_ids("deepseek-r1", r, loop.first_messages, TOOLS)
+    assert [[(c.name, c.arguments) for c in x.tool_calls] for x in loop.results] == [t[0] for t in turns]
     assert loop.results[0].reasoning == "Look at the build first."
-    nl = gw.renderer.encode_sync("\n")
+    nl = r.encode_sync("\n")
     # the prefill's "\n" and the sampled "\n" stay two tokens (re-tokenizing would merge them)
     t0 = traj.turns[0]
     assert t0.prompt_ids[-len(nl) :] == nl and t0.output_ids[: len(nl)] == nl
-    assert len(gw.renderer.encode_sync("\n\n")) == 1 and len(nl) == 1
-    # turn 2 heals onto the sampled tokens (reasoning kept although the template drops it)
-    assert (
-        traj.turns[1].prompt_ids[: len(t0.prompt_ids) + len(t0.output_ids)] == t0.prompt_ids + t0.output_ids
+    assert len(r.encode_sync("\n\n")) == 1 and len(nl) == 1
+    # R1's template re-renders each earlier tool round differently (drops <｜tool▁outputs▁end｜>, the
+    # <｜Assistant｜><｜tool▁calls▁begin｜> header and the reasoning): still one row, no reset
+    assert len(traj.rows) == 1
+    assert not [e for e in traj.events if e["kind"] in ("reset", "fork", "linear_disabled")], traj.events
+    heals = [e for e in traj.events if e["kind"] == "heal"]
+    assert [e["reason"] for e in heals] == ["fast", "full_history", "full_history"]
+    dropped = ["<｜tool▁outputs▁end｜>"]
+    assert [e.get("end_only_dropped") for e in heals] == [None, dropped, dropped]
+    counters = traj.rows[0].metadata["history"]
+    assert counters.get("resets", 0) == 0 and counters["end_only_dropped"] == 2
+    # every turn's prompt = the previous prompt + its sampled output + what the template writes for
+    # the new tool result in context (only the first round opens with <｜tool▁outputs▁begin｜>)
+    for k, t in enumerate(traj.turns[1:]):
+        prev = traj.turns[k]
+        saved = prev.prompt_ids + prev.output_ids
+        assert t.prompt_ids[: len(saved)] == saved
+        opening = "<｜tool▁outputs▁begin｜>" if k == 0 else ""
+        assert r.decode(t.prompt_ids[len(saved) :]) == (
+            f"{opening}<｜tool▁output▁begin｜>result {k}.0<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"
+        )
+    row = traj.rows[0]
+    assert row.input_ids == traj.turns[-1].prompt_ids + traj.turns[-1].output_ids
+    assert sum(row.loss_mask) == sum(len(t.output_ids) for t in traj.turns)
+    # the delta is the template's own text: a plain re-render ends with the same tool-result text
+    plain = r.render(traj.turns[-1].messages, TOOLS, True)
+    assert plain.endswith(
+        "<｜end▁of▁sentence｜><｜tool▁output▁begin｜>result 2.0<｜tool▁output▁end｜><｜tool▁outputs▁end｜>"
     )
-    # later rounds: R1's template rewrites earlier tool rounds; linear mode says so, by reason
-    resets = [e for e in traj.events if e["kind"] == "reset"]
-    assert resets and {e["reason"] for e in resets} == {"template_prefix_unstable"}
-    assert sum(sum(r.loss_mask) for r in traj.rows) == sum(len(t.output_ids) for t in traj.turns)
+
+
+@pytest.mark.parametrize("variant", ["marked_results", "undeclared"])
+def test_deepseek_r1_other_rewrites_of_earlier_rounds_still_reset(variant, monkeypatch):
+    """Only the declared end-only text may vanish: a template that also marks earlier tool results
+    (a change the family does not declare), or R1's template without the family's declaration,
+    resets with ``template_prefix_unstable`` at each later tool round."""
+    from strands_art.families.deepseek import DeepSeekFamily
+
+    template = load_tokenizer("deepseek-r1").chat_template
+    config = {}
+    if variant == "marked_results":
+        config["chat_template"] = template.replace(
+            "message['content'] + '<｜tool▁output▁end｜>'",
+            "message['content'] + ('' if loop.last else ' (seen)') + '<｜tool▁output▁end｜>'",
+        )
+        assert config["chat_template"].count("(seen)") == 2
+    else:
+        bind = DeepSeekFamily.bind
+
+        def undeclared(self, chat_template, tokenizer):
+            bind(self, chat_template, tokenizer)
+            self.end_only_texts = ()
+
+        monkeypatch.setattr(DeepSeekFamily, "bind", undeclared)
+    loop = asyncio.run(tool_loop("deepseek-r1", loop_turns("deepseek-r1"), "linear", **config))
+    resets = [e for e in loop.trajectory.events if e["kind"] == "reset"]
+    assert [e["reason"] for e in resets] == ["template_prefix_unstable"] * 2
+    assert not [e for e in loop.trajectory.events if e.get("end_only_dropped")]
+    assert sum(sum(x.loss_mask) for x in loop.trajectory.rows) == sum(
+        len(t.output_ids) for t in loop.trajectory.turns
+    )
 
 
 def test_family_detection_and_override():

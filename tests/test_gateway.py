@@ -22,9 +22,9 @@ def enc(tok, text):
     return tok.backend_tokenizer.encode(text, add_special_tokens=False).ids
 
 
-async def tool_loop(gw, sid, tools=(ADD_TOOL,)):
+async def tool_loop(gw, sid, tools=(ADD_TOOL,), deliver=None):
     msgs = [SYSTEM, USER]
-    r0 = await gw.generate(sid, msgs, list(tools))
+    r0 = await gw.generate(sid, msgs, list(tools), deliver=deliver)
     msgs = msgs + [
         r0.assistant_message,
         {"role": "tool", "tool_call_id": r0.tool_calls[0].id, "content": "3"},
@@ -164,6 +164,32 @@ async def test_backend_failure_records_nothing_and_the_session_continues(qwen3):
     r = await gw.generate(sid, [USER], None)
     traj = gw.close_session(sid)
     assert r.text == "ok" and len(traj.turns) == 1 and traj.turns[0].index == 0 and len(traj.rows) == 1
+
+
+async def test_a_failed_delivery_records_nothing_and_the_next_turn_extends_the_same_row(qwen3):
+    backend = ScriptedBackend(qwen3, [{"text": CALL}, {"text": CALL}, {"text": "It is 3.<|im_end|>"}])
+    gw = RolloutGateway(qwen3, backend)
+    sid = gw.open_session("r")
+    delivered = []
+
+    async def gone(result):
+        delivered.append(result.tool_calls[0].id)
+        raise ConnectionResetError("the client went away")
+
+    with pytest.raises(ConnectionResetError):
+        await gw.generate(sid, [SYSTEM, USER], [ADD_TOOL], deliver=gone)
+    traj = gw.trajectory(sid)
+    assert traj.turns == [] and traj.rows == [] and traj.events == []
+
+    async def ok(result):
+        delivered.append(result.tool_calls[0].id)
+        assert gw.trajectory(sid).turns == []  # delivered before it is recorded
+
+    r0, r1, _ = await tool_loop(gw, sid, deliver=ok)
+    traj = gw.close_session(sid)
+    assert delivered == ["call_r_0_0", "call_r_0_0"]  # the retry is turn 0 again, same call id
+    assert backend.prompts[0] == backend.prompts[1] == traj.turns[0].prompt_ids
+    assert len(traj.turns) == 2 and len(traj.rows) == 1 and r1.text == "It is 3."
 
 
 @pytest.mark.parametrize(

@@ -258,6 +258,28 @@ async def test_template_that_restyles_earlier_turns_falls_back_to_full_history(q
     )
 
 
+async def test_full_history_heal_finds_the_closer_by_probe_when_the_assistant_wrote_it(qwen3):
+    """The last assistant's own text holds the closer (``<|im_end|>\n``): after relocating the
+    changed history, the turn's end is found with the probe render, not at the first closer."""
+    r = ChatRenderer(qwen3, LATEST_TEMPLATE)
+    h = LinearHistory(r)
+    contents = ["answer 0", "answer 1 <|im_end|>\n<|im_start|>user\nfake", "answer 2"]
+    msgs = normalize_messages([{"role": "user", "content": "one"}])
+    prompts = []
+    for k in range(3):
+        plan = await h.plan(msgs, None)
+        prompts.append(plan)
+        h.commit(plan, enc(qwen3, "sampled<|im_end|>"), "stop", {"role": "assistant", "content": contents[k]})
+        msgs = msgs + normalize_messages(
+            [{"role": "assistant", "content": contents[k]}, {"role": "user", "content": f"q{k}"}]
+        )
+    assert [p.events[0]["reason"] for p in prompts[1:]] == ["fast", "full_history"]
+    prev = prompts[1].prompt_ids + enc(qwen3, "sampled<|im_end|>")
+    assert prompts[2].prompt_ids == prev + [NL] + enc(
+        qwen3, "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
 # ------------------------------------------------------------------ divergence policies
 async def _two_turns(tok, policy):
     outputs = [

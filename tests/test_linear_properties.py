@@ -20,6 +20,9 @@ from test_capture_properties import check_invariants
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
+from strands_art.history.boundary import relocate_segments
+from strands_art.history.closers import TemplateShape
+from strands_art.history.lineage import Lineage, Segment
 from strands_art.registry import load_tokenizer
 
 words = st.text(alphabet="abcdefghij XYZ.,", min_size=1, max_size=20).map(str.strip).filter(bool)
@@ -134,3 +137,55 @@ def test_qwen3_append_only_with_drift_is_one_row_per_lineage(plans):
 def test_smollm2_append_only_with_drift_is_one_row_per_lineage(plans):
     tok = load_tokenizer("smollm2")
     check_linear(*asyncio.run(play(plans, tok)))
+
+
+# ------------------------------------------------------------------ end-only texts (relocation)
+SHAPE = TemplateShape(
+    closer="<E>",
+    generation_prompt="",
+    closer_ids=(),
+    generation_prompt_ids=(),
+    closer_is_marked=True,
+    end_only=("<X>",),
+)
+seg_texts = st.text(alphabet="ab", min_size=1, max_size=6)
+asst_texts = st.text(alphabet="cd", min_size=0, max_size=6)
+
+
+def _lineage(segs: list[str], assistants: list[str]) -> Lineage:
+    """A lineage whose render is seg0 a0<E> seg1 a1<E> ... seg_n (the last assistant not rendered)."""
+    text, segments = "", []
+    for j, seg in enumerate(segs):
+        if j:
+            text += assistants[j - 1] + "<E>"
+        segments.append(Segment(j, j + 1, 0, 0, len(text), len(text) + len(seg)))
+        text += seg
+    return Lineage(id=0, tools_key="", tools=None, text=text, segments=segments)
+
+
+@given(
+    st.lists(seg_texts, min_size=1, max_size=4),
+    st.lists(asst_texts, min_size=5, max_size=5),
+    st.lists(asst_texts, min_size=5, max_size=5),
+    st.integers(0, 3),
+)
+def test_relocation_drops_a_declared_end_only_text_from_the_last_segment_only(segs, old_a, new_a, bad):
+    """The segment that ended the previous render may lose the end-only text ``<X>`` (assistant
+    renders may change freely); any other segment losing it is ``template_prefix_unstable``."""
+    n = len(segs)
+    stored = [s + "<X>" for s in segs]  # every segment once ended its render with <X>
+    lin = _lineage([*(s for s in segs[:-1]), stored[-1]], old_a)
+    new = "".join((new_a[j - 1] + "<E>" if j else "") + s for j, s in enumerate(segs))
+    new += new_a[n - 1] + "<E>" + "zz<X>"  # the last assistant, then the new messages
+    out = relocate_segments(SHAPE, lin, new)
+    assert not isinstance(out, int)
+    assert out.dropped == ("<X>",)
+    assert [new[s.char_start : s.char_end] for s in out.segments] == segs
+    assert new[out.offsets[0] :] == "zz<X>" and new[out.offsets[1] : out.offsets[0]] == new_a[n - 1] + "<E>"
+    # an earlier segment that kept <X> in the stored render but lost it in the new one: rejected
+    if n > 1:
+        k = bad % (n - 1)
+        earlier = _lineage(
+            [s + "<X>" if j == k else s for j, s in enumerate(segs[:-1])] + [stored[-1]], old_a
+        )
+        assert relocate_segments(SHAPE, earlier, new) == k

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from strands import Agent, tool
+from conftest import add
+from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
@@ -15,17 +16,6 @@ from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 
 ADD_CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 17, "b": 25}}\n</tool_call><|im_end|>'
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: first
-        b: second
-    """
-    return a + b
 
 
 def make(tok, outputs, **gw):
@@ -97,8 +87,7 @@ async def test_blank_text_rewrite_maps_back_to_what_the_gateway_produced(qwen3):
     gateway, model = make(qwen3, [{"text": ADD_CALL}, {"text": "42<|im_end|>"}])
     await collect(model, [{"role": "user", "content": [{"text": "17+25?"}]}], [add.tool_spec])
     call_id = gateway.trajectory("s1").turns[0].index
-    produced = model._by_tool_id
-    (tool_use_id,) = produced
+    (tool_use_id,) = model.canonical.produced_tool_ids
     history = [
         {"role": "user", "content": [{"text": "17+25?"}]},
         {
@@ -124,7 +113,7 @@ async def test_blank_text_rewrite_maps_back_to_what_the_gateway_produced(qwen3):
 async def test_changed_tool_input_is_reported_as_a_rewrite_event(qwen3):
     gateway, model = make(qwen3, [{"text": ADD_CALL}, {"text": "42<|im_end|>"}])
     await collect(model, [{"role": "user", "content": [{"text": "17+25?"}]}], [add.tool_spec])
-    (tool_use_id,) = model._by_tool_id
+    (tool_use_id,) = model.canonical.produced_tool_ids
     history = [
         {"role": "user", "content": [{"text": "17+25?"}]},
         {

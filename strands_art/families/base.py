@@ -45,6 +45,11 @@ class ModelFamily:
             the turn, so only ``<|return|>`` and ``<|call|>`` stop sampling.
         other_turn_closers: texts besides the probed closer that may end an assistant turn in
             rendered history (Harmony: ``<|call|>``).
+        end_only_texts: texts the template writes after the conversation's last message only and
+            drops from that place once further messages follow (DeepSeek-R1 closes the tool
+            results with ``<｜tool▁outputs▁end｜>`` only at the end). Linear mode accepts exactly
+            this change to earlier text, at the end of the previous request's messages; any other
+            change is ``template_prefix_unstable`` (docs/linear-history.md).
     """
 
     name = "generic"
@@ -53,6 +58,7 @@ class ModelFamily:
     tools_in_template = True
     stop_tokens: tuple[str, ...] | None = None
     other_turn_closers: tuple[str, ...] = ()
+    end_only_texts: tuple[str, ...] = ()
 
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool

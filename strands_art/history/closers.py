@@ -47,6 +47,10 @@ class TemplateShape:
         other_closers: further texts that may end an assistant turn in rendered history, from the
             model family (Harmony: ``<|call|>`` after a tool call, while ``<|end|>`` also ends the
             analysis message *inside* a turn). Non-empty makes the boundary search use the probe.
+        end_only: texts the template writes after the conversation's last message only and drops
+            once further messages follow, from the model family (DeepSeek-R1:
+            ``<｜tool▁outputs▁end｜>``); the only change to earlier text a linear heal accepts
+            (:func:`strands_art.history.boundary.relocate_segments`).
     """
 
     closer: str
@@ -55,6 +59,7 @@ class TemplateShape:
     generation_prompt_ids: tuple[int, ...]
     closer_is_marked: bool
     other_closers: tuple[str, ...] = ()
+    end_only: tuple[str, ...] = ()
 
     @property
     def resolved(self) -> bool:
@@ -118,6 +123,7 @@ def _probe(renderer: ChatRenderer) -> TemplateShape:
         generation_prompt_ids=tuple(renderer.encode_sync(gen)) if gen else (),
         closer_is_marked=marked,
         other_closers=tuple(c for c in renderer.family.other_turn_closers if c != closer),
+        end_only=tuple(renderer.family.end_only_texts),
     )
 
 

@@ -20,7 +20,10 @@ Slower paths (:mod:`strands_art.history.boundary`), each reason-coded in the tur
 - ``full_history``: the template changed earlier text (Qwen3 drops earlier ``<think>`` blocks
   after a new user query); every stored segment of non-assistant text is located again in the new
   render and the saved tokens are kept. If a segment's text changed, it is a divergence
-  (``template_prefix_unstable``).
+  (``template_prefix_unstable``), except for a trailing text the model family declares the
+  template writes only after the conversation's last message (DeepSeek-R1's
+  ``<｜tool▁outputs▁end｜>``: :attr:`ModelFamily.end_only_texts`), which the segment that ended
+  the previous render may lose (reported as ``end_only_dropped``).
 
 Divergences (``message_edited``, ``tools_changed``, ``template_prefix_unstable``,
 ``closer_unresolved``) follow ``on_nonlinear``: ``reset`` (new linear segment; the saved tokens
@@ -204,6 +207,10 @@ class LinearHistory:
         """:meth:`ChatRenderer.arender`: the event loop yields to other tasks between slices."""
         return await self.renderer.arender(messages, tools, add_generation_prompt)
 
+    async def _probe(self, lin: Lineage, tools: list[dict[str, Any]] | None) -> str:
+        """The stored history followed by a probe user message, without generation prompt."""
+        return await self._render(lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False)
+
     async def _encode(self, text: str) -> list[int]:
         """Token IDs of a fragment: inline below ``SYNC_ENCODE_CHARS`` (microseconds of Rust, cheaper
         than a hop off the event loop), else ``async_encode`` off the loop."""
@@ -229,12 +236,12 @@ class LinearHistory:
             return await self._diverge("closer_unresolved", lin, None, messages, keys, tools, drop=lin)
         text = await self._render(canonical, tools, True)
         segments = None
+        dropped: tuple[str, ...] = ()
         path = "fast"
         found = boundary.fast(shape, lin, text)
         if found == "ambiguous":
             path = "probe"
-            probe = await self._render(lin.messages + [{"role": "user", "content": PROBE_USER}], tools, False)
-            found = boundary.by_probe(shape, lin, text, probe)
+            found = boundary.by_probe(shape, lin.stable, text, await self._probe(lin, tools))
         elif found == "prefix_changed":
             path = "full_history"
             relocated = boundary.relocate_segments(shape, lin, text)
@@ -243,7 +250,9 @@ class LinearHistory:
                 return await self._diverge(
                     "template_prefix_unstable", lin, msg_index, messages, keys, tools, drop=lin, text=text
                 )
-            found, segments = relocated
+            found, segments, dropped = relocated.offsets, relocated.segments, relocated.dropped
+            if boundary.ambiguous(shape, lin.messages[-1]):  # the first closer may be the assistant's
+                found = boundary.by_probe(shape, found[1], text, await self._probe(lin, tools))
         if not isinstance(found, tuple):
             return await self._diverge(
                 "closer_unresolved", lin, None, messages, keys, tools, drop=lin, text=text
@@ -261,6 +270,9 @@ class LinearHistory:
             "new_tokens": len(tail_ids),
         }
         counters = Counter({"healed_turns": 1, f"heal_{path}": 1})
+        if dropped:  # a declared end-only text the template no longer writes (docs/linear-history.md)
+            event["end_only_dropped"] = list(dropped)
+            counters["end_only_dropped"] += 1
         # drift of the last assistant turn (the template's re-render vs what was sampled + closer):
         # a metric, computed after the prompt went out (PromptPlan.finish)
         sampled = list(shape.generation_prompt_ids) + lin.last_output + lin.closer_ids

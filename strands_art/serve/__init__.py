@@ -1,0 +1,36 @@
+"""An OpenAI-compatible HTTP front on the rollout gateway, for harnesses that are not Strands.
+
+Another way into the same :class:`~strands_art.gateway.RolloutGateway` as the Strands provider
+(strands_art/model.py): :mod:`.wire` converts the Chat Completions wire format, :mod:`.sessions`
+routes requests to rollouts, :mod:`.app` is the aiohttp application, :mod:`.cli` the
+``strands-art serve`` command. See docs/http-front.md.
+
+``create_app``, ``start``, ``ServeConfig`` and ``error_for`` are imported from :mod:`.app` on
+first use, so ``strands-art --help`` does not load aiohttp and the gateway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_HOST = "127.0.0.1"  # loopback: reaching the front from elsewhere is a deliberate choice
+DEFAULT_PORT = 8000
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_PORT",
+    "ServeConfig",
+    "create_app",
+    "error_for",
+    "start",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ServeConfig", "create_app", "error_for", "start"):
+        from strands_art.serve import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'strands_art.serve' has no attribute {name!r}")

@@ -1,0 +1,334 @@
+"""The aiohttp application: an OpenAI-compatible front on a :class:`RolloutGateway`.
+
+Routes (``{rid}`` is a rollout id; see :mod:`strands_art.serve.sessions` for routing):
+
+- ``POST /v1/chat/completions``, ``POST /rollouts/{rid}/v1/chat/completions``: one turn
+  (non-streaming or SSE, :mod:`strands_art.serve.wire`);
+- ``GET /v1/models``, ``GET /rollouts/{rid}/v1/models``: the served model name;
+- ``POST /sessions`` ``{"rollout_id"?, "group_id"?, "sampling"?}`` → ``{"rollout_id"}`` (201);
+- ``PUT /sessions/{rid}/sampling`` (a SamplingParams object) → the settings;
+- ``GET /sessions/{rid}/trajectory`` → the trajectory so far (turns, rows, events);
+- ``POST /sessions/{rid}/close`` ``{"reward"?}`` → the final trajectory;
+- ``GET /health`` → ``{"status": "ok", "sessions": N}`` (no token needed).
+
+A turn is recorded only once its whole response has been written to the connection (the
+gateway's ``deliver`` hook): a client that goes away while the prompt is rendered or the backend
+samples cancels the sampling (aiohttp ``handler_cancellation``), and one that is gone when the
+response is written leaves nothing recorded; either way the next request extends the same row.
+A client that closes after the last byte was handed to the kernel has the turn recorded: the
+server cannot tell that case from a client that read it.
+
+Errors come back in OpenAI's shape (:class:`~strands_art.serve.wire.RequestError`), mapped once
+in :func:`error_for`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from typing import Any, TypedDict
+
+from aiohttp import web
+
+from strands_art.backends.base import BackendError, BackendTimeout
+from strands_art.canonical import CanonicalHistory
+from strands_art.gateway import (
+    ContextBudgetExceeded,
+    GatewayError,
+    GenerateResult,
+    RolloutGateway,
+    SamplingOverrideRejected,
+    UnknownSession,
+)
+from strands_art.history.divergence import HistoryDivergence
+from strands_art.history.normalize import MessageError, normalize_message
+from strands_art.render import TemplateError
+from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
+from strands_art.serve.wire import (
+    RequestError,
+    completion,
+    completion_chunks,
+    completion_id,
+    models_list,
+    parse_chat_request,
+    sse,
+)
+
+logger = logging.getLogger(__name__)
+
+REGISTRY: web.AppKey[SessionRegistry] = web.AppKey("sessions", SessionRegistry)
+CONFIG: web.AppKey[dict] = web.AppKey("config", dict)
+
+
+class ServeConfig(TypedDict, total=False):
+    """HTTP front configuration.
+
+    Attributes:
+        model_name: the name ``GET /v1/models`` lists and responses echo when a request names
+            none (any requested name is accepted: the gateway serves one policy).
+        api_key: when set, every route but ``/health`` needs ``Authorization: Bearer <api_key>``.
+        auto_open: open a session on the first chat request naming an unknown rollout id.
+        max_body_bytes: request body limit (413 above it; default 8 MiB).
+        store: a :class:`~strands_art.store.TrajectoryStore`; each closed rollout is appended.
+        max_open_sessions: sessions open through the front at once (default 10,000; one more is
+            a 429 ``too_many_sessions``).
+    """
+
+    model_name: str
+    api_key: str | None
+    auto_open: bool
+    max_body_bytes: int
+    store: Any
+    max_open_sessions: int
+
+
+def error_for(exc: BaseException) -> RequestError | None:
+    """The HTTP error for an exception of the gateway or its layers (None: not ours, a 500).
+
+    ContextBudgetExceeded → 400 ``context_length_exceeded`` with OpenAI's message (what OpenAI
+    sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
+    ``rate_limit_exceeded``; other BackendError → 503 ``backend_unavailable`` (both retryable,
+    as the Strands provider's ModelThrottledException); MessageError / TemplateError /
+    SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; UnknownSession
+    → 404; other GatewayError → 500 with its message.
+    """
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, ContextBudgetExceeded):
+        # OpenAI's own wording: clients that match on the text (LiteLLM) recognize it too
+        message = (
+            f"This model's maximum context length is {exc.max_context_tokens} tokens. However, your "
+            f"messages resulted in {exc.prompt_tokens} tokens, which leaves no room to generate. "
+            "Please reduce the length of the messages."
+        )
+        return RequestError(400, message, code="context_length_exceeded", param="messages")
+    if isinstance(exc, BackendTimeout):
+        return RequestError(
+            429, f"sampling backend timed out: {exc}", type="rate_limit_error", code="rate_limit_exceeded"
+        )
+    if isinstance(exc, BackendError):
+        return RequestError(
+            503, f"sampling backend failed: {exc}", type="server_error", code="backend_unavailable"
+        )
+    if isinstance(exc, MessageError):
+        return RequestError(400, str(exc), code="invalid_message", param=f"messages[{exc.index}]")
+    if isinstance(exc, TemplateError):
+        return RequestError(400, str(exc), code="template_error", param="messages")
+    if isinstance(exc, SamplingOverrideRejected):
+        return RequestError(400, str(exc), code="sampling_override_rejected")
+    if isinstance(exc, HistoryDivergence):
+        return RequestError(409, str(exc), code="history_diverged", param="messages")
+    if isinstance(exc, UnknownSession):
+        return RequestError(404, str(exc.args[0] if exc.args else exc), code="session_not_found")
+    if isinstance(exc, GatewayError):
+        return RequestError(500, str(exc), type="server_error", code="gateway_error")
+    return None
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:  # routing, 405, 413 from aiohttp itself
+        if exc.status < 400:
+            raise
+        kind = "invalid_request_error" if exc.status < 500 else "server_error"
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status)
+        return _json(
+            RequestError(exc.status, exc.text or exc.reason, type=kind, code=code).body(), exc.status
+        )
+    except ConnectionResetError:
+        raise  # the client is gone: there is no one to answer
+    except Exception as exc:
+        err = error_for(exc)
+        if err is None:
+            logger.exception("unexpected error serving %s %s", request.method, request.path)
+            err = RequestError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
+        headers = {"Retry-After": "1"} if err.status in (429, 503) else None
+        resp = _json(err.body(), err.status)
+        if headers:
+            resp.headers.update(headers)
+        return resp
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    key = request.app[CONFIG].get("api_key")
+    if key and request.path != "/health":
+        given = request.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+            raise RequestError(
+                401, "missing or wrong bearer token", type="authentication_error", code="invalid_api_key"
+            )
+    return await handler(request)
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()  # 413 above client_max_size
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(400, f"the request body is not valid JSON: {exc}") from None
+
+
+def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[dict[str, Any]]:
+    """The request's messages, validated, with each assistant message the gateway produced
+    replaced by what it produced (so the prompt tokens are the ones the model saw)."""
+    out = []
+    for index, raw in enumerate(messages):
+        message = normalize_message(index, raw)
+        if message["role"] == "assistant":
+            message = history.assistant(index, message)
+        elif message["role"] == "tool":
+            history.check_tool_result(index, message)
+        out.append(message)
+    return out
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    registry, config = request.app[REGISTRY], request.app[CONFIG]
+    req = parse_chat_request(await _body(request))
+    rollout_id = registry.resolve(
+        request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER), req.user
+    )
+    history = registry.canonical(rollout_id)
+    messages = canonical_messages(history, req.messages)
+    model = req.model or config["model_name"]
+    cid = completion_id()
+    response: web.StreamResponse
+    if req.stream:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+
+        async def deliver(result: GenerateResult) -> None:
+            await response.prepare(request)
+            for chunk in completion_chunks(result, model, cid, req.include_usage):
+                await response.write(sse(chunk))
+            await response.write(sse("[DONE]"))
+            await response.write_eof()
+
+    else:
+        response = web.Response(content_type="application/json")
+
+        async def deliver(result: GenerateResult) -> None:
+            response.body = json.dumps(completion(result, model, cid), ensure_ascii=False).encode()
+            await response.prepare(request)
+            await response.write_eof()
+
+    try:
+        result = await registry.gateway.generate(
+            rollout_id, messages, req.tools, req.overrides or None, deliver=deliver
+        )
+    except ConnectionResetError:  # the client left while the response was written: nothing recorded
+        logger.info("client of rollout %s disconnected; the turn was not recorded", rollout_id)
+        if response.prepared:
+            return response
+        raise
+    history.remember(result.assistant_message)
+    if req.tool_choice not in (None, "auto"):
+        registry.gateway.record_event(
+            rollout_id,
+            "tool_choice_ignored",
+            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
+            turn=result.turn.index,
+        )
+    return response
+
+
+async def models(request: web.Request) -> web.Response:
+    return _json(models_list(request.app[CONFIG]["model_name"]))
+
+
+async def open_session(request: web.Request) -> web.Response:
+    body = await _body(request)
+    if not isinstance(body, dict):
+        raise RequestError(400, "the request body must be a JSON object")
+    unknown = sorted(set(body) - {"rollout_id", "group_id", "sampling"})
+    if unknown:
+        raise RequestError(400, f"unknown fields {unknown} (rollout_id, group_id, sampling)")
+    group_id = body.get("group_id")
+    if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
+        raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
+    sampling = sampling_from_json(body["sampling"]) if body.get("sampling") is not None else None
+    rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
+    return _json({"rollout_id": rollout_id, "group_id": group_id}, 201)
+
+
+async def set_sampling(request: web.Request) -> web.Response:
+    sampling = sampling_from_json(await _body(request))
+    request.app[REGISTRY].set_sampling(request.match_info["rollout_id"], sampling)
+    return _json(sampling.to_dict())
+
+
+async def trajectory(request: web.Request) -> web.Response:
+    return _json(request.app[REGISTRY].trajectory(request.match_info["rollout_id"]).to_dict())
+
+
+async def close_session(request: web.Request) -> web.Response:
+    body = await _body(request)
+    reward = body.get("reward") if isinstance(body, dict) else None
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
+        raise RequestError(400, "'reward' must be a number", param="reward")
+    rollout_id = request.match_info["rollout_id"]
+    check_id(rollout_id)
+    traj = request.app[REGISTRY].close(rollout_id, reward)
+    store = request.app[CONFIG].get("store")
+    if store is not None:
+        await asyncio.to_thread(store.append, traj)
+    return _json(traj.to_dict())
+
+
+async def health(request: web.Request) -> web.Response:
+    return _json({"status": "ok", "sessions": len(request.app[REGISTRY])})
+
+
+def create_app(gateway: RolloutGateway, **config: Any) -> web.Application:
+    """The aiohttp application serving ``gateway`` (:class:`ServeConfig` keys).
+
+    Raises:
+        TypeError: unknown config keys.
+    """
+    unknown = set(config) - set(ServeConfig.__annotations__)
+    if unknown:
+        raise TypeError(f"unknown serve config keys: {sorted(unknown)}")
+    cfg: ServeConfig = {"model_name": "strands-art", "api_key": None, "auto_open": False}
+    cfg.update(config)  # type: ignore[typeddict-item]
+    app = web.Application(
+        middlewares=[_errors, _auth], client_max_size=int(cfg.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES)
+    )
+    app[CONFIG] = dict(cfg)
+    app[REGISTRY] = SessionRegistry(
+        gateway, auto_open=bool(cfg["auto_open"]), max_open=int(cfg.get("max_open_sessions") or 10_000)
+    )
+    for prefix in ("", "/rollouts/{rollout_id}"):
+        app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
+        app.router.add_get(prefix + "/v1/models", models)
+    app.router.add_post("/sessions", open_session)
+    app.router.add_put("/sessions/{rollout_id}/sampling", set_sampling)
+    app.router.add_get("/sessions/{rollout_id}/trajectory", trajectory)
+    app.router.add_post("/sessions/{rollout_id}/close", close_session)
+    app.router.add_get("/health", health)
+    return app
+
+
+async def start(app: web.Application, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> web.AppRunner:
+    """Serve ``app`` on ``host:port`` (port 0 picks a free one) until the runner is cleaned up.
+
+    Handlers are cancelled when their client disconnects (``handler_cancellation``), which
+    cancels the turn's sampling. Returns the runner; ``runner.addresses`` holds the bound address.
+    """
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner

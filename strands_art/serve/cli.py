@@ -1,0 +1,219 @@
+"""``strands-art serve``: the OpenAI-compatible HTTP front on a rollout gateway.
+
+Builds the sampling backend (the embedded transformers model, a vLLM server, or a scripted
+backend for trying a harness without a model), a :class:`~strands_art.gateway.RolloutGateway`
+on it, and serves :func:`strands_art.serve.app.create_app` until interrupted (Ctrl-C / SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+
+logger = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+An OpenAI-compatible HTTP front on the rollout gateway, for harnesses that are not Strands
+(LangGraph, the OpenAI Agents SDK, anything on LiteLLM, Strands' own OpenAIModel).
+
+  POST /v1/chat/completions              one turn (stream or not; tools; tool_calls back)
+  POST /rollouts/ID/v1/chat/completions  the same, rollout id in the path (put it in base_url)
+  GET  /v1/models                        the served model name
+  POST /sessions                         open: {"rollout_id"?, "group_id"?, "sampling"?}
+  PUT  /sessions/ID/sampling             the trainer's sampling settings for a rollout
+  GET  /sessions/ID/trajectory           turns, rows (input_ids, loss_mask, logprobs), events
+  POST /sessions/ID/close                {"reward"?} -> the final trajectory
+  GET  /health
+
+A chat request's rollout id comes from the path prefix, else the X-Rollout-Id header, else the
+"user" field. It binds 127.0.0.1 unless --host says otherwise; set the environment variable
+named by --api-key-env (default STRANDS_ART_API_KEY) to require "Authorization: Bearer KEY".
+See docs/http-front.md.
+"""
+
+
+def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``serve`` on a subparsers object; the handler is set as ``func``."""
+    p = subparsers.add_parser(
+        "serve",
+        help="an OpenAI-compatible HTTP front on the rollout gateway (for non-Strands harnesses)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g = p.add_argument_group("server")
+    g.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST}: loopback only)"
+    )
+    g.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)"
+    )
+    g.add_argument(
+        "--api-key-env",
+        default="STRANDS_ART_API_KEY",
+        help="environment variable holding the bearer token (default STRANDS_ART_API_KEY; unset: no token)",
+    )
+    g.add_argument(
+        "--auto-open",
+        action="store_true",
+        help="open a session on the first request naming an unknown rollout id (default: 404)",
+    )
+    g.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"request body limit, 413 above it (default {DEFAULT_MAX_BODY_BYTES})",
+    )
+    g.add_argument(
+        "--max-open-sessions",
+        type=int,
+        default=10_000,
+        help="sessions open at once; opening one more is a 429 (default 10000)",
+    )
+    g.add_argument("--served-model-name", default=None, help="name listed by /v1/models (default: --model)")
+    g.add_argument("--store", default=None, help="append closed rollouts to this trajectory store directory")
+
+    g = p.add_argument_group("model")
+    g.add_argument(
+        "--backend",
+        choices=["transformers", "vllm", "scripted"],
+        default="transformers",
+        help="transformers: the embedded model (default); vllm: a vLLM server (--base-url); "
+        "scripted: replies from --script (try a harness without a model)",
+    )
+    g.add_argument("--model", default="smollm2", help="model alias/dir (transformers) or served name (vllm)")
+    g.add_argument(
+        "--tokenizer", default=None, help="tokenizer alias/dir for vllm and scripted (default: --model)"
+    )
+    g.add_argument("--base-url", default=None, help="vllm: the server, e.g. http://127.0.0.1:8001")
+    g.add_argument(
+        "--script",
+        default=None,
+        help="scripted: a JSON list of script items ({'text': ...}), played in order across all sessions",
+    )
+
+    g = p.add_argument_group("gateway")
+    g.add_argument(
+        "--history-mode", choices=["tree", "linear"], default="tree", help="row capture (default tree)"
+    )
+    g.add_argument(
+        "--on-nonlinear",
+        choices=["reset", "error", "disable"],
+        default="reset",
+        help="linear mode, a history that does not continue the saved tokens: reset (default), "
+        "error (409), disable (see docs/linear-history.md)",
+    )
+    g.add_argument(
+        "--on-sampling-override",
+        choices=["ignore", "reject"],
+        default="ignore",
+        help="a request's own temperature/top_p/max_tokens...: ignore with an event (default) or 400",
+    )
+    g.add_argument(
+        "--temperature", type=float, default=1.0, help="default sampling temperature (default 1.0)"
+    )
+    g.add_argument("--top-p", type=float, default=1.0, help="default nucleus mass (default 1.0)")
+    g.add_argument("--max-new-tokens", type=int, default=512, help="default tokens per turn (default 512)")
+    g.add_argument(
+        "--max-context-tokens", type=int, default=None, help="context budget (default: the model's)"
+    )
+    p.set_defaults(func=run_serve)
+    return p
+
+
+def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(sampling backend, tokenizer) for ``--backend``; SystemExit with a message on bad options."""
+    if args.backend == "vllm":
+        from strands_art.backends.vllm import VLLMBackend
+
+        if not args.base_url:
+            raise SystemExit("strands-art serve: --backend vllm needs --base-url (see docs/setup-vllm.md)")
+        return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
+    if args.backend == "scripted":
+        from strands_art.backends.scripted import ScriptedBackend
+        from strands_art.registry import load_tokenizer
+
+        if not args.script:
+            raise SystemExit("strands-art serve: --backend scripted needs --script FILE.json")
+        try:
+            script = json.loads(Path(args.script).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SystemExit(f"strands-art serve: cannot read {args.script}: {exc}") from None
+        if not isinstance(script, list):
+            raise SystemExit("strands-art serve: the script must be a JSON list of items")
+        tok = load_tokenizer(args.tokenizer or args.model)
+        return ScriptedBackend(tok, script), tok
+    from strands_art.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend(args.model)
+    return backend, backend.tokenizer
+
+
+async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
+    from strands_art.backends.base import SamplingParams
+    from strands_art.gateway import RolloutGateway
+    from strands_art.serve.app import create_app, start
+
+    backend, tokenizer = _backend(args)
+    config: dict[str, Any] = {
+        "history_mode": args.history_mode,
+        "on_nonlinear": args.on_nonlinear,
+        "on_sampling_override": args.on_sampling_override,
+        "sampling": SamplingParams(
+            temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens
+        ),
+    }
+    if args.max_context_tokens:
+        config["max_context_tokens"] = args.max_context_tokens
+    gateway = RolloutGateway(tokenizer, backend, **config)
+    store = None
+    if args.store:
+        from strands_art.store import TrajectoryStore
+
+        store = TrajectoryStore(args.store)
+    app = create_app(
+        gateway,
+        model_name=args.served_model_name or args.model,
+        api_key=api_key,
+        auto_open=args.auto_open,
+        max_body_bytes=args.max_body_bytes,
+        max_open_sessions=args.max_open_sessions,
+        store=store,
+    )
+    try:
+        runner = await start(app, args.host, args.port)
+    except OSError as exc:  # port in use, address not available
+        await backend.aclose()
+        raise SystemExit(f"strands-art serve: cannot listen on {args.host}:{args.port}: {exc}") from None
+    host, port = runner.addresses[0][:2]
+    print(f"strands-art serve: http://{host}:{port}/v1 (Ctrl-C stops)", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        await backend.aclose()
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    api_key = os.environ.get(args.api_key_env) or None
+    if args.host not in ("127.0.0.1", "::1", "localhost") and not api_key:
+        logger.warning(
+            "serving on %s without a bearer token: anyone who can reach it can sample and read rollouts "
+            "(set %s)",
+            args.host,
+            args.api_key_env,
+        )
+    asyncio.run(_serve(args, api_key))
+    return 0

@@ -1,0 +1,234 @@
+"""Pure conversions between the OpenAI Chat Completions wire format and the gateway.
+
+Request (``POST /v1/chat/completions``, https://platform.openai.com/docs/api-reference/chat/create):
+``messages``, ``tools`` (``[{"type": "function", "function": {name, description, parameters}}]``),
+``tool_choice``, ``stream``, ``stream_options.include_usage``, ``user`` and the sampling fields
+(``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``, ``stop``, ``seed``), which
+go to the gateway as overrides (ignored with an event, or rejected: the trainer owns sampling).
+
+Response: one ``chat.completion`` object, or Server-Sent Events of ``chat.completion.chunk``
+objects ending with ``data: [DONE]``, as the OpenAI API and vLLM send them: a role delta, a
+``reasoning_content`` delta (vLLM's and DeepSeek's field), a content delta, one ``tool_calls``
+delta per call (index, id, name and the whole JSON-string arguments), a chunk with
+``finish_reason``, then a usage chunk with empty ``choices`` when asked for.
+
+Errors use OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from strands_art.gateway import GenerateResult
+
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "stop", "seed")
+
+
+class RequestError(ValueError):
+    """A request the front cannot serve; carries the HTTP status and OpenAI error fields.
+
+    Attributes:
+        status: HTTP status (4xx/5xx).
+        type: OpenAI error type (``invalid_request_error``, ``authentication_error``, ...).
+        code: OpenAI error code or None (``context_length_exceeded``, ``rate_limit_exceeded``, ...).
+        param: the request field at fault, or None.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type
+        self.code = code
+        self.param = param
+
+    def body(self) -> dict[str, Any]:
+        """OpenAI's error object."""
+        return {"error": {"message": str(self), "type": self.type, "param": self.param, "code": self.code}}
+
+
+@dataclass
+class ChatRequest:
+    """The parts of a chat-completions request the front uses.
+
+    Attributes:
+        messages: list[dict], OpenAI chat messages as sent (normalized later by the gateway).
+        tools: OpenAI tool specs or None.
+        tool_choice: as sent (``"auto"``, ``"none"``, ``"required"``, ``{"type": "function", ...}``) or None.
+        stream / include_usage: SSE streaming; a usage chunk at the end.
+        model: the ``model`` field, echoed back.
+        user: the ``user`` field (a session id source), or None.
+        overrides: sampling fields the client set (non-null), for the gateway's override policy.
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    tool_choice: Any
+    stream: bool
+    include_usage: bool
+    model: str
+    user: str | None
+    overrides: dict[str, Any]
+
+
+def parse_chat_request(body: Any) -> ChatRequest:
+    """Validate a decoded request body.
+
+    Raises:
+        RequestError: 400 for a body that is not an object, missing or empty ``messages``,
+            malformed ``tools``, ``n`` other than 1 (one sample per turn: a group is made of
+            sessions, not of choices), or a ``user`` that is not a string.
+    """
+    if not isinstance(body, dict):
+        raise RequestError(400, "the request body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError(400, "'messages' must be a non-empty list", param="messages")
+    tools = body.get("tools") or None
+    if tools is not None:
+        _check_tools(tools)
+    n = body.get("n")
+    if n not in (None, 1):
+        raise RequestError(
+            400, f"n={n!r} is not supported: one sample per turn (open one session per sample)", param="n"
+        )
+    user = body.get("user")
+    if user is not None and not isinstance(user, str):
+        raise RequestError(400, "'user' must be a string", param="user")
+    options = body.get("stream_options") or {}
+    overrides = {k: body[k] for k in SAMPLING_FIELDS if body.get(k) is not None}
+    return ChatRequest(
+        messages=messages,
+        tools=tools,
+        tool_choice=body.get("tool_choice"),
+        stream=bool(body.get("stream")),
+        include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+        model=str(body.get("model") or ""),
+        user=user or None,
+        overrides=overrides,
+    )
+
+
+def _check_tools(tools: Any) -> None:
+    if not isinstance(tools, list):
+        raise RequestError(400, "'tools' must be a list", param="tools")
+    for k, tool in enumerate(tools):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type", "function") != "function"
+            or not isinstance(fn, dict)
+        ):
+            raise RequestError(
+                400, f"tools[{k}] must be {{'type': 'function', 'function': {{...}}}}", param="tools"
+            )
+        if not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise RequestError(400, f"tools[{k}].function needs a name", param="tools")
+
+
+def arguments_text(arguments: str | dict[str, Any]) -> str:
+    """Tool-call arguments as the JSON string OpenAI sends (the sampled text when the gateway kept it)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def response_message(result: GenerateResult) -> dict[str, Any]:
+    """The assistant message of a response: ``content`` (None when empty and tools were called,
+    as OpenAI does), ``reasoning_content`` when the model reasoned, ``tool_calls`` with
+    JSON-string arguments and the ids the gateway assigned."""
+    produced = result.assistant_message
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": produced["content"] if produced["content"] or not result.tool_calls else None,
+    }
+    if result.reasoning is not None:
+        message["reasoning_content"] = result.reasoning
+    if produced.get("tool_calls"):
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {
+                    "name": c["function"]["name"],
+                    "arguments": arguments_text(c["function"]["arguments"]),
+                },
+            }
+            for c in produced["tool_calls"]
+        ]
+    return message
+
+
+def completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+def completion(result: GenerateResult, model: str, cid: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for one turn."""
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": response_message(result),
+                "finish_reason": result.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": result.usage,
+    }
+
+
+def completion_chunks(
+    result: GenerateResult, model: str, cid: str, include_usage: bool
+) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` objects of one turn, in order (see the module docstring)."""
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    message = response_message(result)
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    if message.get("reasoning_content"):
+        chunks.append(chunk({"reasoning_content": message["reasoning_content"]}))
+    if message["content"]:
+        chunks.append(chunk({"content": message["content"]}))
+    for k, call in enumerate(message.get("tool_calls", [])):
+        chunks.append(chunk({"tool_calls": [{"index": k, **call}]}))
+    chunks.append(chunk({}, result.finish_reason))
+    if include_usage:
+        chunks.append({**chunk({}), "choices": [], "usage": result.usage})
+    return chunks
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One Server-Sent Event ``data:`` line (a JSON object, or a literal such as ``[DONE]``)."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+def models_list(model: str) -> dict[str, Any]:
+    """``GET /v1/models``: the one policy this front serves."""
+    return {
+        "object": "list",
+        "data": [{"id": model, "object": "model", "created": 0, "owned_by": "strands-art"}],
+    }

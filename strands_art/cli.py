@@ -29,15 +29,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from strands_art.backends.base import BackendError
     from strands_art.replay import ReplayInputError, replay
 
-    try:
+    try:  # ValueError covers invalid UTF-8 and invalid JSON; RecursionError: nesting too deep
         spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        print(f"strands-art replay: cannot read {args.file}: {exc}", file=sys.stderr)
+    except (OSError, ValueError, RecursionError) as exc:
+        print(f"strands-art replay: cannot read {args.file}: {_one_line(exc)}", file=sys.stderr)
         return 2
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
-    except (ReplayInputError, ValueError, FileNotFoundError, BackendError) as exc:
-        print(f"strands-art replay: {exc}", file=sys.stderr)
+    except (ReplayInputError, ValueError, FileNotFoundError, BackendError, RecursionError) as exc:
+        print(f"strands-art replay: {_one_line(exc)}", file=sys.stderr)
         return 2
     if args.summary:
         print(json.dumps(result["summary"], indent=2), file=sys.stderr)
@@ -46,8 +46,21 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from strands_art.demo import run_demo
+    from strands_art.validation import UsageError, check_int
+
+    try:
+        check_int("--seed", args.seed, 0, (1 << 31) - 1)
+        check_int("--max-new-tokens", args.max_new_tokens, 1, 1 << 20)
+    except UsageError as exc:
+        print(f"strands-art demo: {exc}", file=sys.stderr)
+        return 2
 
     return run_demo(
         model=args.model, history_mode=args.history_mode, seed=args.seed, max_new_tokens=args.max_new_tokens
@@ -55,11 +68,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from strands_art.envs.migrationbench.evaluator import evaluate_command
+    from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
     from strands_art.envs.sandbox import SandboxError
+    from strands_art.validation import UsageError, check_float
 
     if not Path(args.repo_dir).is_dir():
         print(f"strands-art evaluate: {args.repo_dir} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+    except UsageError as exc:
+        print(f"strands-art evaluate: {exc}", file=sys.stderr)
         return 2
     if args.unsafe_no_sandbox:
         print("strands-art evaluate: --unsafe-no-sandbox: the build runs WITHOUT a sandbox", file=sys.stderr)
@@ -68,10 +87,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             args.repo_dir, args.task, timeout_s=args.timeout, unsafe_no_sandbox=args.unsafe_no_sandbox
         )
     except SandboxError as exc:
-        print(f"strands-art evaluate: {exc}", file=sys.stderr)
+        print(f"strands-art evaluate: {_one_line(exc)}", file=sys.stderr)
         return 2
     except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
-        print(f"strands-art evaluate: bad task {args.task}: {exc}", file=sys.stderr)
+        print(f"strands-art evaluate: bad task {args.task}: {_one_line(exc)}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

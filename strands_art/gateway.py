@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams
+from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams, check_sample
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
@@ -259,6 +259,9 @@ class RolloutGateway:
             MessageError / TemplateError: bad input; nothing recorded.
             ContextBudgetExceeded: no room to generate; nothing recorded.
             BackendError / BackendTimeout: the backend failed; nothing recorded.
+            InvalidSample (a BackendError): the backend's answer had a token ID outside the
+                vocabulary, a logprob that is not finite and <= 0, or more tokens than asked
+                for; nothing recorded (the provider reports it like any backend failure).
             HistoryDivergence: linear mode with ``on_nonlinear="error"``.
         """
         s = self._session(rollout_id)
@@ -280,6 +283,7 @@ class RolloutGateway:
                 ),
             )
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
+            check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
             t_sample = time.perf_counter()
             if deliver is not None:
                 await plan.finish(self.renderer.encode)

@@ -41,6 +41,7 @@ async def replay(
             if key in t:
                 item[key] = t[key]
         outputs.append(item)
+    _check_shape(spec)
     name = tokenizer or spec.get("tokenizer") or "qwen3"
     tok = load_tokenizer(name)
     backend = ScriptedBackend(tok, outputs)
@@ -84,6 +85,35 @@ async def replay(
         "events": traj.events,
         "summary": summarize(traj),
     }
+
+
+def _check_shape(spec: dict[str, Any]) -> None:
+    """Refuse wrong JSON types before anything uses them (each message names the key)."""
+    for key in ("tokenizer", "mode"):
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            raise ReplayInputError(f"'{key}' must be a string, got {type(spec[key]).__name__}")
+    if spec.get("chat_template_kwargs") is not None and not isinstance(spec["chat_template_kwargs"], dict):
+        raise ReplayInputError("'chat_template_kwargs' must be an object")
+    _check_list_of_objects("'tools'", spec.get("tools"))
+    for k, t in enumerate(spec["turns"]):
+        _check_list_of_objects(f"turn {k}: 'tools'", t.get("tools"))
+        if not isinstance(t.get("messages"), list):
+            raise ReplayInputError(f"turn {k}: 'messages' must be a list, got {_kind(t.get('messages'))}")
+        _check_list_of_objects(f"turn {k}: 'messages'", t["messages"])
+
+
+def _check_list_of_objects(what: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
+        raise ReplayInputError(f"{what} must be a list of objects, got {_kind(value)}")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        bad = next(x for x in value if not isinstance(x, dict))
+        return f"a list holding a {type(bad).__name__}"
+    return f"a {type(value).__name__}"
 
 
 def summarize(traj) -> dict[str, Any]:

@@ -7,6 +7,8 @@ Layout of a store directory::
 
 A killed process loses at most the rollout being written: a torn last JSONL line is skipped
 (with a warning) on read, and a Parquet part appears only once complete (atomic rename).
+:meth:`TrajectoryStore.retain` (called by a resuming run) keeps each rollout once and removes
+the lines and parts of rollouts that did not finish.
 Read the rows of a whole run with :meth:`TrajectoryStore.read_rows_table` (a pyarrow Table
 over ``rows/``).
 """
@@ -82,7 +84,7 @@ class TrajectoryStore:
             ],
             schema=ROW_SCHEMA,
         )
-        final = self.root / "rows" / f"part-{_safe(t.rollout_id)}.parquet"
+        final = self.part_path(t.rollout_id)
         tmp = final.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp)
         with open(tmp, "rb") as f:
@@ -106,6 +108,69 @@ class TrajectoryStore:
     def rollout_ids(self) -> set[str]:
         """Ids of the rollouts already stored (for resuming a run)."""
         return {t.rollout_id for t in self}
+
+    def part_path(self, rollout_id: str) -> Path:
+        """Where the Parquet rows of ``rollout_id`` are stored."""
+        return self.root / "rows" / f"part-{_safe(rollout_id)}.parquet"
+
+    def _lines(self) -> tuple[list[tuple[str | None, str]], str]:
+        """``([(rollout id or None if unreadable, line)], torn tail)`` of the JSONL file."""
+        if not self.jsonl.exists():
+            return [], ""
+        text = self.jsonl.read_bytes().decode("utf-8", errors="surrogateescape")
+        body, _, tail = text.rpartition("\n")
+        out = []
+        for line in body.split("\n") if body else []:
+            try:
+                rid: str | None = Trajectory.from_dict(json.loads(line)).rollout_id
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+                rid = None
+            out.append((rid if isinstance(rid, str) else None, line))
+        return out, tail
+
+    def complete_ids(self) -> set[str]:
+        """Ids with a complete, readable JSONL line *and* their Parquet part."""
+        lines, _ = self._lines()
+        return {rid for rid, _ in lines if rid is not None and self.part_path(rid).is_file()}
+
+    def retain(self, keep: set[str]) -> tuple[list[str], int]:
+        """Keep exactly one trajectory (the last one stored) of each id in ``keep``; drop the rest.
+
+        Unreadable lines and a torn tail go to ``trajectories.jsonl.torn``; lines of other ids and
+        repeated lines are removed; so are Parquet parts of ids not kept and ``*.tmp`` leftovers.
+        The JSONL file is replaced atomically.
+
+        Returns:
+            (ids of the dropped lines, in file order; number of Parquet files removed).
+        """
+        lines, tail = self._lines()
+        last = {rid: i for i, (rid, _) in enumerate(lines) if rid in keep}
+        kept = [line for i, (rid, line) in enumerate(lines) if rid is not None and last.get(rid) == i]
+        dropped = [rid for i, (rid, _) in enumerate(lines) if rid is not None and last.get(rid) != i]
+        unreadable = [line for rid, line in lines if rid is None] + ([tail] if tail else [])
+        with self._lock:
+            if unreadable:
+                with open(
+                    self.jsonl.with_name(self.jsonl.name + ".torn"),
+                    "a",
+                    encoding="utf-8",
+                    errors="surrogateescape",
+                ) as f:
+                    f.write("".join(line + "\n" for line in unreadable))
+            if len(kept) != len(lines) or tail:
+                tmp = self.jsonl.with_name(self.jsonl.name + ".tmp")
+                with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+                    f.write("".join(line + "\n" for line in kept))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.jsonl)
+            wanted = {self.part_path(rid).name for rid in last}
+            removed = 0
+            for part in (self.root / "rows").iterdir():
+                if part.name not in wanted:
+                    part.unlink(missing_ok=True)
+                    removed += 1
+        return dropped, removed
 
     def read_rows_table(self) -> pa.Table:
         """All stored rows as one pyarrow Table with :data:`ROW_SCHEMA`."""

@@ -9,13 +9,15 @@ Outputs are deterministic: the script (``FakeVLLM.script``, default ``[(sum(prom
 logprob ``-0.25 * (i + 1)``.
 
 Switches to simulate failures: ``fail_next`` (HTTP status codes for the next requests), ``delay_s``,
-``malformed`` (see :data:`MALFORMED`), ``abort``, ``legacy`` (answer like vLLM < 0.10.2: no
+``malformed`` (see :data:`MALFORMED`), ``abort``, ``trickle_s`` (send the answer 16 bytes at a
+time, sleeping this long between pieces), ``legacy`` (answer like vLLM < 0.10.2: no
 ``token_ids``/``prompt_token_ids`` fields). Every request body is kept in ``requests``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +53,7 @@ class FakeVLLM(LocalServer):
     malformed: str | None = None
     abort: bool = False
     legacy: bool = False
+    trickle_s: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -86,7 +89,19 @@ class FakeVLLM(LocalServer):
             return _error(400, "Requested sample logprobs of more than 20")
         if self.malformed == "not_json":
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
+        if self.trickle_s:
+            return await self._trickle(request, self._answer(body, prompt, max_tokens))
         return web.json_response(self._answer(body, prompt, max_tokens))
+
+    async def _trickle(self, request: web.Request, answer: dict) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        data = json.dumps(answer).encode()
+        for i in range(0, len(data), 16):
+            await resp.write(data[i : i + 16])
+            await asyncio.sleep(self.trickle_s)
+        await resp.write_eof()
+        return resp
 
     def _answer(self, body: dict, prompt: list[int], max_tokens: int) -> dict:
         script = (

@@ -296,3 +296,58 @@ async def test_length_finish_is_recorded_as_truncation(qwen3):
     r = await gw.generate(sid, [USER], None)
     assert r.finish_reason == "length" and len(r.turn.output_ids) == 3
     assert gw.close_session(sid).metadata["truncated_turns"] == [0]
+
+
+# ---------------------------------------------------------------------------- backend values checked
+class RawBackend:
+    """Answers each call with the next (ids, logprobs) pair as given, unchecked."""
+
+    name = "raw"
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+
+    async def sample(self, prompt_ids, params):
+        ids, lps = self.answers.pop(0)
+        return SampleResult(output_ids=ids, logprobs=lps, finish_reason="stop")
+
+    async def aclose(self):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("ids", "lps", "message"),
+    [
+        ([2**31], [-0.1], r"token ID 2147483648 at position 0, outside the vocabulary \[0, 151669\)"),
+        ([151669], [-0.1], r"token ID 151669 at position 0"),
+        ([5, -1], [-0.1, -0.1], r"token ID -1 at position 1"),
+        ([5], [float("nan")], r"logprob nan at position 0"),
+        ([5], [float("-inf")], r"logprob -inf at position 0"),
+        ([5, 6], [-0.1, 0.5], r"logprob 0.5 at position 1; a logprob is a finite number <= 0"),
+        ([5] * 9, [-0.1] * 9, r"9 tokens but at most 8 were asked for"),
+    ],
+)
+async def test_impossible_backend_values_are_a_backend_error_and_nothing_is_recorded(
+    qwen3, ids, lps, message
+):
+    good = enc(qwen3, "It is 3.<|im_end|>")
+    backend = RawBackend([(ids, lps), (good, [-0.25] * len(good))])
+    gw = RolloutGateway(qwen3, backend, sampling=SamplingParams(max_new_tokens=8))
+    sid = gw.open_session("r")
+    with pytest.raises(BackendError, match=message):
+        await gw.generate(sid, [USER])
+    assert gw.trajectory(sid).turns == [] and gw.trajectory(sid).rows == []
+    # the session goes on: the next turn is recorded normally
+    r = await gw.generate(sid, [USER])
+    traj = gw.close_session(sid)
+    assert r.text == "It is 3." and len(traj.turns) == 1
+    assert traj.rows[0].input_ids[-len(good) :] == good and sum(traj.rows[0].loss_mask) == len(good)
+
+
+async def test_zero_logprob_and_last_vocabulary_id_are_accepted(qwen3):
+    eot = enc(qwen3, "<|im_end|>")
+    backend = RawBackend([([151668, *eot], [0.0, -0.0])])
+    gw = RolloutGateway(qwen3, backend)
+    sid = gw.open_session("r")
+    r = await gw.generate(sid, [USER])
+    assert r.turn.output_ids == [151668, *eot] and r.turn.logprobs == [0.0, -0.0]

@@ -245,3 +245,29 @@ def test_backend_failure_is_not_scored_and_resume_reruns_it(
     )
     last = _results(run_dir)[-1]
     assert last["rollout_id"] == "alpha-r0" and not last.get("failed") and up.calls == 2
+
+
+# ---------------------------------------------------------------------------- impossible backend values
+def test_a_token_id_beyond_int32_fails_that_rollout_only(tasks_dir: Path, tmp_path: Path, qwen3) -> None:
+    run_dir = tmp_path / "run"
+    script = ShellThenAnswer(qwen3)
+
+    def answer(prompt_ids, params, index):  # type: ignore[no-untyped-def]
+        if index == 0:  # alpha-r0's first turn (one rollout at a time)
+            return {"token_ids": [2**31], "finish_reason": "stop"}
+        return script(prompt_ids, params, index)
+
+    class Unchecked(ScriptedBackend):  # plays back what a broken server would send
+        def __init__(self) -> None:
+            super().__init__(qwen3, answer)
+            self._vocab = 2**40
+
+    args = _args("--tasks-dir", str(tasks_dir), "--run-dir", str(run_dir), "--concurrency", "1")
+    assert main_from_args(args, backend_factory=lambda a: (Unchecked(), qwen3)) == 3
+    by_id = {r["rollout_id"]: r for r in _results(run_dir)}
+    assert by_id["alpha-r0"]["failed"] is True
+    assert (
+        "token ID 2147483648 at position 0, outside the vocabulary [0, 151669)" in by_id["alpha-r0"]["error"]
+    )
+    assert not by_id["beta-r0"].get("failed") and by_id["beta-r0"]["turns"] == 2
+    assert [t.rollout_id for t in TrajectoryStore(run_dir / "trajectories")] == ["beta-r0"]

@@ -435,9 +435,13 @@ def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: 
         task = EvalTask(name="t", num_test_cases=2, base_commit=head)
         assert sorted(_original_tests(build, task, identity, unsafe=False).keys()) == ["p.T#a", "p.T#b"]
         evil = tmp_path / f"created-{tag}"
-        with pytest.raises(ValueError, match="git archive"):
+        with pytest.raises(ValueError, match="hex git commit id"):  # refused before git runs
             _original_tests(
                 build, EvalTask(name="t", num_test_cases=2, base_commit=f"--output={evil}"), identity, False
+            )
+        with pytest.raises(ValueError, match="git archive 'abcdef0' failed"):  # hex, but no such commit
+            _original_tests(
+                build, EvalTask(name="t", num_test_cases=2, base_commit="abcdef0"), identity, False
             )
         assert not evil.exists()
     finally:

@@ -348,4 +348,4 @@ def test_serve_command_errors_clearly_without_a_script():
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 1 and "--backend scripted needs --script" in proc.stderr
+    assert proc.returncode == 2 and "strands-art serve: --backend scripted needs --script" in proc.stderr

@@ -217,3 +217,23 @@ async def test_make_backend_builds_vllm(server):
         assert len(res.output_ids) == 1
     finally:
         await b.aclose()
+
+
+async def test_total_deadline_stops_a_server_that_trickles_its_answer(server):
+    # every 16-byte piece arrives well within the 1 s read timeout, so only the deadline can stop it
+    server.trickle_s = 0.05
+    b = VLLMBackend(server.url, server.model, timeout_s=1.0, deadline_s=0.6, max_retries=0)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(BackendTimeout, match="within its 0.6 s deadline"):
+            await b.sample(PROMPT, SamplingParams(max_new_tokens=64))
+    finally:
+        await b.aclose()
+    assert 0.6 <= time.monotonic() - t0 < 3.0
+    server.trickle_s = 0.0
+
+
+def test_deadline_and_timeouts_must_be_finite_and_positive():
+    for kw in ({"deadline_s": 0}, {"deadline_s": float("nan")}, {"timeout_s": float("inf")}):
+        with pytest.raises(ValueError, match="finite and > 0"):
+            VLLMBackend("http://127.0.0.1:1", "m", **kw)

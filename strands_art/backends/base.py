@@ -6,6 +6,7 @@ The gateway owns rendering and tokenization; a backend never sees messages or te
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -17,6 +18,10 @@ class BackendError(RuntimeError):
 
     Raised by :meth:`SamplingBackend.sample`; the gateway records nothing for the turn.
     """
+
+
+class InvalidSample(BackendError):
+    """A backend answered with values that cannot be true (see :func:`check_sample`)."""
 
 
 class BackendTimeout(BackendError):
@@ -85,6 +90,37 @@ class SampleResult:
             )
         if self.finish_reason not in ("stop", "length"):
             raise BackendError(f"unknown finish_reason {self.finish_reason!r}")
+
+
+def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> None:
+    """Refuse a sample whose values no correct backend produces, before anything records it.
+
+    Checks: every output ID is an ``int`` in ``[0, vocab_size)`` (so it also fits the int32
+    columns of the store); every logprob is a finite float ``<= 0`` (a log-probability); at most
+    ``max_new_tokens`` tokens (what was asked for).
+
+    Raises:
+        InvalidSample: the first violation, with the offending position and value.
+    """
+    ids, lps = sample.output_ids, sample.logprobs
+    if (
+        len(ids) <= max_new_tokens
+        and all(type(t) is int and 0 <= t < vocab_size for t in ids)
+        and all(type(x) in (float, int) and -math.inf < x <= 0 for x in lps)
+    ):
+        return  # the common case, in one pass each; below: find the first violation for the message
+    if len(ids) > max_new_tokens:
+        raise InvalidSample(f"backend returned {len(ids)} tokens but at most {max_new_tokens} were asked for")
+    for i, t in enumerate(ids):
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size:
+            raise InvalidSample(
+                f"backend returned token ID {t!r} at position {i}, outside the vocabulary [0, {vocab_size})"
+            )
+    for i, x in enumerate(lps):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x > 0:
+            raise InvalidSample(
+                f"backend returned logprob {x!r} at position {i}; a logprob is a finite number <= 0"
+            )
 
 
 @runtime_checkable

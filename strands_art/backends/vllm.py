@@ -24,7 +24,10 @@ Errors: a refused/failed connection or a 5xx answer is retried ``max_retries`` t
 exponential backoff (``retry_backoff_s * 2**attempt``), then raised as :class:`BackendError`
 naming the URL and the cause; a connect timeout is retried the same way and ends as
 :class:`BackendTimeout`. A read timeout (the server accepted the request but did not answer within
-``timeout_s``) raises :class:`BackendTimeout` at once. A 4xx answer is not retried: it raises
+``timeout_s``) raises :class:`BackendTimeout` at once. httpx's timeouts bound each network
+operation, so a server that trickles its answer a few bytes at a time would never trip them: a
+**total deadline** (``deadline_s``, retries and backoff included) bounds the whole call and ends
+it with :class:`BackendTimeout`. A 4xx answer is not retried: it raises
 :class:`BackendError` with the server's message. A malformed body, ``finish_reason == "abort"``,
 or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
 on failure, so the gateway records nothing.
@@ -210,7 +213,9 @@ class VLLMBackend:
     Args:
         base_url: the server, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is accepted).
         model: the served model name (``--served-model-name``, default the model path).
-        timeout_s: seconds to wait for the answer of one request (read/write/pool).
+        timeout_s: seconds any one network operation (read/write/pool) may wait.
+        deadline_s: seconds the whole :meth:`sample` call may take, retries included (default
+            ``timeout_s + 300``).
         connect_timeout_s: seconds to wait for a connection.
         max_retries: extra attempts after a connection failure or a 5xx answer.
         retry_backoff_s: first backoff; doubles each retry.
@@ -229,6 +234,7 @@ class VLLMBackend:
         model: str,
         *,
         timeout_s: float = 600.0,
+        deadline_s: float | None = None,
         connect_timeout_s: float = 10.0,
         max_retries: int = 3,
         retry_backoff_s: float = 0.5,
@@ -237,8 +243,10 @@ class VLLMBackend:
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout_s <= 0 or connect_timeout_s <= 0:
-            raise ValueError("timeouts must be > 0")
+        deadline_s = timeout_s + 300.0 if deadline_s is None else deadline_s
+        if not (0 < timeout_s < math.inf and 0 < connect_timeout_s < math.inf and 0 < deadline_s < math.inf):
+            raise ValueError("timeouts and the deadline must be finite and > 0")
+        self.deadline_s = deadline_s
         self.url = completions_url(base_url)
         self.model = model
         self.timeout_s = timeout_s
@@ -258,12 +266,19 @@ class VLLMBackend:
         Raises:
             ValueError: empty or invalid prompt.
             BackendError: connection failure after retries, HTTP error, malformed response, abort.
-            BackendTimeout: no answer within the timeouts.
+            BackendTimeout: no answer within the timeouts or the total deadline.
         """
         if self._closed:
             raise BackendError("the vLLM backend was closed")
         payload = format_request(self.model, prompt_ids, params)
-        body = await self._post(payload)
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                body = await self._post(payload)
+        except TimeoutError as exc:
+            raise BackendTimeout(
+                f"vLLM at {self.url} did not complete the request within its {self.deadline_s:g} s "
+                "deadline (retries included)"
+            ) from exc
         result = parse_response(body, prompt_ids)
         logger.debug(
             "vLLM %s: %d prompt tokens -> %d tokens (%s)",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from strands_art.validation import UsageError, check_int, check_sampling_args
 
 logger = logging.getLogger(__name__)
 
@@ -130,25 +131,25 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 
 def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(sampling backend, tokenizer) for ``--backend``; SystemExit with a message on bad options."""
+    """(sampling backend, tokenizer) for ``--backend``; UsageError with a message on bad options."""
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
         if not args.base_url:
-            raise SystemExit("strands-art serve: --backend vllm needs --base-url (see docs/setup-vllm.md)")
+            raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
         return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
     if args.backend == "scripted":
         from strands_art.backends.scripted import ScriptedBackend
         from strands_art.registry import load_tokenizer
 
         if not args.script:
-            raise SystemExit("strands-art serve: --backend scripted needs --script FILE.json")
-        try:
+            raise UsageError("--backend scripted needs --script FILE.json")
+        try:  # ValueError: invalid UTF-8 or JSON; RecursionError: nested too deeply
             script = json.loads(Path(args.script).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise SystemExit(f"strands-art serve: cannot read {args.script}: {exc}") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise UsageError(f"cannot read {args.script}: {exc}") from None
         if not isinstance(script, list):
-            raise SystemExit("strands-art serve: the script must be a JSON list of items")
+            raise UsageError("the script must be a JSON list of items")
         tok = load_tokenizer(args.tokenizer or args.model)
         return ScriptedBackend(tok, script), tok
     from strands_art.backends.transformers import TransformersBackend
@@ -206,7 +207,25 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
         await backend.aclose()
 
 
+def validate_serve_args(args: argparse.Namespace) -> None:
+    """Check every ``serve`` number before anything starts; UsageError names the flag."""
+    check_int("--port", args.port, 0, 65535)
+    check_int("--max-body-bytes", args.max_body_bytes, 1, 1 << 30)
+    check_int("--max-open-sessions", args.max_open_sessions, 1, 10_000_000)
+    check_sampling_args(args)
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    """Handle ``serve``: exit 2 with one line on bad options, else serve until stopped (0)."""
+    try:
+        validate_serve_args(args)
+        return _run_serve(args)
+    except UsageError as exc:
+        print(f"strands-art serve: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_serve(args: argparse.Namespace) -> int:
     api_key = os.environ.get(args.api_key_env) or None
     if args.host not in ("127.0.0.1", "::1", "localhost") and not api_key:
         logger.warning(

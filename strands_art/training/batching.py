@@ -32,6 +32,15 @@ logger = logging.getLogger(__name__)
 Mode = Literal["fixed_steps", "fixed_rows"]
 MODES: tuple[str, ...] = ("fixed_steps", "fixed_rows")
 PADDING_ROLLOUT_PREFIX = "__padding__"
+MAX_COUNT = (1 << 31) - 1
+"""Largest row / prompt / epoch count accepted (row indices are int32 in the store)."""
+MAX_DP_SIZE = 1 << 20
+"""Largest data-parallel size accepted (about a million ranks; more is a typo, not a cluster)."""
+
+
+def _check_count(name: str, value: object, most: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise ValueError(f"{name} must be a positive integer of at most {most:,}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,8 @@ class BatchingConfig:
             (rows x longest row); a row longer than the budget gets a micro-batch of its own.
 
     Raises:
-        ValueError: on a non-positive size, an unknown mode, a mini-batch larger than the prompt
+        ValueError: on a size that is not a positive integer (``dp_size`` at most
+            :data:`MAX_DP_SIZE`, the others at most :data:`MAX_COUNT`), an unknown mode, a mini-batch larger than the prompt
             batch or not dividing it, or a ``fixed_rows`` configuration without a valid
             ``rows_per_mini_batch``.
     """
@@ -66,11 +76,10 @@ class BatchingConfig:
 
     def __post_init__(self) -> None:
         for name in ("prompt_batch_size", "ppo_mini_batch_size", "ppo_epochs", "dp_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.micro_batch_max_tokens < 1:
-            raise ValueError(f"micro_batch_max_tokens must be positive, got {self.micro_batch_max_tokens}")
+            _check_count(name, getattr(self, name), MAX_DP_SIZE if name == "dp_size" else MAX_COUNT)
+        _check_count("micro_batch_max_tokens", self.micro_batch_max_tokens, MAX_COUNT)
+        if self.rows_per_mini_batch is not None:
+            _check_count("rows_per_mini_batch", self.rows_per_mini_batch, MAX_COUNT)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.ppo_mini_batch_size > self.prompt_batch_size:
@@ -139,8 +148,7 @@ def plan(num_rows: int, config: BatchingConfig) -> BatchingPlan:
     Raises:
         ValueError: if ``num_rows < 1``.
     """
-    if not isinstance(num_rows, int) or num_rows < 1:
-        raise ValueError(f"num_rows must be a positive integer, got {num_rows!r}")
+    _check_count("num_rows", num_rows, MAX_COUNT)
     if config.mode == "fixed_rows":
         assert config.rows_per_mini_batch is not None
         rows = _round_up(num_rows, config.dp_size)

@@ -27,6 +27,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -51,9 +52,11 @@ from strands_art.envs.sandbox import (
     run_sync,
 )
 from strands_art.envs.sandbox.files import copy_tree
+from strands_art.validation import check_float
 
 logger = logging.getLogger(__name__)
 
+MAX_BUILD_TIMEOUT_S = 86400.0
 BUILD_REWARD = 0.5
 TEST_REWARD = 0.5
 
@@ -75,19 +78,31 @@ class EvalTask:
     def from_dir(cls, task_dir: Path | str) -> EvalTask:
         """Load ``task_dir/task.json`` (needs ``num_test_cases``); original = ``task_dir/repo``.
 
-        Raises FileNotFoundError / ValueError for a missing file or a bad ``num_test_cases``.
+        Raises FileNotFoundError for a missing file; ValueError when ``task.json`` is not valid
+        UTF-8 JSON holding an object, ``num_test_cases`` is not an integer >= 0 (``true`` is not
+        one), or ``base_commit`` is needed (no ``repo/``) and is not a hex commit id.
         """
         task_dir = Path(task_dir)
-        meta = json.loads((task_dir / "task.json").read_text(encoding="utf-8"))
+        path = task_dir / "task.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except RecursionError:
+            raise ValueError(f"{path}: JSON nested too deeply") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path} must hold a JSON object, got {type(meta).__name__}")
         num = meta.get("num_test_cases")
-        if not isinstance(num, int) or num < 0:
-            raise ValueError(f"{task_dir}/task.json: num_test_cases must be an int >= 0, got {num!r}")
+        if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+            raise ValueError(f"{path}: num_test_cases must be an integer >= 0, got {num!r}")
         repo = task_dir / "repo"
+        base_commit = meta.get("base_commit")
+        if not repo.is_dir():
+            base_commit = check_commit_id(base_commit, f"{path}: base_commit")
+        name = meta.get("name")
         return cls(
-            name=meta.get("name") or task_dir.name,
+            name=name if isinstance(name, str) and name else task_dir.name,
             num_test_cases=num,
             original_dir=repo if repo.is_dir() else None,
-            base_commit=meta.get("base_commit"),
+            base_commit=base_commit,
         )
 
 
@@ -107,16 +122,21 @@ class EvalResult:
         return asdict(self)
 
 
-def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool) -> TestInventory:
+def _original_tests(
+    repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
+) -> TestInventory:
     """The original's test methods: from ``task.original_dir``, else ``git archive base_commit`` of
-    ``repo_dir`` (the build copy, owned by ``identity``), run in the sandbox."""
+    ``repo_dir`` (the build copy, owned by ``identity``), run in the sandbox; the archive is made
+    in a directory under ``scratch_dir`` (default the system's temp directory; the sandbox uid
+    must be able to enter it)."""
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
     # git reads the repository's own config (filters, fsmonitor: commands): run it sandboxed,
-    # with the repository read-only and the commit after `--end-of-options` (never an option).
-    with tempfile.TemporaryDirectory(prefix="strands-art-orig-") as tmp:
+    # with the repository read-only and a hex-checked commit after `--end-of-options`.
+    commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
+    with tempfile.TemporaryDirectory(prefix="strands-art-orig-", dir=scratch_dir) as tmp:
         os.chmod(tmp, 0o711)
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
@@ -136,7 +156,7 @@ def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: 
                     "-o",
                     str(archive),
                     "--end-of-options",
-                    task.base_commit,
+                    commit,
                 ],
                 cwd=out_dir,
                 env={"HOME": str(out_dir)},
@@ -146,9 +166,7 @@ def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: 
             log.seek(0)
             said = log.read().decode("utf-8", errors="replace").strip().splitlines()[-1:] or [""]
         if code != 0 or timed_out or archive.is_symlink() or not archive.is_file():
-            raise ValueError(
-                f"task {task.name}: git archive {task.base_commit!r} failed (exit {code}): {said[0]}"
-            )
+            raise ValueError(f"task {task.name}: git archive {commit!r} failed (exit {code}): {said[0]}")
         with tarfile.open(archive) as tar:
             tar.extractall(Path(tmp) / "src", filter="data")
         return collect_tests(Path(tmp) / "src")
@@ -157,6 +175,19 @@ def _original_tests(repo_dir: Path, task: EvalTask, identity: Identity, unsafe: 
 def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
     """Copy ``repo`` to ``build`` without Maven outputs (see the module doc); returns what was left out."""
     return copy_tree(repo, build, identity=identity, skip_dir=maven_build_outputs)
+
+
+def check_commit_id(value: object, what: str) -> str:
+    """``value`` if it is a git object id (4 to 64 hex digits); else ValueError naming ``what``.
+
+    A commit id from a task file is passed to git; anything else (``--output=PATH``) could be
+    read as an option."""
+    if not isinstance(value, str) or not _COMMIT_ID.fullmatch(value):
+        raise ValueError(f"{what} must be a hex git commit id, got {str(value)[:80]!r}")
+    return value
+
+
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 def _diff(a: Counter[str], b: Counter[str], limit: int = 50) -> list[str]:
@@ -171,7 +202,7 @@ def evaluate(
     offline: bool | None = None,
     fork_count: int | None = None,
     log_path: Path | None = None,
-    work_dir: Path | None = None,
+    scratch_dir: Path | None = None,
     unsafe_no_sandbox: bool = False,
 ) -> EvalResult:
     """Build and score a migrated project; ``repo_dir`` itself is only read (see the module doc).
@@ -181,8 +212,11 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
-        work_dir: where the build copy is made (removed afterwards); default the temp dir.
-            The sandbox uid must be able to enter it (the runner passes ``<run_dir>/workspaces``).
+        scratch_dir: where the evaluation's directory (build copy, ``git archive`` of the
+            original, Maven's local repository and settings) is made, removed afterwards;
+            default the system's temp directory. The sandbox uid must be able to enter it
+            (``migrate`` passes ``<run_dir>/workspaces``, so a killed run's build scratch goes
+            with its workspaces).
         unsafe_no_sandbox: build unconfined (the explicit opt-out; never the default).
 
     Raises FileNotFoundError when ``repo_dir`` has no ``pom.xml`` (an agent that deletes it
@@ -196,12 +230,12 @@ def evaluate(
     if not unsafe_no_sandbox:
         require_sandbox()  # fail closed: a broken sandbox must not score as a failed build
     identity = allocate_identity()
-    top = Path(tempfile.mkdtemp(prefix="strands-art-build-", dir=work_dir))
+    top = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-build-", dir=scratch_dir)))
     try:
         os.chmod(top, 0o711)
         build = top / "repo"
         left_out = _copy_for_build(repo, build, identity)
-        original = _original_tests(build, task, identity, unsafe_no_sandbox)
+        original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
         current = collect_tests(build)  # before the build: what the tests are, not what they did
         mvn = run_maven(
             build,
@@ -211,6 +245,7 @@ def evaluate(
             fork_count=fork_count,
             log_path=log_path,
             identity=identity,
+            scratch_dir=top,
             unsafe_no_sandbox=unsafe_no_sandbox,
         )
         result = _score(build, task, original, current, mvn, left_out)
@@ -301,13 +336,13 @@ def evaluate_command(
     task_dir: Path | str,
     timeout_s: float = 300.0,
     *,
-    work_dir: Path | None = None,
+    scratch_dir: Path | None = None,
     unsafe_no_sandbox: bool = False,
 ) -> dict[str, Any]:
     """``strands-art evaluate REPO_DIR --task TASK_DIR``: the result as a JSON-ready dict.
 
     A repository without a root ``pom.xml`` scores 0 (``details.error`` says why) rather than
-    raising; a bad task directory raises (FileNotFoundError / ValueError). ``work_dir`` and
+    raising; a bad task directory raises (FileNotFoundError / ValueError). ``scratch_dir`` and
     ``unsafe_no_sandbox``: see :func:`evaluate`.
     """
     task = EvalTask.from_dir(task_dir)
@@ -317,7 +352,7 @@ def evaluate_command(
             False, False, 0, task.num_test_cases, False, 0.0, {"error": f"no pom.xml in {repo}"}
         ).to_json()
     return evaluate(
-        repo, task, timeout_s=timeout_s, work_dir=work_dir, unsafe_no_sandbox=unsafe_no_sandbox
+        repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir, unsafe_no_sandbox=unsafe_no_sandbox
     ).to_json()
 
 
@@ -329,7 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="Maven build timeout, seconds")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    result = evaluate_command(args.repo, args.task, args.timeout)
+    try:
+        check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+        result = evaluate_command(args.repo, args.task, args.timeout)
+    except (FileNotFoundError, ValueError) as exc:
+        sys.stderr.write(f"evaluator: {exc}\n")
+        return 2
     sys.stdout.write(json.dumps(result, indent=2) + "\n")
     return 0
 

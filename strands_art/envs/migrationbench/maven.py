@@ -161,6 +161,7 @@ def run_maven(
     identity: Identity | None = None,
     limits: Limits | None = None,
     unsafe_no_sandbox: bool = False,
+    scratch_dir: Path | None = None,
 ) -> MavenResult:
     """Run ``mvn -B -Dstyle.color=never -s SETTINGS <args>`` in ``project_dir``, sandboxed.
 
@@ -179,6 +180,9 @@ def run_maven(
         limits: the sandbox's resource limits (default :class:`~strands_art.envs.sandbox.Limits`
             with a CPU limit of ``timeout_s`` per core).
         unsafe_no_sandbox: run Maven unconfined (the explicit opt-out; never the default).
+        scratch_dir: where the throw-away directory (local repository, settings, raw log) is
+            made; default the system's temp directory. The sandbox uid must be able to enter it
+            (:func:`.evaluator.evaluate` passes its own directory under ``<run_dir>/workspaces``).
 
     Raises:
         MavenNotFound: ``mvn`` is not on PATH.
@@ -193,7 +197,7 @@ def run_maven(
         raise MavenNotFound("mvn not found on PATH; run scripts/setup-system.sh")
     is_offline = use_offline(offline)
     owner = identity or owner_identity(project_dir)
-    with tempfile.TemporaryDirectory(prefix="strands-art-mvn-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="strands-art-mvn-", dir=scratch_dir) as tmp:
         tmp_path = Path(tmp)
         os.chmod(tmp_path, 0o711)  # the sandbox uid enters its own subdirectory, lists nothing
         mine = tmp_path / "sandbox"  # written by the sandboxed build

@@ -12,9 +12,12 @@ A run directory holds::
     trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
     summary.png        rewards and rows per rollout
     logs/              <rollout>.eval.json: the evaluator's result (details incl. the Maven log tail)
+    workspaces/        the running rollouts' workspaces (mode 0700)
+    .lock              the run-directory lock
 
 Completed rollouts are appended as they finish, so a crash or Ctrl-C keeps them and
-``--resume RUN_DIR`` runs only the missing ones.
+``--resume RUN_DIR`` runs only the missing ones; :mod:`.rundir` makes each rollout count
+exactly once whatever the kill point, and lets one process at a time use the directory.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +41,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from strands_art.backends.base import BackendError, SamplingBackend, SamplingParams
 from strands_art.registry import ModelNotFound
 from strands_art.store import TrajectoryStore
+from strands_art.validation import UsageError
 
 from .agent import RolloutLimits, build_agent, run_agent, user_prompt
 from .report import plot_run, print_summary
+from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
+from .runner_args import validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
@@ -72,8 +79,6 @@ def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
-        if not args.base_url:
-            raise SystemExit("strands-art migrate: --backend vllm needs --base-url (see docs/setup-vllm.md)")
         return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
     from strands_art.backends.transformers import TransformersBackend
 
@@ -84,11 +89,6 @@ def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
 def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | None = None):
     """(gateway or None, a function making the Strands model for one rollout)."""
     if args.backend == "litellm":
-        if "/" not in args.model:
-            raise SystemExit(
-                f"strands-art migrate: --backend litellm needs --model PROVIDER/MODEL "
-                f"(e.g. openai/gpt-4o), got {args.model!r}"
-            )
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         from strands.models.litellm import LiteLLMModel
 
@@ -131,12 +131,19 @@ def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | Non
 async def run_rollout(
     spec: RolloutSpec, args: argparse.Namespace, gateway: Any, make_model: Any, run_dir: Path
 ) -> dict:
-    """One rollout end to end; returns its results.jsonl record (never raises for agent failures)."""
+    """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
+
+    The workspace is made under ``run_dir/workspaces`` and removed at the end.
+
+    Raises:
+        UsageError: a limit in ``args`` out of range (:func:`.runner_args.validate_rollout_limits`).
+    """
     from .evaluator import evaluate_command
 
     t0 = time.monotonic()
-    unsafe = bool(getattr(args, "unsafe_no_sandbox", False))
-    ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / "workspaces")
+    validate_rollout_limits(args)
+    unsafe: bool = getattr(args, "unsafe_no_sandbox", False)  # a bool: validate_rollout_limits
+    ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
         tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
         stats = ToolStats()
@@ -173,7 +180,7 @@ async def run_rollout(
             str(ws.root),
             str(spec.task.dir),
             timeout_s=args.build_timeout,
-            work_dir=run_dir / "workspaces",
+            scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
             unsafe_no_sandbox=unsafe,
         )
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
@@ -248,40 +255,6 @@ def _infrastructure_failure(error: str | None) -> bool:
     return bool(error) and error.startswith("ModelThrottledException")
 
 
-def _completed(results: Path) -> dict[str, dict]:
-    """Records of the finished rollouts in ``results``, keyed by rollout id.
-
-    A line that does not parse (a write torn by a crash) is moved to ``results.jsonl.torn`` and
-    the file is rewritten with the good lines only, so the next append starts on a fresh line.
-    A rollout whose latest line says ``failed`` (the backend failed) is not done.
-    """
-    done: dict[str, dict] = {}
-    if not results.exists():
-        return done
-    good: list[str] = []
-    torn: list[str] = []
-    for line in results.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            good.append(line)
-            if rec.get("failed"):  # an infrastructure failure: run it again
-                done.pop(rec["rollout_id"], None)
-            else:
-                done[rec["rollout_id"]] = rec
-        except (json.JSONDecodeError, KeyError, TypeError):
-            torn.append(line)
-    if torn:
-        logger.warning("%s: %d torn line(s) moved to %s.torn", results, len(torn), results.name)
-        with open(results.with_name(results.name + ".torn"), "a", encoding="utf-8") as f:
-            f.write("".join(t + "\n" for t in torn))
-        tmp = results.with_name(results.name + ".tmp")
-        tmp.write_text("".join(g + "\n" for g in good), encoding="utf-8")
-        os.replace(tmp, results)
-    return done
-
-
 async def run_migration(
     args: argparse.Namespace, console: Console, *, backend_factory: BackendFactory | None = None
 ) -> list[dict]:
@@ -294,37 +267,54 @@ async def run_migration(
         backend_factory: overrides how the sampling backend is built (not for ``litellm``);
             default: from ``--backend``/``--model``.
 
+    The run directory is locked for the whole run and reconciled first (:mod:`.rundir`): a
+    second process on it stops with RunDirBusy; a dead run's processes and workspaces are removed;
+    each rollout is counted once.
+
     Raises:
-        SystemExit: inconsistent options (e.g. ``--backend vllm`` without ``--base-url``).
+        UsageError: a value out of range or inconsistent options (nothing is written).
+        RunDirBusy: another process holds the run directory.
         TaskError: unknown task names or a malformed task directory.
     """
     run_dir = Path(args.resume or args.run_dir or f"runs/migrate-{datetime.now():%Y%m%d-%H%M%S}")
     cfg_path = run_dir / "config.json"
     if args.resume:
         if not cfg_path.is_file():
-            raise SystemExit(
-                f"strands-art migrate: --resume {run_dir}: no config.json there (not a migrate run)"
-            )
-        saved = json.loads(cfg_path.read_text())
-        for key, value in saved.items():
+            raise UsageError(f"--resume {run_dir}: no config.json there (not a migrate run)")
+        for key, value in read_config(cfg_path).items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
-    for name in ("rollouts_per_task", "concurrency", "max_turns", "max_new_tokens"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"strands-art migrate: --{name.replace('_', '-')} must be >= 1")
-    tasks = None if args.records else load_tasks(args.tasks_dir, args.tasks)  # fail before writing
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cfg_path.write_text(json.dumps({k: v for k, v in vars(args).items() if k != "func"}, indent=2))
+    validate_migrate_args(args)
+    # read and check the tasks (or records) before anything is written
+    tasks: list[Task] | list[dict[str, Any]]
+    tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)
+    rd = open_run_dir(run_dir)
+    try:
+        with run_token(rd.token, rd.workspaces):
+            return await _run(args, console, backend_factory, rd, tasks)
+    finally:
+        rd.close()
+
+
+async def _run(
+    args: argparse.Namespace,
+    console: Console,
+    backend_factory: BackendFactory | None,
+    rd: RunDir,
+    tasks: list[Task] | list[dict[str, Any]],
+) -> list[dict]:
+    run_dir, cfg_path = rd.path, rd.path / "config.json"
+    write_atomic(cfg_path, json.dumps({k: v for k, v in vars(args).items() if k != "func"}, indent=2))
     args.run_dir_used = str(run_dir)
-    if tasks is None:
-        tasks = [materialize_record(r, run_dir / "tasks") for r in read_records(args.records)]
+    if args.records:  # clone each record's repository into the run directory
+        tasks = [materialize_record(r, run_dir / "tasks") for r in tasks]
     specs = [
         RolloutSpec(task, k, args.seed + i * args.rollouts_per_task + k)
         for i, task in enumerate(tasks)
         for k in range(args.rollouts_per_task)
     ]
     results_path = run_dir / "results.jsonl"
-    done = _completed(results_path)
+    done = rd.report.done
     todo = [s for s in specs if s.rollout_id not in done]
     console.print(
         f"run dir [bold]{run_dir}[/bold]: {len(specs)} rollouts over {len(tasks)} tasks, "
@@ -359,7 +349,7 @@ async def run_migration(
                 )
 
             await asyncio.gather(*(one(s) for s in todo))
-        remove_base_if_empty(run_dir / "workspaces")
+        remove_base_if_empty(run_dir / WORKSPACES_DIR)
         if gateway is not None:
             await gateway.backend.aclose()
     results = [done[s.rollout_id] for s in specs if s.rollout_id in done]
@@ -399,8 +389,8 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
             f"[yellow]interrupted: completed rollouts are kept; continue with --resume {run_dir}[/yellow]"
         )
         return 130
-    except (TaskError, ModelNotFound) as exc:
-        console.print(f"[red]strands-art migrate: {exc}[/red]")
+    except (TaskError, ModelNotFound, UsageError, RunDirBusy) as exc:
+        print(f"strands-art migrate: {exc}", file=sys.stderr)  # one line, never wrapped
         return 2
     failed = [r["rollout_id"] for r in results if r.get("failed")]
     if failed:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from strands_art.validation import UsageError, check_bool, check_float, check_int, check_sampling_args
+
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
 tasks, score each rollout with a real `mvn clean verify` under JDK 17 (reward 0 / 0.5 / 1), and
@@ -96,7 +98,7 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="RUN_DIR",
         help="continue a run with its saved config.json (other options are ignored); completed "
-        "rollouts are kept, only the missing ones run",
+        "rollouts are kept, only the missing ones run; a run directory takes one process at a time",
     )
     g.add_argument("--no-plot", action="store_true", help="skip the rewards/rows plot")
     g.add_argument(
@@ -106,3 +108,60 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         "(with this process's privileges); only for machines where bwrap cannot run and the "
         "model is trusted. Default: refuse to start when the sandbox is unavailable",
     )
+
+
+# (flag, attribute, lowest, highest, lowest excluded): the ranges validate_migrate_args enforces
+_ROLLOUT_INT_LIMITS = (
+    ("--max-turns", "max_turns", 1, 100_000),
+    ("--max-output-bytes", "max_output_bytes", 2, 1 << 30),
+)
+_ROLLOUT_FLOAT_LIMITS = (
+    ("--time-limit", "time_limit", 0.0, 7 * 86400.0, True),
+    ("--command-timeout", "command_timeout", 0.0, 86400.0, True),
+    ("--build-timeout", "build_timeout", 0.0, 86400.0, True),
+)
+_INT_LIMITS = (
+    ("--rollouts-per-task", "rollouts_per_task", 1, 10_000),
+    ("--concurrency", "concurrency", 1, 1024),
+    ("--seed", "seed", 0, (1 << 31) - 1),
+)
+
+
+def validate_rollout_limits(args: argparse.Namespace) -> None:
+    """Check the per-rollout values :func:`~.runner.run_rollout` reads (``max_turns``,
+    ``max_output_bytes``, ``time_limit``, ``command_timeout``, ``build_timeout``, and
+    ``unsafe_no_sandbox``, which must be a real boolean: absent means False, the sandbox on);
+    the trainers that call it directly check them here too.
+
+    Raises:
+        UsageError: the first value out of range, naming its flag.
+    """
+    for flag, name, lo, hi in _ROLLOUT_INT_LIMITS:
+        check_int(flag, getattr(args, name), lo, hi)
+    for flag, name, lo, hi, lo_open in _ROLLOUT_FLOAT_LIMITS:
+        check_float(flag, getattr(args, name), lo, hi, lo_open=lo_open)
+    check_bool("--unsafe-no-sandbox", getattr(args, "unsafe_no_sandbox", False))
+
+
+def validate_migrate_args(args: argparse.Namespace) -> None:
+    """Check every ``migrate`` value before anything is written (also those read from a resumed
+    run's config.json).
+
+    Raises:
+        UsageError: the first value out of range, naming its flag (e.g. ``--time-limit must be a
+            finite number in (0, 604800], got nan``), or an inconsistent combination
+            (``--backend vllm`` without ``--base-url``; ``--backend litellm`` without
+            ``PROVIDER/MODEL``).
+    """
+    for flag, name, lo, hi in _INT_LIMITS:
+        check_int(flag, getattr(args, name), lo, hi)
+    validate_rollout_limits(args)
+    check_sampling_args(args)
+    if args.backend not in ("transformers", "vllm", "litellm"):
+        raise UsageError(f"--backend must be transformers, vllm or litellm, got {args.backend!r}")
+    if args.backend == "vllm" and not args.base_url:
+        raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
+    if args.backend == "litellm" and "/" not in str(args.model):
+        raise UsageError(
+            f"--backend litellm needs --model PROVIDER/MODEL (e.g. openai/gpt-4o), got {args.model!r}"
+        )

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .evaluator import check_commit_id
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +66,8 @@ class Task:
 
     @property
     def num_test_cases(self) -> int:
-        return int(self.record.get("num_test_cases", -1))
+        num = self.record.get("num_test_cases")
+        return -1 if num is None else int(num)
 
 
 def bundled_tasks_dir() -> Path:
@@ -81,12 +85,41 @@ def load_task(task_dir: str | Path) -> Task:
         raise TaskError(f"{d}: no repo/ directory")
     try:
         record = json.loads(meta.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TaskError(f"{meta}: invalid JSON ({exc})") from exc
+    except (ValueError, RecursionError) as exc:  # invalid UTF-8 or JSON, or nested too deeply
+        raise TaskError(f"{meta}: invalid JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise TaskError(f"{meta}: must hold a JSON object, got {type(record).__name__}")
     missing = [f for f in RECORD_FIELDS if f not in record]
     if missing:
         raise TaskError(f"{meta}: missing record fields {missing}")
+    check_record(record, str(meta))
     return Task(name=d.name, dir=d, record=record)
+
+
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def check_record(record: dict[str, Any], where: str) -> None:
+    """Refuse record values that would be misread: ``repo`` not ``OWNER/NAME`` (or naming ``..``),
+    ``base_commit`` not a hex id (it is passed to git), ``num_test_cases`` not an integer >= 0
+    (upstream's -1/-2 "unparsed" and the utg split's missing count cannot be scored).
+
+    Raises:
+        TaskError: naming ``where`` and the field.
+    """
+    repo = record.get("repo")
+    if not isinstance(repo, str) or not _REPO_NAME.fullmatch(repo) or ".." in repo.split("/"):
+        raise TaskError(f"{where}: repo must be OWNER/NAME, got {str(repo)[:80]!r}")
+    try:
+        check_commit_id(record.get("base_commit"), f"{where}: base_commit")
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+    num = record.get("num_test_cases")  # the evaluator needs it: refuse now, not after the rollout
+    if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+        raise TaskError(
+            f"{where}: num_test_cases must be an integer >= 0 (the evaluator compares the tests run "
+            f"with it), got {num!r}"
+        )
 
 
 def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -> list[Task]:
@@ -107,16 +140,28 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """MigrationBench records from a CSV or Parquet file (columns :data:`RECORD_FIELDS`)."""
+    """MigrationBench records from a CSV or Parquet file (columns :data:`RECORD_FIELDS`).
+
+    Raises:
+        TaskError: the file cannot be read, lacks ``repo``/``base_commit``, or a row fails
+            :func:`check_record`.
+    """
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     p = Path(path)
-    table = pq.read_table(p) if p.suffix == ".parquet" else pacsv.read_csv(p)
+    try:
+        table = pq.read_table(p) if p.suffix == ".parquet" else pacsv.read_csv(p)
+    except (OSError, pa.ArrowException) as exc:
+        raise TaskError(f"{p}: cannot read the records ({' '.join(str(exc).split())[:200]})") from None
     missing = [f for f in RECORD_FIELDS[:2] if f not in table.column_names]
     if missing:
         raise TaskError(f"{p}: missing columns {missing} (need at least repo, base_commit)")
-    return table.to_pylist()
+    records = table.to_pylist()
+    for i, record in enumerate(records):
+        check_record(record, f"{p} row {i}")
+    return records
 
 
 def materialize_record(
@@ -124,8 +169,10 @@ def materialize_record(
 ) -> Task:
     """Clone ``record['repo']`` at ``record['base_commit']`` into ``dest_root/<name>/repo``.
 
-    Writes ``task.json`` beside it. Raises TaskError when git fails (e.g. no network).
+    Writes ``task.json`` beside it. Raises TaskError for a bad record (:func:`check_record`) or
+    when git fails (e.g. no network).
     """
+    check_record(record, f"record {str(record.get('repo'))[:80]!r}")
     name = str(record["repo"]).replace("/", "__")
     d = Path(dest_root) / name
     repo = d / "repo"
@@ -133,8 +180,9 @@ def materialize_record(
         d.mkdir(parents=True, exist_ok=True)
         url = f"{git_base.rstrip('/')}/{record['repo']}.git"
         for cmd in (
-            ["git", "clone", "--quiet", "--filter=blob:none", url, str(repo)],
-            ["git", "-C", str(repo), "checkout", "--quiet", str(record["base_commit"])],
+            ["git", "clone", "--quiet", "--filter=blob:none", "--", url, str(repo)],
+            # base_commit is hex (check_record), so never an option; checkout has no --end-of-options
+            ["git", "-C", str(repo), "checkout", "--quiet", "--detach", record["base_commit"]],
         ):
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:

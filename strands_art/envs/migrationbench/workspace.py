@@ -38,6 +38,10 @@ from strands_art.envs.sandbox.policy import (
 logger = logging.getLogger(__name__)
 
 
+#: Name prefix of the system-temp-dir directory a ``base_dir`` links to (see :func:`_make_base`).
+LINKED_BASE_PREFIX = "strands-art-workspaces-"
+
+
 class PathOutsideWorkspace(ValueError):
     """A tool path that resolves outside the workspace root (``..``, absolute path, symlink)."""
 
@@ -242,7 +246,7 @@ def _make_base(base_dir: str | os.PathLike[str], identity: Identity) -> Path:
     elif not base.exists() and untraversable_ancestor(base / "x") is not None:
         blocked = untraversable_ancestor(base / "x")
         base.parent.mkdir(parents=True, exist_ok=True)
-        real = Path(tempfile.mkdtemp(prefix="strands-art-workspaces-"))
+        real = Path(tempfile.mkdtemp(prefix=LINKED_BASE_PREFIX))
         base.symlink_to(real, target_is_directory=True)
         logger.warning(
             "%s is below %s, which the sandbox uid cannot enter; workspaces live in %s (linked from %s)",
@@ -276,6 +280,40 @@ def remove_base_if_empty(base_dir: str | os.PathLike[str]) -> None:
         return  # missing, or still holds a workspace
     if base.is_symlink():
         base.unlink()
+
+
+def remove_base(base_dir: str | os.PathLike[str]) -> int:
+    """Remove a ``base_dir`` made by :meth:`Workspace.copy_of` with everything in it (what a dead
+    run left: workspaces, evaluation build copies); the next :meth:`Workspace.copy_of` makes it
+    again. When ``base_dir`` is a symlink, the directory it links to is removed too if it is one
+    of ours (a :data:`LINKED_BASE_PREFIX` directory owned by this uid); any other link target is
+    left alone and only the link goes.
+
+    Returns:
+        How many entries were removed from it (0 when it did not exist).
+    """
+    base = Path(base_dir)
+    if base.is_symlink():
+        real = Path(os.path.realpath(base))
+        base.unlink()
+        try:
+            ours = real.name.startswith(LINKED_BASE_PREFIX) and real.lstat().st_uid == os.geteuid()
+        except OSError:
+            ours = False
+        return _remove_tree(real) if ours and real.is_dir() else 0
+    if base.is_dir():
+        return _remove_tree(base)
+    if base.exists():
+        base.unlink()
+    return 0
+
+
+def _remove_tree(directory: Path) -> int:
+    count = sum(1 for _ in directory.iterdir())
+    shutil.rmtree(directory, ignore_errors=True)  # never follows a symlink inside
+    if directory.exists():
+        logger.warning("could not remove all of %s", directory)
+    return count
 
 
 def maven_build_outputs(directory: str, names: list[str]) -> set[str]:

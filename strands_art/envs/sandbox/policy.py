@@ -121,6 +121,11 @@ def allocate_identity() -> Identity:
                 return Identity(uid, uid, drop=True)
 
 
+def is_sandbox_uid(uid: int) -> bool:
+    """True if ``uid`` lies in the range :func:`allocate_identity` draws from (a sandbox's owner)."""
+    return UID_BASE <= uid < UID_BASE + UID_SPAN
+
+
 def release_identity(identity: Identity) -> None:
     """Return ``identity``'s uid to the pool (its files should be gone by then)."""
     with _in_use_lock:

@@ -1,0 +1,62 @@
+"""Range checks for command-line and config values: one clear message naming the flag.
+
+Used by every ``strands-art`` subcommand before it writes anything, and by ``migrate --resume``
+for the values it reads back from ``config.json``. A value is refused when it is not a number
+of the right kind (``True`` is not an integer here, ``1`` is not a boolean), not finite (``nan``, ``inf``), or outside
+its range; the message names the flag, the range and the value given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+
+class UsageError(ValueError):
+    """A command-line or config value is out of range (exit status 2, no traceback)."""
+
+
+def check_int(flag: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` if it is an int (not a bool) in ``[lo, hi]``; else :class:`UsageError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise UsageError(f"{flag} must be an integer from {lo:,} to {hi:,}, got {_show(value)}")
+    return value
+
+
+def check_float(flag: str, value: Any, lo: float, hi: float, *, lo_open: bool = False) -> float:
+    """``value`` as a float if it is a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if ok:
+        ok = (lo < value if lo_open else lo <= value) and value <= hi
+    if not ok:
+        bracket = "(" if lo_open else "["
+        raise UsageError(f"{flag} must be a finite number in {bracket}{lo:g}, {hi:g}], got {_show(value)}")
+    return float(value)
+
+
+def check_bool(flag: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not ``1``, ``"yes"`` or ``null``, e.g. from a
+    hand-edited ``config.json``); else :class:`UsageError`."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{flag} must be true or false, got {_show(value)}")
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_sampling_args(args: argparse.Namespace) -> None:
+    """The sampling flags ``migrate`` and ``serve`` share: ``--temperature`` [0, 100],
+    ``--top-p`` (0, 1], ``--max-new-tokens`` 1 … 2^20, ``--max-context-tokens`` 2 … 2^24 or unset.
+
+    Raises:
+        UsageError: the first value out of range.
+    """
+    check_float("--temperature", args.temperature, 0.0, 100.0)
+    check_float("--top-p", args.top_p, 0.0, 1.0, lo_open=True)
+    check_int("--max-new-tokens", args.max_new_tokens, 1, 1 << 20)
+    if args.max_context_tokens is not None:
+        check_int("--max-context-tokens", args.max_context_tokens, 2, 1 << 24)

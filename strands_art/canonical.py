@@ -10,7 +10,9 @@ strands_art/serve/) keep one :class:`CanonicalHistory` per session: each assista
 client replays is mapped back to the one the gateway produced (by the tool-call ids the gateway
 assigned, else by its text), and any other difference is recorded on the trajectory as a
 reason-coded ``rewrite`` event (codes: ``unknown_assistant_message``, ``tool_call_removed``,
-``tool_input_changed``, ``text_changed``, ``tool_result_changed``).
+``tool_input_changed``, ``text_changed``, ``tool_result_changed``). Content the chat template
+cannot render (an image a tool returned, a document, audio) reaches the model as placeholder
+text and is recorded once per message as a ``non_text_content`` event; the rollout goes on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from strands_art.formats import non_text_placeholder
 from strands_art.gateway import RolloutGateway
 from strands_art.history.normalize import parsed_arguments
 
@@ -90,6 +93,21 @@ class CanonicalHistory:
                 f"result of {message.get('tool_call_id')} changed (e.g. truncated)",
             )
 
+    def report_non_text(self, index: int, placeholders: list[str]) -> None:
+        """Record a ``non_text_content`` event (once per message) for content the template
+        cannot render and the model saw as placeholder text instead (formats.non_text_placeholder)."""
+        if placeholders and (index, "non_text_content") not in self._reported:
+            self._reported.add((index, "non_text_content"))
+            logger.info("message %d: non-text content replaced by placeholders %s", index, placeholders)
+            self.gateway.record_event(
+                self.rollout_id,
+                "non_text_content",
+                "; ".join(placeholders),
+                message=index,
+                code="non_text_content",
+                placeholders=list(placeholders),
+            )
+
     def _compare(self, index: int, seen: dict[str, Any], produced: dict[str, Any]) -> None:
         seen_calls = {c.get("id", ""): c.get("function", c) for c in seen.get("tool_calls") or []}
         for call in produced.get("tool_calls", []):
@@ -116,3 +134,29 @@ def _arguments(args: Any) -> Any:
         return parsed_arguments(args)
     except ValueError:
         return args
+
+
+OPENAI_NON_TEXT_PARTS = {"image_url": "image", "input_audio": "audio", "file": "file"}
+
+
+def replace_non_text_parts(message: Any) -> tuple[Any, list[str]]:
+    """An OpenAI chat message with its ``image_url`` / ``input_audio`` / ``file`` content parts
+    replaced by text parts holding placeholder text (formats.non_text_placeholder), and the
+    placeholders. Anything else is returned unchanged (validation happens later)."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return message, []
+    parts, placeholders = [], []
+    for part in message["content"]:
+        kind = OPENAI_NON_TEXT_PARTS.get(part.get("type")) if isinstance(part, dict) else None
+        if kind is None:
+            parts.append(part)
+            continue
+        body = part.get(part["type"]) if isinstance(part.get(part["type"]), dict) else {}
+        fmt = body.get("format")
+        url = body.get("url")
+        if fmt is None and isinstance(url, str) and url.startswith("data:"):
+            fmt = url[5:].split(";", 1)[0].split(",", 1)[0] or None
+        placeholder = non_text_placeholder(kind, fmt, None, body.get("filename"))
+        placeholders.append(placeholder)
+        parts.append({"type": "text", "text": placeholder})
+    return ({**message, "content": parts} if placeholders else message), placeholders

@@ -5,7 +5,8 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 - ``migrate``        the main job: the MigrationBench agent over the bundled tasks, real Maven builds;
 - ``evaluate``       score a migrated repository against its task (JSON to stdout);
 - ``sandbox-check``  prove the command sandbox holds on this machine (one line per check);
-- ``replay``         replay a logged conversation through the gateway (JSON to stdout);
+- ``replay``         replay a logged conversation, or a stored rollout of a run, through the gateway
+                     (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
 - ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
 - ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
@@ -27,21 +28,34 @@ from strands_art.registry import tokenizer_aliases
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from strands_art.backends.base import BackendError
-    from strands_art.replay import ReplayInputError, replay
+    from strands_art.replay import ReplayInputError, replay, spec_from_run
 
-    try:  # ValueError covers invalid UTF-8 and invalid JSON; RecursionError: nesting too deep
-        spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        print(f"strands-art replay: cannot read {args.file}: {_one_line(exc)}", file=sys.stderr)
+    if (args.file is None) == (args.from_run is None) or (args.from_run is None) != (args.rollout is None):
+        print("strands-art replay: give FILE, or --from-run RUN_DIR with --rollout ID", file=sys.stderr)
         return 2
+    try:  # ValueError covers invalid UTF-8 and invalid JSON; RecursionError: nesting too deep
+        if args.from_run is not None:
+            spec = spec_from_run(args.from_run, args.rollout, args.tokenizer)
+        else:
+            spec = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except ReplayInputError as exc:
+        print(f"strands-art replay: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, RecursionError) as exc:
+        print(
+            f"strands-art replay: cannot read {args.file or args.from_run}: {_one_line(exc)}", file=sys.stderr
+        )
+        return 2
+    if args.export:
+        Path(args.export).write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
     except (ReplayInputError, ValueError, FileNotFoundError, BackendError, RecursionError) as exc:
         print(f"strands-art replay: {_one_line(exc)}", file=sys.stderr)
         return 2
     if args.summary:
-        print(json.dumps(result["summary"], indent=2), file=sys.stderr)
-    json.dump(result, sys.stdout)
+        print(json.dumps(result["summary"], indent=2, ensure_ascii=False), file=sys.stderr)
+    json.dump(result, sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
 
@@ -120,15 +134,36 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("replay", help="replay a logged conversation through the gateway (scripted backend)")
-    p.add_argument("file", help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}")
-    p.add_argument("--mode", choices=["tree", "linear"], default=None, help="history mode (default: tree)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="replay JSON: {tokenizer, chat_template_kwargs, tools, turns: [...]}",
+    )
+    p.add_argument(
+        "--from-run",
+        metavar="RUN_DIR",
+        default=None,
+        help="replay a stored rollout of a run directory (its trajectories/trajectories.jsonl) instead of FILE",
+    )
+    p.add_argument("--rollout", metavar="ID", default=None, help="the rollout id to replay (with --from-run)")
+    p.add_argument("--export", metavar="OUT.json", default=None, help="also write the replay file used here")
+    p.add_argument(
+        "--mode",
+        choices=["tree", "linear"],
+        default=None,
+        help="history mode (default: the file's or the run's mode, else tree)",
+    )
     p.add_argument(
         "--tokenizer",
         default=None,
         help=f"tokenizer alias ({', '.join(tokenizer_aliases())}) or a local tokenizer directory",
     )
     p.add_argument(
-        "--summary", action="store_true", help="also print a summary (rows, tokens, events) to stderr"
+        "--summary",
+        action="store_true",
+        help="also print a summary to stderr (rows, tokens, events; each turn's decoded text, reasoning and "
+        "tool calls; the decoded text around each fork)",
     )
     p.set_defaults(func=_cmd_replay)
 

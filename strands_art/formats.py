@@ -18,7 +18,7 @@ STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tok
 
 
 class StrandsFormatError(ValueError):
-    """A Strands message holds a block this provider cannot send (image, document, ...)."""
+    """A Strands message is malformed or holds a block this provider does not know."""
 
 
 def tool_specs_to_openai(tool_specs: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
@@ -44,14 +44,49 @@ def tool_specs_to_openai(tool_specs: list[dict[str, Any]] | None) -> list[dict[s
     return out
 
 
-def tool_result_text(result: dict[str, Any]) -> str:
-    """The text a chat template shows for a Strands toolResult (json parts serialized)."""
+NON_TEXT_BLOCKS = ("image", "document", "video")  # Strands media blocks a text template cannot show
+
+
+def non_text_placeholder(kind: str, fmt: Any = None, size: int | None = None, name: Any = None) -> str:
+    """The text the model sees instead of content its chat template cannot render, e.g.
+    ``[image omitted (png, 5120 bytes): this model reads text only]``. Deterministic in its
+    arguments, so a replayed conversation renders to the same tokens every turn."""
+    facts = [str(x) for x in (name, fmt) if x]
+    if size is not None:
+        facts.append(f"{size} bytes")
+    detail = f" ({', '.join(facts)})" if facts else ""
+    return f"[{kind} omitted{detail}: this model reads text only]"
+
+
+def media_placeholder(block: dict[str, Any]) -> str | None:
+    """Placeholder text for a Strands ``image`` / ``document`` / ``video`` block, else None."""
+    for kind in NON_TEXT_BLOCKS:
+        if kind in block:
+            media = block[kind] if isinstance(block[kind], dict) else {}
+            source = media.get("source") if isinstance(media.get("source"), dict) else {}
+            data = source.get("bytes")
+            size = len(data) if isinstance(data, (bytes, bytearray, str)) else None
+            return non_text_placeholder(kind, media.get("format"), size, media.get("name"))
+    return None
+
+
+def tool_result_text(result: dict[str, Any], omitted: list[str] | None = None) -> str:
+    """The text a chat template shows for a Strands toolResult (json parts serialized).
+
+    An image, document or video part becomes :func:`non_text_placeholder` text; its
+    placeholder is appended to ``omitted`` (when given) so the caller can record the event.
+    Raises StrandsFormatError on any other block.
+    """
     parts = []
     for block in result.get("content", []) or []:
         if "text" in block:
             parts.append(str(block["text"]))
         elif "json" in block:
             parts.append(json.dumps(block["json"], ensure_ascii=False))
+        elif (placeholder := media_placeholder(block)) is not None:
+            parts.append(placeholder)
+            if omitted is not None:
+                omitted.append(placeholder)
         else:
             raise StrandsFormatError(f"unsupported toolResult content block {sorted(block)}")
     text = "\n".join(parts)
@@ -103,20 +138,35 @@ def strands_assistant_to_openai(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def strands_user_to_openai(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """One Strands user message → OpenAI tool messages (one per toolResult) then a user message."""
+def strands_user_to_openai(message: dict[str, Any], omitted: list[str] | None = None) -> list[dict[str, Any]]:
+    """One Strands user message → OpenAI tool messages (one per toolResult) then a user message.
+
+    Image, document and video blocks become placeholder text (appended to ``omitted`` when
+    given, see :func:`tool_result_text`); ``cachePoint`` blocks (a caching hint) are dropped.
+    Raises StrandsFormatError on any other block.
+    """
     tools, texts = [], []
     for block in content_blocks(message):
         if "toolResult" in block:
             tr = block["toolResult"]
             tools.append(
-                {"role": "tool", "tool_call_id": tr.get("toolUseId", ""), "content": tool_result_text(tr)}
+                {
+                    "role": "tool",
+                    "tool_call_id": tr.get("toolUseId", ""),
+                    "content": tool_result_text(tr, omitted),
+                }
             )
         elif "text" in block:
             texts.append(block["text"])
+        elif (placeholder := media_placeholder(block)) is not None:
+            texts.append(placeholder)
+            if omitted is not None:
+                omitted.append(placeholder)
+        elif "cachePoint" in block:
+            continue
         else:
             raise StrandsFormatError(
-                f"unsupported user content block {sorted(block)} (text and toolResult only)"
+                f"unsupported user content block {sorted(block)} (text, toolResult, image, document, video)"
             )
     out = list(tools)
     if texts or not tools:

@@ -38,6 +38,14 @@ class UnknownSession(GatewayError, KeyError):
     """No open session has this rollout id."""
 
 
+class SessionClosed(GatewayError):
+    """The session was closed while one of its turns was in flight (rendering or sampling).
+
+    Nothing is recorded: the trajectory :meth:`RolloutGateway.close_session` returned stays as
+    it was handed out. The HTTP front maps it to 409 ``session_closed``.
+    """
+
+
 class ContextBudgetExceeded(GatewayError):
     """The prompt leaves no room to generate (``prompt_tokens >= max_context_tokens``).
 
@@ -226,6 +234,27 @@ class RolloutGateway:
         s = self._session(rollout_id)
         s.trajectory.events.append({"turn": len(s.trajectory.turns), "kind": kind, "reason": reason, **data})
 
+    def tag_turn(self, rollout_id: str, turn: int, tag: str, reason: str) -> None:
+        """Tag a recorded turn (e.g. ``"discarded"``: the harness threw its response away).
+
+        The tag goes on ``Turn.tags``, on the row holding the turn
+        (``row.metadata["turn_tags"][str(turn)]``) and into the events as ``turn_tagged``.
+        Idempotent per (turn, tag). The trainer reads the row tags (GRPOConfig.exclude_turn_tags).
+
+        Raises:
+            UnknownSession: no open session; IndexError: no such turn.
+        """
+        s = self._session(rollout_id)
+        if not 0 <= turn < len(s.trajectory.turns):
+            raise IndexError(f"rollout {rollout_id!r} has no turn {turn}")
+        recorded = s.trajectory.turns[turn]
+        if tag in recorded.tags:
+            return
+        recorded.tags.append(tag)
+        row = s.capture.rows[recorded.row]
+        row.metadata.setdefault("turn_tags", {}).setdefault(str(turn), []).append(tag)
+        s.trajectory.events.append({"turn": turn, "kind": "turn_tagged", "tag": tag, "reason": reason})
+
     def _session(self, rollout_id: str) -> _Session:
         try:
             return self._sessions[rollout_id]
@@ -241,6 +270,7 @@ class RolloutGateway:
         sampling_overrides: dict[str, Any] | None = None,
         *,
         deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
+        max_context_tokens: int | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -254,6 +284,8 @@ class RolloutGateway:
                 client went away), nothing is recorded and the session is left as it was.
                 Without it, a sample that came back is recorded even if the caller is
                 cancelled meanwhile.
+            max_context_tokens: a tighter context budget for this call (the caller's, e.g. a
+                Strands ``context_window_limit``); the gateway's own budget still caps it.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -263,6 +295,7 @@ class RolloutGateway:
                 vocabulary, a logprob that is not finite and <= 0, or more tokens than asked
                 for; nothing recorded (the provider reports it like any backend failure).
             HistoryDivergence: linear mode with ``on_nonlinear="error"``.
+            SessionClosed: the session was closed while this turn ran; nothing recorded.
         """
         s = self._session(rollout_id)
         async with s.lock:
@@ -270,9 +303,10 @@ class RolloutGateway:
             norm = normalize_messages(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
-            room = self.max_context_tokens - len(plan)
+            budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
+            room = budget - len(plan)
             if room <= 0:
-                raise ContextBudgetExceeded(len(plan), self.max_context_tokens)
+                raise ContextBudgetExceeded(len(plan), budget)
             prompt_ids = plan.prompt_ids
             t_prompt = time.perf_counter()
             params = replace(
@@ -285,17 +319,36 @@ class RolloutGateway:
             sample: SampleResult = await self.backend.sample(prompt_ids, params)
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
             t_sample = time.perf_counter()
+            self._check_still_open(rollout_id, s)
             if deliver is not None:
                 await plan.finish(self.renderer.encode)
+                self._check_still_open(rollout_id, s)
                 result = self._result(s, norm, tools, plan, sample)
                 await deliver(result)
+                if self._sessions.get(rollout_id) is not s:  # closed while the response was written
+                    logger.warning(
+                        "rollout %s was closed while a turn was delivered; not recorded", rollout_id
+                    )
+                    return result
                 self._commit(s, plan, sample, result, t0, t_prompt, t_sample)
                 return result
+            recorded = False
             try:
                 await plan.finish(self.renderer.encode)  # metrics that did not need to delay the prompt
             finally:  # a sample that came back is recorded even if we are cancelled meanwhile
-                result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+                if self._sessions.get(rollout_id) is s:
+                    result = self._record(s, norm, tools, plan, sample, t0, t_prompt, t_sample)
+                    recorded = True
+            if not recorded:
+                self._check_still_open(rollout_id, s)
             return result
+
+    def _check_still_open(self, rollout_id: str, s: _Session) -> None:
+        """Raise SessionClosed when ``s`` is no longer the open session of ``rollout_id``."""
+        if self._sessions.get(rollout_id) is not s:
+            raise SessionClosed(
+                f"rollout {rollout_id!r} was closed while this turn was sampled; the turn was not recorded"
+            )
 
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}

@@ -11,7 +11,9 @@ Implements the Strands ``Model`` interface (strands/models/model.py of strands-a
 assigned. Strands rewrites history before a provider sees it again (blank text becomes
 "[blank text]", unparseable tool input becomes ``{}``, reasoning is kept only as a block); the
 provider maps each replayed assistant message back to what the gateway produced and reports any
-other rewrite as a reason-coded event on the trajectory. The provider knows nothing of tokens.
+other rewrite as a reason-coded event on the trajectory. Calls the agent throws away (a hook's
+retry, a cancelled turn) and summarization calls are tagged on their turns
+(:mod:`strands_art.turn_tags`). The provider knows nothing of tokens.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterable
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel
 from strands.models.model import Model
@@ -36,23 +39,45 @@ from strands_art.formats import (
     tool_specs_to_openai,
 )
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
+from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "stop", "seed")
+FORCING_TOOL_CHOICES = ("any", "tool")  # Strands ToolChoice keys that force a tool call
 
 
 class ARTModelConfig(TypedDict, total=False):
-    """ARTModel configuration.
+    """ARTModel configuration (``ARTModel(**config)``, ``update_config(**config)``).
+
+    Conventions follow strands' own providers (strands/models/openai.py, litellm.py,
+    llamacpp.py): unknown keys warn (``UserWarning``) and are dropped; invalid values raise
+    ``ValueError`` when set, not at call time.
 
     Attributes:
         model_id: a label for the policy being trained (reported, not used for routing).
-        session_id: the rollout id this provider's calls belong to.
-        group_id: the source prompt (task) id, for GRPO grouping.
-        params: sampling parameters the agent asks for; the gateway ignores them (with a
-            warning) or rejects them, because the trainer owns sampling.
-        context_window_limit: reported to Strands (defaults to the gateway's budget).
+        session_id: the rollout id this provider's calls belong to. Changing it switches the
+            provider to that session (opened on the gateway if needed, with ``group_id``);
+            each session keeps its own canonical history.
+        group_id: the source prompt (task) id, for GRPO grouping. Fixed once its session is
+            open: change it together with a new ``session_id``.
+        params: sampling parameters the agent asks for (keys in ``SAMPLING_KEYS``). The trainer
+            owns sampling, so they never take effect: with the gateway's
+            ``on_sampling_override="reject"`` setting them raises ``ValueError``; with
+            ``"ignore"`` (default) a ``UserWarning`` is emitted when they are set and each call
+            records a ``sampling_override_ignored`` event. Set sampling on the gateway
+            (``RolloutGateway(sampling=...)``, ``set_sampling``).
+        context_window_limit: the context budget in tokens (prompt + generated), reported to
+            Strands (its conversation managers read it) and enforced on every call
+            (``ContextWindowOverflowException``); at most the gateway's ``max_context_tokens``,
+            which is the default.
+        on_tool_choice: what a forcing Strands ``tool_choice`` (``{"any": {}}``,
+            ``{"tool": {"name": ...}}``) does, since token-level sampling cannot force a call:
+            "ignore" (default; ``UserWarning`` once and a ``tool_choice_ignored`` event per
+            call, as strands' llamacpp provider warns) or "reject" (``ValueError``).
+        history_mode: read-only mirror of the gateway's ``history_mode`` (a gateway setting:
+            ``RolloutGateway(..., history_mode="linear")``); a different value raises.
     """
 
     model_id: str
@@ -60,6 +85,8 @@ class ARTModelConfig(TypedDict, total=False):
     group_id: str | None
     params: dict[str, Any]
     context_window_limit: int | None
+    on_tool_choice: Literal["ignore", "reject"]
+    history_mode: Literal["tree", "linear"]
 
 
 class ARTModel(Model):
@@ -69,30 +96,145 @@ class ARTModel(Model):
         gateway: the rollout gateway.
         session_id: the rollout id; a session is opened on the gateway if needed.
         **config: :class:`ARTModelConfig` keys.
+
+    Raises:
+        ValueError: an invalid config value (see :class:`ARTModelConfig`).
     """
 
     def __init__(self, gateway: RolloutGateway, session_id: str | None = None, **config: Any) -> None:
         self.gateway = gateway
-        self.config: ARTModelConfig = {"model_id": "strands-art", "params": {}}
+        self.config: ARTModelConfig = {"model_id": "strands-art", "params": {}, "on_tool_choice": "ignore"}
+        self._histories: dict[str, CanonicalHistory] = {}
+        self.tagger = TurnTagger(gateway)
+        self._warned_tool_choice = False
+        if session_id is not None:
+            config["session_id"] = session_id
         self.update_config(**config)
-        self.config["session_id"] = gateway.open_session(session_id, self.config.get("group_id"))
-        self.canonical = CanonicalHistory(gateway, self.session_id)
+        if "session_id" not in self.config:
+            self._open(None)
 
     @property
     def session_id(self) -> str:
         return self.config["session_id"]
 
+    @property
+    def canonical(self) -> CanonicalHistory:
+        """The canonical history of the current session."""
+        return self._histories[self.session_id]
+
+    def _open(self, session_id: str | None) -> None:
+        sid = self.gateway.open_session(session_id, self.config.get("group_id"))
+        self.config["session_id"] = sid
+        self._histories.setdefault(sid, CanonicalHistory(self.gateway, sid))
+
     # ------------------------------------------------------------------ config
     def update_config(self, **model_config: Any) -> None:  # type: ignore[override]
-        unknown = set(model_config) - set(ARTModelConfig.__annotations__)
+        """Validate and apply config keys (see :class:`ARTModelConfig`).
+
+        Raises:
+            ValueError: an invalid value; nothing is changed.
+        """
+        valid = set(ARTModelConfig.__annotations__)
+        unknown = set(model_config) - valid
         if unknown:
-            raise ValueError(f"unknown ARTModel config keys: {sorted(unknown)}")
+            warnings.warn(
+                f"ARTModel ignores unknown config keys {sorted(unknown)}; valid keys are {sorted(valid)}",
+                UserWarning,
+                stacklevel=2,
+            )
+            model_config = {k: v for k, v in model_config.items() if k not in unknown}
+        self._validate(model_config)
+        new_session = "session_id" in model_config and model_config["session_id"] != self.config.get(
+            "session_id"
+        )
+        session_id = model_config.pop("session_id", None)
         self.config.update(model_config)  # type: ignore[typeddict-item]
+        if new_session:
+            self._open(session_id)
+
+    def _validate(self, cfg: dict[str, Any]) -> None:
+        mode = self.gateway.config["history_mode"]
+        if "history_mode" in cfg and cfg["history_mode"] != mode:
+            raise ValueError(
+                f"history_mode is a gateway setting (this gateway is {mode!r}): create the gateway with "
+                f"RolloutGateway(..., history_mode={cfg['history_mode']!r}) (docs/linear-history.md)"
+            )
+        if "params" in cfg:
+            self._validate_params(cfg["params"])
+        limit = cfg.get("context_window_limit")
+        if limit is not None and (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 0 < limit <= self.gateway.max_context_tokens
+        ):
+            raise ValueError(
+                f"context_window_limit must be a whole number of tokens in 1..{self.gateway.max_context_tokens} "
+                f"(the gateway's max_context_tokens), got {limit!r}"
+            )
+        if cfg.get("on_tool_choice", "ignore") not in ("ignore", "reject"):
+            raise ValueError(f"on_tool_choice must be 'ignore' or 'reject', got {cfg['on_tool_choice']!r}")
+        if "group_id" in cfg and "session_id" in self.config and "session_id" not in cfg:
+            if cfg["group_id"] != self.config.get("group_id"):
+                raise ValueError(
+                    "group_id is fixed once the session is open: pass a new session_id with it "
+                    "(update_config(session_id=..., group_id=...))"
+                )
+        if "session_id" in cfg and cfg["session_id"] is not None and not isinstance(cfg["session_id"], str):
+            raise ValueError(f"session_id must be a string, got {type(cfg['session_id']).__name__}")
+
+    def _validate_params(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a dict of sampling parameters, got {type(params).__name__}")
+        unknown = set(params) - set(SAMPLING_KEYS)
+        if unknown:
+            raise ValueError(
+                f"params {sorted(unknown)} are not sampling parameters (known: {list(SAMPLING_KEYS)})"
+            )
+        asked = sorted(k for k, v in params.items() if v is not None)
+        if not asked:
+            return
+        if self.gateway.config["on_sampling_override"] == "reject":
+            raise ValueError(
+                f"params {asked} are rejected: the trainer owns sampling (gateway on_sampling_override='reject'); "
+                "set them on the gateway (RolloutGateway(sampling=SamplingParams(...)))"
+            )
+        warnings.warn(
+            f"params {asked} will not take effect: the trainer owns sampling; each call records a "
+            "sampling_override_ignored event (set sampling on the gateway instead)",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def get_config(self) -> ARTModelConfig:
         cfg = dict(self.config)
-        cfg.setdefault("context_window_limit", self.gateway.max_context_tokens)
+        if cfg.get("context_window_limit") is None:
+            cfg["context_window_limit"] = self.gateway.max_context_tokens
+        cfg["history_mode"] = self.gateway.config["history_mode"]
         return cfg  # type: ignore[return-value]
+
+    def _check_tool_choice(self, tool_choice: Any) -> None:
+        """A forcing ``tool_choice`` cannot be enforced on token-level sampling: reject it or
+        record a ``tool_choice_ignored`` event (same event as the HTTP front)."""
+        if not isinstance(tool_choice, dict) or not set(tool_choice) & set(FORCING_TOOL_CHOICES):
+            return
+        text = json.dumps(tool_choice, sort_keys=True)[:200]
+        if self.config.get("on_tool_choice") == "reject":
+            raise ValueError(
+                f"tool_choice {text} cannot be enforced on token-level sampling (on_tool_choice='reject')"
+            )
+        if not self._warned_tool_choice:
+            self._warned_tool_choice = True
+            warnings.warn(
+                f"tool_choice {text} is not enforced: sampling is unconstrained (recorded as tool_choice_ignored)",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.gateway.record_event(
+            self.session_id,
+            "tool_choice_ignored",
+            f"tool_choice {text} is not enforced: sampling is unconstrained",
+            tool_choice=tool_choice,
+        )
 
     # ---------------------------------------------------------- canonical history
     def to_chat_messages(
@@ -107,7 +249,10 @@ class ARTModel(Model):
             if message.get("role") == "assistant":
                 out.append(self.canonical.assistant(index, strands_assistant_to_openai(message)))
             else:
-                for m in strands_user_to_openai(message):
+                placeholders: list[str] = []
+                converted = strands_user_to_openai(message, placeholders)
+                self.canonical.report_non_text(index, placeholders)
+                for m in converted:
                     if m["role"] == "tool":
                         self.canonical.check_tool_result(index, m)
                     out.append(m)
@@ -126,30 +271,59 @@ class ARTModel(Model):
         """One model call through the gateway, yielded as Strands stream events.
 
         Accepts and ignores Strands' extra keyword arguments (``model_state``,
-        ``invocation_state``, ``cancel_signal``, ...).
+        ``invocation_state``, ``cancel_signal``, ...). A forcing ``tool_choice`` is handled as
+        config ``on_tool_choice`` says.
 
         Raises:
             StrandsFormatError: a malformed message or tool spec (unknown role, content that is
-                not a list of blocks, a tool spec without a name, an image block); nothing recorded.
-            ContextWindowOverflowException: the prompt leaves no room to generate.
+                not a list of blocks, a tool spec without a name, an unknown block); nothing
+                recorded. Image, document and video blocks are not errors: the model sees a
+                placeholder text and the trajectory a ``non_text_content`` event.
+            ContextWindowOverflowException: the prompt leaves no room to generate (within
+                ``context_window_limit``).
+            ValueError: a forcing ``tool_choice`` with ``on_tool_choice="reject"``.
             ModelThrottledException: the sampling backend failed or timed out (retryable).
         """
+        self.tagger.watch(kwargs.get("invocation_state"))
+        self.tagger.settle()
         chat = self.to_chat_messages(messages, system_prompt)
         tools = tool_specs_to_openai(tool_specs)
-        overrides = {k: v for k, v in (self.config.get("params") or {}).items() if k in SAMPLING_KEYS}
+        self._check_tool_choice(tool_choice)
+        overrides = dict(self.config.get("params") or {})
         t0 = time.perf_counter()
         try:
-            result = await self.gateway.generate(self.session_id, chat, tools, overrides or None)
+            result = await self.gateway.generate(
+                self.session_id,
+                chat,
+                tools,
+                overrides or None,
+                max_context_tokens=self.config.get("context_window_limit"),
+            )
         except ContextBudgetExceeded as exc:
             raise ContextWindowOverflowException(str(exc)) from exc
         except BackendError as exc:
             raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
         self.canonical.remember(result.assistant_message)
+        session, turn = self.session_id, result.turn.index
+        if is_summarizer_call(messages, tool_specs):
+            self.tagger.tag(session, turn, SUMMARIZER, "a conversation manager's summarization call")
         latency = int((time.perf_counter() - t0) * 1000)
-        for event in stream_events(
-            result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
-        ):
-            yield event
+        self.tagger.produced(session, turn)
+        cancel = kwargs.get("cancel_signal")
+        if cancel is not None and cancel.is_set():  # the agent drops this response at its checkpoint
+            self.tagger.tag(session, turn, DISCARDED, "cancelled: the cancel signal was set during the turn")
+        delivered = False
+        try:
+            for event in stream_events(
+                result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
+            ):
+                yield event
+            delivered = True
+        finally:
+            if not delivered:
+                self.tagger.tag(
+                    session, turn, DISCARDED, "not_delivered: the agent stopped reading the response"
+                )
 
     async def structured_output(  # type: ignore[override]
         self,

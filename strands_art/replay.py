@@ -1,12 +1,15 @@
 """Replay a logged conversation through the gateway with the scripted backend.
 
-Used by ``strands-art replay FILE.json`` (docs/architecture.md, "replay contract", describes the JSON) to debug row
+Used by ``strands-art replay FILE.json`` and ``strands-art replay --from-run RUN_DIR --rollout ID``
+(:func:`spec_from_run` builds the replay file from a stored rollout) (docs/architecture.md, "replay contract", describes the JSON) to debug row
 splits: every turn's messages are sent exactly as the harness sent them, and the recorded
 output (text or token IDs) is played back by :class:`~strands_art.backends.scripted.ScriptedBackend`.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from strands_art.backends.base import BackendError, SamplingParams
@@ -15,6 +18,9 @@ from strands_art.gateway import RolloutGateway
 from strands_art.history.normalize import MessageError
 from strands_art.registry import family_of, load_tokenizer
 from strands_art.render import TemplateError
+from strands_art.trajectory import Trajectory
+
+FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
 class ReplayInputError(ValueError):
@@ -27,7 +33,11 @@ async def replay(
     """Replay ``spec`` and return ``{"rows": [...], "turns": [...], "events": [...], "summary": {...}}``.
 
     ``rows[i]`` has ``input_ids``, ``loss_mask``, ``logprobs`` (all of len(input_ids)) and
-    ``turns``; ``turns[k]`` has ``prompt_ids`` and ``output_ids``. Raises ReplayInputError.
+    ``turns``; ``turns[k]`` has ``prompt_ids``, ``output_ids``, ``row``, ``finish_reason`` and
+    the parsed ``text``, ``reasoning``, ``tool_calls`` (``{id, name, arguments}``),
+    ``ill_formed``, ``problems``; ``summary`` adds :func:`human_view`. A turn's
+    ``finish_reason`` may be "stop", "length" or "tool_calls" (what stored trajectories hold).
+    Raises ReplayInputError.
     """
     if not isinstance(spec, dict) or not isinstance(spec.get("turns"), list) or not spec["turns"]:
         raise ReplayInputError("the replay file needs a non-empty 'turns' list")
@@ -40,6 +50,11 @@ async def replay(
         for key in ("logprobs", "finish_reason"):
             if key in t:
                 item[key] = t[key]
+        finish = item.get("finish_reason")
+        if finish is not None and finish not in FINISH_REASONS:
+            raise ReplayInputError(f"turn {k}: finish_reason must be one of {FINISH_REASONS}, got {finish!r}")
+        if finish == "tool_calls":  # what the gateway reports for a stop with calls; it sampled a stop
+            item["finish_reason"] = "stop"
         outputs.append(item)
     _check_shape(spec)
     name = tokenizer or spec.get("tokenizer") or "qwen3"
@@ -55,12 +70,24 @@ async def replay(
         max_context_tokens=1 << 30,
     )
     sid = gateway.open_session("replay")
+    parsed = []
     for k, t in enumerate(spec["turns"]):
         tools = t.get("tools", spec.get("tools"))
         try:
-            await gateway.generate(sid, t.get("messages"), tools)
+            result = await gateway.generate(sid, t.get("messages"), tools)
         except (MessageError, TemplateError, BackendError) as exc:
             raise ReplayInputError(f"turn {k}: {exc}") from exc
+        parsed.append(
+            {
+                "text": result.text,
+                "reasoning": result.reasoning,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
+                ],
+                "ill_formed": result.ill_formed,
+                "problems": result.problems,
+            }
+        )
     traj = gateway.close_session(sid)
     return {
         "rows": [
@@ -79,12 +106,50 @@ async def replay(
                 "output_ids": t.output_ids,
                 "row": t.row,
                 "finish_reason": t.finish_reason,
+                **p,
             }
-            for t in traj.turns
+            for t, p in zip(traj.turns, parsed, strict=True)
         ],
         "events": traj.events,
-        "summary": summarize(traj),
+        "summary": {**summarize(traj), **human_view(traj, parsed, tok)},
     }
+
+
+def human_view(traj, parsed: list[dict[str, Any]], tokenizer: Any, window: int = 24) -> dict[str, Any]:
+    """What a person reads first, as decoded text (never byte-level BPE symbols such as ``Ġ``):
+    ``conversation`` (each turn's row, finish reason, reasoning, text and tool calls) and
+    ``forks`` (for each fork event, the decoded text of the row and of the new prompt around the
+    first differing token, ``window`` tokens either side)."""
+    conversation = [
+        {
+            "turn": t.index,
+            "row": t.row,
+            "finish_reason": t.finish_reason,
+            "reasoning": p["reasoning"],
+            "text": p["text"],
+            "tool_calls": [
+                f"{c['name']}({json.dumps(c['arguments'], ensure_ascii=False)})" for c in p["tool_calls"]
+            ],
+        }
+        for t, p in zip(traj.turns, parsed, strict=True)
+    ]
+    forks = []
+    for ev in traj.events:
+        if ev.get("kind") != "fork" or "position" not in ev or not 0 < ev["turn"] < len(traj.turns):
+            continue
+        before = traj.turns[ev["turn"] - 1]
+        row_ids = before.prompt_ids + before.output_ids
+        prompt = traj.turns[ev["turn"]].prompt_ids
+        lo, hi = max(0, ev["position"] - window), ev["position"] + window
+        forks.append(
+            {
+                "turn": ev["turn"],
+                "position": ev["position"],
+                "row_text": tokenizer.decode(row_ids[lo:hi], skip_special_tokens=False),
+                "prompt_text": tokenizer.decode(prompt[lo:hi], skip_special_tokens=False),
+            }
+        )
+    return {"conversation": conversation, "forks": forks}
 
 
 def _check_shape(spec: dict[str, Any]) -> None:
@@ -130,4 +195,71 @@ def summarize(traj) -> dict[str, Any]:
         "tokens": sum(len(r) for r in traj.rows),
         "sampled_tokens": sum(r.num_sampled for r in traj.rows),
         "events": kinds,
+    }
+
+
+def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = None) -> dict[str, Any]:
+    """A replay file (the ``strands-art replay`` contract) for one stored rollout of a run.
+
+    ``run_dir`` is a ``strands-art migrate`` / training run directory (its trajectory store is
+    ``trajectories/trajectories.jsonl``) or a store directory itself. Each turn replays the
+    stored chat messages and tools with the sampled token IDs, logprobs and finish reason; the
+    tokenizer and history mode come from the run's ``config.json`` (``tokenizer`` or
+    ``model``, ``history_mode``) unless ``tokenizer`` is given.
+
+    Raises:
+        ReplayInputError: no store there, no such rollout (the stored ids are named), a rollout
+            stored without its messages, or no tokenizer known.
+    """
+    run_dir = Path(run_dir)
+    store = run_dir / "trajectories" / "trajectories.jsonl"
+    if not store.is_file():
+        store = run_dir / "trajectories.jsonl"
+    if not store.is_file():
+        raise ReplayInputError(
+            f"{run_dir}: no trajectories/trajectories.jsonl (not a strands-art run directory)"
+        )
+    found, ids = None, []
+    for n, line in enumerate(store.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line from an interrupted write
+        ids.append(d.get("rollout_id"))
+        if d.get("rollout_id") == rollout_id:
+            try:
+                found = Trajectory.from_dict(d)  # the last stored copy wins (a resumed run)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ReplayInputError(f"{store}:{n}: unreadable trajectory {rollout_id!r}: {exc}") from exc
+    if found is None:
+        listed = ", ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else "")
+        raise ReplayInputError(f"no rollout {rollout_id!r} in {store} (stored: {listed or 'none'})")
+    if not found.turns:
+        raise ReplayInputError(f"rollout {rollout_id!r} has no turns")
+    if any(not t.messages for t in found.turns):
+        raise ReplayInputError(f"rollout {rollout_id!r} was stored without its chat messages (an older run)")
+    config: dict[str, Any] = {}
+    if (run_dir / "config.json").is_file():
+        try:
+            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ReplayInputError(f"{run_dir / 'config.json'}: {exc}") from exc
+    name = tokenizer or config.get("tokenizer") or config.get("model")
+    if not name:
+        raise ReplayInputError(f"{run_dir}: no tokenizer in config.json; pass --tokenizer")
+    return {
+        "tokenizer": name,
+        "mode": config.get("history_mode") or "tree",
+        "rollout_id": rollout_id,
+        "reward": found.reward,
+        "turns": [
+            {
+                "messages": t.messages,
+                "tools": t.tools,
+                "output": {"token_ids": t.output_ids},
+                "logprobs": t.logprobs,
+                "finish_reason": t.finish_reason,
+            }
+            for t in found.turns
+        ],
     }

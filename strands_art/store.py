@@ -2,7 +2,8 @@
 
 Layout of a store directory::
 
-    trajectories.jsonl      one JSON trajectory per line, appended and fsync'ed
+    trajectories.jsonl      one JSON trajectory per line, appended and fsync'ed (turns keep their
+                            chat messages and tools, compactly: ``Trajectory.to_dict(messages=True)``)
     rows/part-<id>.parquet  one Parquet file per rollout (written to a temp name, then renamed)
 
 A killed process loses at most the rollout being written: a torn last JSONL line is skipped
@@ -55,7 +56,7 @@ class TrajectoryStore:
 
     def append(self, trajectory: Trajectory) -> None:
         """Persist one finished rollout (JSONL line + Parquet part), durably."""
-        line = json.dumps(trajectory.to_dict(), ensure_ascii=False) + "\n"
+        line = json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False) + "\n"
         self._write_parquet(trajectory)
         with self._lock, open(self.jsonl, "a+b") as f:
             if f.tell() > 0:  # a torn line from a killed writer must not swallow this one
@@ -102,7 +103,7 @@ class TrajectoryStore:
                     continue
                 try:
                     yield Trajectory.from_dict(json.loads(line))
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                     logger.warning("%s:%d: skipping an unreadable line (%s)", self.jsonl, n, exc)
 
     def rollout_ids(self) -> set[str]:

@@ -42,6 +42,11 @@ class Turn:
         ill_formed: the output contained a tool call that could not be parsed.
         timings: seconds spent per phase ("render", "tokenize", "sample", "parse", "total").
         messages / tools: the normalized chat messages and tool specs that produced the prompt.
+        tags: what the harness did with the turn, set after it was recorded
+            (:meth:`~strands_art.gateway.RolloutGateway.tag_turn`): ``"discarded"`` (the agent
+            threw the response away: a retry, a cancelled turn), ``"summarizer"`` (a
+            conversation manager's summarization call). The same tags are on the row holding
+            the turn, ``row.metadata["turn_tags"][str(index)]``.
     """
 
     index: int
@@ -55,6 +60,7 @@ class Turn:
     timings: dict[str, float] = field(default_factory=dict)
     messages: list[dict] = field(default_factory=list)
     tools: list[dict] | None = None
+    tags: list[str] = field(default_factory=list)
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         return _plain(self, () if full else ("messages", "tools"))
@@ -110,6 +116,16 @@ class Row:
         self.turns.append(turn)
         self.turn_spans.append([start, len(self.input_ids)])
 
+    def tagged_spans(self, tags: set[str] | frozenset[str]) -> list[tuple[int, list[int]]]:
+        """``(turn, [start, end))`` of each sampled span whose turn carries one of ``tags``
+        (``metadata["turn_tags"]``, keys are turn indices as strings)."""
+        turn_tags = self.metadata.get("turn_tags") or {}
+        return [
+            (turn, span)
+            for turn, span in zip(self.turns, self.turn_spans, strict=False)
+            if tags & set(turn_tags.get(str(turn), ()))
+        ]
+
     def check(self) -> None:
         """Raise ValueError if the aligned lists disagree in length or the mask is not 0/1."""
         n = len(self.input_ids)
@@ -154,12 +170,16 @@ class Trajectory:
     def num_tokens(self) -> int:
         return sum(len(r) for r in self.rows)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, messages: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict. With ``messages``, each turn also keeps the chat messages and tool
+        specs that produced its prompt (what ``strands-art replay --from-run`` needs), stored
+        compactly: a turn whose messages extend the previous turn's holds only the new ones and
+        ``messages_prefix`` (how many it shares); :meth:`from_dict` restores the full lists."""
         return {
             "rollout_id": self.rollout_id,
             "group_id": self.group_id,
             "reward": self.reward,
-            "turns": [t.to_dict() for t in self.turns],
+            "turns": _turn_dicts(self.turns) if messages else [t.to_dict() for t in self.turns],
             "rows": [r.to_dict() for r in self.rows],
             "events": self.events,
             "metadata": self.metadata,
@@ -171,8 +191,35 @@ class Trajectory:
             rollout_id=d["rollout_id"],
             group_id=d.get("group_id"),
             reward=d.get("reward"),
-            turns=[Turn(**t) for t in d.get("turns", [])],
+            turns=_turns_from_dicts(d.get("turns", [])),
             rows=[Row.from_dict(r) for r in d.get("rows", [])],
             events=list(d.get("events", [])),
             metadata=dict(d.get("metadata", {})),
         )
+
+
+def _turn_dicts(turns: list[Turn]) -> list[dict[str, Any]]:
+    out, previous = [], []
+    for turn in turns:
+        d = turn.to_dict(full=True)
+        shared = 0
+        while shared < min(len(previous), len(turn.messages)) and previous[shared] == turn.messages[shared]:
+            shared += 1
+        if shared == len(previous) and shared:
+            d["messages"], d["messages_prefix"] = d["messages"][shared:], shared
+        previous = turn.messages
+        out.append(d)
+    return out
+
+
+def _turns_from_dicts(items: list[dict[str, Any]]) -> list[Turn]:
+    turns: list[Turn] = []
+    for item in items:
+        item = dict(item)
+        shared = item.pop("messages_prefix", 0)
+        if shared:
+            if not turns or len(turns[-1].messages) < shared:
+                raise ValueError(f"turn {len(turns)}: messages_prefix {shared} has no previous messages")
+            item["messages"] = copy.deepcopy(turns[-1].messages[:shared]) + list(item.get("messages", []))
+        turns.append(Turn(**item))
+    return turns

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from strands_art.envs.migrationbench.buildoutputs import (
     case_key,
     check_bytecode,
     class_major_version,
+    expects_classes,
     read_test_reports,
 )
 
@@ -96,3 +100,98 @@ def test_read_reports_sums_every_module(tmp_path: Path) -> None:
 def test_case_key_normalizes_nested_and_parameterized() -> None:
     assert case_key("p.Outer$Inner", "param(int)[2]") == "p.Outer.Inner#param"
     assert case_key("p.T", "plain") == "p.T#plain"
+
+
+def _pom(module: Path, packaging: str | None = None) -> None:
+    module.mkdir(parents=True, exist_ok=True)
+    tag = f"<packaging>{packaging}</packaging>" if packaging else ""
+    (module / "pom.xml").write_text(f'<project xmlns="http://maven.apache.org/POM/4.0.0">{tag}</project>')
+
+
+def _source(module: Path, rel: str, text: str) -> None:
+    path = module / "src/main/java" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+PACKAGE_INFO = "/** Documentation of the ledger. */\npackage org.example.ledger.docs;\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "packaging", "sources", "resources"),
+    [
+        ("ledger-docs", None, {"org/example/ledger/docs/package-info.java": PACKAGE_INFO}, False),
+        ("bom", "pom", {"p/Ignored.java": "package p; class Ignored {}"}, False),
+        ("assets", "jar", {}, True),
+        ("comments", None, {"p/Notes.java": "// class Notes {}\n/* enum E {} */ package p;\n"}, False),
+    ],
+)
+def test_module_that_legitimately_produces_no_classes_is_not_uncompiled(
+    tmp_path: Path, name: str, packaging: str | None, sources: dict[str, str], resources: bool
+) -> None:
+    # issue 14 item 6: packaging pom, only resources, only package-info (or comments): no classes
+    _module(tmp_path, "core", [61])
+    mod = tmp_path / name
+    _pom(mod, packaging)
+    for rel, text in sources.items():
+        _source(mod, rel, text)
+    if resources:
+        (mod / "src/main/resources").mkdir(parents=True)
+        (mod / "src/main/resources/app.properties").write_text("a=1\n")
+    report = check_bytecode(tmp_path)
+    assert report.modules_without_classes == [] and report.ok and report.total == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "package p; interface I {}",
+        "package p; enum E { A }",
+        "package p; record R(int x) {}",
+        "package p; @interface Marker {}",
+        "/** docs */ package p; // only a comment\nclass A {}",
+        "module m { exports p; }",
+    ],
+)
+def test_module_whose_sources_declare_a_type_still_needs_classes(tmp_path: Path, text: str) -> None:
+    mod = tmp_path / "m"
+    _pom(mod)
+    _source(mod, "p/package-info.java", "package p;")
+    _source(mod, "p/X.java", text)
+    assert check_bytecode(tmp_path).modules_without_classes == ["m"]
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="javac not installed (scripts/setup-system.sh)")
+def test_javac_writes_no_class_for_package_info_and_the_check_agrees(tmp_path: Path) -> None:
+    """The fact the rule rests on, from the real compiler: javac -d target/classes over a module
+    with only a package-info.java writes no class file."""
+    mod = tmp_path / "docs"
+    _pom(mod)
+    _source(mod, "d/package-info.java", PACKAGE_INFO.replace("org.example.ledger.docs", "d"))
+    out = mod / "target/classes"
+    out.mkdir(parents=True)
+    src = mod / "src/main/java/d/package-info.java"
+    subprocess.run(["javac", "--release", "17", "-d", str(out), str(src)], check=True, capture_output=True)
+    assert list(out.rglob("*")) == []
+    _module(tmp_path, "core", [61])
+    assert check_bytecode(tmp_path).ok
+
+
+def test_what_the_build_swapped_in_cannot_excuse_a_module(tmp_path: Path) -> None:
+    """The tree was written by the sandboxed build: a POM that links to a host file saying
+    ``<packaging>pom</packaging>`` is not read through the link, and a source replaced by a FIFO
+    neither hangs the check nor counts as a module without types."""
+    host = tmp_path / "host-pom.xml"
+    host.write_text("<project><packaging>pom</packaging></project>")
+    project = tmp_path / "build"
+    linked = project / "linked"
+    linked.mkdir(parents=True)
+    (linked / "pom.xml").symlink_to(host)
+    _source(linked, "p/A.java", "package p; class A {}")
+    fifo = project / "fifo"
+    _pom(fifo)
+    (fifo / "src/main/java/p").mkdir(parents=True)
+    os.mkfifo(fifo / "src/main/java/p/A.java")  # opened blocking, this would hang the check
+    # linked/pom.xml is not read through the link (packaging stays jar), fifo's source counts as a type
+    assert check_bytecode(project).modules_without_classes == ["fifo", "linked"]
+    assert expects_classes(linked, project) and expects_classes(fifo, project)

@@ -131,3 +131,35 @@ def test_evaluate_command_json_shape_and_missing_pom(tmp_path: Path) -> None:
     ]
     assert result["reward"] == 0.0 and "no pom.xml" in result["details"]["error"]
     assert result["tests_required"] == json.loads((task_dir / "task.json").read_text())["num_test_cases"]
+
+
+def test_module_with_only_package_info_scores_one(tmp_path: Path) -> None:
+    """Issue 14 item 6: a correct migration of a multi-module project with a documentation module
+    that holds only package-info.java (javac writes no class for it) scores 1.0, as without it."""
+    task_dir = _task_dir("multi-module")
+    repo = _copy(task_dir, tmp_path, apply_reference=True)
+    parent = repo / "pom.xml"
+    text = parent.read_text(encoding="utf-8")
+    parent.write_text(
+        text.replace(
+            "<module>ledger-report</module>",
+            "<module>ledger-report</module>\n    <module>ledger-docs</module>",
+        ),
+        encoding="utf-8",
+    )
+    docs = repo / "ledger-docs"
+    (docs / "src/main/java/org/example/ledger/docs").mkdir(parents=True)
+    (docs / "src/main/java/org/example/ledger/docs/package-info.java").write_text(
+        "/** How the ledger fits together. */\npackage org.example.ledger.docs;\n", encoding="utf-8"
+    )
+    (docs / "pom.xml").write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<parent><groupId>org.example.ledger</groupId><artifactId>ledger-parent</artifactId>"
+        "<version>2.1.0-SNAPSHOT</version></parent><artifactId>ledger-docs</artifactId></project>",
+        encoding="utf-8",
+    )
+    result = _score(repo, task_dir)
+    details = result["details"]
+    assert details["modules_without_classes"] == [], details["log_tail"]
+    assert result["build_success"] and result["java17_bytecode"], details["log_tail"]
+    assert result["reward"] == 1.0

@@ -6,6 +6,8 @@ import logging
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strands_art.training.grpo import GRPOConfig, compute_advantages, group_advantages
 from strands_art.trajectory import Row, Trajectory
@@ -104,3 +106,91 @@ def test_bad_rows_raise():
         compute_advantages([t])
     with pytest.raises(ValueError, match="duplicate rollout_id"):
         compute_advantages([traj("a", "g", 1.0), traj("a", "g", 0.0)])
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf])
+def test_non_finite_reward_excluded_grpo(bad, caplog):
+    # issue 14 item 5: rewards 1, 0, ±inf → the two finite ones get ±1/sqrt(2) (GRPO, group of 3)
+    trajs = [traj("a", "g", 1.0), traj("b", "g", 0.0), traj("c", "g", bad)]
+    with caplog.at_level(logging.WARNING, logger="strands_art.training.grpo"):
+        res = compute_advantages(trajs, GRPOConfig(std_eps=0.0))
+    assert res.advantages == pytest.approx({"a": 0.7071067811865475, "b": -0.7071067811865475})
+    sign = "+" if bad > 0 else "-"
+    assert res.excluded == {"c": f"reward is {sign}inf"}
+    assert f"reward is {sign}inf" in caplog.text
+    assert {r.row.rollout_id for r in res.rows} == {"a", "b"}
+    assert res.metrics["failed_rollouts"] == 1
+    assert res.metrics["reward_std"] == 0.5  # pstdev of the kept rewards, not of inf
+
+
+def test_non_finite_reward_excluded_dr_grpo():
+    trajs = [traj("a", "g", 1.0), traj("b", "g", 0.0), traj("c", "g", math.inf), traj("d", "g", -math.inf)]
+    res = compute_advantages(trajs, GRPOConfig(scale_by_std=False))
+    assert res.advantages == {"a": 0.5, "b": -0.5}
+    assert res.metrics["reward_mean"] == 0.5
+    assert res.metrics["advantage_abs_mean"] == 0.5
+    assert sorted(res.excluded) == ["c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("reward", "reason"),
+    [
+        ("1.0", "reward is not a number: '1.0'"),
+        (True, "reward is not a number: True"),
+        ([1], "reward is not a number: [1]"),
+    ],
+)
+def test_reward_that_is_not_a_number_excluded(reward, reason):
+    res = compute_advantages([traj("a", "g", 1.0), traj("b", "g", 0.0), traj("c", "g", reward)])
+    assert res.excluded == {"c": reason}
+    assert set(res.advantages) == {"a", "b"}
+
+
+def test_whole_group_non_finite_leaves_no_group():
+    res = compute_advantages([traj("a", "g", math.inf), traj("b", "g", math.nan)])
+    assert res.advantages == {} and res.rows == []
+    assert res.metrics["groups"] == 0 and res.metrics["reward_mean"] == 0.0
+
+
+def test_evaluation_scores_non_finite_reward_as_failed():
+    import asyncio
+    from types import SimpleNamespace
+
+    from strands_art.backends.base import SamplingParams
+    from strands_art.training.loop import evaluate
+
+    rewards = {"t0": 1.0, "t1": math.inf, "t2": -math.inf, "t3": math.nan}
+
+    async def rollout(gateway, task, rid, gid, sampling):
+        return Trajectory(rollout_id=rid, group_id=gid, reward=rewards[task.name])
+
+    tasks = [SimpleNamespace(name=n) for n in rewards]
+    got = asyncio.run(evaluate(None, tasks, rollout, SamplingParams(), progress=False))
+    assert got["val_reward"] == 0.25
+    assert got["val_failed"] == 3
+    assert got["val_reward_std"] == pytest.approx(math.sqrt(3) / 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(min_value=-10, max_value=10, allow_nan=False),
+            st.sampled_from([math.inf, -math.inf, math.nan, None]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_bad_rewards_leave_the_others_as_if_they_were_absent(rewards, scale):
+    """Property: adding rollouts whose reward is None/NaN/±inf changes no other advantage."""
+    config = GRPOConfig(scale_by_std=scale)
+    trajs = [traj(f"r{i}", "g", r) for i, r in enumerate(rewards)]
+    good = [t for t in trajs if t.reward is not None and math.isfinite(t.reward)]
+    res = compute_advantages(trajs, config)
+    alone = compute_advantages(good, config)
+    assert res.advantages == alone.advantages
+    assert set(res.excluded) == {t.rollout_id for t in trajs} - {t.rollout_id for t in good}
+    assert all(math.isfinite(a) for a in res.advantages.values())
+    assert res.metrics["reward_mean"] == alone.metrics["reward_mean"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -125,3 +126,98 @@ def test_cli_help_lists_subcommands():
     assert proc.returncode == 0
     for name in ("migrate", "evaluate", "replay", "demo", "batching-plan"):
         assert name in proc.stdout
+
+
+def test_replay_reports_parsed_turns_and_accepts_tool_calls_finish(tmp_path, capsys):
+    # issue 14 item 13: "tool_calls" (what stored trajectories hold) is accepted; each turn's
+    # parsed text / reasoning / tool calls are in the output; the summary is decoded text
+    spec = json.loads(json.dumps(SPEC))
+    spec["turns"][0]["finish_reason"] = "tool_calls"
+    spec["turns"][1]["output"] = {"text": "<think>\nsum is 3\n</think>\n\nThe answer is 3.<|im_end|>"}
+    code, out = run_cli(tmp_path, spec, "--summary", capsys=capsys)
+    assert code == 0, out.err
+    turns = json.loads(out.out)["turns"]
+    assert turns[0]["finish_reason"] == "tool_calls" and turns[0]["text"] == ""
+    assert [(c["name"], c["arguments"]) for c in turns[0]["tool_calls"]] == [("add", {"a": 1, "b": 2})]
+    assert turns[1]["reasoning"] == "sum is 3" and turns[1]["text"] == "The answer is 3."
+    assert turns[1]["tool_calls"] == [] and turns[1]["ill_formed"] is False
+    summary = json.loads(out.err)
+    assert summary["conversation"][0]["tool_calls"] == ['add({"a": 1, "b": 2})']
+    assert summary["conversation"][1]["text"] == "The answer is 3."
+    (fork,) = summary["forks"]  # the harness reordered the arguments: one fork at turn 1
+    assert fork["turn"] == 1
+    assert '{"a": 1, "b": 2}' in fork["row_text"] and '{"b": 2, "a": 1}' in fork["prompt_text"]
+    for text in (out.err, fork["row_text"]):
+        assert "Ġ" not in text and "Ċ" not in text
+
+
+def test_replay_rejects_an_unknown_finish_reason(tmp_path, capsys):
+    spec = json.loads(json.dumps(SPEC))
+    spec["turns"][0]["finish_reason"] = "done"
+    code, out = run_cli(tmp_path, spec, capsys=capsys)
+    assert code == 2 and "turn 0: finish_reason must be one of" in out.err
+
+
+async def _stored_run(tmp_path, qwen3, mode):
+    from conftest import add
+    from strands import Agent
+    from strands.agent.conversation_manager import NullConversationManager
+
+    from strands_art.backends.scripted import ScriptedBackend
+    from strands_art.gateway import RolloutGateway
+    from strands_art.model import ARTModel
+    from strands_art.store import TrajectoryStore
+
+    script = [
+        {
+            "text": '<think>\nuse the tool\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 17, "b": 25}}\n</tool_call><|im_end|>'
+        },
+        {"text": "42.<|im_end|>"},
+    ]
+    gw = RolloutGateway(qwen3, ScriptedBackend(qwen3, script, logprob=-0.25), history_mode=mode)
+    agent = Agent(
+        model=ARTModel(gateway=gw, session_id="task-r0", group_id="task"),
+        tools=[add],
+        callback_handler=None,
+        conversation_manager=NullConversationManager(),
+    )
+    await agent.invoke_async("17+25?")
+    traj = gw.close_session("task-r0", reward=1.0)
+    run = tmp_path / "run"
+    TrajectoryStore(run / "trajectories").append(traj)
+    (run / "config.json").write_text(json.dumps({"model": "qwen3", "history_mode": mode}))
+    return run, traj
+
+
+@pytest.mark.parametrize("mode", ["tree", "linear"])
+def test_replay_from_run_reproduces_the_stored_rows(tmp_path, capsys, qwen3, mode):
+    run, traj = asyncio.run(_stored_run(tmp_path, qwen3, mode))
+    export = tmp_path / "replay.json"
+    code = main(["replay", "--from-run", str(run), "--rollout", "task-r0", "--export", str(export)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert [(r["input_ids"], r["loss_mask"], r["logprobs"]) for r in result["rows"]] == [
+        (r.input_ids, r.loss_mask, r.logprobs) for r in traj.rows
+    ]
+    assert [t["tool_calls"][0]["name"] if t["tool_calls"] else t["text"] for t in result["turns"]] == [
+        "add",
+        "42.",
+    ]
+    spec = json.loads(export.read_text())
+    assert spec["tokenizer"] == "qwen3" and spec["mode"] == mode and len(spec["turns"]) == 2
+    assert spec["turns"][0]["finish_reason"] == "tool_calls"
+    # the exported file replays the same way on its own
+    assert main(["replay", str(export)]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == result["rows"]
+
+
+def test_replay_from_run_errors_are_clear(tmp_path, capsys, qwen3):
+    run, _ = asyncio.run(_stored_run(tmp_path, qwen3, "tree"))
+    assert main(["replay", "--from-run", str(run), "--rollout", "nope"]) == 2
+    assert "no rollout 'nope'" in (err := capsys.readouterr().err) and "task-r0" in err
+    assert main(["replay", "--from-run", str(tmp_path / "missing"), "--rollout", "x"]) == 2
+    assert "not a strands-art run directory" in capsys.readouterr().err
+    assert main(["replay", "--from-run", str(run)]) == 2
+    assert "--rollout ID" in capsys.readouterr().err
+    assert main(["replay"]) == 2

@@ -340,12 +340,25 @@ async def test_serve_command_end_to_end(tmp_path, qwen3):
     assert [json.loads(s)["rollout_id"] for s in stored] == ["cli-1"]
 
 
-def test_serve_command_errors_clearly_without_a_script():
-    proc = subprocess.run(
-        [sys.executable, "-m", "strands_art.cli", "serve", "--backend", "scripted"],
+def serve_command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "strands_art.cli", "serve", "--backend", "scripted", *args],
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_serve_command_errors_clearly_without_a_script():
+    proc = serve_command()
     assert proc.returncode == 2 and "strands-art serve: --backend scripted needs --script" in proc.stderr
+
+
+def test_serve_command_unknown_tokenizer_is_one_line_not_a_traceback(tmp_path):
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(SCRIPT))
+    proc = serve_command("--script", str(script), "--port", "0", "--tokenizer", "no-such-alias")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("strands-art serve: unknown tokenizer/model 'no-such-alias': use one of")
+    assert "Traceback" not in proc.stderr

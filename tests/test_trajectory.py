@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,3 +72,21 @@ def test_trajectory_round_trips(rs, ts):
     back = Trajectory.from_dict(traj.to_dict())
     assert back.to_dict() == traj.to_dict()
     assert back.rows == rs
+
+
+def test_to_dict_with_messages_stores_each_turn_s_new_messages_only():
+    from strands_art.trajectory import Trajectory, Turn
+
+    m0 = [{"role": "user", "content": "hi"}]
+    m1 = m0 + [{"role": "assistant", "content": "yo"}, {"role": "user", "content": "again"}]
+    m2 = [{"role": "user", "content": "edited"}]  # not an extension: stored whole
+    turns = [Turn(k, [1], [2], [-0.1], "stop", messages=m) for k, m in enumerate((m0, m1, m2))]
+    d = Trajectory("r", turns=turns).to_dict(messages=True)
+    assert [t.get("messages_prefix", 0) for t in d["turns"]] == [0, 1, 0]
+    assert d["turns"][1]["messages"] == m1[1:]
+    back = Trajectory.from_dict(json.loads(json.dumps(d)))
+    assert [t.messages for t in back.turns] == [m0, m1, m2]
+    assert "messages" not in Trajectory("r", turns=turns).to_dict()["turns"][0]
+    d["turns"][0]["messages_prefix"] = 3
+    with pytest.raises(ValueError, match="messages_prefix 3 has no previous messages"):
+        Trajectory.from_dict(d)

@@ -7,8 +7,9 @@ The gateway owns rendering and tokenization; a backend never sees messages or te
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length"]
 
@@ -39,9 +40,15 @@ class SamplingParams:
         top_k: keep the k most likely tokens; 0 disables.
         max_new_tokens: upper bound on sampled tokens per turn (> 0).
         stop: stop strings (matched on decoded text; the matched text is kept in the output).
+            One string is one stop string (as OpenAI's ``stop``), not one per character.
         stop_token_ids: token IDs that end the generation (kept in the output, like vLLM does).
             The gateway adds the template's end-of-turn token automatically.
         seed: optional RNG seed for reproducible sampling.
+
+    Raises:
+        TypeError: a value of the wrong type (a string temperature, a float max_new_tokens,
+            a token ID that is not an integer, ...); booleans are not numbers here.
+        ValueError: a value out of range.
     """
 
     temperature: float = 1.0
@@ -53,8 +60,26 @@ class SamplingParams:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        _check_type("temperature", self.temperature, numbers.Real, "a number")
+        _check_type("top_p", self.top_p, numbers.Real, "a number")
+        _check_type("top_k", self.top_k, numbers.Integral, "an integer")
+        _check_type("max_new_tokens", self.max_new_tokens, numbers.Integral, "an integer")
+        if self.seed is not None:
+            _check_type("seed", self.seed, numbers.Integral, "an integer")
+        stop = (self.stop,) if isinstance(self.stop, str) else self.stop
+        if not isinstance(stop, tuple | list) or not all(isinstance(x, str) for x in stop):
+            raise TypeError(f"stop must be a string or a sequence of strings, got {self.stop!r}")
+        ids = self.stop_token_ids
+        if not isinstance(ids, tuple | list) or not all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in ids
+        ):
+            raise TypeError(f"stop_token_ids must be a sequence of token IDs (integers), got {ids!r}")
+        if any(x < 0 for x in ids):
+            raise ValueError(f"stop_token_ids must be >= 0, got {list(ids)}")
+        object.__setattr__(self, "stop", tuple(stop))  # frozen: normalize once, here
+        object.__setattr__(self, "stop_token_ids", tuple(int(x) for x in ids))
+        if not self.temperature >= 0 or math.isinf(self.temperature):  # NaN fails the first
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
@@ -64,6 +89,11 @@ class SamplingParams:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _check_type(name: str, value: Any, kind: type, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
 
 
 @dataclass

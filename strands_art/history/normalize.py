@@ -80,6 +80,12 @@ def parsed_arguments(args: str | dict[str, Any]) -> dict[str, Any]:
     return _parse_arguments(0, "", args)
 
 
+def _optional_str(index: int, where: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise MessageError(index, f"{where} must be a string, got {type(value).__name__}")
+
+
 def normalize_message(index: int, msg: Any) -> dict[str, Any]:
     """One message in canonical form; raises MessageError naming ``index``."""
     if not isinstance(msg, dict):
@@ -89,8 +95,9 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         raise MessageError(index, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     out: dict[str, Any] = {"role": role, "content": _flatten_content(index, msg.get("content"))}
     if role == "assistant":
-        if msg.get("reasoning_content"):
-            out["reasoning_content"] = str(msg["reasoning_content"])
+        reasoning = _optional_str(index, "reasoning_content", msg.get("reasoning_content"))
+        if reasoning:
+            out["reasoning_content"] = reasoning
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
             raise MessageError(index, "tool_calls must be a list")
@@ -99,12 +106,19 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
             if not isinstance(tc, dict):
                 raise MessageError(index, f"tool call {k} must be a dict")
             fn = tc.get("function", tc)
+            if not isinstance(fn, dict):
+                raise MessageError(
+                    index,
+                    f"tool call {k}: 'function' must be an object with 'name' and 'arguments', "
+                    f"got {type(fn).__name__}",
+                )
+            call_id = _optional_str(index, f"tool call {k}: 'id'", tc.get("id"))
             name = fn.get("name")
             if not isinstance(name, str) or not name:
                 raise MessageError(index, f"tool call {k} has no function name")
             norm_calls.append(
                 {
-                    "id": tc.get("id", ""),
+                    "id": call_id or "",
                     "type": "function",
                     "function": {
                         "name": name,
@@ -115,9 +129,10 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         if norm_calls:
             out["tool_calls"] = norm_calls
     if role == "tool":
-        out["tool_call_id"] = msg.get("tool_call_id", "")
-        if msg.get("name"):
-            out["name"] = msg["name"]
+        out["tool_call_id"] = _optional_str(index, "tool_call_id", msg.get("tool_call_id")) or ""
+        name = _optional_str(index, "name", msg.get("name"))
+        if name:
+            out["name"] = name
     return out
 
 

@@ -28,18 +28,20 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 from typing import Any, TypedDict
 
 from aiohttp import web
 
 from strands_art.backends.base import BackendError, BackendTimeout
-from strands_art.canonical import CanonicalHistory
+from strands_art.canonical import CanonicalHistory, replace_non_text_parts
 from strands_art.gateway import (
     ContextBudgetExceeded,
     GatewayError,
     GenerateResult,
     RolloutGateway,
     SamplingOverrideRejected,
+    SessionClosed,
     UnknownSession,
 )
 from strands_art.history.divergence import HistoryDivergence
@@ -92,8 +94,9 @@ def error_for(exc: BaseException) -> RequestError | None:
     sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
     ``rate_limit_exceeded``; other BackendError → 503 ``backend_unavailable`` (both retryable,
     as the Strands provider's ModelThrottledException); MessageError / TemplateError /
-    SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; UnknownSession
-    → 404; other GatewayError → 500 with its message.
+    SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; SessionClosed
+    (closed while the turn ran) → 409 ``session_closed``; UnknownSession → 404; other
+    GatewayError → 500 with its message.
     """
     if isinstance(exc, RequestError):
         return exc
@@ -121,6 +124,8 @@ def error_for(exc: BaseException) -> RequestError | None:
         return RequestError(400, str(exc), code="sampling_override_rejected")
     if isinstance(exc, HistoryDivergence):
         return RequestError(409, str(exc), code="history_diverged", param="messages")
+    if isinstance(exc, SessionClosed):
+        return RequestError(409, str(exc), code="session_closed")
     if isinstance(exc, UnknownSession):
         return RequestError(404, str(exc.args[0] if exc.args else exc), code="session_not_found")
     if isinstance(exc, GatewayError):
@@ -164,7 +169,9 @@ async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     if key and request.path != "/health":
         given = request.headers.get("Authorization", "")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), key.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode("utf-8", "surrogateescape"), key.encode()
+        ):
             raise RequestError(
                 401, "missing or wrong bearer token", type="authentication_error", code="invalid_api_key"
             )
@@ -179,6 +186,8 @@ async def _body(request: web.Request) -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError(400, "the request body is nested too deeply to be read as JSON") from None
 
 
 def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[dict[str, Any]]:
@@ -186,7 +195,9 @@ def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[d
     replaced by what it produced (so the prompt tokens are the ones the model saw)."""
     out = []
     for index, raw in enumerate(messages):
+        raw, placeholders = replace_non_text_parts(raw)
         message = normalize_message(index, raw)
+        history.report_non_text(index, placeholders)
         if message["role"] == "assistant":
             message = history.assistant(index, message)
         elif message["role"] == "tool":
@@ -235,6 +246,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if response.prepared:
             return response
         raise
+    if not registry.gateway.is_open(rollout_id):  # closed while the response was written
+        return response
     history.remember(result.assistant_message)
     if req.tool_choice not in (None, "auto"):
         registry.gateway.record_event(
@@ -260,13 +273,14 @@ async def open_session(request: web.Request) -> web.Response:
     group_id = body.get("group_id")
     if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
         raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
-    sampling = sampling_from_json(body["sampling"]) if body.get("sampling") is not None else None
+    defaults = request.app[REGISTRY].gateway.config["sampling"]
+    sampling = sampling_from_json(body["sampling"], defaults) if body.get("sampling") is not None else None
     rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
     return _json({"rollout_id": rollout_id, "group_id": group_id}, 201)
 
 
 async def set_sampling(request: web.Request) -> web.Response:
-    sampling = sampling_from_json(await _body(request))
+    sampling = sampling_from_json(await _body(request), request.app[REGISTRY].gateway.config["sampling"])
     request.app[REGISTRY].set_sampling(request.match_info["rollout_id"], sampling)
     return _json(sampling.to_dict())
 
@@ -277,9 +291,16 @@ async def trajectory(request: web.Request) -> web.Response:
 
 async def close_session(request: web.Request) -> web.Response:
     body = await _body(request)
-    reward = body.get("reward") if isinstance(body, dict) else None
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
-        raise RequestError(400, "'reward' must be a number", param="reward")
+    if not isinstance(body, dict):
+        raise RequestError(400, "the request body must be a JSON object")
+    unknown = sorted(set(body) - {"reward"})
+    if unknown:  # a misspelt reward must not close the rollout without one
+        raise RequestError(400, f"unknown fields {unknown} (reward)")
+    reward = body.get("reward")
+    if reward is not None and (
+        isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
+    ):
+        raise RequestError(400, "'reward' must be a finite number", param="reward")
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)
     traj = request.app[REGISTRY].close(rollout_id, reward)

@@ -161,9 +161,9 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
 async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     from strands_art.backends.base import SamplingParams
     from strands_art.gateway import RolloutGateway
+    from strands_art.registry import ModelNotFound
     from strands_art.serve.app import create_app, start
 
-    backend, tokenizer = _backend(args)
     config: dict[str, Any] = {
         "history_mode": args.history_mode,
         "on_nonlinear": args.on_nonlinear,
@@ -174,7 +174,11 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     }
     if args.max_context_tokens:
         config["max_context_tokens"] = args.max_context_tokens
-    gateway = RolloutGateway(tokenizer, backend, **config)
+    try:  # a tokenizer alias/directory that does not exist (vllm loads it here)
+        backend, tokenizer = _backend(args)
+        gateway = RolloutGateway(tokenizer, backend, **config)
+    except ModelNotFound as exc:
+        raise UsageError(str(exc)) from None
     store = None
     if args.store:
         from strands_art.store import TrajectoryStore

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from strands_art.backends.base import SamplingParams
@@ -30,8 +30,10 @@ ROLLOUT_ID = re.compile(r"[A-Za-z0-9._:@+\-]{1,200}")
 SAMPLING_KEYS = tuple(f.name for f in fields(SamplingParams))
 
 
-def sampling_from_json(data: Any) -> SamplingParams:
-    """:class:`SamplingParams` from a JSON object (lists become tuples).
+def sampling_from_json(data: Any, base: SamplingParams) -> SamplingParams:
+    """:class:`SamplingParams` from a JSON object (lists become tuples); the fields it leaves out
+    are ``base``'s (the server's defaults: ``--temperature``, ``--top-p``, ``--max-new-tokens``),
+    not the dataclass defaults.
 
     Raises:
         RequestError: 400 for an unknown key or a value SamplingParams rejects.
@@ -45,7 +47,7 @@ def sampling_from_json(data: Any) -> SamplingParams:
         )
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
     try:
-        return SamplingParams(**values)
+        return replace(base, **values)
     except (TypeError, ValueError) as exc:
         raise RequestError(400, f"bad sampling settings: {exc}", param="sampling") from None
 

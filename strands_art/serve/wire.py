@@ -88,7 +88,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
     Raises:
         RequestError: 400 for a body that is not an object, missing or empty ``messages``,
             malformed ``tools``, ``n`` other than 1 (one sample per turn: a group is made of
-            sessions, not of choices), or a ``user`` that is not a string.
+            sessions, not of choices), a ``stream`` that is not a boolean, or a ``user``,
+            ``model`` or ``stream_options`` of the wrong type.
     """
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
@@ -99,25 +100,33 @@ def parse_chat_request(body: Any) -> ChatRequest:
     if tools is not None:
         _check_tools(tools)
     n = body.get("n")
-    if n not in (None, 1):
+    if n is not None and (isinstance(n, bool) or n != 1):
         raise RequestError(
             400, f"n={n!r} is not supported: one sample per turn (open one session per sample)", param="n"
         )
-    user = body.get("user")
-    if user is not None and not isinstance(user, str):
-        raise RequestError(400, "'user' must be a string", param="user")
-    options = body.get("stream_options") or {}
+    user = _field(body, "user", str, "a string")
+    stream = _field(body, "stream", bool, "true or false")
+    model = _field(body, "model", str, "a string")
+    options = _field(body, "stream_options", dict, "an object") or {}
     overrides = {k: body[k] for k in SAMPLING_FIELDS if body.get(k) is not None}
     return ChatRequest(
         messages=messages,
         tools=tools,
         tool_choice=body.get("tool_choice"),
-        stream=bool(body.get("stream")),
-        include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
-        model=str(body.get("model") or ""),
+        stream=bool(stream),
+        include_usage=bool(options.get("include_usage")),
+        model=model or "",
         user=user or None,
         overrides=overrides,
     )
+
+
+def _field(body: dict[str, Any], key: str, kind: type, what: str) -> Any:
+    """``body[key]`` (None when absent or null); a 400 naming the field when it is not a ``kind``."""
+    value = body.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise RequestError(400, f"'{key}' must be {what}, got {type(value).__name__}", param=key)
+    return value
 
 
 def _check_tools(tools: Any) -> None:
@@ -135,6 +144,13 @@ def _check_tools(tools: Any) -> None:
             )
         if not isinstance(fn.get("name"), str) or not fn["name"]:
             raise RequestError(400, f"tools[{k}].function needs a name", param="tools")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise RequestError(
+                400,
+                f"tools[{k}].function.parameters must be a JSON Schema object, got {type(params).__name__}",
+                param="tools",
+            )
 
 
 def arguments_text(arguments: str | dict[str, Any]) -> str:

@@ -7,9 +7,10 @@ For the rollouts ``i`` of one group (same ``group_id``, i.e. the same task) with
 
 ``std`` is the unbiased sample standard deviation, as in verl's
 ``compute_grpo_outcome_advantage``. Every row of a rollout carries ``A_i`` on its sampled
-tokens. A failed rollout (reward None or NaN, or ``metadata["failed"]`` set by the runner on an
-exception or timeout) is left out of its group's statistics, logged with its reason, and given
-no rows. A group whose valid rewards are all equal (including a group of one) has no signal:
+tokens. A failed rollout (reward None, not a number, or not finite — NaN, +inf, -inf — or
+``metadata["failed"]`` set by the runner on an exception or timeout) is left out of its group's
+statistics, logged with its reason, and given no rows: one rollout whose reward function
+overflowed must not turn every advantage of its group into NaN or crash the batch. A group whose valid rewards are all equal (including a group of one) has no signal:
 its advantages are 0 and it is counted in ``zero_advantage_groups``.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from strands_art.training.batching import BatchRow
-from strands_art.trajectory import Trajectory
+from strands_art.trajectory import Row, Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +36,24 @@ class GRPOConfig:
     Attributes:
         scale_by_std: divide by the group's standard deviation (GRPO); False is Dr.GRPO.
         std_eps: added to the standard deviation before dividing.
+        exclude_turn_tags: turns carrying one of these tags (``Turn.tags``, on rows as
+            ``metadata["turn_tags"]``, see strands_art/turn_tags.py) get loss mask 0: by default
+            ``discarded`` ones (a response the agent threw away: a hook's retry, a cancelled
+            turn). Add ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
     """
 
     scale_by_std: bool = True
     std_eps: float = 1e-6
+    exclude_turn_tags: tuple[str, ...] = ("discarded",)
 
     def __post_init__(self) -> None:
         if self.std_eps < 0:
             raise ValueError(f"std_eps must be >= 0, got {self.std_eps}")
+        if isinstance(self.exclude_turn_tags, str) or not all(
+            isinstance(t, str) for t in self.exclude_turn_tags
+        ):
+            raise ValueError(f"exclude_turn_tags must be a list of tag names, got {self.exclude_turn_tags!r}")
+        object.__setattr__(self, "exclude_turn_tags", tuple(self.exclude_turn_tags))
 
 
 @dataclass
@@ -54,7 +65,10 @@ class Advantages:
         rows: every row of every kept rollout, with its rollout's advantage, in input order.
         excluded: rollout_id -> reason, for every failed rollout (they have no rows here).
         metrics: reward_mean, reward_std (over kept rollouts), rollouts, failed_rollouts,
-            groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean.
+            groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean, and over
+            kept rollouts: discarded_turns, summarizer_turns (turns with that tag),
+            loss_excluded_turns, loss_excluded_tokens (sampled tokens masked out by
+            ``exclude_turn_tags``), loss_excluded_rows (rows left with no sampled token).
     """
 
     advantages: dict[str, float]
@@ -68,11 +82,36 @@ def failure_reason(traj: Trajectory) -> str | None:
     if traj.metadata.get("failed"):
         detail = traj.metadata.get("error") or traj.metadata.get("failed")
         return f"rollout failed: {detail}"
-    if traj.reward is None:
+    return reward_problem(traj.reward)
+
+
+def reward_problem(reward: object) -> str | None:
+    """Why ``reward`` cannot enter a GRPO group ("no reward", "reward is NaN", "reward is +inf",
+    "reward is -inf", "reward is not a number: ..."), or None for a finite real number."""
+    if reward is None:
         return "no reward"
-    if math.isnan(traj.reward):
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        return f"reward is not a number: {reward!r:.60}"
+    if math.isnan(reward):
         return "reward is NaN"
+    if math.isinf(reward):
+        return "reward is +inf" if reward > 0 else "reward is -inf"
     return None
+
+
+def exclude_tagged_turns(row: Row, tags: frozenset[str] | set[str]) -> tuple[Row, int, int]:
+    """``row`` with loss mask 0 on the sampled spans of turns tagged with one of ``tags``
+    (``row.metadata["turn_tags"]``), the number of such turns and of sampled tokens masked.
+    The row is copied when anything changes, never mutated."""
+    spans = row.tagged_spans(tags) if tags else []
+    if not spans:
+        return row, 0, 0
+    mask = list(row.loss_mask)
+    tokens = 0
+    for _, (start, end) in spans:
+        tokens += sum(mask[start:end])
+        mask[start:end] = [0] * (end - start)
+    return dataclasses.replace(row, loss_mask=mask), len(spans), tokens
 
 
 def group_advantages(rewards: Sequence[float], config: GRPOConfig) -> list[float]:
@@ -131,10 +170,16 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
 
     rows: list[BatchRow] = []
     kept = 0
+    tag_counts = {"discarded": 0, "summarizer": 0}
+    excluded_turns = excluded_tokens = excluded_rows = 0
+    exclude = frozenset(config.exclude_turn_tags)
     for traj in trajectories:
         if traj.rollout_id not in advantages:
             continue
         kept += 1
+        for turn in traj.turns:
+            for tag in turn.tags:
+                tag_counts[tag] = tag_counts.get(tag, 0) + 1
         if not traj.rows:
             logger.warning("rollout %s has a reward but no rows", traj.rollout_id)
         for row in traj.rows:
@@ -147,6 +192,12 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
                 raise ValueError(
                     f"row group {row.group_id!r} disagrees with trajectory {traj.rollout_id!r} group {traj.group_id!r}"
                 )
+            row, n_turns, n_tokens = exclude_tagged_turns(row, exclude)
+            excluded_turns += n_turns
+            excluded_tokens += n_tokens
+            if n_turns and not any(row.loss_mask):
+                excluded_rows += 1
+                continue
             rows.append(BatchRow(row=row, advantage=advantages[traj.rollout_id]))
 
     rewards = [float(t.reward) for g in groups.values() for t in g]  # type: ignore[arg-type]
@@ -160,5 +211,9 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         "rows": len(rows),
         "rows_per_rollout": len(rows) / kept if kept else 0.0,
         "advantage_abs_mean": statistics.fmean(abs(a) for a in advantages.values()) if advantages else 0.0,
+        **{f"{tag}_turns": n for tag, n in sorted(tag_counts.items())},
+        "loss_excluded_turns": excluded_turns,
+        "loss_excluded_tokens": excluded_tokens,
+        "loss_excluded_rows": excluded_rows,
     }
     return Advantages(advantages=advantages, rows=rows, excluded=excluded, metrics=metrics)

@@ -33,6 +33,7 @@ from typing import Any
 from tqdm import tqdm
 
 from strands_art.backends.base import SamplingParams
+from strands_art.training.grpo import reward_problem
 from strands_art.training.local import LocalTrainer
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.rollouts import RolloutFn
@@ -125,7 +126,8 @@ async def evaluate(
     concurrency: int = 8,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Mean reward of ``samples`` rollouts per task (not trained on; failed rollouts score 0).
+    """Mean reward of ``samples`` rollouts per task (not trained on; failed rollouts and rewards
+    that are not finite numbers score 0 and count in ``val_failed``).
 
     Returns ``{"val_reward", "val_reward_std", "val_rollouts", "val_failed", "val_texts"}``
     (``val_texts``: the reply texts the rollouts stored in ``metadata["text"]``, if any).
@@ -134,12 +136,13 @@ async def evaluate(
         gateway, tasks, rollout, sampling, samples, seed=seed + 7919, outer_batch=tag,
         concurrency=concurrency, prefix="eval-", progress=progress,
     )  # fmt: skip
-    rewards = [0.0 if t.metadata.get("failed") or t.reward is None else float(t.reward) for t in trajs]
+    failed = [t.metadata.get("failed") or reward_problem(t.reward) is not None for t in trajs]
+    rewards = [0.0 if bad else float(t.reward) for t, bad in zip(trajs, failed, strict=True)]
     return {
         "val_reward": statistics.fmean(rewards),
         "val_reward_std": statistics.pstdev(rewards),
         "val_rollouts": len(trajs),
-        "val_failed": sum(1 for t in trajs if t.metadata.get("failed")),
+        "val_failed": sum(1 for bad in failed if bad),
         "val_texts": [t.metadata.get("text") for t in trajs if "text" in t.metadata],
     }
 

@@ -8,7 +8,8 @@ Records written by the loop (:mod:`strands_art.training.loop`):
   padded_token_fraction, micro_batches, loss, grad_norm, approx_kl, clip_fraction,
   logprob_gap, logprob_abs_gap (trainer minus rollout logprob on sampled tokens, first
   optimizer step of the batch, before any update from it), tis_capped_fraction, rollout_s,
-  train_s, tokens_per_s, history_mode.
+  train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, loss_excluded_turns,
+  loss_excluded_tokens, loss_excluded_rows.
 - ``{"kind": "eval", "outer_batch": b, "val_reward": ..., ...}``: evaluation after ``b``
   outer batches (``b = 0``: before training).
 """

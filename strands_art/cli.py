@@ -168,7 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_replay)
 
     p = sub.add_parser("demo", help="a Strands agent with two small tools on the embedded model")
-    p.add_argument("--model", default="smollm2", help="model alias or local directory (default: smollm2)")
+    p.add_argument(
+        "--model",
+        default="qwen2.5-coder-1.5b",
+        help="model alias or local directory (default: qwen2.5-coder-1.5b on llama.cpp; smollm2 runs "
+        "the 135M model on transformers)",
+    )
     p.add_argument(
         "--history-mode", choices=["tree", "linear"], default="tree", help="row capture mode (default: tree)"
     )

@@ -17,7 +17,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
-from strands_art.backends.base import SampleResult, SamplingBackend, SamplingParams, check_sample
+from strands_art.backends.base import (
+    BackendContextOverflow,
+    SampleResult,
+    SamplingBackend,
+    SamplingParams,
+    check_sample,
+)
 from strands_art.capture import RowCapture
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
@@ -74,8 +80,9 @@ class GatewayConfig(TypedDict, total=False):
         sampling: default SamplingParams for new sessions (the trainer's).
         on_sampling_override: "ignore" (default: logged warning + event) or "reject"
             (raise SamplingOverrideRejected) when a request carries its own sampling parameters.
-        max_context_tokens: context budget (prompt + generated tokens); default: the tokenizer's
-            ``model_max_length`` capped at 32768.
+        max_context_tokens: context budget (prompt + generated tokens); default: the backend's
+            ``max_context_tokens`` attribute if it has one (llama.cpp's slot size), else the
+            tokenizer's ``model_max_length`` capped at 32768.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
             "qwen", "generic"); default: detected from the chat template.
@@ -108,6 +115,8 @@ class GenerateResult:
         turn: the recorded Turn (token IDs, logprobs, timings).
         assistant_message: the OpenAI-format assistant message the gateway produced (canonical
             history: the provider replays it).
+        recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
+            :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
     """
 
     text: str
@@ -118,6 +127,7 @@ class GenerateResult:
     problems: list[str]
     turn: Turn
     assistant_message: dict[str, Any]
+    recovered: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -171,7 +181,9 @@ class RolloutGateway:
         )
         self.backend = backend
         self.max_context_tokens = int(
-            self.config.get("max_context_tokens") or min(getattr(tokenizer, "model_max_length", 32768), 32768)
+            self.config.get("max_context_tokens")
+            or getattr(backend, "max_context_tokens", None)
+            or min(getattr(tokenizer, "model_max_length", 32768), 32768)
         )
         self._sessions: dict[str, _Session] = {}
 
@@ -216,8 +228,11 @@ class RolloutGateway:
         """The session's trajectory so far (rows carry the policy counters in metadata)."""
         s = self._session(rollout_id)
         counters = s.history.counters()
+        mode = s.trajectory.metadata.get("logprobs_mode")
         for row in s.capture.rows:
             row.metadata["history"] = dict(counters)
+            if mode is not None:  # how the backend's logprobs were taken (the trainer reads it)
+                row.metadata["logprobs_mode"] = mode
         s.trajectory.rows = s.capture.rows
         return s.trajectory
 
@@ -316,7 +331,10 @@ class RolloutGateway:
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
             )
-            sample: SampleResult = await self.backend.sample(prompt_ids, params)
+            try:
+                sample: SampleResult = await self.backend.sample(prompt_ids, params)
+            except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
+                raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
             t_sample = time.perf_counter()
             self._check_still_open(rollout_id, s)
@@ -416,6 +434,7 @@ class RolloutGateway:
             problems=list(parsed.problems),
             turn=turn,
             assistant_message=assistant,
+            recovered=list(parsed.recovered),
         )
 
     def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
@@ -440,6 +459,12 @@ class RolloutGateway:
             )
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
+        if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
+            traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
+        if result.recovered:
+            traj.metadata.setdefault("recovered_calls", []).append(
+                {"turn": index, "how": list(result.recovered)}
+            )
         s.history.commit(plan, turn.output_ids, sample.finish_reason, result.assistant_message)
         traj.turns.append(turn)
         t_end = time.perf_counter()

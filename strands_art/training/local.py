@@ -19,6 +19,13 @@ The trainer's logprobs use the sampling distribution of the rollouts (temperatur
 ratio is 1 up to numerics and the rollout-vs-trainer logprob gap is a real metric. A token the
 trainer's top-k/top-p would filter (``-inf``) is left out of the loss and counted.
 
+Rows whose backend recorded **raw** logprobs (``row.metadata["logprobs_mode"] == "raw"``, e.g.
+llama.cpp with ``logprobs_mode="raw"``) are brought to the sampling distribution before the
+importance-sampling correction: ``rollout ≈ trainer_processed + (rollout_raw - trainer_raw)``
+(:func:`processed_from_raw`), i.e. the engine's mismatch measured on the raw distribution, where it
+was recorded. Rows without the key (transformers, vLLM with ``processed_logprobs``, llama.cpp by
+default) are used as recorded.
+
 While updating, the trainer holds ``backend.lock``: no generation runs on half-updated weights.
 The trainer reads trajectories only; it never imports the gateway (see
 :mod:`strands_art.training.loop` for the rollout loop).
@@ -35,6 +42,7 @@ from typing import Any
 
 import torch
 
+from strands_art.backends.base import SamplingParams
 from strands_art.backends.sampling import token_logprobs as sampling_token_logprobs
 from strands_art.training import checkpoint
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
@@ -61,6 +69,21 @@ def trainer_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, sampling: An
     """
     lp = sampling_token_logprobs(logits[:, :-1], input_ids[:, 1:], sampling)
     return torch.nn.functional.pad(lp, (1, 0), value=0.0)
+
+
+RAW = SamplingParams()  # temperature 1, no top-k / top-p: the unscaled distribution
+
+
+def processed_from_raw(
+    rollout_raw: torch.Tensor, trainer_processed: torch.Tensor, trainer_raw: torch.Tensor
+) -> torch.Tensor:
+    """Rollout logprobs recorded on the raw distribution, moved to the sampling distribution.
+
+    All (B, T). The engine-vs-trainer gap is measured where the engine recorded it (raw) and
+    added to the trainer's processed logprobs; no gradient flows. Non-finite trainer values (a
+    token the trainer's filters remove) give ``-inf`` and are masked out by the caller as usual.
+    """
+    return (trainer_processed + (rollout_raw - trainer_raw)).detach()
 
 
 def lora_model(model: Any, config: TrainerConfig) -> Any:
@@ -188,7 +211,9 @@ class LocalTrainer:
         """(B, T) trainer logprobs of a micro-batch and its collated tensors.
 
         Only positions from the first sampled token on get logits (``logits_to_keep``): the
-        vocabulary projection and softmax of prompt positions would be thrown away anyway.
+        vocabulary projection and softmax of prompt positions would be thrown away anyway. Rows
+        with raw rollout logprobs get theirs moved to the sampling distribution in
+        ``rollout_logprobs`` (:func:`processed_from_raw`).
         """
         t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
         ids = t["input_ids"]
@@ -198,12 +223,24 @@ class LocalTrainer:
         keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
         kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
         logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
-        if logits.shape[1] != width:
-            lp = trainer_logprobs(logits, ids[:, first - 1 :], self.config.sampling)[:, 1:]
-            lp = torch.nn.functional.pad(lp, (first, 0), value=0.0)
-        else:
-            lp = trainer_logprobs(logits, ids, self.config.sampling)
+        lp = self._logprobs(logits, ids, first, self.config.sampling)
+        raw_rows = [i for i, br in enumerate(micro) if br.row.metadata.get("logprobs_mode") == "raw"]
+        if raw_rows:
+            with torch.no_grad():
+                raw = self._logprobs(logits, ids, first, RAW)
+                sel = torch.tensor(raw_rows, device=ids.device)
+                recorded = t["rollout_logprobs"][sel]
+                moved = processed_from_raw(recorded, lp[sel], raw[sel])
+                keep = (t["loss_mask"][sel] > 0) & torch.isfinite(moved)
+                t["rollout_logprobs"][sel] = torch.where(keep, moved, recorded)
         return lp, t
+
+    @staticmethod
+    def _logprobs(logits: torch.Tensor, ids: torch.Tensor, first: int, sampling: Any) -> torch.Tensor:
+        if logits.shape[1] != ids.shape[1]:
+            lp = trainer_logprobs(logits, ids[:, first - 1 :], sampling)[:, 1:]
+            return torch.nn.functional.pad(lp, (first, 0), value=0.0)
+        return trainer_logprobs(logits, ids, sampling)
 
     def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
         """Trainer logprobs of every row before the update (no grad), keyed by ``id(BatchRow)``."""

@@ -205,7 +205,7 @@ async def migrationbench_episode(
         ended without a trajectory.
     """
     from strands_art.envs.migrationbench.runner import RolloutSpec, run_rollout
-    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments
+    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments, resolve_defaults
     from strands_art.envs.migrationbench.tasks import load_task
     from strands_art.model import ARTModel
 
@@ -213,6 +213,8 @@ async def migrationbench_episode(
     parser = argparse.ArgumentParser()
     add_migrate_arguments(parser)
     args = parser.parse_args([])
+    args.backend = "verl"  # the policy is verl's server: the full prompt and the standard limits
+    resolve_defaults(args)
     for key in ("max_turns", "time_limit", "command_timeout", "max_output_bytes", "build_timeout"):
         if key in sample:
             setattr(args, key, type(getattr(args, key))(sample[key]))

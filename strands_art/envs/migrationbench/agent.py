@@ -71,7 +71,45 @@ reflective access into JDK internals (`setAccessible` on `java.*` fields) fails 
 When the build passes and the migration is complete, reply with a short summary and no tool call.\
 """
 
+COMPACT_SYSTEM_PROMPT = """\
+You migrate a Java 8 Maven project to Java 17. You work in its repository root with two tools: \
+shell (runs one bash command) and file_editor (view, or str_replace with path, old_str, new_str).
+
+Answer with exactly one tool call at a time, in this form and nothing else:
+<tool_call>
+{"name": "shell", "arguments": {"command": "cat pom.xml"}}
+</tool_call>
+
+Work in this order:
+1. Read the build file: {"name": "shell", "arguments": {"command": "cat pom.xml"}}
+2. Set every Java version in every pom.xml to 17: \
+{"name": "shell", "arguments": {"command": "find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'"}}
+3. Check: {"name": "shell", "arguments": {"command": "grep -rn '1[.]8' --include=pom.xml ."}} \
+If it prints lines, fix them with file_editor str_replace.
+4. Build: {"name": "shell", "arguments": {"command": "mvn -q clean verify"}} \
+If it fails, read the error and fix the cause (too old plugins: maven-compiler-plugin 3.10.1, \
+maven-surefire-plugin 2.22.2; APIs removed from the JDK), then build again.
+Never delete, skip or change tests.
+
+Each tool result comes back to you as plain text. Read it, then make the next call; do not \
+repeat a call whose result you already have. When the build passes after your changes, answer \
+with one plain sentence and no tool call: that ends the task.\
+"""
+"""A shorter prompt for small models (the 0.5B-1.5B Qwen2.5-Coder aliases): the steps as a list,
+one worked call in the template's own ``<tool_call>`` form, and when to stop."""
+
 USER_TURN = "Please help migrate this repo: {repo_path}. There are {num_tests} test cases in it."
+
+COMPACT_USER_SUFFIX = (
+    "\n\nMake these shell calls in order (you may write several calls in one answer):\n"
+    "1. find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'\n"
+    "2. grep -rn '1[.]8' --include=pom.xml .\n"
+    "3. mvn -q clean verify\n"
+    "Then read the results: fix what the build reports, or answer with one plain sentence when "
+    "it passed."
+)
+"""Appended to the user turn for small models: the recipe's first step next to where they answer
+(the tool specs the template puts after the system prompt push the steps ~600 tokens away)."""
 
 STOP_REASONS = ("completed", "turn_limit", "time_limit", "max_tokens", "context_overflow", "error")
 
@@ -90,9 +128,11 @@ def num_tests_of(task: Any) -> int:
     return int(value)
 
 
-def user_prompt(workspace: Workspace, task: Any) -> str:
-    """The first user turn for ``task`` in ``workspace`` (``USER_TURN`` filled in)."""
-    return USER_TURN.format(repo_path=workspace.root, num_tests=num_tests_of(task))
+def user_prompt(workspace: Workspace, task: Any, *, compact: bool = False) -> str:
+    """The first user turn for ``task`` in ``workspace`` (``USER_TURN`` filled in; with
+    ``compact``, followed by :data:`COMPACT_USER_SUFFIX`)."""
+    text = USER_TURN.format(repo_path=workspace.root, num_tests=num_tests_of(task))
+    return text + COMPACT_USER_SUFFIX if compact else text
 
 
 class RolloutLimits(HookProvider):

@@ -43,10 +43,11 @@ from strands_art.registry import ModelNotFound
 from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
 
-from .agent import RolloutLimits, build_agent, run_agent, user_prompt
+from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
+from .progress import RolloutProgress
 from .report import plot_run, print_summary
 from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
-from .runner_args import validate_migrate_args, validate_rollout_limits
+from .runner_args import resolve_defaults, validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
@@ -75,15 +76,21 @@ The default builds the ``--backend transformers|vllm`` backend; tests inject a
 
 
 def _make_backend(args: argparse.Namespace) -> tuple[SamplingBackend, Any]:
-    """The ``--backend transformers|vllm`` sampling backend and its tokenizer."""
+    """The ``--backend llamacpp|transformers|vllm`` sampling backend and its tokenizer."""
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
         return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
-    from strands_art.backends.transformers import TransformersBackend
+    from strands_art.backends import local_backend
 
-    backend = TransformersBackend(args.model)
-    return backend, backend.tokenizer
+    backend, tokenizer = local_backend(
+        args.model,
+        args.backend,
+        context_tokens=args.max_context_tokens or 8192,
+        parallel=max(1, args.concurrency),
+        threads=getattr(args, "threads", None),
+    )
+    return backend, args.tokenizer or tokenizer
 
 
 def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | None = None):
@@ -129,7 +136,12 @@ def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | Non
 
 
 async def run_rollout(
-    spec: RolloutSpec, args: argparse.Namespace, gateway: Any, make_model: Any, run_dir: Path
+    spec: RolloutSpec,
+    args: argparse.Namespace,
+    gateway: Any,
+    make_model: Any,
+    run_dir: Path,
+    progress: Progress | None = None,
 ) -> dict:
     """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
 
@@ -149,6 +161,7 @@ async def run_rollout(
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
+        row = RolloutProgress(progress, spec.rollout_id) if progress is not None else None
         agent = build_agent(
             model,
             ws,
@@ -161,8 +174,15 @@ async def run_rollout(
             unsafe_no_sandbox=unsafe,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
+            system_prompt=COMPACT_SYSTEM_PROMPT if args.backend == "llamacpp" else SYSTEM_PROMPT,
+            hooks=[row] if row is not None else (),
         )
-        end = await run_agent(agent, user_prompt(ws, spec.task.record), limits)
+        try:
+            compact = args.backend == "llamacpp"
+            end = await run_agent(agent, user_prompt(ws, spec.task.record, compact=compact), limits)
+        finally:
+            if row is not None:
+                row.close()
         if _infrastructure_failure(end.error):
             # the sampling backend failed: not a result of the policy. Nothing is scored or
             # stored; the record says failed, and --resume runs the rollout again.
@@ -208,6 +228,7 @@ async def run_rollout(
                 sampled_tokens=sum(r.num_sampled for r in traj.rows),
                 forks=sum(1 for e in traj.events if e["kind"] in ("fork", "reset")),
                 ill_formed_turns=len(traj.metadata.get("ill_formed_turns", [])),
+                recovered_calls=sum(len(r["how"]) for r in traj.metadata.get("recovered_calls", [])),
             )
         times["wall_s"] = time.monotonic() - t0
         record["times"] = {k: round(v, 3) for k, v in times.items()}
@@ -284,6 +305,7 @@ async def run_migration(
         for key, value in read_config(cfg_path).items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
+    resolve_defaults(args)
     validate_migrate_args(args)
     # read and check the tasks (or records) before anything is written
     tasks: list[Task] | list[dict[str, Any]]
@@ -337,15 +359,17 @@ async def _run(
 
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
-                    rec = await run_rollout(spec, args, gateway, make_model, run_dir)
+                    rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
                 with open(results_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
                 done[spec.rollout_id] = rec
                 progress.advance(bar)
+                calls = sum((rec.get("tool_stats") or {}).get("calls", {}).values())
                 progress.console.print(
-                    f"{spec.rollout_id}: reward {rec['reward']:.1f} ({rec['stop_reason']})"
+                    f"{spec.rollout_id}: reward {rec['reward']:.1f} ({rec['stop_reason']}, "
+                    f"{rec['turns']} turns, {calls} tool calls, {rec['times']['wall_s']:.0f} s)"
                 )
 
             await asyncio.gather(*(one(s) for s in todo))

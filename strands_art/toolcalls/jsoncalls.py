@@ -1,0 +1,241 @@
+"""Qwen2.5 tool calls: the template's ``<tool_call>`` JSON first, then fenced or bare JSON calls.
+
+Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "arguments": {...}}
+</tool_call>``, but the small models often write the same JSON object in a Markdown fence
+(````` ```json ... ``` `````) or bare. :class:`Qwen25JsonParser` reads the tagged form exactly like
+:class:`~strands_art.toolcalls.hermes.HermesParser` and, only when the output has no
+``<tool_call>`` tag at all, recovers the untagged forms when they are unambiguous:
+
+- **fenced**: one or more fenced blocks (language ``json`` or none) whose whole body is one JSON
+  object with a ``name`` among the offered tools, ``arguments`` an object (or a JSON string
+  holding one) and no other keys (or several such objects separated by whitespace); only
+  whitespace between the blocks. Text may stand *before*
+  the first block or *after* the last one, not both: a fenced JSON example with prose on both
+  sides is prose.
+- **bare**: the content starts (whitespace aside) with one or more such objects; text after
+  them is kept as content (as a Hermes parser keeps text after a call).
+- **listed**: every non-blank line is one such object, each after a list marker (``1.``,
+  ``2)``, ``-``, ``*``): a numbered list of calls, as small models copy a numbered recipe.
+
+Text kept next to a recovered call is noted in :attr:`ParsedOutput.problems`.
+
+A fenced block after which nothing else follows, that starts like a call (``{`` with a ``"name"``
+key) but does not parse or has the wrong shape, is an ill-formed call (``ill_formed`` with the
+reason). Everything recovered is listed in :attr:`ParsedOutput.recovered` (``"fenced_json"`` /
+``"bare_json"``); the sampled tokens are never changed, the row keeps exactly what was sampled.
+
+Replayed calls carry decoded ``arguments`` (``raw_arguments`` is None): this template writes
+``arguments | tojson``, which would quote a JSON string a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from strands_art.toolcalls.base import ParsedOutput, ToolCall, flag_unknown, resolve_tool_names
+from strands_art.toolcalls.hermes import HermesParser
+from strands_art.toolcalls.scan import CLOSE, OPEN
+
+_FENCE_OPEN = re.compile(r"```(?:json|JSON)?[ \t]*\n")
+_FENCE_END = re.compile(r"\n?[ \t]*```")
+
+
+def fenced_blocks(content: str) -> list[tuple[int, int, str]]:
+    """``(start, end, body)`` of each fenced block (language ``json`` or none), in order.
+
+    A body that starts with a JSON value ends where that value ends (so a JSON string holding
+    ````` ``` ````` does not close the block early); any other body ends at the next fence. An
+    unclosed block runs to the end of ``content``.
+    """
+    blocks = []
+    pos = 0
+    while (m := _FENCE_OPEN.search(content, pos)) is not None:
+        j = _WS.match(content, m.end()).end()
+        end = None
+        try:
+            _, k = _DECODER.raw_decode(content, j)
+            close = _FENCE_END.match(content, k)
+            if close is not None:
+                end, body_end = close.end(), k
+        except json.JSONDecodeError:
+            pass
+        if end is None:
+            close = _FENCE_END.search(content, m.end())
+            body_end = close.start() if close else len(content)
+            end = close.end() if close else len(content)
+        blocks.append((m.start(), end, content[m.end() : body_end]))
+        pos = end
+    return blocks
+
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"\s*")
+_LISTED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*])\s*(\{.*\})\s*$")
+
+
+class NotACall(ValueError):
+    """A JSON text is not a tool call of the accepted shape (the message says why)."""
+
+
+def call_from_json(body: str, tool_names: set[str] | None) -> ToolCall:
+    """The tool call a JSON text spells, if it is exactly one call-shaped object.
+
+    Raises:
+        NotACall: invalid JSON, not an object, extra keys, no/unknown ``name``, bad ``arguments``.
+    """
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise NotACall(f"invalid JSON: {exc.msg} at offset {exc.pos}") from None
+    return _call_from_obj(obj, tool_names, body.strip())
+
+
+def calls_from_json_sequence(body: str, tool_names: set[str] | None) -> list[ToolCall]:
+    """The calls of a text that is one or more call-shaped JSON objects separated by whitespace.
+
+    Raises:
+        NotACall: anything else in the text, or an object that is not a call (see
+            :func:`call_from_json`).
+    """
+    calls: list[ToolCall] = []
+    pos = _WS.match(body).end()
+    while pos < len(body):
+        try:
+            obj, end = _DECODER.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            raise NotACall(f"invalid JSON: {exc.msg} at offset {exc.pos}") from None
+        calls.append(_call_from_obj(obj, tool_names, body[pos:end]))
+        pos = _WS.match(body, end).end()
+    if not calls:
+        raise NotACall("no JSON object")
+    return calls
+
+
+def _call_from_obj(obj: Any, tool_names: set[str] | None, raw: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        raise NotACall(f"a JSON {type(obj).__name__}, not an object")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise NotACall('no "name"')
+    extra = sorted(set(obj) - {"name", "arguments"})
+    if extra:
+        raise NotACall(f"unexpected keys {extra}")
+    if tool_names is not None and name not in tool_names:
+        raise NotACall(f"{name!r} is not an offered tool")
+    args = obj.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            raise NotACall(f"arguments of {name!r} is a string that is not JSON") from None
+    if not isinstance(args, dict):
+        raise NotACall(f"arguments of {name!r} is a {type(args).__name__}, not an object")
+    return ToolCall(name=name, arguments=args, raw=raw)
+
+
+def _looks_like_call(body: str) -> bool:
+    s = body.lstrip()
+    return s.startswith("{") and '"name"' in s
+
+
+class Qwen25JsonParser(HermesParser):
+    """Hermes ``<tool_call>`` JSON, plus unambiguous fenced/bare JSON calls (module docstring)."""
+
+    name = "qwen2.5-json"
+
+    def parse(
+        self,
+        text: str,
+        tool_names: set[str] | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        think_open: bool = False,
+    ) -> ParsedOutput:
+        """See :class:`~strands_art.toolcalls.base.ToolCallParser`. Never raises on model output."""
+        out = super().parse(text, tool_names, tools=tools, think_open=think_open)
+        out.tool_calls = [replace(c, raw_arguments=None) for c in out.tool_calls]
+        if out.tool_calls or out.ill_formed or OPEN in out.text or CLOSE in out.text:
+            return out
+        names = resolve_tool_names(tool_names, tools)
+        recovered = self._fenced(out, names) or self._bare(out, names) or self._listed(out, names)
+        return flag_unknown(recovered, names) if recovered is not None else out
+
+    @staticmethod
+    def _fenced(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        content = out.text
+        blocks = fenced_blocks(content)
+        if not blocks:
+            return None
+        # only whitespace between the blocks, and text on one side at most: otherwise it is prose
+        for a, b in zip(blocks, blocks[1:], strict=False):
+            if content[a[1] : b[0]].strip():
+                return None
+        lead = content[: blocks[0][0]].rstrip()
+        tail = content[blocks[-1][1] :].strip()
+        if lead.strip() and tail:
+            return None
+        calls: list[ToolCall] = []
+        for k, (start, end, body) in enumerate(blocks, 1):
+            try:
+                block_calls = calls_from_json_sequence(body, names)
+            except NotACall as exc:
+                if not _looks_like_call(body):
+                    return None  # a code block that is not JSON-call-like: plain content
+                return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
+            raw = content[start:end] if len(block_calls) == 1 else None
+            calls.extend(replace(c, raw=raw if raw is not None else c.raw) for c in block_calls)
+        notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
+        return replace(
+            out,
+            text=lead or tail,
+            tool_calls=calls,
+            problems=[*out.problems, *notes],
+            recovered=["fenced_json"] * len(calls),
+        )
+
+    @staticmethod
+    def _bare(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        content = out.text
+        pos = _WS.match(content).end()
+        if not content.startswith("{", pos):
+            return None
+        calls: list[ToolCall] = []
+        while pos < len(content) and content.startswith("{", pos):
+            try:
+                obj, end = _DECODER.raw_decode(content, pos)
+                call = _call_from_obj(obj, names, content[pos:end])
+            except (json.JSONDecodeError, NotACall):
+                if not calls:
+                    return None  # does not start with a call: leave it as text
+                break
+            calls.append(call)
+            pos = _WS.match(content, end).end()
+        tail = content[pos:].strip()
+        notes = [f"text after the tool calls kept as content: {tail[:60]!r}"] if tail else []
+        return replace(
+            out,
+            text=tail,
+            tool_calls=calls,
+            problems=[*out.problems, *notes],
+            recovered=["bare_json"] * len(calls),
+        )
+
+    @staticmethod
+    def _listed(out: ParsedOutput, names: set[str] | None) -> ParsedOutput | None:
+        lines = [line for line in out.text.splitlines() if line.strip()]
+        calls: list[ToolCall] = []
+        for line in lines:
+            m = _LISTED.match(line)
+            if m is None:
+                return None
+            try:
+                calls.append(replace(call_from_json(m.group(1), names), raw=line))
+            except NotACall:
+                return None
+        if not calls:
+            return None
+        return replace(out, text="", tool_calls=calls, recovered=["listed_json"] * len(calls))

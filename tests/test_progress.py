@@ -1,0 +1,34 @@
+"""The live per-rollout line of the main job: turn, last tool call, elapsed."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from rich.console import Console
+from rich.progress import Progress, TextColumn
+
+from strands_art.envs.migrationbench.progress import RolloutProgress, summarize_call
+
+
+def test_summarize_call() -> None:
+    assert summarize_call("shell", {"command": "mvn -q\n  clean verify"}) == "shell: mvn -q clean verify"
+    assert (
+        summarize_call("file_editor", {"command": "view", "path": "pom.xml"}) == "file_editor: view pom.xml"
+    )
+    assert summarize_call("shell", None) == "shell"
+    long = summarize_call("shell", {"command": "x" * 200})
+    assert len(long) == 60 and long.endswith("…")
+
+
+def test_row_follows_turns_and_calls() -> None:
+    progress = Progress(TextColumn("{task.description}"), console=Console(file=None, width=120))
+    row = RolloutProgress(progress, "compiler-props-r0")
+    (task,) = progress.tasks
+    assert task.description == "compiler-props-r0  turn 1  (no tool call yet)"
+    row._on_tool_call(SimpleNamespace(tool_use={"name": "shell", "input": {"command": "cat pom.xml"}}))
+    row._on_model_call(SimpleNamespace(stop_response=object()))
+    assert progress.tasks[0].description == "compiler-props-r0  turn 2  shell: cat pom.xml"
+    row._on_model_call(SimpleNamespace(stop_response=None))  # a failed call is not a turn
+    assert "turn 2" in progress.tasks[0].description
+    row.close()
+    assert progress.tasks == []

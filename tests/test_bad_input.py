@@ -201,9 +201,10 @@ def test_migrate_resume_refuses_a_sandbox_opt_out_that_is_not_a_boolean(
 def test_rollouts_run_directly_check_the_sandbox_opt_out() -> None:
     """Trainers call run_rollout with their own Namespace: the same check runs there."""
     from strands_art.cli import build_parser
-    from strands_art.envs.migrationbench.runner_args import validate_rollout_limits
+    from strands_art.envs.migrationbench.runner_args import resolve_defaults, validate_rollout_limits
 
-    args = build_parser().parse_args(["migrate"])
+    args = build_parser().parse_args(["migrate", "--backend", "transformers"])
+    resolve_defaults(args)
     assert args.unsafe_no_sandbox is False
     validate_rollout_limits(args)
     args.unsafe_no_sandbox = "false"  # truthy: must not pass as an opt-out (or as the default)

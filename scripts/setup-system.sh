@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install JDK 17, Maven and the Debian Maven packages that fill /usr/share/maven-repo, so that
-# the MigrationBench evaluator can build Java projects without Maven Central.
+# the MigrationBench evaluator can build Java projects without Maven Central, and bubblewrap, the
+# sandbox every agent command and every evaluation build runs in (docs/migrationbench.md, "Sandbox").
 #
 # Idempotent: packages already installed are left alone, and `apt-get update` runs only when
 # something is missing. Needs root (or sudo). Non-interactive (DEBIAN_FRONTEND=noninteractive).
@@ -8,6 +9,9 @@
 set -euo pipefail
 
 PACKAGES=(
+  # the command sandbox: bwrap (bubblewrap), setpriv + prlimit (util-linux)
+  bubblewrap
+  util-linux
   openjdk-17-jdk-headless
   maven
   # plugins bound by Maven's default lifecycle (clean, resources, compiler, surefire, jar, install)
@@ -68,4 +72,12 @@ for dir in org/apache/maven/plugins/maven-compiler-plugin org/apache/maven/plugi
     exit 1
   fi
 done
+# Check: bwrap can build the sandbox here (user namespaces allowed). The full proof, with escape
+# attempts checked from the host: `strands-art sandbox-check`.
+if ! bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib \
+  --symlink usr/lib64 /lib64 --proc /proc --dev /dev -- /bin/true; then
+  echo "setup-system: bwrap cannot create its namespaces here; enable unprivileged user namespaces" \
+    "(sysctl user.max_user_namespaces=15000; kernel.unprivileged_userns_clone=1 where it exists)" >&2
+  exit 1
+fi
 echo "setup-system: ok (java $java_major, $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g'))"

@@ -4,6 +4,7 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 
 - ``migrate``        the main job: the MigrationBench agent over the bundled tasks, real Maven builds;
 - ``evaluate``       score a migrated repository against its task (JSON to stdout);
+- ``sandbox-check``  prove the command sandbox holds on this machine (one line per check);
 - ``replay``         replay a logged conversation, or a stored rollout of a run, through the gateway
                      (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
@@ -82,6 +83,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
+    from strands_art.envs.sandbox import SandboxError
     from strands_art.validation import UsageError, check_float
 
     if not Path(args.repo_dir).is_dir():
@@ -92,14 +94,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"strands-art evaluate: {exc}", file=sys.stderr)
         return 2
+    if args.unsafe_no_sandbox:
+        print("strands-art evaluate: --unsafe-no-sandbox: the build runs WITHOUT a sandbox", file=sys.stderr)
     try:
-        result = evaluate_command(args.repo_dir, args.task, timeout_s=args.timeout)
+        result = evaluate_command(
+            args.repo_dir, args.task, timeout_s=args.timeout, unsafe_no_sandbox=args.unsafe_no_sandbox
+        )
+    except SandboxError as exc:
+        print(f"strands-art evaluate: {_one_line(exc)}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
         print(f"strands-art evaluate: bad task {args.task}: {_one_line(exc)}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+def _cmd_sandbox_check(args: argparse.Namespace) -> int:
+    from strands_art.envs.sandbox.check import main as check_main
+
+    return check_main(maven=args.maven)
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
@@ -172,7 +187,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=300.0, help="Maven build timeout in seconds (default 300)"
     )
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="build WITHOUT the bubblewrap sandbox (the repository's code runs with your privileges)",
+    )
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser(
+        "sandbox-check",
+        help="prove the command sandbox holds here: escape attempts from inside, checked from outside",
+    )
+    p.add_argument("--maven", action="store_true", help="also run a Maven build inside the sandbox")
+    p.set_defaults(func=_cmd_sandbox_check)
 
     from strands_art.envs.migrationbench.runner_args import MIGRATE_DESCRIPTION, add_migrate_arguments
 

@@ -2,7 +2,7 @@
 
 Used by every ``strands-art`` subcommand before it writes anything, and by ``migrate --resume``
 for the values it reads back from ``config.json``. A value is refused when it is not a number
-of the right kind (``True`` is not an integer here), not finite (``nan``, ``inf``), or outside
+of the right kind (``True`` is not an integer here, ``1`` is not a boolean), not finite (``nan``, ``inf``), or outside
 its range; the message names the flag, the range and the value given.
 """
 
@@ -33,6 +33,14 @@ def check_float(flag: str, value: Any, lo: float, hi: float, *, lo_open: bool = 
         bracket = "(" if lo_open else "["
         raise UsageError(f"{flag} must be a finite number in {bracket}{lo:g}, {hi:g}], got {_show(value)}")
     return float(value)
+
+
+def check_bool(flag: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not ``1``, ``"yes"`` or ``null``, e.g. from a
+    hand-edited ``config.json``); else :class:`UsageError`."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{flag} must be true or false, got {_show(value)}")
+    return value
 
 
 def _show(value: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,15 @@ import pytest
 from strands_art.cli import main
 from strands_art.envs.migrationbench.evaluator import EvalTask, _original_tests
 from strands_art.envs.migrationbench.tasks import TaskError, load_task, materialize_record
+from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
+from strands_art.envs.sandbox.policy import Identity
+from strands_art.validation import UsageError
+
+try:
+    require_sandbox()
+    SANDBOX_OK = True
+except SandboxUnavailable:
+    SANDBOX_OK = False
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -95,12 +105,14 @@ def test_base_commit_is_never_read_as_an_option_by_git(tmp_path: Path, capsys) -
     code, err = _run(capsys, "evaluate", str(repo), "--task", str(task))
     _one_error_line(code, err, "base_commit must be a hex git commit id", "--output=")
     assert not victim.exists()
-    # and below the check, git itself is told where the options end
+    # and below the check, git itself is told where the options end (unsandboxed here: the
+    # sandboxed git archive is tested in test_sandbox_attacks.py)
+    me = Identity(os.getuid(), os.getgid(), drop=False)
     sneaky = EvalTask("t", 1, original_dir=None, base_commit=f"--output={victim}")
     with pytest.raises(ValueError, match="hex git commit id"):
-        _original_tests(repo, sneaky)
-    with pytest.raises(ValueError, match="git archive of base_commit abcdef0 failed"):
-        _original_tests(repo, EvalTask("t", 1, base_commit="abcdef0"))
+        _original_tests(repo, sneaky, me, True, tmp_path)
+    with pytest.raises(ValueError, match="git archive 'abcdef0' failed"):
+        _original_tests(repo, EvalTask("t", 1, base_commit="abcdef0"), me, True, tmp_path)
     assert not victim.exists()
 
 
@@ -171,6 +183,37 @@ def test_migrate_resume_checks_the_saved_config_too(tmp_path: Path, capsys) -> N
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
+@pytest.mark.parametrize("value", ["yes", 1, None, [True]])
+def test_migrate_resume_refuses_a_sandbox_opt_out_that_is_not_a_boolean(
+    tmp_path: Path, capsys, value
+) -> None:
+    """The opt-out is read back from config.json on --resume: only a real true/false counts, and a
+    bad one stops before anything is written (never taken as "on" or "off" by truthiness)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"unsafe_no_sandbox": value}))
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir())
+    code, err = _run(capsys, "migrate", "--resume", str(run_dir))
+    _one_error_line(code, err, "strands-art migrate:", "--unsafe-no-sandbox must be true or false, got")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir()) == before
+
+
+def test_rollouts_run_directly_check_the_sandbox_opt_out() -> None:
+    """Trainers call run_rollout with their own Namespace: the same check runs there."""
+    from strands_art.cli import build_parser
+    from strands_art.envs.migrationbench.runner_args import resolve_defaults, validate_rollout_limits
+
+    args = build_parser().parse_args(["migrate", "--backend", "transformers"])
+    resolve_defaults(args)
+    assert args.unsafe_no_sandbox is False
+    validate_rollout_limits(args)
+    args.unsafe_no_sandbox = "false"  # truthy: must not pass as an opt-out (or as the default)
+    with pytest.raises(UsageError, match="--unsafe-no-sandbox must be true or false, got 'false'"):
+        validate_rollout_limits(args)
+    del args.unsafe_no_sandbox  # absent: the sandbox stays on
+    validate_rollout_limits(args)
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
@@ -222,7 +265,9 @@ def test_valid_commit_ids_still_reach_git(tmp_path: Path) -> None:
         ["git", "-C", str(task.repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True
     )
     assert head.stdout.strip() == commit and task.num_test_cases == 1
-    original = _original_tests(tmp_path / "src", EvalTask("t", 1, base_commit=commit))
+    me = Identity(os.getuid(), os.getgid(), drop=False)  # git in the sandbox when it works here
+    unsafe = not SANDBOX_OK
+    original = _original_tests(tmp_path / "src", EvalTask("t", 1, base_commit=commit), me, unsafe, tmp_path)
     assert sorted(original.keys()) == ["p.ATest#one"]
 
 

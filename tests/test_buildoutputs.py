@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ from strands_art.envs.migrationbench.buildoutputs import (
     case_key,
     check_bytecode,
     class_major_version,
+    expects_classes,
     read_test_reports,
 )
 
@@ -173,3 +175,23 @@ def test_javac_writes_no_class_for_package_info_and_the_check_agrees(tmp_path: P
     assert list(out.rglob("*")) == []
     _module(tmp_path, "core", [61])
     assert check_bytecode(tmp_path).ok
+
+
+def test_what_the_build_swapped_in_cannot_excuse_a_module(tmp_path: Path) -> None:
+    """The tree was written by the sandboxed build: a POM that links to a host file saying
+    ``<packaging>pom</packaging>`` is not read through the link, and a source replaced by a FIFO
+    neither hangs the check nor counts as a module without types."""
+    host = tmp_path / "host-pom.xml"
+    host.write_text("<project><packaging>pom</packaging></project>")
+    project = tmp_path / "build"
+    linked = project / "linked"
+    linked.mkdir(parents=True)
+    (linked / "pom.xml").symlink_to(host)
+    _source(linked, "p/A.java", "package p; class A {}")
+    fifo = project / "fifo"
+    _pom(fifo)
+    (fifo / "src/main/java/p").mkdir(parents=True)
+    os.mkfifo(fifo / "src/main/java/p/A.java")  # opened blocking, this would hang the check
+    # linked/pom.xml is not read through the link (packaging stays jar), fifo's source counts as a type
+    assert check_bytecode(project).modules_without_classes == ["fifo", "linked"]
+    assert expects_classes(linked, project) and expects_classes(fifo, project)

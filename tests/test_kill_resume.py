@@ -4,7 +4,8 @@ process of the killed runs is left.
 
 The runner is the real CLI entry point in a subprocess (tests/migrate_kill_driver.py: scripted
 Qwen3 policy, real tools, real gateway and store). Tasks have no ``pom.xml``, so evaluation runs no
-Maven build; about two minutes on two busy cores.
+Maven build; about two minutes on two busy cores. The agent's commands run in the bubblewrap
+sandbox (as the workspace's uid, with no run token in their environment) wherever it works.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def test_sigkill_and_resume_leave_each_rollout_exactly_once(tmp_path: Path) -> N
     resume = ["--resume", str(run_dir)]
     rng = random.Random(20261130)
     kills, attempt = 0, 0
+    linked: set[Path] = set()  # temp-dir directories the workspaces dir linked to (see workspace.py)
     while kills < KILLS:
         attempt += 1
         assert attempt <= 3 * KILLS, f"only {kills} kills landed in {attempt - 1} runs"
@@ -112,6 +114,8 @@ def test_sigkill_and_resume_leave_each_rollout_exactly_once(tmp_path: Path) -> N
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         kills += 1
+        if (run_dir / "workspaces").is_symlink():
+            linked.add(Path(os.path.realpath(run_dir / "workspaces")))
         deadline = time.monotonic() + 10  # the reaper needs a moment
         while _leftovers() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -134,5 +138,6 @@ def test_sigkill_and_resume_leave_each_rollout_exactly_once(tmp_path: Path) -> N
     assert sorted(p.name for p in (store.root / "rows").iterdir()) == sorted(
         f"part-{rid}.parquet" for rid in expected
     )
-    assert list((run_dir / "workspaces").iterdir()) == []
+    assert not os.path.lexists(run_dir / "workspaces")  # emptied at the end, then removed
+    assert [p for p in linked if p.exists()] == []  # no killed run's workspaces left anywhere
     assert _leftovers() == []

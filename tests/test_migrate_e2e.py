@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,8 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         # the final answer is the row's last sampled text
         assert qwen3.decode(traj.turns[-1].output_ids).startswith(FINAL_ANSWER)
     assert (run_dir / "config.json").is_file() and (run_dir / "summary.png").stat().st_size > 0
-    assert list((run_dir / "workspaces").iterdir()) == []  # workspaces and build scratch removed
+    # workspaces and build scratch removed, then the emptied workspaces dir (or its link and target)
+    assert not os.path.lexists(run_dir / "workspaces")
 
     # the prompts were real: each tool's result is in the next prompt of that rollout
     mvn_prompts = [

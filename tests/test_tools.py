@@ -1,6 +1,7 @@
-"""Shell and file-editor tools: confinement, timeouts, truncation, isolation, editor commands.
+"""Shell and file-editor tools: confinement, timeouts, truncation, sandbox, editor commands.
 
-Covers strands_art/envs/migrationbench/{tools,commands,editor,isolation}.py.
+Covers strands_art/envs/migrationbench/{tools,commands,editor}.py (the escape attempts against
+the sandbox itself are in tests/test_sandbox_attacks.py).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 
 from strands_art.envs.migrationbench.commands import OutputBuffer, run_command, write_mvn_wrapper
-from strands_art.envs.migrationbench.isolation import Isolation, detect_isolation
-from strands_art.envs.migrationbench.tools import ToolStats, invokes_maven, make_tools
+from strands_art.envs.migrationbench.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.tools import ToolStats, describe_sandbox, invokes_maven, make_tools
 from strands_art.envs.migrationbench.workspace import Workspace
+from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 
-NO_ISOLATION = Isolation("none", reason="test")
-ISO = detect_isolation()
-needs_netns = pytest.mark.skipif(ISO.kind != "netns", reason=f"no network namespace here: {ISO.description}")
+try:
+    require_sandbox()
+    SANDBOX_OK = True
+except SandboxUnavailable:
+    SANDBOX_OK = False
+needs_sandbox = pytest.mark.skipif(not SANDBOX_OK, reason="bubblewrap sandbox unavailable here")
 
 POM = "<project>\n  <properties>\n    <maven.compiler.source>1.8</maven.compiler.source>\n  </properties>\n</project>\n"
 
@@ -79,7 +83,7 @@ def test_output_buffer_exact_fit_is_untouched() -> None:
 
 
 async def test_command_output_truncated_to_configured_size(tmp_path: Path) -> None:
-    res = await run_command("seq 1 5000", cwd=tmp_path, max_output_bytes=200, isolation=NO_ISOLATION)
+    res = await run_command("seq 1 5000", cwd=tmp_path, max_output_bytes=200, sandbox=None)
     full = "".join(f"{i}\n" for i in range(1, 5001))
     assert res.total_bytes == len(full) and res.dropped_bytes == len(full) - 200
     assert (
@@ -88,17 +92,18 @@ async def test_command_output_truncated_to_configured_size(tmp_path: Path) -> No
 
 
 async def test_stdout_and_stderr_are_merged(tmp_path: Path) -> None:
-    res = await run_command("echo out; echo err >&2; exit 3", cwd=tmp_path, isolation=NO_ISOLATION)
+    res = await run_command("echo out; echo err >&2; exit 3", cwd=tmp_path, sandbox=None)
     assert res.exit_code == 3 and "out\n" in res.output and "err\n" in res.output
 
 
 # ---------------------------------------------------------------- timeouts
-@pytest.mark.parametrize("iso", [NO_ISOLATION, ISO], ids=["none", "detected"])
-async def test_timeout_kills_the_whole_process_group(tmp_path: Path, iso: Isolation) -> None:
+@pytest.mark.parametrize("sandboxed", [False, pytest.param(True, marks=needs_sandbox)], ids=["none", "bwrap"])
+async def test_timeout_kills_the_whole_process_group(ws: Workspace, sandboxed: bool) -> None:
     marker = f"30.{os.getpid()}{int(time.time() * 1000) % 100000}"
     start = time.monotonic()
+    sandbox = workspace_sandbox(ws) if sandboxed else None
     res = await run_command(
-        f"echo started; sleep {marker} & sleep {marker}", cwd=tmp_path, timeout_s=1, isolation=iso
+        f"echo started; sleep {marker} & sleep {marker}", cwd=ws.root, timeout_s=1, sandbox=sandbox
     )
     elapsed = time.monotonic() - start
     assert res.timed_out and res.exit_code is None
@@ -110,18 +115,18 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path, iso: Isolat
 
 async def test_background_leftovers_are_killed_when_command_ends(tmp_path: Path) -> None:
     marker = f"40.{os.getpid()}1"
-    res = await run_command(
-        f"(sleep {marker} >/dev/null 2>&1 &); echo done", cwd=tmp_path, isolation=NO_ISOLATION
-    )
+    res = await run_command(f"(sleep {marker} >/dev/null 2>&1 &); echo done", cwd=tmp_path, sandbox=None)
     assert res.exit_code == 0 and res.output == "done\n"
     await asyncio.sleep(0.2)
     assert _pids_with(f"sleep {marker}") == []
 
 
-@pytest.mark.skipif(not ISO.pid_namespace, reason="no PID namespace here")
-async def test_pid_namespace_kills_setsid_escapees(tmp_path: Path) -> None:
+@needs_sandbox
+async def test_pid_namespace_kills_setsid_escapees(ws: Workspace) -> None:
     marker = f"50.{os.getpid()}2"
-    res = await run_command(f"setsid sleep {marker} >/dev/null 2>&1 & echo ok", cwd=tmp_path, isolation=ISO)
+    res = await run_command(
+        f"setsid sleep {marker} >/dev/null 2>&1 & echo ok", cwd=ws.root, sandbox=workspace_sandbox(ws)
+    )
     assert res.output == "ok\n"
     await asyncio.sleep(0.3)
     assert _pids_with(f"sleep {marker}") == []
@@ -147,58 +152,73 @@ async def test_shell_timeout_capped_by_rollout_time_left(ws: Workspace) -> None:
     assert "time limit" in _text(await shell2(command="echo hi"))
 
 
-# ---------------------------------------------------------------- isolation
-def test_isolation_is_reported_in_the_tool_description(ws: Workspace) -> None:
+# ---------------------------------------------------------------- sandbox
+@needs_sandbox
+def test_sandbox_is_reported_in_the_tool_description(ws: Workspace) -> None:
     shell, _ = make_tools(ws)
     desc = shell.tool_spec["description"]
-    assert f"Isolation: {ISO.description}" in desc
-    assert ISO.description.startswith(("netns (", "none ("))
+    assert f"Sandbox: {describe_sandbox(workspace_sandbox(ws))}." in desc and "no network" in desc
+    unsafe, _ = make_tools(ws, unsafe_no_sandbox=True)
+    assert "Sandbox: NONE (--unsafe-no-sandbox" in unsafe.tool_spec["description"]
 
 
-def test_isolation_modes() -> None:
-    assert detect_isolation("none").description == "none (disabled by configuration)"
-    with pytest.raises(ValueError):
-        detect_isolation("chroot")
+def test_make_tools_fails_closed_without_bwrap(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from strands_art.envs.sandbox import probe
+
+    monkeypatch.setattr(probe, "_verified", set())
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(probe, "find_tool", lambda name: None if name == "bwrap" else f"/usr/bin/{name}")
+    with pytest.raises(
+        SandboxUnavailable, match=r"`bwrap` not found.*apt-get install bubblewrap.*--unsafe-no-sandbox"
+    ):
+        make_tools(ws)
+    with pytest.raises(SandboxUnavailable):  # a failed probe is not remembered as "no sandbox"
+        make_tools(ws)
+    monkeypatch.undo()
+    if SANDBOX_OK:
+        make_tools(ws)  # and once bwrap is back, the next call probes again and passes
 
 
-@needs_netns
-async def test_netns_cannot_reach_host_loopback(tmp_path: Path) -> None:
+@needs_sandbox
+async def test_sandbox_cannot_reach_host_loopback(ws: Workspace) -> None:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
-    threading.Thread(target=lambda: server.accept()[0].close(), daemon=True).start()
-    probe = f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')\""
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')\""
     try:
-        inside = await run_command(probe, cwd=tmp_path, isolation=ISO, timeout_s=20)
+        inside = await run_command(probe, cwd=ws.root, sandbox=workspace_sandbox(ws), timeout_s=20)
         assert "CONNECTED" not in inside.output and inside.exit_code != 0
         assert "ConnectionRefused" in inside.output
-        outside = await run_command(probe, cwd=tmp_path, isolation=NO_ISOLATION, timeout_s=20)
-        assert "CONNECTED" in outside.output  # control: the same probe works without isolation
+        assert accepted == []  # the host's listener saw nothing
+        outside = await run_command(probe, cwd=ws.root, sandbox=None, timeout_s=20)
+        assert "CONNECTED" in outside.output  # control: the same probe works without the sandbox
     finally:
         server.close()
 
 
-@needs_netns
-async def test_netns_has_only_loopback(tmp_path: Path) -> None:
+@needs_sandbox
+async def test_sandbox_has_only_loopback(ws: Workspace) -> None:
     res = await run_command(
-        f'{sys.executable} -c "import socket; print(sorted(n for _, n in socket.if_nameindex()))"',
-        cwd=tmp_path,
-        isolation=ISO,
+        'python3 -c "import socket; print(sorted(n for _, n in socket.if_nameindex()))"',
+        cwd=ws.root,
+        sandbox=workspace_sandbox(ws),
     )
     assert res.output.strip() == "['lo']"
 
 
-@pytest.mark.skipif(not ISO.readonly_root, reason="no read-only root here")
+@needs_sandbox
 async def test_readonly_root_outside_workspace(ws: Workspace) -> None:
     shell, _ = make_tools(ws)
-    # /tmp stays writable inside the sandbox (documented), so probe a path on the root filesystem
-    # that is outside both the workspace and /tmp, wherever the checkout lives.
     outside = Path.home() / f".strands-art-ro-probe-{os.getpid()}"
     try:
-        result = await shell(command=f"touch {outside}; echo made > inside.txt; cat inside.txt")
+        result = await shell(
+            command=f"touch /usr/x-{os.getpid()}; touch {outside}; echo made > inside.txt; cat inside.txt"
+        )
         assert "Read-only file system" in _text(result)
-        assert not outside.exists()
+        assert not outside.exists() and not Path(f"/usr/x-{os.getpid()}").exists()
     finally:
         outside.unlink(missing_ok=True)
     assert (ws.root / "inside.txt").read_text() == "made\n"
@@ -210,10 +230,14 @@ async def test_env_and_extra_path_reach_the_command(ws: Workspace, tmp_path: Pat
     fake.mkdir()
     real.write_text('#!/bin/sh\necho "ARGS: $*"\n')
     real.chmod(0o755)
-    wrapper = write_mvn_wrapper(tmp_path / "bin", settings=tmp_path / "s.xml", real_mvn=str(real))
+    wrapper = write_mvn_wrapper(ws.aux_dir / "bin", settings=tmp_path / "s.xml", real_mvn=str(real))
     stats = ToolStats()
     shell, _ = make_tools(
-        ws, env={"MVN_LOCAL_REPO": "/x/repo"}, extra_path=[str(wrapper.parent)], stats=stats
+        ws,
+        env={"MVN_LOCAL_REPO": "/x/repo"},
+        extra_path=[str(wrapper.parent)],
+        stats=stats,
+        unsafe_no_sandbox=True,
     )
     result = await shell(command="mvn -q clean verify; echo $MVN_LOCAL_REPO; pwd")
     assert result["status"] == "success"
@@ -239,59 +263,59 @@ def test_invokes_maven(command: str, expected: bool) -> None:
 
 
 # ---------------------------------------------------------------- file editor
-def test_editor_view_file_with_numbers_and_range(ws: Workspace) -> None:
+async def test_editor_view_file_with_numbers_and_range(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    out = _text(ed(command="view", path="src/A.java"))
+    out = _text(await ed(command="view", path="src/A.java"))
     assert "     1\tclass A {\n     2\t  int x = 1;" in out
-    out = _text(ed(command="view", path="src/A.java", view_range=[2, 3]))
+    out = _text(await ed(command="view", path="src/A.java", view_range=[2, 3]))
     assert "     2\t  int x = 1;\n     3\t  int y = 1;\n" in out and "class A" not in out
-    bad = ed(command="view", path="src/A.java", view_range=[9, 12])
+    bad = await ed(command="view", path="src/A.java", view_range=[9, 12])
     assert bad["status"] == "error" and "[1, 5]" in _text(bad)
 
 
-def test_editor_view_directory_lists_two_levels_without_hidden(ws: Workspace) -> None:
+async def test_editor_view_directory_lists_two_levels_without_hidden(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    out = _text(ed(command="view", path="."))
+    out = _text(await ed(command="view", path="."))
     assert out.splitlines()[1:] == ["pom.xml", "src/", "src/A.java"]
 
 
-def test_editor_confinement(ws: Workspace) -> None:
+async def test_editor_confinement(ws: Workspace) -> None:
     _, ed = make_tools(ws)
     for bad in ("../../etc/passwd", "/etc/passwd"):
-        r = ed(command="view", path=bad)
+        r = await ed(command="view", path=bad)
         assert r["status"] == "error" and "outside the workspace" in _text(r)
     os.symlink("/etc", ws.root / "etc")
-    r = ed(command="create", path="etc/evil.conf", file_text="x")
+    r = await ed(command="create", path="etc/evil.conf", file_text="x")
     assert r["status"] == "error" and "symbolic link" in _text(r)
     assert not Path("/etc/evil.conf").exists()
 
 
-def test_editor_create_overwrite_and_undo(ws: Workspace) -> None:
+async def test_editor_create_overwrite_and_undo(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    r = ed(command="create", path="src/B.java", file_text="class B {}\n")
+    r = await ed(command="create", path="src/B.java", file_text="class B {}\n")
     assert r["status"] == "success" and "created" in _text(r)
     assert (ws.root / "src/B.java").read_text() == "class B {}\n"
-    r = ed(command="create", path="src/B.java", file_text="class B { int z; }\n")
+    r = await ed(command="create", path="src/B.java", file_text="class B { int z; }\n")
     assert "overwritten" in _text(r)
-    ed(command="undo_edit", path="src/B.java")
+    await ed(command="undo_edit", path="src/B.java")
     assert (ws.root / "src/B.java").read_text() == "class B {}\n"
-    r = ed(command="undo_edit", path="src/B.java")
+    r = await ed(command="undo_edit", path="src/B.java")
     assert "removed" in _text(r) and not (ws.root / "src/B.java").exists()
-    r = ed(command="undo_edit", path="src/B.java")
+    r = await ed(command="undo_edit", path="src/B.java")
     assert r["status"] == "error" and "nothing to undo" in _text(r)
 
 
-def test_editor_create_makes_parent_dirs_and_requires_text(ws: Workspace) -> None:
+async def test_editor_create_makes_parent_dirs_and_requires_text(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    ed(command="create", path="src/test/java/p/T.java", file_text="x")
+    await ed(command="create", path="src/test/java/p/T.java", file_text="x")
     assert (ws.root / "src/test/java/p/T.java").read_text() == "x"
-    r = ed(command="create", path="C.java")
+    r = await ed(command="create", path="C.java")
     assert r["status"] == "error" and "`file_text` is required" in _text(r)
 
 
-def test_editor_str_replace_exactly_once(ws: Workspace) -> None:
+async def test_editor_str_replace_exactly_once(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    r = ed(
+    r = await ed(
         command="str_replace",
         path="pom.xml",
         old_str="<maven.compiler.source>1.8",
@@ -299,41 +323,41 @@ def test_editor_str_replace_exactly_once(ws: Workspace) -> None:
     )
     assert r["status"] == "success" and "17</maven.compiler.source>" in _text(r)
     assert (ws.root / "pom.xml").read_text() == POM.replace("1.8", "17")
-    r = ed(command="str_replace", path="src/A.java", old_str=" = 1;", new_str=" = 2;")
+    r = await ed(command="str_replace", path="src/A.java", old_str=" = 1;", new_str=" = 2;")
     assert r["status"] == "error" and "occurs 2 times" in _text(r) and "[2, 3]" in _text(r)
-    r = ed(command="str_replace", path="src/A.java", old_str="int q", new_str="int r")
+    r = await ed(command="str_replace", path="src/A.java", old_str="int q", new_str="int r")
     assert r["status"] == "error" and "did not appear verbatim" in _text(r)
     assert (ws.root / "src/A.java").read_text() == "class A {\n  int x = 1;\n  int y = 1;\n}\n"  # untouched
-    r = ed(command="str_replace", path="src/A.java", old_str="  int y = 1;\n")  # no new_str: delete
+    r = await ed(command="str_replace", path="src/A.java", old_str="  int y = 1;\n")  # no new_str: delete
     assert (ws.root / "src/A.java").read_text() == "class A {\n  int x = 1;\n}\n"
-    ed(command="undo_edit", path="src/A.java")
+    await ed(command="undo_edit", path="src/A.java")
     assert (ws.root / "src/A.java").read_text() == "class A {\n  int x = 1;\n  int y = 1;\n}\n"
 
 
-def test_editor_insert(ws: Workspace) -> None:
+async def test_editor_insert(ws: Workspace) -> None:
     _, ed = make_tools(ws)
-    ed(command="insert", path="src/A.java", insert_line=0, new_str="// top")
-    ed(command="insert", path="src/A.java", insert_line=2, new_str="  int w = 0;")
+    await ed(command="insert", path="src/A.java", insert_line=0, new_str="// top")
+    await ed(command="insert", path="src/A.java", insert_line=2, new_str="  int w = 0;")
     assert (
         ws.root / "src/A.java"
     ).read_text() == "// top\nclass A {\n  int w = 0;\n  int x = 1;\n  int y = 1;\n}\n"
-    r = ed(command="insert", path="src/A.java", insert_line=99, new_str="x")
+    r = await ed(command="insert", path="src/A.java", insert_line=99, new_str="x")
     assert r["status"] == "error" and "[0, 7]" in _text(r)
-    r = ed(command="insert", path="src/A.java", new_str="x")
+    r = await ed(command="insert", path="src/A.java", new_str="x")
     assert r["status"] == "error" and "`insert_line` and `new_str` are required" in _text(r)
 
 
-def test_editor_keeps_crlf_and_refuses_binary_and_dirs(ws: Workspace) -> None:
+async def test_editor_keeps_crlf_and_refuses_binary_and_dirs(ws: Workspace) -> None:
     _, ed = make_tools(ws)
     (ws.root / "w.txt").write_bytes(b"a\r\nb\r\n")
-    ed(command="str_replace", path="w.txt", old_str="b", new_str="c")
+    await ed(command="str_replace", path="w.txt", old_str="b", new_str="c")
     assert (ws.root / "w.txt").read_bytes() == b"a\r\nc\r\n"
     (ws.root / "lib.jar").write_bytes(b"PK\x03\x04\x00\x00binary")
-    r = ed(command="view", path="lib.jar")
+    r = await ed(command="view", path="lib.jar")
     assert r["status"] == "error" and "binary" in _text(r)
-    r = ed(command="str_replace", path="src", old_str="a", new_str="b")
+    r = await ed(command="str_replace", path="src", old_str="a", new_str="b")
     assert r["status"] == "error" and "directory" in _text(r)
-    r = ed(command="view", path="missing.txt")
+    r = await ed(command="view", path="missing.txt")
     assert r["status"] == "error" and "does not exist" in _text(r)
 
 
@@ -369,9 +393,7 @@ async def test_errors_come_back_as_tool_results_through_strands(ws: Workspace) -
 
 
 async def test_ansi_colour_codes_are_removed(tmp_path: Path) -> None:
-    res = await run_command(
-        r"printf '\033[1mBUILD\033[m \033[0;32mOK\033[0m\n'", cwd=tmp_path, isolation=NO_ISOLATION
-    )
+    res = await run_command(r"printf '\033[1mBUILD\033[m \033[0;32mOK\033[0m\n'", cwd=tmp_path, sandbox=None)
     assert res.output == "BUILD OK\n"
 
 

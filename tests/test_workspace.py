@@ -138,3 +138,22 @@ def test_copy_leaves_maven_build_outputs_behind(tmp_path):
     ws = Workspace.copy_of(src, tmp_path / "ws")
     assert (ws.root / "pom.xml").exists() and not (ws.root / "target").exists()
     assert (ws.root / "docs" / "target").is_dir()
+
+
+def test_base_dir_below_an_untraversable_dir_links_to_the_temp_dir(task_dir: Path, tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.workspace import remove_base_if_empty
+
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    base = closed / "run" / "workspaces"
+    with Workspace.for_task(task_dir, base_dir=base) as w:
+        assert w.root.parent.parent == base.resolve()
+        if os.geteuid() == 0:  # the sandbox uid could not walk through `closed`: a link out of it
+            assert base.is_symlink() and not base.resolve().is_relative_to(closed)
+            assert oct(base.resolve().stat().st_mode & 0o777) == "0o711"
+            assert w.root.parent.stat().st_uid == w.identity.uid and w.identity.uid != 0
+        remove_base_if_empty(base)
+        assert base.exists()  # a workspace is still in it
+    target = base.resolve()
+    remove_base_if_empty(base)
+    assert not base.exists() and not os.path.lexists(base) and not target.exists()

@@ -38,8 +38,9 @@ from strands.hooks import (
 from strands.tools.executors import SequentialToolExecutor
 from strands.types.exceptions import ContextWindowOverflowException, MaxTokensReachedException
 
+from strands_art.envs.sandbox import Sandbox
+
 from .commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
-from .isolation import Isolation
 from .tools import ToolStats, make_tools
 from .workspace import Workspace
 
@@ -235,7 +236,8 @@ def build_agent(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: Mapping[str, str] | None = None,
     extra_path: Sequence[str] = (),
-    isolation: Isolation | None = None,
+    sandbox: Sandbox | None = None,
+    unsafe_no_sandbox: bool = False,
     stats: ToolStats | None = None,
     limits: RolloutLimits | None = None,
     system_prompt: str = SYSTEM_PROMPT,
@@ -249,7 +251,7 @@ def build_agent(
         workspace: the rollout's own copy of the task repository.
         task: the task record (mapping or object with ``num_test_cases``; stored in state).
         max_turns / time_limit_s: rollout limits (ignored when ``limits`` is given).
-        command_timeout_s / max_output_bytes / env / extra_path / isolation: see
+        command_timeout_s / max_output_bytes / env / extra_path / sandbox / unsafe_no_sandbox: see
             :func:`~strands_art.envs.migrationbench.tools.make_tools`.
         stats: tool timing sink; pass one to read it after the rollout.
         limits: a :class:`RolloutLimits` to read ``stop_reason`` / ``model_calls`` from.
@@ -270,7 +272,8 @@ def build_agent(
         max_output_bytes=max_output_bytes,
         env=env,
         extra_path=extra_path,
-        isolation=isolation,
+        sandbox=sandbox,
+        unsafe_no_sandbox=unsafe_no_sandbox,
         stats=stats,
         time_left=lim.time_left,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from strands_art.envs.migrationbench.javatests import declares_type
+from strands_art.envs.sandbox.files import UnsafeFile, read_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -24,10 +25,27 @@ JAVA17_MAJOR = 61
 _CLASS_MAGIC = b"\xca\xfe\xba\xbe"
 
 
-def class_major_version(path: Path) -> int:
-    """Major version of one class file. Raises ValueError if it is not a class file."""
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+#: A surefire/failsafe report larger than this is unreadable (a build can write anything there).
+MAX_REPORT_BYTES = 64 << 20
+
+
+def class_major_version(path: Path, root: Path | None = None) -> int:
+    """Major version of one class file.
+
+    ``root``: the tree ``path`` lies in, written by a sandboxed build; the file is then read
+    without following symlinks and only if it is a regular file (:mod:`strands_art.envs.sandbox.files`).
+
+    Raises ValueError if it is not a (regular) class file.
+    """
+    path = Path(path)
+    if root is None:
+        root, rel = path.parent, Path(path.name)
+    else:
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
+    try:
+        head = read_bytes(root, rel, max_bytes=8, prefix=True)
+    except (UnsafeFile, OSError) as exc:
+        raise ValueError(f"not a class file: {path} ({exc})") from exc
     if len(head) < 8 or head[:4] != _CLASS_MAGIC:
         raise ValueError(f"not a class file: {path}")
     return int.from_bytes(head[6:8], "big")
@@ -42,35 +60,46 @@ def _pom_dirs(project_dir: Path) -> list[Path]:
     )
 
 
-def _packaging(module: Path) -> str:
-    """The module's ``<packaging>`` (Maven's default ``jar`` when absent or unreadable)."""
+_POM_MAX_BYTES = 8 << 20
+_SOURCE_MAX_BYTES = 8 << 20
+
+
+def _packaging(module: Path, root: Path) -> str:
+    """The module's ``<packaging>`` (Maven's default ``jar`` when absent or unreadable); the POM is
+    read as a regular file below ``root`` only (:func:`~strands_art.envs.sandbox.files.read_bytes`)."""
     try:
-        root = ET.parse(module / "pom.xml").getroot()
-    except (ET.ParseError, OSError):
+        data = read_bytes(root, (module / "pom.xml").relative_to(root), max_bytes=_POM_MAX_BYTES)
+        tree = ET.fromstring(data)
+    except (ET.ParseError, OSError, ValueError):
         return "jar"
-    for child in root:
+    for child in tree:
         if child.tag.rsplit("}", 1)[-1] == "packaging":
             return (child.text or "").strip() or "jar"
     return "jar"
 
 
-def expects_classes(module: Path) -> bool:
+def expects_classes(module: Path, root: Path | None = None) -> bool:
     """Whether a Maven module must leave main class files after a successful build.
 
     No for a ``pom``-packaged module (its lifecycle has no compile phase), a module with only
     resources, and one whose ``src/main/java`` declares no type (only ``package-info.java``
     files or comments: javac writes nothing for them, see
     :func:`~strands_art.envs.migrationbench.javatests.declares_type`).
+
+    The tree was just written by a sandboxed build: files are read below ``root`` (default
+    ``module``) without following a symlink, regular single-link files only, bounded; a source
+    that is not (a FIFO, a link, swapped in by the build) counts as declaring a type.
     """
-    if _packaging(module) == "pom":
+    root = module if root is None else root
+    if _packaging(module, root) == "pom":
         return False
     sources = module / "src" / "main" / "java"
     for path in sources.rglob("*.java"):
         try:
-            if path.is_file() and declares_type(path.read_bytes()):
+            if declares_type(read_bytes(root, path.relative_to(root), max_bytes=_SOURCE_MAX_BYTES)):
                 return True
-        except OSError:
-            continue
+        except (UnsafeFile, OSError):
+            return True  # fail closed: a source swapped for a FIFO or a link cannot excuse a module
     return False
 
 
@@ -105,11 +134,11 @@ def check_bytecode(
     for module in _pom_dirs(project_dir):
         rel_module = module.relative_to(project_dir).as_posix()
         classes = sorted((module / "target" / "classes").rglob("*.class"))
-        if not classes and expects_classes(module):
+        if not classes and expects_classes(module, project_dir):
             report.modules_without_classes.append(rel_module)
         for cls in classes:
             try:
-                major = class_major_version(cls)
+                major = class_major_version(cls, project_dir)
             except ValueError:
                 major = -1
             by_major[major] += 1
@@ -160,7 +189,7 @@ def read_test_reports(project_dir: Path) -> TestReport:
         for xml in sorted(project_dir.rglob(f"target/{kind}/TEST-*.xml")):
             rel = xml.relative_to(project_dir).as_posix()
             try:
-                root = ET.parse(xml).getroot()
+                root = ET.fromstring(read_bytes(project_dir, rel, max_bytes=MAX_REPORT_BYTES))
             except (ET.ParseError, OSError) as exc:
                 logger.warning("unreadable test report %s: %s", rel, exc)
                 report.unreadable.append(rel)

@@ -1,10 +1,11 @@
-"""Run one shell command for the agent: isolated, time-limited, with bounded output.
+"""Run one shell command for the agent: sandboxed, time-limited, with bounded output.
 
-The command runs as ``bash -c COMMAND`` in its own session (so its process group can be killed
-as a whole), with stdin closed and stdout+stderr merged, under the :class:`Isolation` chosen by
-:func:`~strands_art.envs.migrationbench.isolation.detect_isolation`. On timeout the whole process
-group gets SIGKILL (and, with a PID namespace, every process the command started). Output is
-kept as head + tail around a marker that says how many bytes were dropped.
+The command runs as ``bash -c COMMAND`` inside the workspace's
+:class:`~strands_art.envs.sandbox.Sandbox` (bubblewrap: unprivileged uid, no network, read-only
+system, only the workspace writable, allow-listed environment, resource limits), in its own
+session, with stdin closed and stdout+stderr merged. On timeout, and after it ends, the whole
+process group gets SIGKILL, and with it the sandbox's PID namespace (every process the command
+started). Output is kept as head + tail around a marker that says how many bytes were dropped.
 
 Also here: :func:`write_mvn_wrapper`, a ``mvn`` script for a bin directory put first on PATH,
 so every Maven call the model makes runs batch-mode, colourless, with the offline settings.
@@ -13,20 +14,18 @@ so every Maven call the model makes runs batch-mode, colourless, with the offlin
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import re
 import shlex
 import shutil
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .isolation import Isolation, detect_isolation
+from strands_art.envs.sandbox import Sandbox, run_async
+from strands_art.envs.sandbox.bwrap import DEFAULT_PATH
 
 logger = logging.getLogger(__name__)
 
@@ -108,97 +107,64 @@ class CommandResult:
 def sandbox_env(
     env: Mapping[str, str] | None = None, extra_path: Sequence[str | os.PathLike[str]] = ()
 ) -> dict[str, str]:
-    """The environment a command sees: ours, non-interactive defaults, ``env``, then PATH prefixes."""
-    out = dict(os.environ)
-    out.update(_QUIET_ENV)
+    """The environment a command is given: non-interactive defaults, ``env``, and PATH = the
+    ``extra_path`` directories, then the system's. Nothing of this process's environment is
+    passed on (the sandbox further keeps only allow-listed names, see
+    :data:`strands_art.envs.sandbox.bwrap.ENV_ALLOWED`)."""
+    out = dict(_QUIET_ENV)
     if env:
         out.update(env)
-    if extra_path:
-        out["PATH"] = os.pathsep.join([*(os.fspath(p) for p in extra_path), out.get("PATH", "")])
+    out["PATH"] = os.pathsep.join([*(os.fspath(p) for p in extra_path), DEFAULT_PATH])
     return out
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 async def run_command(
     command: str,
     *,
     cwd: str | os.PathLike[str],
+    sandbox: Sandbox | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: Mapping[str, str] | None = None,
     extra_path: Sequence[str | os.PathLike[str]] = (),
-    writable: Sequence[str | os.PathLike[str]] = (),
-    isolation: Isolation | None = None,
 ) -> CommandResult:
     """Run ``command`` with ``bash -c`` in ``cwd`` and collect its bounded output.
 
     Args:
         command: shell text.
-        cwd: working directory (the workspace root).
+        cwd: working directory (the workspace root; a path the sandbox binds).
+        sandbox: the workspace's sandbox; None only for the explicit ``--unsafe-no-sandbox``
+            opt-out (the command then runs unconfined, with the allow-listed environment).
         timeout_s: seconds before the process group is killed (must be > 0).
         max_output_bytes: output bytes kept (head + tail).
-        env: variables added to the inherited environment (e.g. ``MVN_LOCAL_REPO``).
+        env: variables for the command (e.g. ``MVN_LOCAL_REPO``), filtered by the allow-list.
         extra_path: directories put first on PATH (e.g. the ``mvn`` wrapper's bin dir).
-        writable: directories that stay writable under a read-only root (``cwd`` and ``/tmp``
-            are always added).
-        isolation: default :func:`detect_isolation` ("auto").
 
     Returns:
         A :class:`CommandResult`; a non-zero exit is a result, not an exception.
 
     Raises:
         ValueError: ``timeout_s`` <= 0 or ``max_output_bytes`` < 2.
-        OSError: ``bash``/``unshare`` could not be started.
+        SandboxError / OSError: the sandbox or ``bash`` could not be started.
     """
-    if timeout_s <= 0:
+    if not timeout_s > 0:
         raise ValueError(f"timeout must be positive, got {timeout_s}")
     buf = OutputBuffer(max_output_bytes)
-    iso = isolation if isolation is not None else detect_isolation()
-    keep = list(dict.fromkeys([os.fspath(cwd), "/tmp", *(os.fspath(w) for w in writable)]))
-    argv = iso.argv(command, writable=keep)
     start = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=os.fspath(cwd),
+    exit_code, timed_out = await run_async(
+        sandbox,
+        ["bash", "-c", command],
+        cwd=cwd,
         env=sandbox_env(env, extra_path),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+        timeout_s=timeout_s,
+        on_output=buf.feed,
     )
-    assert proc.stdout is not None
-
-    async def pump() -> None:
-        while chunk := await proc.stdout.read(65536):
-            buf.feed(chunk)
-
-    reader = asyncio.create_task(pump())
-    timed_out = False
-    try:
-        await asyncio.wait_for(proc.wait(), timeout=timeout_s)
-    except TimeoutError:
-        timed_out = True
-    finally:
-        # Leftovers (background jobs) die with the command, finished or not.
-        _kill_group(proc.pid)
-        if proc.returncode is None:
-            await proc.wait()
-    try:
-        # A process that escaped the group may still hold the pipe; do not wait for it.
-        await asyncio.wait_for(reader, timeout=2.0)
-    except TimeoutError:
-        logger.warning("output pipe still open after the command ended; a process escaped: %s", command)
-    duration = time.monotonic() - start
     return CommandResult(
         command=command,
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=exit_code,
         output=_ANSI_RE.sub("", buf.text()),
         timed_out=timed_out,
-        duration_s=duration,
+        duration_s=time.monotonic() - start,
         total_bytes=buf.total,
         dropped_bytes=buf.dropped,
     )

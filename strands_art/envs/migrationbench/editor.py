@@ -7,14 +7,24 @@ old text must occur exactly once), ``insert`` (after line N, 0 = top) and ``undo
 failure raises :class:`EditorError` with a message for the model; the tool layer turns it into
 an error tool result.
 
-Files are read and written as UTF-8 with line endings untouched (``newline=""``); a file with a
-NUL byte or invalid UTF-8 in it is treated as binary and refused.
+Files are read and written as UTF-8 with line endings untouched; a file with a NUL byte or
+invalid UTF-8 in it is treated as binary and refused.
+
+The workspace is shared with the agent's shell, which can plant anything in it, so every file
+access goes through :mod:`strands_art.envs.sandbox.files`: regular files with one link only
+(a FIFO, socket, device node or hard link is refused), no symlink followed at any component after
+:meth:`Workspace.resolve` (a swap between the check and the open fails instead of leading out),
+``O_NONBLOCK`` opens and bounded reads; new files belong to the workspace's sandbox uid.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from pathlib import Path
+
+from strands_art.envs.sandbox import files
 
 from .workspace import Workspace
 
@@ -48,17 +58,33 @@ class FileEditor:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ helpers
+    def _rel(self, path: Path) -> Path:
+        return path.relative_to(self.workspace.root)
+
+    def _lstat(self, path: Path) -> os.stat_result | None:
+        try:
+            return files.lstat(self.workspace.root, self._rel(path))
+        except files.UnsafeFile as e:
+            raise EditorError(f"The path {path} cannot be used: {e}.") from e
+
+    def _is_dir(self, path: Path) -> bool:
+        st = self._lstat(path)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
     def _read(self, path: Path) -> str:
-        if not path.exists():
+        st = self._lstat(path)
+        if st is None:
             raise EditorError(f"The path {path} does not exist.")
-        if path.is_dir():
+        if stat.S_ISDIR(st.st_mode):
             raise EditorError(f"The path {path} is a directory; only `view` works on directories.")
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if st.st_size > MAX_FILE_BYTES and stat.S_ISREG(st.st_mode):
             raise EditorError(
-                f"The file {path} is {size} bytes; the editor handles files up to {MAX_FILE_BYTES}."
+                f"The file {path} is {st.st_size} bytes; the editor handles files up to {MAX_FILE_BYTES}."
             )
-        data = path.read_bytes()
+        try:
+            data = files.read_bytes(self.workspace.root, self._rel(path), max_bytes=MAX_FILE_BYTES)
+        except files.UnsafeFile as e:
+            raise EditorError(f"Refused: {e}.") from e
         if b"\x00" in data[:8192]:
             raise EditorError(f"The file {path} is binary; the editor only handles text files.")
         try:
@@ -68,10 +94,16 @@ class FileEditor:
                 f"The file {path} is not valid UTF-8 text ({e.reason} at byte {e.start})."
             ) from e
 
+    def _put(self, path: Path, text: str) -> None:
+        try:
+            files.write_bytes(
+                self.workspace.root, self._rel(path), text.encode("utf-8"), identity=self.workspace.identity
+            )
+        except files.UnsafeFile as e:
+            raise EditorError(f"Refused: {e}.") from e
+
     def _write(self, path: Path, text: str, previous: str | None) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        self._put(path, text)
         self._history.setdefault(path, []).append(previous)
 
     def _snippet(self, text: str, first: int, last: int, path: Path) -> str:
@@ -124,7 +156,7 @@ class FileEditor:
         )
 
     def view(self, path: Path, view_range: list[int] | None = None) -> str:
-        if path.is_dir():
+        if self._is_dir(path):
             if view_range:
                 raise EditorError("`view_range` is not allowed when `path` is a directory.")
             return self._listing(path)
@@ -157,30 +189,32 @@ class FileEditor:
     def _listing(self, root: Path) -> str:
         items: list[str] = []
 
-        def walk(d: Path, depth: int) -> None:
+        def walk(rel: Path, depth: int) -> None:
             try:
-                entries = sorted(d.iterdir(), key=lambda p: p.name)
+                with files.open_dir(self.workspace.root, rel) as fd:
+                    entries = sorted(os.scandir(fd), key=lambda e: e.name)
+                    kinds = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
             except OSError:
                 return
-            for e in entries:
-                if e.name.startswith("."):
+            for name, is_dir in kinds:
+                if name.startswith("."):
                     continue
-                rel = e.relative_to(root)
-                is_dir = e.is_dir() and not e.is_symlink()
-                items.append(f"{rel}/" if is_dir else str(rel))
+                shown = (rel / name).relative_to(start)
+                items.append(f"{shown}/" if is_dir else str(shown))
                 if is_dir and depth < _LISTING_DEPTH:
-                    walk(e, depth + 1)
+                    walk(rel / name, depth + 1)
 
-        walk(root, 1)
+        start = self._rel(root)
+        walk(start, 1)
         return (
             f"Here are the files and directories up to {_LISTING_DEPTH} levels deep in {root}, "
             "excluding hidden items:\n" + "\n".join(items) + "\n"
         )
 
     def create(self, path: Path, file_text: str) -> str:
-        if path.is_dir():
+        if self._is_dir(path):
             raise EditorError(f"The path {path} is a directory; `create` needs a file path.")
-        previous = self._read(path) if path.exists() else None
+        previous = self._read(path) if self._lstat(path) is not None else None
         self._write(path, file_text, previous)
         verb = "overwritten" if previous is not None else "created"
         return f"File {verb} successfully at: {path}"
@@ -238,10 +272,9 @@ class FileEditor:
             raise EditorError(f"No edit history for {path}; nothing to undo.")
         previous = stack.pop()
         if previous is None:
-            path.unlink(missing_ok=True)
+            files.unlink(self.workspace.root, self._rel(path))
             return f"Undid the creation of {path}; the file was removed."
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(previous)
+        self._put(path, previous)
         msg = f"Last edit to {path} undone."
         if len(previous) <= self.max_view_chars:
             msg += f" Here's the result of running `cat -n` on {path}:\n{_numbered(previous)}\n"

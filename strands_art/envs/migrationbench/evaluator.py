@@ -11,8 +11,14 @@ Rules (``docs/migrationbench.md``, section "Evaluator"):
   ``@Disabled``); and the multiset of test methods (``pkg.Class#method``, all modules' test
   sources, via :mod:`.javatests`) equals the original's.
 
-Before building, every ``target/`` next to a ``pom.xml`` is deleted, so stale classes of a
-module dropped from the reactor cannot pass the bytecode check.
+The evaluated repository is hostile (an agent wrote it, and its tests run during the build), so
+it is never built in place: it is copied (regular files, directories, and symlinks that stay
+inside it; FIFOs, sockets, devices and escaping symlinks are left out) into a fresh build
+directory owned by a fresh sandbox uid, without any ``target/`` next to a ``pom.xml`` (stale
+classes of a module dropped from the reactor cannot pass the bytecode check). The test methods
+are read from that copy *before* the build (a test cannot rewrite what is compared), ``mvn clean
+verify`` runs in the sandbox with no network (:mod:`.maven`), and the build outputs are read back
+without following symlinks, regular files only (:mod:`strands_art.envs.sandbox.files`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -35,6 +41,17 @@ from typing import Any
 from strands_art.envs.migrationbench.buildoutputs import check_bytecode, read_test_reports
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.envs.migrationbench.workspace import maven_build_outputs
+from strands_art.envs.sandbox import (
+    Identity,
+    Sandbox,
+    allocate_identity,
+    chown_tree,
+    release_identity,
+    require_sandbox,
+    run_sync,
+)
+from strands_art.envs.sandbox.files import copy_tree
 from strands_art.validation import check_float
 
 logger = logging.getLogger(__name__)
@@ -105,24 +122,59 @@ class EvalResult:
         return asdict(self)
 
 
-def _original_tests(repo_dir: Path, task: EvalTask, scratch_dir: Path | None = None) -> TestInventory:
+def _original_tests(
+    repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
+) -> TestInventory:
+    """The original's test methods: from ``task.original_dir``, else ``git archive base_commit`` of
+    ``repo_dir`` (the build copy, owned by ``identity``), run in the sandbox; the archive is made
+    in a directory under ``scratch_dir`` (default the system's temp directory; the sandbox uid
+    must be able to enter it)."""
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
+    # git reads the repository's own config (filters, fsmonitor: commands): run it sandboxed,
+    # with the repository read-only and a hex-checked commit after `--end-of-options`.
+    commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
     with tempfile.TemporaryDirectory(prefix="strands-art-orig-", dir=scratch_dir) as tmp:
-        archive = Path(tmp) / "orig.tar"
-        commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
-        proc = subprocess.run(
-            ["git", "-C", str(repo_dir), "archive", "-o", str(archive), "--end-of-options", commit],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise ValueError(f"git archive of base_commit {commit} failed: {proc.stderr.strip()[-300:]}")
+        os.chmod(tmp, 0o711)
+        out_dir = Path(tmp) / "out"
+        out_dir.mkdir()
+        chown_tree(out_dir, identity)
+        archive = out_dir / "orig.tar"
+        sandbox = None if unsafe else Sandbox(identity, writable=(out_dir,), readonly=(repo_dir,))
+        with open(Path(tmp) / "git.log", "w+b") as log:
+            code, timed_out = run_sync(
+                sandbox,
+                [
+                    "git",
+                    "-c",
+                    "safe.directory=*",
+                    "-C",
+                    str(repo_dir),
+                    "archive",
+                    "-o",
+                    str(archive),
+                    "--end-of-options",
+                    commit,
+                ],
+                cwd=out_dir,
+                env={"HOME": str(out_dir)},
+                timeout_s=120,
+                stdout=log,
+            )
+            log.seek(0)
+            said = log.read().decode("utf-8", errors="replace").strip().splitlines()[-1:] or [""]
+        if code != 0 or timed_out or archive.is_symlink() or not archive.is_file():
+            raise ValueError(f"task {task.name}: git archive {commit!r} failed (exit {code}): {said[0]}")
         with tarfile.open(archive) as tar:
             tar.extractall(Path(tmp) / "src", filter="data")
         return collect_tests(Path(tmp) / "src")
+
+
+def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
+    """Copy ``repo`` to ``build`` without Maven outputs (see the module doc); returns what was left out."""
+    return copy_tree(repo, build, identity=identity, skip_dir=maven_build_outputs)
 
 
 def check_commit_id(value: object, what: str) -> str:
@@ -138,16 +190,6 @@ def check_commit_id(value: object, what: str) -> str:
 _COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
-def _remove_target_dirs(repo_dir: Path) -> list[str]:
-    removed = []
-    for pom in repo_dir.rglob("pom.xml"):
-        target = pom.parent / "target"
-        if target.is_dir() and not target.is_symlink() and ".git" not in pom.parts:
-            shutil.rmtree(target)
-            removed.append(target.relative_to(repo_dir).as_posix())
-    return sorted(removed)
-
-
 def _diff(a: Counter[str], b: Counter[str], limit: int = 50) -> list[str]:
     return sorted((a - b).elements())[:limit]
 
@@ -161,32 +203,69 @@ def evaluate(
     fork_count: int | None = None,
     log_path: Path | None = None,
     scratch_dir: Path | None = None,
+    unsafe_no_sandbox: bool = False,
 ) -> EvalResult:
-    """Build and score a migrated project in place (its ``target/`` dirs are rebuilt).
+    """Build and score a migrated project; ``repo_dir`` itself is only read (see the module doc).
 
     Args:
         repo_dir: the migrated project (root ``pom.xml``).
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
-        scratch_dir: where temporary directories go (default: the system's temp directory).
+        scratch_dir: where the evaluation's directory (build copy, ``git archive`` of the
+            original, Maven's local repository and settings) is made, removed afterwards;
+            default the system's temp directory. The sandbox uid must be able to enter it
+            (``migrate`` passes ``<run_dir>/workspaces``, so a killed run's build scratch goes
+            with its workspaces).
+        unsafe_no_sandbox: build unconfined (the explicit opt-out; never the default).
 
     Raises FileNotFoundError when ``repo_dir`` has no ``pom.xml`` (an agent that deletes it
-    should get 0: callers of an agent workspace use :func:`evaluate_command`, which maps it).
+    should get 0: callers of an agent workspace use :func:`evaluate_command`, which maps it);
+    SandboxError when the sandbox cannot start.
     """
     repo = Path(repo_dir).resolve()
+    if not (repo / "pom.xml").is_file():
+        raise FileNotFoundError(f"no pom.xml in {repo}")
     t0 = time.monotonic()
-    original = _original_tests(repo, task, scratch_dir)
-    removed = _remove_target_dirs(repo)
-    mvn = run_maven(
-        repo,
-        ["clean", "verify"],
-        timeout_s,
-        offline=offline,
-        fork_count=fork_count,
-        log_path=log_path,
-        scratch_dir=scratch_dir,
-    )
+    if not unsafe_no_sandbox:
+        require_sandbox()  # fail closed: a broken sandbox must not score as a failed build
+    identity = allocate_identity()
+    top = Path(os.path.realpath(tempfile.mkdtemp(prefix="strands-art-build-", dir=scratch_dir)))
+    try:
+        os.chmod(top, 0o711)
+        build = top / "repo"
+        left_out = _copy_for_build(repo, build, identity)
+        original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
+        current = collect_tests(build)  # before the build: what the tests are, not what they did
+        mvn = run_maven(
+            build,
+            ["clean", "verify"],
+            timeout_s,
+            offline=offline,
+            fork_count=fork_count,
+            log_path=log_path,
+            identity=identity,
+            scratch_dir=top,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+        )
+        result = _score(build, task, original, current, mvn, left_out)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        release_identity(identity)
+    result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
+    return result
+
+
+def _score(
+    build: Path,
+    task: EvalTask,
+    original: TestInventory,
+    current: TestInventory,
+    mvn: Any,
+    left_out: list[str],
+) -> EvalResult:
+    """The verdict from a finished build in ``build`` (see the rules in the module doc)."""
+    repo = build
     bytecode = check_bytecode(repo)
     build_success = mvn.ok and bytecode.ok
     details: dict[str, Any] = {
@@ -195,7 +274,7 @@ def evaluate(
         "timed_out": mvn.timed_out,
         "maven_offline": mvn.offline,
         "maven_duration_s": round(mvn.duration_s, 2),
-        "removed_target_dirs": removed,
+        "left_out_of_build": left_out[:50],
         "class_files": bytecode.total,
         "class_major_versions": {str(k): v for k, v in bytecode.by_major.items()},
         "wrong_major_version_count": bytecode.wrong_count,
@@ -208,7 +287,6 @@ def evaluate(
     tests_equivalent = False
     if build_success:
         reports = read_test_reports(repo)
-        current = collect_tests(repo)
         tests_run = reports.passed
         orig_keys, cur_keys = original.keys(), current.keys()
         newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
@@ -242,7 +320,6 @@ def evaluate(
             }
         )
     reward = BUILD_REWARD * build_success + TEST_REWARD * (build_success and tests_equivalent)
-    details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
     return EvalResult(
         build_success=build_success,
         java17_bytecode=bytecode.ok,
@@ -255,12 +332,18 @@ def evaluate(
 
 
 def evaluate_command(
-    repo_dir: Path | str, task_dir: Path | str, timeout_s: float = 300.0, scratch_dir: Path | None = None
+    repo_dir: Path | str,
+    task_dir: Path | str,
+    timeout_s: float = 300.0,
+    *,
+    scratch_dir: Path | None = None,
+    unsafe_no_sandbox: bool = False,
 ) -> dict[str, Any]:
     """``strands-art evaluate REPO_DIR --task TASK_DIR``: the result as a JSON-ready dict.
 
     A repository without a root ``pom.xml`` scores 0 (``details.error`` says why) rather than
-    raising; a bad task directory raises (FileNotFoundError / ValueError).
+    raising; a bad task directory raises (FileNotFoundError / ValueError). ``scratch_dir`` and
+    ``unsafe_no_sandbox``: see :func:`evaluate`.
     """
     task = EvalTask.from_dir(task_dir)
     repo = Path(repo_dir)
@@ -268,7 +351,9 @@ def evaluate_command(
         return EvalResult(
             False, False, 0, task.num_test_cases, False, 0.0, {"error": f"no pom.xml in {repo}"}
         ).to_json()
-    return evaluate(repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir).to_json()
+    return evaluate(
+        repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir, unsafe_no_sandbox=unsafe_no_sandbox
+    ).to_json()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,8 @@ from pathlib import Path
 import tree_sitter_java
 from tree_sitter import Language, Node, Parser
 
+from strands_art.envs.sandbox.files import read_bytes
+
 logger = logging.getLogger(__name__)
 
 TEST_ANNOTATIONS = frozenset({"Test", "ParameterizedTest", "RepeatedTest", "TestFactory", "TestTemplate"})
@@ -180,6 +182,9 @@ def parse_test_methods(
     return out, root.has_error
 
 
+MAX_SOURCE_BYTES = 8 << 20
+
+
 def find_test_source_dirs(project_dir: Path) -> list[Path]:
     """Every ``src/test/java`` directory under ``project_dir`` (skips target/ and hidden dirs)."""
     found = []
@@ -207,7 +212,13 @@ def collect_tests(project_dir: Path | str) -> TestInventory:
         module = "" if module_path == "." else module_path
         for path in sorted(src_dir.rglob("*.java")):
             rel = path.relative_to(root).as_posix()
-            found, had_error = parse_test_methods(path.read_bytes(), module=module, file=rel)
+            try:  # the tree may be agent-written: no symlink is followed, only regular files read
+                data = read_bytes(root, rel, max_bytes=MAX_SOURCE_BYTES)
+            except OSError as exc:
+                errors.append(rel)
+                logger.warning("unreadable test source %s: %s", rel, exc)
+                continue
+            found, had_error = parse_test_methods(data, module=module, file=rel)
             files += 1
             methods.extend(found)
             if had_error:

@@ -1,7 +1,9 @@
-"""Run Maven non-interactively, with a timeout that kills the whole process group.
+"""Run Maven non-interactively inside the sandbox, with a timeout that kills the whole process group.
 
-Each call gets a fresh local repository and a generated ``settings.xml`` in a temporary directory
-(never ``~/.m2``). Resolution is *offline* — Debian's ``/usr/share/maven-repo`` through a
+Maven runs in a :class:`~strands_art.envs.sandbox.Sandbox` (bubblewrap): the project's code
+(plugins, tests, static initializers) runs as an unprivileged uid with no network, a read-only
+system, and only the project and its local repository writable. Each call gets a fresh local
+repository and a generated ``settings.xml`` in a temporary directory (never ``~/.m2``). Resolution is *offline* — Debian's ``/usr/share/maven-repo`` through a
 ``file://`` mirror, see :mod:`.offline_repo` — when Maven Central is unreachable (a short, cached
 HTTPS check) or when ``STRANDS_ART_MAVEN_OFFLINE=1``; ``STRANDS_ART_MAVEN_OFFLINE=0`` forces
 Central.
@@ -20,8 +22,6 @@ import logging
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, seed_local_repo, write_settings
+from strands_art.envs.sandbox import Identity, Limits, Sandbox, chown_tree, run_sync
 
 logger = logging.getLogger(__name__)
 
@@ -132,23 +133,19 @@ def maven_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """SIGTERM the process group of ``proc``, then SIGKILL what is left after ``grace_s``."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-        # mvn itself exited; forked test JVMs may linger in the group.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        return
+def sandbox_readonly_paths() -> tuple[Path, ...]:
+    """Host paths a Maven sandbox reads besides the system ones: Debian's repository and the JDK."""
+    paths = [DEBIAN_REPO]
+    java_home = find_java17_home()
+    if java_home is not None and not Path(java_home).resolve().is_relative_to("/usr"):
+        paths.append(Path(java_home).resolve())
+    return tuple(paths)
+
+
+def owner_identity(path: Path) -> Identity:
+    """The identity owning ``path``: a sandbox uid (switched to) when we are root and it is not."""
+    st = path.stat()
+    return Identity(st.st_uid, st.st_gid, drop=os.geteuid() == 0 and st.st_uid != 0)
 
 
 def run_maven(
@@ -161,9 +158,12 @@ def run_maven(
     log_path: Path | None = None,
     tail_chars: int = 8000,
     keep_local_repo: Path | None = None,
+    identity: Identity | None = None,
+    limits: Limits | None = None,
+    unsafe_no_sandbox: bool = False,
     scratch_dir: Path | None = None,
 ) -> MavenResult:
-    """Run ``mvn -B -Dstyle.color=never -s SETTINGS <args>`` in ``project_dir``.
+    """Run ``mvn -B -Dstyle.color=never -s SETTINGS <args>`` in ``project_dir``, sandboxed.
 
     Args:
         project_dir: directory with the root ``pom.xml``.
@@ -173,13 +173,21 @@ def run_maven(
         offline: force offline/online resolution; None = :func:`use_offline`.
         fork_count: passed as ``-DforkCount=N`` when set (see module doc); None = surefire default.
         log_path: write the full ANSI-stripped output there.
-        keep_local_repo: use this local repository directory instead of a throw-away one.
+        keep_local_repo: use this local repository directory instead of a throw-away one
+            (it must be writable by ``identity``).
+        identity: the sandbox uid, which must own ``project_dir``; default: its owner
+            (:func:`owner_identity`: no uid switch for a root-owned project).
+        limits: the sandbox's resource limits (default :class:`~strands_art.envs.sandbox.Limits`
+            with a CPU limit of ``timeout_s`` per core).
+        unsafe_no_sandbox: run Maven unconfined (the explicit opt-out; never the default).
         scratch_dir: where the throw-away directory (local repository, settings, raw log) is
-            made; default the system's temp directory (``migrate`` uses its run's workspaces).
+            made; default the system's temp directory. The sandbox uid must be able to enter it
+            (:func:`.evaluator.evaluate` passes its own directory under ``<run_dir>/workspaces``).
 
     Raises:
         MavenNotFound: ``mvn`` is not on PATH.
         FileNotFoundError: ``project_dir`` has no ``pom.xml``.
+        SandboxError: bwrap/setpriv/prlimit are missing.
     """
     project_dir = Path(project_dir).resolve()
     if not (project_dir / "pom.xml").is_file():
@@ -188,44 +196,48 @@ def run_maven(
     if mvn is None:
         raise MavenNotFound("mvn not found on PATH; run scripts/setup-system.sh")
     is_offline = use_offline(offline)
+    owner = identity or owner_identity(project_dir)
     with tempfile.TemporaryDirectory(prefix="strands-art-mvn-", dir=scratch_dir) as tmp:
         tmp_path = Path(tmp)
-        local_repo = keep_local_repo or tmp_path / "repository"
+        os.chmod(tmp_path, 0o711)  # the sandbox uid enters its own subdirectory, lists nothing
+        mine = tmp_path / "sandbox"  # written by the sandboxed build
+        mine.mkdir()
+        local_repo = keep_local_repo or mine / "repository"
         if is_offline:
             seed_local_repo(local_repo, project_dir=project_dir)
         else:
             local_repo.mkdir(parents=True, exist_ok=True)
-        settings = write_settings(tmp_path / "settings.xml", local_repo, offline=is_offline)
+        settings = write_settings(mine / "settings.xml", local_repo, offline=is_offline)
+        chown_tree(mine, owner)
+        os.chmod(mine, 0o700)
         cmd = [mvn, "-B", "-Dstyle.color=never", "-ntp", "-s", str(settings), "-gs", str(settings)]
         if fork_count is not None:
             cmd.append(f"-DforkCount={fork_count}")
         cmd += list(args)
-        raw_log = tmp_path / "maven.log"
-        start = time.monotonic()
-        timed_out = False
-        with open(raw_log, "wb") as out:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=project_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=maven_env(),
-                start_new_session=True,
+        env = maven_env({"HOME": str(mine)})
+        env["MVN_LOCAL_REPO"] = str(local_repo)
+        sandbox = None
+        if not unsafe_no_sandbox:
+            cores = os.cpu_count() or 1
+            sandbox = Sandbox(
+                owner,
+                writable=(project_dir, mine, *((keep_local_repo,) if keep_local_repo else ())),
+                readonly=sandbox_readonly_paths(),
+                limits=limits or Limits(cpu_s=int(timeout_s * cores) + 60),
             )
-            try:
-                exit_code: int | None = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                exit_code = None
+        raw_log = tmp_path / "maven.log"  # host-private: the sandbox cannot reach it by name
+        start = time.monotonic()
+        with open(raw_log, "w+b") as out:
+            exit_code, timed_out = run_sync(
+                sandbox, cmd, cwd=project_dir, env=env, timeout_s=timeout_s, stdout=out
+            )
+            if timed_out:
                 logger.warning(
-                    "mvn %s in %s timed out after %.0f s; killing its group", args, project_dir, timeout_s
+                    "mvn %s in %s timed out after %.0f s; its group was killed", args, project_dir, timeout_s
                 )
-                _kill_group(proc)
-            else:
-                _kill_group_quiet(proc)
+            out.seek(0)
+            text = strip_ansi(out.read().decode("utf-8", errors="replace"))
         duration = time.monotonic() - start
-        text = strip_ansi(raw_log.read_bytes().decode("utf-8", errors="replace"))
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log_path.write_text(text, encoding="utf-8")
@@ -261,11 +273,3 @@ def _error_lines(text: str, limit: int = 30) -> list[str]:
             if len(lines) == limit:
                 break
     return lines
-
-
-def _kill_group_quiet(proc: subprocess.Popen[bytes]) -> None:
-    """After a normal exit, make sure no stray process (e.g. a leaked test JVM) survives."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -303,6 +304,8 @@ def pinned_versions(project_dir: Path) -> set[tuple[str, str, str]]:
     trees = []
     for pom in poms:
         try:
+            if pom.is_symlink() or not pom.is_file() or pom.stat().st_size > _MAX_POM_BYTES:
+                raise OSError("not a regular file of sane size")
             trees.append(ET.parse(pom).getroot())
         except (ET.ParseError, OSError) as exc:
             logger.debug("skipping unparseable %s: %s", pom, exc)
@@ -327,9 +330,14 @@ def pinned_versions(project_dir: Path) -> set[tuple[str, str, str]]:
                 if not m or m.group(1) not in props:
                     break
                 version = props[m.group(1)]
-            if group and artifact and version and "$" not in version and not version.startswith(("[", "(")):
+            # a version becomes a directory name in the local repository: no separators, no '..'
+            if group and artifact and _SAFE_VERSION.fullmatch(version):
                 found.add((group, artifact, version))
     return found
+
+
+_MAX_POM_BYTES = 4 << 20
+_SAFE_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z_+-]*(?:\.[0-9A-Za-z_+-]+)*")
 
 
 def _local(tag: str) -> str:
@@ -359,3 +367,21 @@ def seed_local_repo(
     for group, artifact, version in sorted(wanted):
         written += _write_relocation(local_repo, debian_repo, _BY_KEY[(group, artifact)], version)
     return written
+
+
+def _main(argv: list[str]) -> int:
+    """``python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR``: the ``mvn`` wrapper's re-seed.
+
+    Runs inside the sandbox with the system Python and this file alone (stdlib only), so the
+    agent's Maven calls re-seed relocation POMs for the pins the agent wrote.
+    """
+    if len(argv) != 3 or argv[0] != "seed":
+        sys.stderr.write("usage: python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR\n")
+        return 2
+    project = Path(argv[2])
+    seed_local_repo(Path(argv[1]), project_dir=project if (project / "pom.xml").is_file() else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -8,7 +8,9 @@ record. When a run starts on an existing directory (``--resume``, or ``--run-dir
 1. takes the **run-directory lock** (``fcntl.flock`` on ``.lock``, held until the process
    ends): a second process on the same directory stops with :class:`RunDirBusy`;
 2. **kills the leftovers** of the dead run that held the lock before (:func:`.reaper.kill_marked`
-   with the token it wrote into ``.lock``) and **removes its workspaces** (``workspaces/``);
+   with the token it wrote into ``.lock``, and every process running as the sandbox uid of one of
+   its workspaces, :func:`.reaper.sandbox_owners`) and **removes its workspaces**
+   (``workspaces/``, and the temp-dir directory it links to, :func:`.workspace.remove_base`);
 3. **reconciles** the files (:func:`reconcile`): a torn or unreadable results line is moved to
    ``results.jsonl.torn``; a results line whose trajectory is missing or torn is moved to
    ``results.jsonl.rerun`` (the rollout runs again); a stored trajectory without a results line
@@ -26,7 +28,6 @@ import json
 import logging
 import os
 import secrets
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,8 @@ from typing import Any
 from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
 
-from .reaper import TOKEN_ENV, Reaper, kill_marked
+from .reaper import TOKEN_ENV, Reaper, kill_marked, sandbox_owners
+from .workspace import remove_base
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,9 @@ LOCK_FILE = ".lock"
 RESULTS_FILE = "results.jsonl"
 TRAJECTORIES_DIR = "trajectories"
 WORKSPACES_DIR = "workspaces"
-"""Rollout workspaces live in ``<run_dir>/workspaces/`` (mode 0700); a resume removes them."""
+"""Rollout workspaces and evaluation build copies live in ``<run_dir>/workspaces/`` (made by
+:meth:`.workspace.Workspace.copy_of`: mode 0711 as root so that each sandbox uid reaches only its
+own 0700 directory, or a symlink to the temp dir; see :mod:`.workspace`); a resume removes them."""
 
 
 class RunDirBusy(RuntimeError):
@@ -110,11 +114,15 @@ def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "token": token}).encode() + b"\n", 0)
         os.fsync(fd)
         killed = 0
-        if isinstance(previous.get("token"), str):
-            killed = kill_marked(previous["token"], spare=frozenset({os.getpid()}))
+        token_before = previous.get("token") if isinstance(previous.get("token"), str) else None
+        owners = sandbox_owners(path / WORKSPACES_DIR)  # sandboxed commands carry no token
+        if token_before is not None or owners:
+            killed = kill_marked(token_before, spare=frozenset({os.getpid()}), uids=owners)
             if killed:
                 logger.warning("killed %d leftover process(es) of the previous run in %s", killed, path)
-        removed = _clear_workspaces(path / WORKSPACES_DIR)
+        removed = remove_base(path / WORKSPACES_DIR)
+        if removed:
+            logger.warning("removed %d workspace(s) left by a previous run in %s", removed, path)
         report = reconcile(path)
     except BaseException:
         os.close(fd)  # releases the lock
@@ -123,12 +131,13 @@ def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
 
 
 @contextlib.contextmanager
-def run_token(token: str) -> Iterator[None]:
+def run_token(token: str, workspaces: str | os.PathLike[str] | None = None) -> Iterator[None]:
     """Mark every process started inside the block with ``token`` and watch them with a
-    :class:`~.reaper.Reaper`, so they die when this process dies (even by SIGKILL)."""
+    :class:`~.reaper.Reaper`, so they die when this process dies (even by SIGKILL); sandboxed
+    processes, which carry no token, are found by the uids owning ``workspaces``."""
     old = os.environ.get(TOKEN_ENV)
     os.environ[TOKEN_ENV] = token  # inherited by each command and build started from here on
-    reaper = Reaper.start(token)
+    reaper = Reaper.start(token, workspaces)
     try:
         yield
     finally:
@@ -156,25 +165,6 @@ def _read_lock(fd: int) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _clear_workspaces(ws_root: Path) -> int:
-    """Remove what dead runs left in ``ws_root``; (re)create it with mode 0700. Returns the count."""
-    removed = 0
-    if ws_root.is_dir() and not ws_root.is_symlink():
-        for entry in ws_root.iterdir():
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed += 1
-    elif ws_root.exists() or ws_root.is_symlink():
-        ws_root.unlink()
-    ws_root.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(ws_root, 0o700)
-    if removed:
-        logger.warning("removed %d workspace(s) left by a previous run in %s", removed, ws_root)
-    return removed
 
 
 def parse_record(line: str) -> dict[str, Any] | None:

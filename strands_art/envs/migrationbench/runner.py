@@ -51,7 +51,7 @@ from .runner_args import resolve_defaults, validate_migrate_args, validate_rollo
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
-from .workspace import Workspace
+from .workspace import Workspace, remove_base_if_empty
 
 logger = logging.getLogger(__name__)
 
@@ -154,10 +154,10 @@ async def run_rollout(
 
     t0 = time.monotonic()
     validate_rollout_limits(args)
-    (run_dir / WORKSPACES_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+    unsafe: bool = getattr(args, "unsafe_no_sandbox", False)  # a bool: validate_rollout_limits
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
-        tool_env = prepare_tool_env(ws)
+        tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
@@ -170,6 +170,8 @@ async def run_rollout(
             stats=stats,
             env=tool_env.env,
             extra_path=tool_env.extra_path,
+            sandbox=tool_env.sandbox,
+            unsafe_no_sandbox=unsafe,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
             system_prompt=COMPACT_SYSTEM_PROMPT if args.backend == "llamacpp" else SYSTEM_PROMPT,
@@ -199,6 +201,7 @@ async def run_rollout(
             str(spec.task.dir),
             timeout_s=args.build_timeout,
             scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
+            unsafe_no_sandbox=unsafe,
         )
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
         eval_s = time.monotonic() - t_agent
@@ -309,7 +312,7 @@ async def run_migration(
     tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)
     rd = open_run_dir(run_dir)
     try:
-        with run_token(rd.token):
+        with run_token(rd.token, rd.workspaces):
             return await _run(args, console, backend_factory, rd, tasks)
     finally:
         rd.close()
@@ -340,6 +343,7 @@ async def _run(
         f"{len(done)} already done, backend {args.backend} ({args.model}), {args.history_mode} capture"
     )
     if todo:
+        _check_sandbox(args, console)
         with console.status("loading the model"):
             gateway, make_model = _make_policy(args, backend_factory)
         if gateway is not None and hasattr(gateway.backend, "models"):  # vLLM: fail fast, before any rollout
@@ -369,6 +373,7 @@ async def _run(
                 )
 
             await asyncio.gather(*(one(s) for s in todo))
+        remove_base_if_empty(run_dir / WORKSPACES_DIR)
         if gateway is not None:
             await gateway.backend.aclose()
     results = [done[s.rollout_id] for s in specs if s.rollout_id in done]
@@ -378,6 +383,22 @@ async def _run(
         console.print(f"plot: {path}")
     console.print(f"results: {results_path}")
     return results
+
+
+def _check_sandbox(args: argparse.Namespace, console: Console) -> None:
+    """Fail closed before any rollout: the sandbox works, or the user opted out loudly."""
+    from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
+
+    if getattr(args, "unsafe_no_sandbox", False):
+        console.print(
+            "[bold red]--unsafe-no-sandbox: agent commands and evaluation builds run WITHOUT a sandbox, "
+            "with this process's privileges[/bold red]"
+        )
+        return
+    try:
+        require_sandbox()
+    except SandboxUnavailable as exc:
+        raise SystemExit(f"strands-art migrate: {exc}") from None
 
 
 def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import UsageError, check_float, check_int, check_sampling_args
+from strands_art.validation import UsageError, check_bool, check_float, check_int, check_sampling_args
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
@@ -131,6 +131,13 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         "rollouts are kept, only the missing ones run; a run directory takes one process at a time",
     )
     g.add_argument("--no-plot", action="store_true", help="skip the rewards/rows plot")
+    g.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the agent's commands and the evaluation builds WITHOUT the bubblewrap sandbox "
+        "(with this process's privileges); only for machines where bwrap cannot run and the "
+        "model is trusted. Default: refuse to start when the sandbox is unavailable",
+    )
 
 
 def resolve_defaults(args: argparse.Namespace) -> None:
@@ -166,9 +173,10 @@ _INT_LIMITS = (
 
 
 def validate_rollout_limits(args: argparse.Namespace) -> None:
-    """Check the per-rollout limits :func:`~.runner.run_rollout` reads (``max_turns``,
-    ``max_output_bytes``, ``time_limit``, ``command_timeout``, ``build_timeout``); the trainers
-    that call it directly check them here too.
+    """Check the per-rollout values :func:`~.runner.run_rollout` reads (``max_turns``,
+    ``max_output_bytes``, ``time_limit``, ``command_timeout``, ``build_timeout``, and
+    ``unsafe_no_sandbox``, which must be a real boolean: absent means False, the sandbox on);
+    the trainers that call it directly check them here too.
 
     Raises:
         UsageError: the first value out of range, naming its flag.
@@ -177,6 +185,7 @@ def validate_rollout_limits(args: argparse.Namespace) -> None:
         check_int(flag, getattr(args, name), lo, hi)
     for flag, name, lo, hi, lo_open in _ROLLOUT_FLOAT_LIMITS:
         check_float(flag, getattr(args, name), lo, hi, lo_open=lo_open)
+    check_bool("--unsafe-no-sandbox", getattr(args, "unsafe_no_sandbox", False))
 
 
 def validate_migrate_args(args: argparse.Namespace) -> None:

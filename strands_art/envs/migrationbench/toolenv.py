@@ -7,19 +7,29 @@ repository, removed with the workspace): a fresh local repository (seeded for of
 nothing touches ``~/.m2``) and ``bin/mvn`` (:func:`~.commands.write_mvn_wrapper`) that adds
 ``-B -Dstyle.color=never -ntp -s settings.xml -gs settings.xml`` to every call the model makes.
 Pass the result to :func:`~strands_art.envs.migrationbench.agent.build_agent` /
-:func:`~strands_art.envs.migrationbench.tools.make_tools` as ``env`` and ``extra_path``.
+:func:`~strands_art.envs.migrationbench.tools.make_tools` as ``env``, ``extra_path`` and
+``sandbox``.
+
+:func:`workspace_sandbox` is the workspace's :class:`~strands_art.envs.sandbox.Sandbox`: its
+identity, the repository and ``aux`` writable, Debian's Maven repository and the JDK read-only.
+The wrapper re-seeds relocation POMs inside the sandbox with the system ``python3`` and a copy of
+:mod:`.offline_repo` (stdlib only) in ``aux/bin``: no host Python environment is exposed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from strands_art.envs.sandbox import Limits, Sandbox, chown_tree
+
+from . import offline_repo
 from .commands import write_mvn_wrapper
-from .maven import maven_env, use_offline
+from .maven import maven_env, sandbox_readonly_paths, use_offline
 from .offline_repo import seed_local_repo, write_settings
 from .workspace import Workspace
 
@@ -28,20 +38,49 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ToolEnv:
-    """``env`` and ``extra_path`` for the tools, and whether Maven resolves offline."""
+    """``env``, ``extra_path`` and ``sandbox`` for the tools, and whether Maven resolves offline.
+
+    ``sandbox`` is None only with the explicit ``unsafe_no_sandbox`` opt-out."""
 
     env: dict[str, str] = field(default_factory=dict)
     extra_path: list[str] = field(default_factory=list)
     offline: bool = True
+    sandbox: Sandbox | None = None
 
 
-def prepare_tool_env(workspace: Workspace, *, offline: bool | None = None) -> ToolEnv:
+def workspace_sandbox(workspace: Workspace, limits: Limits | None = None) -> Sandbox:
+    """The sandbox of ``workspace``'s commands (see the module doc)."""
+    return Sandbox(
+        workspace.identity,
+        writable=workspace.writable_dirs,
+        readonly=sandbox_readonly_paths(),
+        limits=limits or Limits(),
+    )
+
+
+def _python_inside() -> str:
+    """The Python the wrapper runs inside the sandbox: the system one (under /usr, bound)."""
+    for cand in ("/usr/bin/python3", shutil.which("python3") or ""):
+        if cand and os.path.realpath(cand).startswith("/usr/"):
+            return cand
+    return sys.executable  # only reachable unsandboxed; the re-seed then fails quietly inside
+
+
+def prepare_tool_env(
+    workspace: Workspace,
+    *,
+    offline: bool | None = None,
+    limits: Limits | None = None,
+    unsafe_no_sandbox: bool = False,
+) -> ToolEnv:
     """Write the ``mvn`` wrapper, settings and local repository for one rollout.
 
     Args:
         workspace: the rollout's workspace (its ``aux_dir`` receives everything).
         offline: force offline (Debian repository) or online resolution; None = probe
             (see :func:`~strands_art.envs.migrationbench.maven.use_offline`).
+        limits: the sandbox's resource limits (default :class:`~strands_art.envs.sandbox.Limits`).
+        unsafe_no_sandbox: no sandbox (``ToolEnv.sandbox`` None): the explicit opt-out.
 
     Returns:
         A :class:`ToolEnv`; ``env`` holds only the variables to add (JDK 17 ``JAVA_HOME``,
@@ -59,8 +98,11 @@ def prepare_tool_env(workspace: Workspace, *, offline: bool | None = None) -> To
     settings = write_settings(aux / "settings.xml", local_repo, offline=is_offline)
     # The agent edits pom.xml (pinning plugin versions Debian lacks): re-seed relocation POMs for
     # the project's current pins before every Maven call, as the evaluator does before its build.
+    seeder = aux / "bin" / "offline_repo.py"
+    seeder.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(offline_repo.__file__, seeder)
     prelude = (
-        f"{shlex.quote(sys.executable)} -m strands_art.envs.migrationbench.toolenv seed "
+        f"{shlex.quote(_python_inside())} -I {shlex.quote(str(seeder))} seed "
         f'{shlex.quote(str(local_repo))} "$PWD" >/dev/null 2>&1\n'
         if is_offline
         else ""
@@ -76,21 +118,7 @@ def prepare_tool_env(workspace: Workspace, *, offline: bool | None = None) -> To
     full = maven_env()
     env = {k: full[k] for k in ("JAVA_HOME", "MAVEN_OPTS") if k in full}
     env.update({"HOME": str(home), "MVN_LOCAL_REPO": str(local_repo)})
+    chown_tree(aux, workspace.identity)
+    sandbox = None if unsafe_no_sandbox else workspace_sandbox(workspace, limits)
     logger.debug("tool env ready in %s (offline=%s)", aux, is_offline)
-    return ToolEnv(env=env, extra_path=[str(wrapper.parent)], offline=is_offline)
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m strands_art.envs.migrationbench.toolenv seed LOCAL_REPO PROJECT_DIR``."""
-    if len(argv) != 3 or argv[0] != "seed":
-        sys.stderr.write(
-            "usage: python -m strands_art.envs.migrationbench.toolenv seed LOCAL_REPO PROJECT_DIR\n"
-        )
-        return 2
-    project = Path(argv[2])
-    seed_local_repo(Path(argv[1]), project_dir=project if (project / "pom.xml").is_file() else None)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    return ToolEnv(env=env, extra_path=[str(wrapper.parent)], offline=is_offline, sandbox=sandbox)

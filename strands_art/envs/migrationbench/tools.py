@@ -10,20 +10,29 @@ also counted as Maven time).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from strands import tool
 from strands.types.tools import ToolResult
 
+from strands_art.envs.sandbox import Sandbox, require_sandbox
+
 from .commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S, run_command
 from .editor import EditorError, FileEditor
-from .isolation import Isolation, detect_isolation
+from .toolenv import workspace_sandbox
 from .workspace import PathOutsideWorkspace, Workspace
+
+T = TypeVar("T")
+
+#: Seconds one file-editor operation may take before the tool gives up on it.
+DEFAULT_EDITOR_TIMEOUT_S = 30.0
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +83,48 @@ def _result(text: str, *, error: bool = False) -> ToolResult:
     return {"toolUseId": "", "status": "error" if error else "success", "content": [{"text": text}]}
 
 
-def _shell_description(isolation: Isolation, timeout_s: float, max_output_bytes: int) -> str:
+def describe_sandbox(sandbox: Sandbox | None) -> str:
+    """One line for the model and the logs: what the shell's sandbox allows."""
+    if sandbox is None:
+        return "NONE (--unsafe-no-sandbox: commands run unconfined)"
+    return (
+        "bubblewrap (unprivileged user, no network, read-only system, only the repository and its "
+        "Maven files writable, private /tmp, background processes end with the command)"
+    )
+
+
+def _shell_description(sandbox: Sandbox | None, timeout_s: float, max_output_bytes: int) -> str:
     return (
         "Run a bash command in the repository (the working directory is the repository root). "
         f"Each command times out after {timeout_s:g} s; stdout and stderr are merged and cut to "
         f"{max_output_bytes} bytes (start and end kept). Nothing is interactive: stdin is closed. "
-        f"Isolation: {isolation.description}. Maven works offline: `mvn` uses local settings."
+        f"Sandbox: {describe_sandbox(sandbox)}. Maven works offline: `mvn` uses local settings."
     )
+
+
+async def run_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
+    """Run blocking ``fn`` in its own daemon thread; raise TimeoutError after ``timeout_s``.
+
+    A call that never returns (a file operation stuck in the kernel) keeps only its own thread:
+    no shared pool (the one the evaluation uses) is starved, and the process can still exit.
+    """
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            (fut.set_result if ok else fut.set_exception)(value)
+
+    def work() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            loop.call_soon_threadsafe(settle, False, exc)
+        else:
+            loop.call_soon_threadsafe(settle, True, value)
+
+    threading.Thread(target=work, name="file-editor", daemon=True).start()
+    return await asyncio.wait_for(fut, timeout_s)
 
 
 def make_tools(
@@ -90,10 +134,11 @@ def make_tools(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: Mapping[str, str] | None = None,
     extra_path: Sequence[str] = (),
-    writable: Sequence[str] = (),
-    isolation: Isolation | None = None,
+    sandbox: Sandbox | None = None,
+    unsafe_no_sandbox: bool = False,
     stats: ToolStats | None = None,
     time_left: Callable[[], float | None] | None = None,
+    editor_timeout_s: float = DEFAULT_EDITOR_TIMEOUT_S,
 ) -> list[Any]:
     """Build the ``shell`` and ``file_editor`` tools for one rollout.
 
@@ -103,9 +148,11 @@ def make_tools(
         max_output_bytes: shell output kept per command; also bounds ``view`` output.
         env: variables added to every command's environment (e.g. ``MVN_LOCAL_REPO``).
         extra_path: directories put first on PATH (e.g. the ``mvn`` wrapper's bin dir).
-        writable: extra directories that stay writable under a read-only root (the
-            workspace, its aux dir and /tmp always are).
-        isolation: command isolation; default :func:`detect_isolation` ("auto").
+        sandbox: the shell's sandbox; default the workspace's
+            (:func:`~.toolenv.workspace_sandbox`), after :func:`~strands_art.envs.sandbox.require_sandbox`
+            proved it works (fail closed: raises if it does not).
+        unsafe_no_sandbox: run commands unconfined (the explicit opt-out; ``sandbox`` ignored).
+        editor_timeout_s: seconds one file-editor operation may take (then an error result).
         stats: where time and counts are recorded; pass your own to read it afterwards
             (a private one is used if None).
         time_left: returns the rollout's remaining seconds (or None); a command's timeout is
@@ -113,13 +160,20 @@ def make_tools(
 
     Returns:
         ``[shell, file_editor]``, Strands ``DecoratedFunctionTool`` objects.
+
+    Raises:
+        SandboxUnavailable: no sandbox can be set up here (and no opt-out).
     """
-    iso = isolation if isolation is not None else detect_isolation()
+    if unsafe_no_sandbox:
+        sandbox = None
+        logger.warning("UNSAFE: agent commands in %s run without a sandbox", workspace.root)
+    elif sandbox is None:
+        require_sandbox()
+        sandbox = workspace_sandbox(workspace)
     st = stats if stats is not None else ToolStats()
     editor = FileEditor(workspace, max_view_chars=max_output_bytes)
-    keep = [str(workspace.aux_dir), *writable]
 
-    @tool(name="shell", description=_shell_description(iso, command_timeout_s, max_output_bytes))
+    @tool(name="shell", description=_shell_description(sandbox, command_timeout_s, max_output_bytes))
     async def shell(command: str) -> ToolResult:
         """Run a bash command in the repository root.
 
@@ -147,8 +201,7 @@ def make_tools(
                 max_output_bytes=max_output_bytes,
                 env=env,
                 extra_path=extra_path,
-                writable=keep,
-                isolation=iso,
+                sandbox=sandbox,
             )
             if res.timed_out:
                 st.timeouts += 1
@@ -179,7 +232,7 @@ def make_tools(
             "edit of `path`). Paths are relative to the repository root, or absolute inside it."
         ),
     )
-    def file_editor(
+    async def file_editor(
         command: Literal["view", "create", "str_replace", "insert", "undo_edit"],
         path: str,
         file_text: str | None = None,
@@ -202,17 +255,24 @@ def make_tools(
         start = time.monotonic()
         error = True
         try:
-            text = editor.run(
-                command,
-                path,
-                file_text=file_text,
-                old_str=old_str,
-                new_str=new_str,
-                insert_line=insert_line,
-                view_range=view_range,
+            text = await run_with_timeout(
+                lambda: editor.run(
+                    command,
+                    path,
+                    file_text=file_text,
+                    old_str=old_str,
+                    new_str=new_str,
+                    insert_line=insert_line,
+                    view_range=view_range,
+                ),
+                editor_timeout_s,
             )
             error = False
             return _result(text)
+        except TimeoutError:
+            return _result(
+                f"Error: the file operation on {path} did not finish in {editor_timeout_s:g} s.", error=True
+            )
         except (EditorError, PathOutsideWorkspace) as e:
             return _result(f"Error: {e}", error=True)
         except OSError as e:

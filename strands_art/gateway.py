@@ -26,6 +26,7 @@ from strands_art.backends.base import (
     turn_seed,
 )
 from strands_art.capture import RowCapture
+from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
@@ -81,9 +82,11 @@ class GatewayConfig(TypedDict, total=False):
         sampling: default SamplingParams for new sessions (the trainer's).
         on_sampling_override: "ignore" (default: logged warning + event) or "reject"
             (raise SamplingOverrideRejected) when a request carries its own sampling parameters.
-        max_context_tokens: context budget (prompt + generated tokens); default: the backend's
-            ``max_context_tokens`` attribute if it has one (llama.cpp's slot size), else the
-            tokenizer's ``model_max_length`` capped at 32768.
+        max_context_tokens: context budget (prompt + generated tokens); default: the model's
+            own context length (:func:`strands_art.context_length.default_context_tokens`: the
+            backend's ``max_context_tokens`` (llama.cpp's slot, vLLM's ``max_model_len``, the
+            transformers model's positions), else the model's ``config.json``, else the
+            tokenizer's declared ``model_max_length``). ``gateway.context_source`` says which.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
             "qwen", "generic"); default: detected from the chat template.
@@ -167,6 +170,7 @@ class RolloutGateway:
         unknown = set(config) - set(GatewayConfig.__annotations__)
         if unknown:
             raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
+        tokenizer_name = tokenizer if isinstance(tokenizer, str) else None
         if isinstance(tokenizer, str):
             from strands_art.registry import family_of, load_tokenizer
 
@@ -189,11 +193,12 @@ class RolloutGateway:
             special_tokens_in_content=self.config.get("special_tokens_in_content", "text"),
         )
         self.backend = backend
-        self.max_context_tokens = int(
-            self.config.get("max_context_tokens")
-            or getattr(backend, "max_context_tokens", None)
-            or min(getattr(tokenizer, "model_max_length", 32768), 32768)
-        )
+        if self.config.get("max_context_tokens"):
+            self.max_context_tokens, self.context_source = int(self.config["max_context_tokens"]), "config"
+        else:
+            self.max_context_tokens, self.context_source = default_context_tokens(
+                backend, tokenizer, tokenizer_name
+            )
         self._sessions: dict[str, _Session] = {}
 
     # ------------------------------------------------------------------ sessions

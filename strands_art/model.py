@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from strands.models.model import Model
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
-from strands_art.backends.base import BackendError
+from strands_art.backends.base import BackendTimeout, BackendUnavailable
 from strands_art.canonical import CanonicalHistory
 from strands_art.formats import (
     content_blocks,
@@ -279,10 +279,16 @@ class ARTModel(Model):
                 not a list of blocks, a tool spec without a name, an unknown block); nothing
                 recorded. Image, document and video blocks are not errors: the model sees a
                 placeholder text and the trajectory a ``non_text_content`` event.
-            ContextWindowOverflowException: the prompt leaves no room to generate (within
-                ``context_window_limit``).
+            ContextWindowOverflowException: the prompt leaves no room to generate within
+                ``context_window_limit`` or the backend's own context (vLLM's HTTP 400 "maximum
+                context length", llama.cpp's ``exceed_context_size_error``); raised after one
+                request, Strands' conversation manager then trims.
             ValueError: a forcing ``tool_choice`` with ``on_tool_choice="reject"``.
-            ModelThrottledException: the sampling backend failed or timed out (retryable).
+            ModelThrottledException: the backend is overloaded or unreachable
+                (``BackendUnavailable``: HTTP 429/502/503/504, refused connection) or timed out
+                (``BackendTimeout``); Strands retries these with backoff.
+            BackendError: any other backend failure (a 4xx rejection, a malformed or impossible
+                answer, ``InvalidSample``), raised as is: retrying would fail the same way.
         """
         self.tagger.watch(kwargs.get("invocation_state"))
         self.tagger.settle()
@@ -301,7 +307,7 @@ class ARTModel(Model):
             )
         except ContextBudgetExceeded as exc:
             raise ContextWindowOverflowException(str(exc)) from exc
-        except BackendError as exc:
+        except (BackendTimeout, BackendUnavailable) as exc:  # retryable: Strands backs off and retries
             raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
         self.canonical.remember(result.assistant_message)
         session, turn = self.session_id, result.turn.index

@@ -26,7 +26,20 @@ class InvalidSample(BackendError):
 
 
 class BackendTimeout(BackendError):
-    """The backend did not answer within its configured timeout (after all retries)."""
+    """The backend did not answer within its configured timeout (after all retries).
+
+    Retryable: the Strands provider raises ``ModelThrottledException`` (the HTTP front 429).
+    """
+
+
+class BackendUnavailable(BackendError):
+    """The backend is overloaded or unreachable: HTTP 429 / 502 / 503 / 504, a refused
+    connection, an aborted request (after the backend's own retries).
+
+    Retryable: the Strands provider raises ``ModelThrottledException`` (the HTTP front 503).
+    Any other :class:`BackendError` (a 4xx rejection, a malformed answer, an
+    :class:`InvalidSample`) is not: retrying the same request would fail the same way.
+    """
 
 
 class BackendContextOverflow(BackendError):

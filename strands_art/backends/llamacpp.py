@@ -76,7 +76,9 @@ class LlamaCppBackend:
     Args:
         model: a GGUF alias (``qwen2.5-coder-1.5b``, ``qwen2.5-coder-0.5b``) or a ``.gguf`` path.
         context_tokens: context per slot in tokens (prompt + generated); the gateway's default
-            budget (:attr:`max_context_tokens`). Default 8192.
+            budget (:attr:`max_context_tokens`). Default: the model's trained context (the GGUF's
+            ``context_length``, 32,768 for the Qwen2.5-Coder aliases); the KV cache holds
+            ``context_tokens * parallel`` tokens, so pass less on a small machine.
         parallel: slots decoded together (= the rollouts in flight). Default 2.
         threads: CPU threads for decoding and prompt processing; default :func:`default_threads`.
         batch_tokens: prompt tokens processed per step (llama.cpp ``n_batch``). Default 512.
@@ -96,14 +98,14 @@ class LlamaCppBackend:
         self,
         model: str,
         *,
-        context_tokens: int = 8192,
+        context_tokens: int | None = None,
         parallel: int = 2,
         threads: int | None = None,
         batch_tokens: int = 512,
         logprobs_mode: LogprobsMode = "processed",
         verbosity: int = -1,
     ) -> None:
-        if context_tokens < 16:
+        if context_tokens is not None and context_tokens < 16:
             raise ValueError(f"context_tokens must be >= 16, got {context_tokens}")
         if parallel < 1:
             raise ValueError(f"parallel must be >= 1, got {parallel}")
@@ -121,6 +123,10 @@ class LlamaCppBackend:
         from strands_art.registry import gguf_file
 
         self.model_path: Path = gguf_file(model)
+        if context_tokens is None:
+            from strands_art.models_gguf import gguf_context_length
+
+            context_tokens = gguf_context_length(self.model_path) or 4096  # llama.cpp's own default
         self.model = model
         self.max_context_tokens = context_tokens
         self.parallel = parallel

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from strands_art.backends.base import BackendError, SampleResult, SamplingParams
+from strands_art.backends.base import BackendContextOverflow, BackendError, SampleResult, SamplingParams
 from strands_art.backends.sampling import is_greedy, sample_next
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,7 @@ class TransformersBackend:
         model: the model sampled from (shared; see :meth:`update_weights`).
         lock: ``threading.Lock`` held for each generation and by weight updates.
         max_positions: the model's context length (``max_position_embeddings``) or None.
+        max_context_tokens: the same, read by the gateway for its default context budget.
 
     Raises:
         registry.ModelNotFound: unknown alias/directory (only when loading here).
@@ -162,6 +163,11 @@ class TransformersBackend:
         finally:
             self.lock.release()
 
+    @property
+    def max_context_tokens(self) -> int | None:
+        """The model's context length in tokens (``max_position_embeddings``), or None."""
+        return self.max_positions
+
     # -- sampling -----------------------------------------------------------------------------
 
     def _check(self, prompt_ids: list[int], params: SamplingParams) -> None:
@@ -173,9 +179,11 @@ class TransformersBackend:
                 f"prompt token IDs {bad[:5]} outside the model's vocabulary (size {self.vocab_size})"
             )
         if self.max_positions is not None and len(prompt_ids) >= self.max_positions:
-            raise BackendError(
+            raise BackendContextOverflow(
                 f"prompt has {len(prompt_ids)} tokens but the model's context (max_position_embeddings) "
-                f"is {self.max_positions}: no room to generate"
+                f"is {self.max_positions}: no room to generate",
+                prompt_tokens=len(prompt_ids),
+                context_tokens=self.max_positions,
             )
         if params.stop and self.tokenizer is None:
             raise BackendError("stop strings need a tokenizer; pass tokenizer= to TransformersBackend")

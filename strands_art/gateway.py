@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal, TypedDict
 
 from strands_art.backends.base import (
@@ -301,6 +302,7 @@ class RolloutGateway:
         *,
         deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
         max_context_tokens: int | None = None,
+        on_tokens: Callable[[list[int], list[int]], None] | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -316,6 +318,10 @@ class RolloutGateway:
                 cancelled meanwhile.
             max_context_tokens: a tighter context budget for this call (the caller's, e.g. a
                 Strands ``context_window_limit``); the gateway's own budget still caps it.
+            on_tokens: optional streaming callback ``(prompt_ids, new_output_ids)``, called as
+                the backend produces tokens (backends with ``streams_tokens``; possibly from a
+                backend thread). What is recorded is still the backend's final result; a turn
+                cancelled while sampling records nothing. See :meth:`preview`.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -349,7 +355,12 @@ class RolloutGateway:
                 seed=None if s.sampling.seed is None else turn_seed(s.sampling.seed, len(s.trajectory.turns)),
             )
             try:
-                sample: SampleResult = await self.backend.sample(prompt_ids, params)
+                if on_tokens is not None and getattr(self.backend, "streams_tokens", False):
+                    sample: SampleResult = await self.backend.sample(
+                        prompt_ids, params, on_tokens=partial(on_tokens, prompt_ids)
+                    )
+                else:
+                    sample = await self.backend.sample(prompt_ids, params)
             except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
                 raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
@@ -491,6 +502,11 @@ class RolloutGateway:
             "record": t_end - t_sample,
             "total": t_end - t0,
         }
+
+    def preview(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
+        """Parse a (partial) output as a turn's output would be (text, reasoning, tool calls);
+        records nothing. For streaming: see :mod:`strands_art.streaming`."""
+        return self._parse(prompt_ids, output_ids, tools)
 
     def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
         eot = set(self.renderer.end_of_turn_ids)

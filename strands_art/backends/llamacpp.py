@@ -42,6 +42,7 @@ from strands_art.backends.base import (
     BackendError,
     SampleResult,
     SamplingParams,
+    TokenSink,
 )
 from strands_art.backends.sampling import is_greedy
 
@@ -93,6 +94,7 @@ class LlamaCppBackend:
     """
 
     name = "llamacpp"
+    streams_tokens = True
 
     def __init__(
         self,
@@ -152,8 +154,13 @@ class LlamaCppBackend:
         self._closed = False
 
     # ------------------------------------------------------------------ protocol
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` (see :class:`SamplingBackend`).
+
+        ``on_tokens`` (optional) is called on llama.cpp's worker thread with the token IDs of each
+        streamed chunk, as llama.cpp produces them.
 
         Raises:
             BackendContextOverflow: the prompt does not fit the slot's context.
@@ -165,7 +172,13 @@ class LlamaCppBackend:
         if not prompt_ids:
             raise BackendError("empty prompt")
         cancel = threading.Event()
-        call = _Call(self._request(prompt_ids, params), params, cancel, greedy=is_greedy(params.temperature))
+        call = _Call(
+            self._request(prompt_ids, params),
+            params,
+            cancel,
+            greedy=is_greedy(params.temperature),
+            on_tokens=on_tokens,
+        )
         try:
             await asyncio.shield(asyncio.to_thread(call.run, self._server))
         except asyncio.CancelledError:
@@ -205,8 +218,17 @@ class LlamaCppBackend:
 class _Call:
     """One streamed request: collects tokens, checks stop conditions and cancellation."""
 
-    def __init__(self, request: dict, params: SamplingParams, cancel: threading.Event, *, greedy: bool):
+    def __init__(
+        self,
+        request: dict,
+        params: SamplingParams,
+        cancel: threading.Event,
+        *,
+        greedy: bool,
+        on_tokens: TokenSink | None = None,
+    ):
         self.request = request
+        self.on_tokens = on_tokens
         self.stop_ids = set(params.stop_token_ids)
         self.stop_strings = [s.encode() for s in params.stop if s]
         self.cancel = cancel
@@ -232,6 +254,7 @@ class _Call:
         if "usage" in chunk:
             self.prompt_tokens = int(chunk["usage"].get("prompt_tokens", -1))
         choice = (chunk.get("choices") or [{}])[0]
+        before = len(self.ids)
         for tok in (choice.get("logprobs") or {}).get("content") or ():
             self.ids.append(int(tok["id"]))
             if self.post:
@@ -242,6 +265,8 @@ class _Call:
             self.text += bytes(tok.get("bytes") or b"")
             if self.ids[-1] in self.stop_ids or any(s in self.text for s in self.stop_strings):
                 self.finish = "stop"
+        if self.on_tokens is not None and len(self.ids) > before:
+            self.on_tokens(self.ids[before:])
         if choice.get("finish_reason") and self.finish is None:
             self.finish = "stop" if choice["finish_reason"] == "stop" else "length"
         return self.finish is not None or self.cancel.is_set()

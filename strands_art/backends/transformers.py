@@ -43,7 +43,13 @@ from typing import Any
 
 import torch
 
-from strands_art.backends.base import BackendContextOverflow, BackendError, SampleResult, SamplingParams
+from strands_art.backends.base import (
+    BackendContextOverflow,
+    BackendError,
+    SampleResult,
+    SamplingParams,
+    TokenSink,
+)
 from strands_art.backends.sampling import is_greedy, sample_next
 
 logger = logging.getLogger(__name__)
@@ -85,6 +91,7 @@ class TransformersBackend:
     """
 
     name = "transformers"
+    streams_tokens = True
 
     def __init__(
         self,
@@ -196,7 +203,11 @@ class TransformersBackend:
         return next((s for s in stops if s in text), None)
 
     def _generate(
-        self, prompt_ids: list[int], params: SamplingParams, cancel: threading.Event
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        cancel: threading.Event,
+        on_tokens: TokenSink | None = None,
     ) -> SampleResult:
         queued = time.perf_counter()
         with self.lock:
@@ -206,7 +217,7 @@ class TransformersBackend:
             model.eval()
             try:
                 with torch.no_grad():
-                    result = self._decode(model, prompt_ids, params, cancel)
+                    result = self._decode(model, prompt_ids, params, cancel, on_tokens)
             except (_Cancelled, BackendError):
                 raise
             except Exception as e:  # torch/transformers failure (OOM, shape errors, ...)
@@ -218,7 +229,12 @@ class TransformersBackend:
         return result
 
     def _decode(
-        self, model: Any, prompt_ids: list[int], params: SamplingParams, cancel: threading.Event
+        self,
+        model: Any,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        cancel: threading.Event,
+        on_tokens: TokenSink | None = None,
     ) -> SampleResult:
         device = self.device
         limit = params.max_new_tokens
@@ -252,6 +268,8 @@ class TransformersBackend:
             tid = int(token.item())
             out_ids.append(tid)
             out_lps.append(float(logprob.item()))
+            if on_tokens is not None:
+                on_tokens([tid])
             if tid in stops:
                 finish = "stop"
                 break
@@ -272,10 +290,14 @@ class TransformersBackend:
             info["context_limit"] = self.max_positions
         return SampleResult(output_ids=out_ids, logprobs=out_lps, finish_reason=finish, info=info)
 
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` on the worker thread (see the module docstring).
 
-        Cancelling the awaiting task stops the decoding loop at the next token.
+        ``on_tokens`` (optional) is called on the worker thread with each sampled token ID as a
+        one-item list, as it is sampled. Cancelling the awaiting task stops the decoding loop at
+        the next token.
 
         Raises:
             BackendError: empty prompt, token IDs outside the vocabulary, a prompt that fills the
@@ -288,7 +310,9 @@ class TransformersBackend:
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, self._generate, prompt, params, cancel)
+            return await loop.run_in_executor(
+                self._executor, self._generate, prompt, params, cancel, on_tokens
+            )
         except asyncio.CancelledError:
             cancel.set()
             raise

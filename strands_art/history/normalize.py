@@ -21,6 +21,7 @@ What the harness sends is validated and put into one canonical shape:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -158,7 +159,32 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         name = _optional_str(index, "name", msg.get("name"))
         if name:
             out["name"] = name
+    _refuse_lone_surrogates(index, out)
     return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> None:
+    """A lone surrogate (e.g. JSON ``"\\ud800"`` decoded, or a file name read with
+    ``surrogateescape``) cannot be encoded as UTF-8, so it can be neither tokenized nor stored:
+    refuse it here with the place it was found, before anything is rendered or recorded."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        if m:
+            raise MessageError(
+                index,
+                f"{where or 'text'} holds a lone surrogate U+{ord(m.group()):04X} at character "
+                f"{m.start()} (not valid Unicode; replace it, e.g. with U+FFFD)",
+            )
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_lone_surrogates(index, k, where)
+            _refuse_lone_surrogates(index, v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for k, v in enumerate(value):
+            _refuse_lone_surrogates(index, v, f"{where}[{k}]")
 
 
 def normalize_messages(messages: Any) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -30,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from strands_art.envs.migrationbench.mavenlog import digest_log, strip_ansi  # noqa: F401 (strip_ansi: public here too)
 from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, seed_local_repo, write_settings
 from strands_art.envs.sandbox import Identity, Limits, Sandbox, chown_tree, run_sync
 
@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 OFFLINE_ENV = "STRANDS_ART_MAVEN_OFFLINE"
 CENTRAL_URL = "https://repo.maven.apache.org/maven2/"
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 
 
 class MavenNotFound(RuntimeError):
@@ -50,7 +49,7 @@ class MavenResult:
 
     ``exit_code`` is None when the build was killed on timeout. ``duration_s`` is wall-clock
     seconds. ``output_tail`` is the last ``tail_chars`` characters of stdout+stderr, ANSI codes
-    stripped; ``log_path`` holds the full (stripped) log when the caller asked for one.
+    stripped; ``log_path`` holds the stripped log (capped at 16 MiB) when the caller asked for one.
     ``error_lines`` are the first 30 ``[ERROR]`` lines of the whole log, stack frames left out.
     """
 
@@ -66,11 +65,6 @@ class MavenResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
-
-
-def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (colour, cursor) from ``text``."""
-    return _ANSI.sub("", text)
 
 
 @functools.lru_cache(maxsize=1)
@@ -172,7 +166,7 @@ def run_maven(
             JVMs) is killed and ``timed_out`` is True.
         offline: force offline/online resolution; None = :func:`use_offline`.
         fork_count: passed as ``-DforkCount=N`` when set (see module doc); None = surefire default.
-        log_path: write the full ANSI-stripped output there.
+        log_path: write the ANSI-stripped output there (capped: see :func:`.mavenlog.digest_log`).
         keep_local_repo: use this local repository directory instead of a throw-away one
             (it must be writable by ``identity``).
         identity: the sandbox uid, which must own ``project_dir``; default: its owner
@@ -235,12 +229,12 @@ def run_maven(
                 logger.warning(
                     "mvn %s in %s timed out after %.0f s; its group was killed", args, project_dir, timeout_s
                 )
+            duration = time.monotonic() - start
             out.seek(0)
-            text = strip_ansi(out.read().decode("utf-8", errors="replace"))
-        duration = time.monotonic() - start
-        if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log_path.write_text(text, encoding="utf-8")
+            if log_path is not None:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+            # hostile output (up to the sandbox's 1 GiB file limit): read in bounded memory
+            log = digest_log(out, tail_chars=tail_chars, log_path=log_path)
     logger.info(
         "mvn %s in %s: exit=%s timed_out=%s %.1f s",
         " ".join(args),
@@ -254,22 +248,8 @@ def run_maven(
         exit_code=exit_code,
         timed_out=timed_out,
         duration_s=duration,
-        output_tail=text[-tail_chars:],
+        output_tail=log.tail,
         offline=is_offline,
         log_path=log_path,
-        error_lines=tuple(_error_lines(text)),
+        error_lines=log.error_lines,
     )
-
-
-def _error_lines(text: str, limit: int = 30) -> list[str]:
-    lines = []
-    for line in text.splitlines():
-        if (
-            line.startswith("[ERROR]")
-            and not line[7:].lstrip().startswith("at ")
-            and line.strip() != "[ERROR]"
-        ):
-            lines.append(line)
-            if len(lines) == limit:
-                break
-    return lines

@@ -163,6 +163,9 @@ async def run_rollout(
     t0 = time.monotonic()
     validate_rollout_limits(args)
     unsafe: bool = getattr(args, "unsafe_no_sandbox", False)  # a bool: validate_rollout_limits
+    # the compact prompt for the small llama.cpp models; trainers that build ``args`` themselves
+    # (training.rollouts) name no backend and get the full prompt
+    compact = getattr(args, "backend", None) == "llamacpp"
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
         tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
@@ -182,11 +185,10 @@ async def run_rollout(
             unsafe_no_sandbox=unsafe,
             command_timeout_s=args.command_timeout,
             max_output_bytes=args.max_output_bytes,
-            system_prompt=COMPACT_SYSTEM_PROMPT if args.backend == "llamacpp" else SYSTEM_PROMPT,
+            system_prompt=COMPACT_SYSTEM_PROMPT if compact else SYSTEM_PROMPT,
             hooks=[row] if row is not None else (),
         )
         try:
-            compact = args.backend == "llamacpp"
             end = await run_agent(agent, user_prompt(ws, spec.task.record, compact=compact), limits)
         finally:
             if row is not None:

@@ -78,9 +78,23 @@ class ToolStats:
         return {**asdict(self), "tools_s": self.tools_s}
 
 
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates (a path the model wrote as JSON ``"\\ud800"``, a file name
+    read with ``surrogateescape``) replaced by U+FFFD: a tool result must be valid Unicode, or the
+    next turn can neither be tokenized nor stored."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _result(text: str, *, error: bool = False) -> ToolResult:
     # toolUseId is filled in by Strands when the tool runs inside an agent.
-    return {"toolUseId": "", "status": "error" if error else "success", "content": [{"text": text}]}
+    return {
+        "toolUseId": "",
+        "status": "error" if error else "success",
+        "content": [{"text": valid_text(text)}],
+    }
 
 
 def describe_sandbox(sandbox: Sandbox | None) -> str:

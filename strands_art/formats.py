@@ -181,18 +181,29 @@ def stream_events(
     finish_reason: str,
     usage: dict[str, int],
     latency_ms: int,
+    *,
+    streamed: str = "",
 ) -> Iterator[dict[str, Any]]:
     """Strands stream events for one assistant turn.
 
     ``tool_calls`` items need ``id``, ``name`` and ``arguments`` (dict). Stop reason:
     "tool_use" when there are tool calls, "max_tokens" on length, else "end_turn".
+    ``streamed``: text already sent (:func:`text_delta_events`, a prefix of ``text``): the
+    message and its text block are open; the rest of the text closes it, then come reasoning
+    and tool calls.
     """
-    yield {"messageStart": {"role": "assistant"}}
+    if streamed:
+        rest = text[len(streamed) :]
+        if rest:
+            yield {"contentBlockDelta": {"delta": {"text": rest}}}
+        yield {"contentBlockStop": {}}
+    else:
+        yield {"messageStart": {"role": "assistant"}}
     if reasoning:
         yield {"contentBlockStart": {"start": {}}}
         yield {"contentBlockDelta": {"delta": {"reasoningContent": {"text": reasoning}}}}
         yield {"contentBlockStop": {}}
-    if text:
+    if text and not streamed:
         yield {"contentBlockStart": {"start": {}}}
         yield {"contentBlockDelta": {"delta": {"text": text}}}
         yield {"contentBlockStop": {}}
@@ -218,3 +229,12 @@ def stream_events(
             "metrics": {"latencyMs": latency_ms},
         }
     }
+
+
+def text_delta_events(delta: str, first: bool) -> list[dict[str, Any]]:
+    """Strands events for a streamed text delta; ``first`` opens the message and its text block."""
+    events: list[dict[str, Any]] = []
+    if first:
+        events += [{"messageStart": {"role": "assistant"}}, {"contentBlockStart": {"start": {}}}]
+    events.append({"contentBlockDelta": {"delta": {"text": delta}}})
+    return events

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Literal, TypedDict
 
 from strands_art.backends.base import (
@@ -26,6 +27,7 @@ from strands_art.backends.base import (
     turn_seed,
 )
 from strands_art.capture import RowCapture
+from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import normalize_messages, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
@@ -81,9 +83,11 @@ class GatewayConfig(TypedDict, total=False):
         sampling: default SamplingParams for new sessions (the trainer's).
         on_sampling_override: "ignore" (default: logged warning + event) or "reject"
             (raise SamplingOverrideRejected) when a request carries its own sampling parameters.
-        max_context_tokens: context budget (prompt + generated tokens); default: the backend's
-            ``max_context_tokens`` attribute if it has one (llama.cpp's slot size), else the
-            tokenizer's ``model_max_length`` capped at 32768.
+        max_context_tokens: context budget (prompt + generated tokens); default: the model's
+            own context length (:func:`strands_art.context_length.default_context_tokens`: the
+            backend's ``max_context_tokens`` (llama.cpp's slot, vLLM's ``max_model_len``, the
+            transformers model's positions), else the model's ``config.json``, else the
+            tokenizer's declared ``model_max_length``). ``gateway.context_source`` says which.
         chat_template / chat_template_kwargs: override the tokenizer's template / pass variables.
         family: model family name (strands_art/families: "llama3", "mistral", "deepseek",
             "qwen", "generic"); default: detected from the chat template.
@@ -167,6 +171,7 @@ class RolloutGateway:
         unknown = set(config) - set(GatewayConfig.__annotations__)
         if unknown:
             raise TypeError(f"unknown gateway config keys: {sorted(unknown)}")
+        tokenizer_name = tokenizer if isinstance(tokenizer, str) else None
         if isinstance(tokenizer, str):
             from strands_art.registry import family_of, load_tokenizer
 
@@ -189,11 +194,12 @@ class RolloutGateway:
             special_tokens_in_content=self.config.get("special_tokens_in_content", "text"),
         )
         self.backend = backend
-        self.max_context_tokens = int(
-            self.config.get("max_context_tokens")
-            or getattr(backend, "max_context_tokens", None)
-            or min(getattr(tokenizer, "model_max_length", 32768), 32768)
-        )
+        if self.config.get("max_context_tokens"):
+            self.max_context_tokens, self.context_source = int(self.config["max_context_tokens"]), "config"
+        else:
+            self.max_context_tokens, self.context_source = default_context_tokens(
+                backend, tokenizer, tokenizer_name
+            )
         self._sessions: dict[str, _Session] = {}
 
     # ------------------------------------------------------------------ sessions
@@ -296,6 +302,7 @@ class RolloutGateway:
         *,
         deliver: Callable[[GenerateResult], Awaitable[None]] | None = None,
         max_context_tokens: int | None = None,
+        on_tokens: Callable[[list[int], list[int]], None] | None = None,
     ) -> GenerateResult:
         """Run one turn: render → tokenize → sample → capture → parse.
 
@@ -311,6 +318,10 @@ class RolloutGateway:
                 cancelled meanwhile.
             max_context_tokens: a tighter context budget for this call (the caller's, e.g. a
                 Strands ``context_window_limit``); the gateway's own budget still caps it.
+            on_tokens: optional streaming callback ``(prompt_ids, new_output_ids)``, called as
+                the backend produces tokens (backends with ``streams_tokens``; possibly from a
+                backend thread). What is recorded is still the backend's final result; a turn
+                cancelled while sampling records nothing. See :meth:`preview`.
 
         Raises:
             MessageError / TemplateError: bad input; nothing recorded.
@@ -344,7 +355,12 @@ class RolloutGateway:
                 seed=None if s.sampling.seed is None else turn_seed(s.sampling.seed, len(s.trajectory.turns)),
             )
             try:
-                sample: SampleResult = await self.backend.sample(prompt_ids, params)
+                if on_tokens is not None and getattr(self.backend, "streams_tokens", False):
+                    sample: SampleResult = await self.backend.sample(
+                        prompt_ids, params, on_tokens=partial(on_tokens, prompt_ids)
+                    )
+                else:
+                    sample = await self.backend.sample(prompt_ids, params)
             except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
                 raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
@@ -486,6 +502,11 @@ class RolloutGateway:
             "record": t_end - t_sample,
             "total": t_end - t0,
         }
+
+    def preview(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
+        """Parse a (partial) output as a turn's output would be (text, reasoning, tool calls);
+        records nothing. For streaming: see :mod:`strands_art.streaming`."""
+        return self._parse(prompt_ids, output_ids, tools)
 
     def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
         eot = set(self.renderer.end_of_turn_ids)

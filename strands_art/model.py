@@ -18,18 +18,20 @@ retry, a cancelled turn) and summarization calls are tagged on their turns
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterable
+from functools import partial
 from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel
 from strands.models.model import Model
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
-from strands_art.backends.base import BackendError
+from strands_art.backends.base import BackendTimeout, BackendUnavailable
 from strands_art.canonical import CanonicalHistory
 from strands_art.formats import (
     content_blocks,
@@ -39,6 +41,7 @@ from strands_art.formats import (
     tool_specs_to_openai,
 )
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
+from strands_art.streaming import Finished, TextStream, streamed_turn
 from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
 
 logger = logging.getLogger(__name__)
@@ -270,19 +273,29 @@ class ARTModel(Model):
     ) -> AsyncIterable[dict[str, Any]]:
         """One model call through the gateway, yielded as Strands stream events.
 
-        Accepts and ignores Strands' extra keyword arguments (``model_state``,
-        ``invocation_state``, ``cancel_signal``, ...). A forcing ``tool_choice`` is handled as
-        config ``on_tool_choice`` says.
+        Streams: on a backend with ``streams_tokens`` the answer's plain text arrives as text
+        deltas while it is sampled (:mod:`strands_art.streaming`); reasoning and tool calls come
+        whole at the end of the turn. ``cancel_signal`` (Strands' ``agent.cancel()``) is read
+        every 20 ms: sampling stops, nothing is recorded for a turn still being sampled, and the
+        stream ends without ``messageStop`` (Strands: ``stop_reason == "cancelled"``). Other
+        extra keyword arguments (``model_state``, ``invocation_state``, ...) are accepted and
+        ignored. A forcing ``tool_choice`` is handled as config ``on_tool_choice`` says.
 
         Raises:
             StrandsFormatError: a malformed message or tool spec (unknown role, content that is
                 not a list of blocks, a tool spec without a name, an unknown block); nothing
                 recorded. Image, document and video blocks are not errors: the model sees a
                 placeholder text and the trajectory a ``non_text_content`` event.
-            ContextWindowOverflowException: the prompt leaves no room to generate (within
-                ``context_window_limit``).
+            ContextWindowOverflowException: the prompt leaves no room to generate within
+                ``context_window_limit`` or the backend's own context (vLLM's HTTP 400 "maximum
+                context length", llama.cpp's ``exceed_context_size_error``); raised after one
+                request, Strands' conversation manager then trims.
             ValueError: a forcing ``tool_choice`` with ``on_tool_choice="reject"``.
-            ModelThrottledException: the sampling backend failed or timed out (retryable).
+            ModelThrottledException: the backend is overloaded or unreachable
+                (``BackendUnavailable``: HTTP 429/502/503/504, refused connection) or timed out
+                (``BackendTimeout``); Strands retries these with backoff.
+            BackendError: any other backend failure (a 4xx rejection, a malformed or impossible
+                answer, ``InvalidSample``), raised as is: retrying would fail the same way.
         """
         self.tagger.watch(kwargs.get("invocation_state"))
         self.tagger.settle()
@@ -290,32 +303,52 @@ class ARTModel(Model):
         tools = tool_specs_to_openai(tool_specs)
         self._check_tool_choice(tool_choice)
         overrides = dict(self.config.get("params") or {})
+        cancel = kwargs.get("cancel_signal")
+        session = self.session_id
         t0 = time.perf_counter()
-        try:
-            result = await self.gateway.generate(
-                self.session_id,
-                chat,
-                tools,
-                overrides or None,
-                max_context_tokens=self.config.get("context_window_limit"),
-            )
-        except ContextBudgetExceeded as exc:
-            raise ContextWindowOverflowException(str(exc)) from exc
-        except BackendError as exc:
-            raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
+        text_stream = TextStream(self.gateway, tools)
+        result = None
+        async for item in streamed_turn(
+            partial(self._generate, session, chat, tools, overrides),
+            text_stream,
+            cancel,
+            partial(self._abandon, session),
+        ):
+            if isinstance(item, Finished):
+                result = item.result
+            else:
+                yield item
+        if result is None:
+            return  # cancelled while sampling: no messageStop, Strands reports the turn cancelled
         self.canonical.remember(result.assistant_message)
-        session, turn = self.session_id, result.turn.index
+        turn = result.turn.index
         if is_summarizer_call(messages, tool_specs):
             self.tagger.tag(session, turn, SUMMARIZER, "a conversation manager's summarization call")
         latency = int((time.perf_counter() - t0) * 1000)
         self.tagger.produced(session, turn)
-        cancel = kwargs.get("cancel_signal")
         if cancel is not None and cancel.is_set():  # the agent drops this response at its checkpoint
             self.tagger.tag(session, turn, DISCARDED, "cancelled: the cancel signal was set during the turn")
+        streamed = text_stream.streamed
+        if streamed and not text_stream.consistent(result.text):  # never expected: see streaming.py
+            logger.error("streamed text %r is not a prefix of the turn's text", streamed[:80])
+            self.gateway.record_event(
+                session,
+                "stream_mismatch",
+                "streamed text is not a prefix of the turn's text",
+                streamed=streamed,
+            )
+            yield {"contentBlockStop": {}}
+            streamed = ""
         delivered = False
         try:
             for event in stream_events(
-                result.text, result.reasoning, result.tool_calls, result.finish_reason, result.usage, latency
+                result.text,
+                result.reasoning,
+                result.tool_calls,
+                result.finish_reason,
+                result.usage,
+                latency,
+                streamed=streamed,
             ):
                 yield event
             delivered = True
@@ -324,6 +357,35 @@ class ARTModel(Model):
                 self.tagger.tag(
                     session, turn, DISCARDED, "not_delivered: the agent stopped reading the response"
                 )
+
+    async def _generate(self, session: str, chat: list, tools: list | None, overrides: dict, on_tokens: Any):
+        """One gateway turn, with gateway/backend errors mapped to Strands' exception types."""
+        try:
+            return await self.gateway.generate(
+                session,
+                chat,
+                tools,
+                overrides or None,
+                max_context_tokens=self.config.get("context_window_limit"),
+                on_tokens=on_tokens,
+            )
+        except ContextBudgetExceeded as exc:
+            raise ContextWindowOverflowException(str(exc)) from exc
+        except (BackendTimeout, BackendUnavailable) as exc:  # retryable: Strands backs off and retries
+            raise ModelThrottledException(f"sampling backend failed: {exc}") from exc
+
+    async def _abandon(self, session: str, task: asyncio.Future) -> None:
+        """The agent was cancelled mid-turn: stop sampling. A sample still in flight is dropped
+        (nothing recorded); one that already came back was recorded and is tagged discarded."""
+        task.cancel()
+        try:
+            result = await task
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - the turn is abandoned either way
+            return
+        self.tagger.produced(session, result.turn.index)
+        self.tagger.tag(
+            session, result.turn.index, DISCARDED, "cancelled: the cancel signal was set during the turn"
+        )
 
     async def structured_output(  # type: ignore[override]
         self,

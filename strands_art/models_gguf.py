@@ -263,3 +263,25 @@ def tokenizer_dir(alias: str) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return target
+
+
+def gguf_context_length(path: str | Path) -> int | None:
+    """The trained context length a GGUF file declares (``{architecture}.context_length``,
+    tokens), or None when the file does not say. Aliases of :data:`MODELS` answer from their
+    spec without reading the file.
+
+    Raises:
+        OSError / ValueError: the file cannot be read as GGUF.
+    """
+    for spec in MODELS.values():
+        if Path(path).name == spec.file_name:
+            return spec.context_length
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    arch_field = reader.fields.get("general.architecture")
+    if arch_field is None:
+        return None
+    arch = bytes(arch_field.parts[-1]).decode()
+    field = reader.fields.get(f"{arch}.context_length")
+    return int(field.parts[-1][0]) if field is not None else None

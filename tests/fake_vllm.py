@@ -11,7 +11,9 @@ logprob ``-0.25 * (i + 1)``.
 Switches to simulate failures: ``fail_next`` (HTTP status codes for the next requests), ``delay_s``,
 ``malformed`` (see :data:`MALFORMED`), ``abort``, ``trickle_s`` (send the answer 16 bytes at a
 time, sleeping this long between pieces), ``legacy`` (answer like vLLM < 0.10.2: no
-``token_ids``/``prompt_token_ids`` fields). Every request body is kept in ``requests``.
+``token_ids``/``prompt_token_ids`` fields). ``max_model_len`` (reported by ``/v1/models``) is
+enforced as vLLM 0.10's ``OpenAIServing._validate_input`` does, with its HTTP 400 wording. Every
+request body is kept in ``requests``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class FakeVLLM(LocalServer):
     abort: bool = False
     legacy: bool = False
     trickle_s: float = 0.0
+    max_model_len: int = 32768
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
 
@@ -62,7 +65,8 @@ class FakeVLLM(LocalServer):
         app.router.add_get("/v1/models", self._models)
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        card = {"id": self.model, "object": "model", "owned_by": "vllm", "max_model_len": self.max_model_len}
+        return web.json_response({"object": "list", "data": [card]})
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -87,6 +91,19 @@ class FakeVLLM(LocalServer):
             return _error(400, f"top_k must be 0 (disable), or at least 1, got {body['top_k']}.")
         if body.get("logprobs") is not None and body["logprobs"] > 20:
             return _error(400, "Requested sample logprobs of more than 20")
+        if len(prompt) >= self.max_model_len:  # vLLM 0.10.2 serving_engine.py, verbatim wording
+            return _error(
+                400,
+                f"This model's maximum context length is {self.max_model_len} tokens. However, your "
+                f"request has {len(prompt)} input tokens. Please reduce the length of the input messages.",
+            )
+        if len(prompt) + max_tokens > self.max_model_len:
+            return _error(
+                400,
+                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's "
+                f"maximum context length is {self.max_model_len} tokens and your request has "
+                f"{len(prompt)} input tokens ({max_tokens} > {self.max_model_len} - {len(prompt)}).",
+            )
         if self.malformed == "not_json":
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
         if self.trickle_s:

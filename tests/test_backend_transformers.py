@@ -84,6 +84,13 @@ def _reference_logprobs(model, prompt, output, t, k, p):
     return torch.log_softmax(z, -1).gather(-1, torch.tensor(output)[:, None]).squeeze(-1)
 
 
+async def test_streamed_ids_are_the_sampled_ids_in_order(backend, prompt, greedy):
+    # issue 14 item 8: one callback per token, on the worker thread, before the result returns
+    got: list[list[int]] = []
+    out = await backend.sample(prompt, GREEDY, on_tokens=got.append)
+    assert got == [[t] for t in out.output_ids] and out.output_ids == greedy.output_ids
+
+
 async def test_sampled_logprobs_equal_recomputed_processed_logprobs(backend, prompt):
     params = SamplingParams(temperature=0.7, top_k=20, top_p=0.9, max_new_tokens=8, seed=1234)
     r = await backend.sample(prompt, params)

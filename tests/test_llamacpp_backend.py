@@ -117,6 +117,41 @@ def test_cancellation_stops_generation(backend, tok) -> None:
     asyncio.run(go())
 
 
+def test_streamed_ids_are_exactly_the_sampled_ids(backend, tok) -> None:
+    ids = _prompt(tok, "Count from one to ten in words.")
+    got: list[list[int]] = []
+    params = SamplingParams(temperature=0.7, max_new_tokens=24, seed=5)
+    out = asyncio.run(backend.sample(ids, params, on_tokens=got.append))  # called on llama.cpp's thread
+    assert len(got) >= 2 and [t for batch in got for t in batch] == out.output_ids
+
+
+def test_strands_stream_async_gets_tokens_before_the_turn_ends(backend, tok) -> None:
+    """Issue 14 item 8 on the real model: text deltas arrive while llama.cpp is still sampling
+    (the turn is not recorded yet); they add up to the turn's text; the row is token-exact."""
+    gw = RolloutGateway(tok, backend, sampling=SamplingParams(temperature=0.0, max_new_tokens=32))
+    agent = Agent(
+        model=ARTModel(gateway=gw, session_id="s"),
+        callback_handler=None,
+        conversation_manager=NullConversationManager(),
+    )
+
+    async def go() -> list[tuple[str, int]]:
+        seen = []
+        async for event in agent.stream_async("Name three colours, one per line, plain words only."):
+            if "data" in event:
+                seen.append((event["data"], len(gw.trajectory("s").turns)))
+        return seen
+
+    seen = asyncio.run(go())
+    traj = gw.close_session("s")
+    (turn,) = traj.turns
+    during = [text for text, recorded in seen if recorded == 0]
+    assert len(during) >= 2  # several deltas before the turn was recorded
+    final = gw.preview(turn.prompt_ids, turn.output_ids, None).text  # the turn's parsed answer
+    assert final and "".join(text for text, _ in seen) == final
+    assert row_problems(traj) == []
+
+
 def test_prompt_longer_than_context(backend, tok) -> None:
     ids = _prompt(tok, "word " * (CONTEXT + 50))
     with pytest.raises(BackendContextOverflow) as info:

@@ -10,7 +10,7 @@ from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
-from strands_art.backends.base import BackendError
+from strands_art.backends.base import BackendUnavailable
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
@@ -149,7 +149,7 @@ async def test_errors_map_to_strands_exceptions(qwen3):
         name = "down"
 
         async def sample(self, prompt_ids, params):
-            raise BackendError("connection refused: http://127.0.0.1:9")
+            raise BackendUnavailable("connection refused: http://127.0.0.1:9")
 
         async def aclose(self):
             pass

@@ -18,7 +18,7 @@ import pytest
 from serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front, summary
 from strands.types.exceptions import ContextWindowOverflowException
 
-from strands_art.backends.base import BackendError, BackendTimeout, turn_seed
+from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable, turn_seed
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
 from strands_art.gateway import RolloutGateway
@@ -194,7 +194,7 @@ class Failing:
     "exc, error, status, code",
     [
         (BackendTimeout("no answer in 60 s"), openai.RateLimitError, 429, "rate_limit_exceeded"),
-        (BackendError("connection refused"), openai.InternalServerError, 503, "backend_unavailable"),
+        (BackendUnavailable("connection refused"), openai.InternalServerError, 503, "backend_unavailable"),
     ],
 )
 async def test_backend_failures_are_retryable_statuses(qwen3, exc, error, status, code):
@@ -206,6 +206,18 @@ async def test_backend_failures_are_retryable_statuses(qwen3, exc, error, status
         assert err.value.response.headers["Retry-After"] == "1"
         assert str(exc) in err.value.message
         assert (await http.get("/sessions/r/trajectory")).json()["turns"] == []
+
+
+async def test_other_backend_failures_are_502_without_retry_after(qwen3):
+    # issue 14 item 9: an upstream rejection is not throttling; retrying it would fail the same way
+    exc = BackendError("vLLM rejected the request (HTTP 400): top_k must be 0 (disable), or at least 1")
+    gw = RolloutGateway(qwen3, Failing(exc))
+    async with running_front(gw, auto_open=True) as base:
+        async with httpx.AsyncClient(base_url=base) as http:
+            r = await http.post("/rollouts/r/v1/chat/completions", json={"messages": FIRST})
+    assert r.status_code == 502 and "Retry-After" not in r.headers
+    assert r.json()["error"]["code"] == "backend_error" and str(exc) in r.json()["error"]["message"]
+    assert gw.trajectory("r").turns == []
 
 
 async def test_bad_input_is_400_and_records_nothing(qwen3):

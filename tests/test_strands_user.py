@@ -8,6 +8,7 @@ exactly the prompt the backend received (DESIGN.md invariants 1 and 2).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -67,23 +68,54 @@ def test_readme_snippet_runs_as_written(qwen3):
     assert [r.reward for r in traj.rows] == [1.0]
 
 
-async def test_stream_async_delivers_each_turn_before_the_next_is_sampled(qwen3):
-    """Today (issue 14 item 8, token streaming, lives on another branch) the provider yields one
-    delta per block once the turn is sampled: the tool call's events arrive while the agent's
-    invocation is still running, before the second turn is sampled."""
-    backend = ScriptedBackend(qwen3, [call("add", '{"a": 17, "b": 25}'), answer("42.")], delay=0.05)
+async def test_stream_async_delivers_text_deltas_while_the_turn_is_sampled(qwen3):
+    """Issue 14 item 8: tokens stream as the backend produces them (scripted backend, 0.6 s per
+    turn spread over its tokens): the final answer arrives as several deltas, each before its
+    turn is recorded, their concatenation is the turn's text, and the row holds exactly the
+    sampled IDs. The tool call (not streamed) arrives whole before turn 2 is sampled."""
+    final = "The sum of 17 and 25 is 42."
+    backend = ScriptedBackend(qwen3, [call("add", '{"a": 17, "b": 25}'), answer(final)], delay=0.6)
     gw = RolloutGateway(qwen3, backend)
     agent = Agent(model=ARTModel(gateway=gw, session_id="s"), tools=[add], callback_handler=None)
     seen = []
     async for event in agent.stream_async("17+25?"):
         if "data" in event:
-            seen.append(("text", event["data"], backend.calls))
+            seen.append(("text", event["data"], backend.calls, len(gw.trajectory("s").turns)))
         elif event.get("current_tool_use", {}).get("name") == "add":
-            seen.append(("tool", "add", backend.calls))
+            seen.append(("tool", "add", backend.calls, len(gw.trajectory("s").turns)))
     tool_events = [s for s in seen if s[0] == "tool"]
-    assert tool_events and all(calls == 1 for *_, calls in tool_events)  # before turn 2 was sampled
-    assert [s[1:] for s in seen if s[0] == "text"] == [("42.", 2)]  # one delta for the final turn
-    assert_rows(gw.close_session("s"), 2, 1)
+    assert tool_events and all(calls == 1 for _, _, calls, _ in tool_events)  # before turn 2 was sampled
+    deltas = [(text, recorded) for kind, text, _, recorded in seen if kind == "text"]
+    assert "".join(text for text, _ in deltas) == final
+    streamed = [text for text, recorded in deltas if recorded == 1]  # turn 2 still being sampled
+    assert len(streamed) >= 5 and "".join(streamed) == final[: len("".join(streamed))]
+    traj = gw.close_session("s")
+    assert_rows(traj, 2, 1)
+    assert traj.turns[1].output_ids == qwen3.encode(final + "<|im_end|>", add_special_tokens=False)
+
+
+async def test_cancel_during_sampling_stops_promptly_and_records_nothing(qwen3):
+    """agent.cancel() while the backend is still producing tokens (a 30 s turn): the stream ends
+    within a fraction of that, Strands reports the turn cancelled, no turn or row is recorded."""
+    final = "word " * 60
+    backend = ScriptedBackend(qwen3, [answer(final)], delay=30.0)
+    gw = RolloutGateway(qwen3, backend)
+    agent = Agent(model=ARTModel(gateway=gw, session_id="s"), callback_handler=None)
+    deltas, results = [], []
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    async for event in agent.stream_async("Say words."):
+        if "data" in event:
+            deltas.append(event["data"])
+            if len(deltas) == 2:
+                agent.cancel()
+        if "result" in event:
+            results.append(event["result"])
+    assert [r.stop_reason for r in results] == ["cancelled"]
+    assert loop.time() - t0 < 10  # the whole turn would take 30 s
+    assert len(deltas) == 2 and "".join(deltas).split() == ["word", "word"]
+    traj = gw.close_session("s")
+    assert traj.turns == [] and traj.rows == []
 
 
 async def test_cancelled_invocation_records_the_turn_tagged_discarded(qwen3):
@@ -94,7 +126,8 @@ async def test_cancelled_invocation_records_the_turn_tagged_discarded(qwen3):
             agent_box[0].cancel()
         return call("add", '{"a": 1, "b": 2}')
 
-    gw = RolloutGateway(qwen3, ScriptedBackend(qwen3, script, delay=0.01))
+    # no delay: the sample comes back before the cancel is seen, so it is recorded and tagged
+    gw = RolloutGateway(qwen3, ScriptedBackend(qwen3, script))
     agent = Agent(model=ARTModel(gateway=gw, session_id="s"), tools=[add], callback_handler=None)
     agent_box.append(agent)
     result = await agent.invoke_async("1+2?")

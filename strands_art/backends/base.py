@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length"]
+TokenSink = Callable[[list[int]], None]
+"""Streaming callback: called with each batch of newly sampled token IDs, in order, possibly from
+a backend's worker thread (so it must be thread-safe and cheap). Backends that accept it in
+``sample(..., on_tokens=...)`` set ``streams_tokens = True``; the IDs it sees are exactly the
+prefix of the :class:`SampleResult`'s ``output_ids`` (the row still comes from the result)."""
 
 
 class BackendError(RuntimeError):
@@ -26,7 +32,20 @@ class InvalidSample(BackendError):
 
 
 class BackendTimeout(BackendError):
-    """The backend did not answer within its configured timeout (after all retries)."""
+    """The backend did not answer within its configured timeout (after all retries).
+
+    Retryable: the Strands provider raises ``ModelThrottledException`` (the HTTP front 429).
+    """
+
+
+class BackendUnavailable(BackendError):
+    """The backend is overloaded or unreachable: HTTP 429 / 502 / 503 / 504, a refused
+    connection, an aborted request (after the backend's own retries).
+
+    Retryable: the Strands provider raises ``ModelThrottledException`` (the HTTP front 503).
+    Any other :class:`BackendError` (a 4xx rejection, a malformed answer, an
+    :class:`InvalidSample`) is not: retrying the same request would fail the same way.
+    """
 
 
 class BackendContextOverflow(BackendError):
@@ -191,6 +210,10 @@ class SamplingBackend(Protocol):
 
     async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
         """Sample a continuation of ``prompt_ids``.
+
+        A backend with ``streams_tokens = True`` also takes ``on_tokens`` (a :data:`TokenSink`)
+        as a keyword argument and calls it as tokens are produced. Cancelling the awaiting task
+        stops the generation promptly; nothing is returned, so nothing is recorded.
 
         Raises:
             BackendError: the backend failed; nothing was generated.

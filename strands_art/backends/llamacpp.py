@@ -42,6 +42,7 @@ from strands_art.backends.base import (
     BackendError,
     SampleResult,
     SamplingParams,
+    TokenSink,
 )
 from strands_art.backends.sampling import is_greedy
 
@@ -76,7 +77,9 @@ class LlamaCppBackend:
     Args:
         model: a GGUF alias (``qwen2.5-coder-1.5b``, ``qwen2.5-coder-0.5b``) or a ``.gguf`` path.
         context_tokens: context per slot in tokens (prompt + generated); the gateway's default
-            budget (:attr:`max_context_tokens`). Default 8192.
+            budget (:attr:`max_context_tokens`). Default: the model's trained context (the GGUF's
+            ``context_length``, 32,768 for the Qwen2.5-Coder aliases); the KV cache holds
+            ``context_tokens * parallel`` tokens, so pass less on a small machine.
         parallel: slots decoded together (= the rollouts in flight). Default 2.
         threads: CPU threads for decoding and prompt processing; default :func:`default_threads`.
         batch_tokens: prompt tokens processed per step (llama.cpp ``n_batch``). Default 512.
@@ -91,19 +94,20 @@ class LlamaCppBackend:
     """
 
     name = "llamacpp"
+    streams_tokens = True
 
     def __init__(
         self,
         model: str,
         *,
-        context_tokens: int = 8192,
+        context_tokens: int | None = None,
         parallel: int = 2,
         threads: int | None = None,
         batch_tokens: int = 512,
         logprobs_mode: LogprobsMode = "processed",
         verbosity: int = -1,
     ) -> None:
-        if context_tokens < 16:
+        if context_tokens is not None and context_tokens < 16:
             raise ValueError(f"context_tokens must be >= 16, got {context_tokens}")
         if parallel < 1:
             raise ValueError(f"parallel must be >= 1, got {parallel}")
@@ -121,6 +125,10 @@ class LlamaCppBackend:
         from strands_art.registry import gguf_file
 
         self.model_path: Path = gguf_file(model)
+        if context_tokens is None:
+            from strands_art.models_gguf import gguf_context_length
+
+            context_tokens = gguf_context_length(self.model_path) or 4096  # llama.cpp's own default
         self.model = model
         self.max_context_tokens = context_tokens
         self.parallel = parallel
@@ -146,8 +154,13 @@ class LlamaCppBackend:
         self._closed = False
 
     # ------------------------------------------------------------------ protocol
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` (see :class:`SamplingBackend`).
+
+        ``on_tokens`` (optional) is called on llama.cpp's worker thread with the token IDs of each
+        streamed chunk, as llama.cpp produces them.
 
         Raises:
             BackendContextOverflow: the prompt does not fit the slot's context.
@@ -159,7 +172,13 @@ class LlamaCppBackend:
         if not prompt_ids:
             raise BackendError("empty prompt")
         cancel = threading.Event()
-        call = _Call(self._request(prompt_ids, params), params, cancel, greedy=is_greedy(params.temperature))
+        call = _Call(
+            self._request(prompt_ids, params),
+            params,
+            cancel,
+            greedy=is_greedy(params.temperature),
+            on_tokens=on_tokens,
+        )
         try:
             await asyncio.shield(asyncio.to_thread(call.run, self._server))
         except asyncio.CancelledError:
@@ -199,8 +218,17 @@ class LlamaCppBackend:
 class _Call:
     """One streamed request: collects tokens, checks stop conditions and cancellation."""
 
-    def __init__(self, request: dict, params: SamplingParams, cancel: threading.Event, *, greedy: bool):
+    def __init__(
+        self,
+        request: dict,
+        params: SamplingParams,
+        cancel: threading.Event,
+        *,
+        greedy: bool,
+        on_tokens: TokenSink | None = None,
+    ):
         self.request = request
+        self.on_tokens = on_tokens
         self.stop_ids = set(params.stop_token_ids)
         self.stop_strings = [s.encode() for s in params.stop if s]
         self.cancel = cancel
@@ -226,6 +254,7 @@ class _Call:
         if "usage" in chunk:
             self.prompt_tokens = int(chunk["usage"].get("prompt_tokens", -1))
         choice = (chunk.get("choices") or [{}])[0]
+        before = len(self.ids)
         for tok in (choice.get("logprobs") or {}).get("content") or ():
             self.ids.append(int(tok["id"]))
             if self.post:
@@ -236,6 +265,8 @@ class _Call:
             self.text += bytes(tok.get("bytes") or b"")
             if self.ids[-1] in self.stop_ids or any(s in self.text for s in self.stop_strings):
                 self.finish = "stop"
+        if self.on_tokens is not None and len(self.ids) > before:
+            self.on_tokens(self.ids[before:])
         if choice.get("finish_reason") and self.finish is None:
             self.finish = "stop" if choice["finish_reason"] == "stop" else "length"
         return self.finish is not None or self.cancel.is_set()

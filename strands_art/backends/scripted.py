@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from strands_art.backends.base import BackendError, SampleResult, SamplingParams
+from strands_art.backends.base import BackendError, SampleResult, SamplingParams, TokenSink
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,10 @@ class ScriptedBackend:
         outputs: a list of script items (see the module docstring), consumed one per call in
             order, or a callable ``(prompt_ids, params, call_index) -> item`` for dynamic scripts.
         logprob: the constant natural-log probability used when an item gives none.
-        delay: seconds each call awaits (``asyncio.sleep``) before answering, to simulate latency.
+        delay: seconds each call takes (``asyncio.sleep``), to simulate latency. With an
+            ``on_tokens`` sink the delay is spread evenly over the tokens and each token is
+            streamed after its share (a model producing tokens one by one); without one the call
+            sleeps the whole delay, then answers. Cancelling the call stops it at once.
 
     Attributes:
         prompts: every prompt received, in call order (also for calls that then failed).
@@ -71,6 +74,7 @@ class ScriptedBackend:
     """
 
     name = "scripted"
+    streams_tokens = True
 
     def __init__(
         self,
@@ -130,16 +134,25 @@ class ScriptedBackend:
             finish = "stop" if ids and ids[-1] in stops else "length"
         return SampleResult(output_ids=ids, logprobs=logprobs, finish_reason=finish, info={"call": index})
 
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
-        """Return the next scripted completion for ``prompt_ids`` (see the class docstring)."""
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
+        """Return the next scripted completion for ``prompt_ids`` (see the class docstring);
+        ``on_tokens`` gets its token IDs one at a time, paced by ``delay``."""
         index = self.calls
         self.calls += 1
         self.prompts.append(list(prompt_ids))
         self.params.append(params)
-        if self.delay:
+        if self.delay and on_tokens is None:
             await asyncio.sleep(self.delay)
         item = self._next_item(list(prompt_ids), params, index)
         result = self._resolve(item, params, index)
+        if on_tokens is not None:
+            step = self.delay / max(1, len(result.output_ids))
+            for token in result.output_ids:
+                if step:
+                    await asyncio.sleep(step)
+                on_tokens([token])
         logger.debug(
             "scripted call %d: %d prompt -> %d output tokens", index, len(prompt_ids), len(result.output_ids)
         )

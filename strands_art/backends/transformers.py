@@ -43,7 +43,13 @@ from typing import Any
 
 import torch
 
-from strands_art.backends.base import BackendError, SampleResult, SamplingParams
+from strands_art.backends.base import (
+    BackendContextOverflow,
+    BackendError,
+    SampleResult,
+    SamplingParams,
+    TokenSink,
+)
 from strands_art.backends.sampling import is_greedy, sample_next
 
 logger = logging.getLogger(__name__)
@@ -78,12 +84,14 @@ class TransformersBackend:
         model: the model sampled from (shared; see :meth:`update_weights`).
         lock: ``threading.Lock`` held for each generation and by weight updates.
         max_positions: the model's context length (``max_position_embeddings``) or None.
+        max_context_tokens: the same, read by the gateway for its default context budget.
 
     Raises:
         registry.ModelNotFound: unknown alias/directory (only when loading here).
     """
 
     name = "transformers"
+    streams_tokens = True
 
     def __init__(
         self,
@@ -162,6 +170,11 @@ class TransformersBackend:
         finally:
             self.lock.release()
 
+    @property
+    def max_context_tokens(self) -> int | None:
+        """The model's context length in tokens (``max_position_embeddings``), or None."""
+        return self.max_positions
+
     # -- sampling -----------------------------------------------------------------------------
 
     def _check(self, prompt_ids: list[int], params: SamplingParams) -> None:
@@ -173,9 +186,11 @@ class TransformersBackend:
                 f"prompt token IDs {bad[:5]} outside the model's vocabulary (size {self.vocab_size})"
             )
         if self.max_positions is not None and len(prompt_ids) >= self.max_positions:
-            raise BackendError(
+            raise BackendContextOverflow(
                 f"prompt has {len(prompt_ids)} tokens but the model's context (max_position_embeddings) "
-                f"is {self.max_positions}: no room to generate"
+                f"is {self.max_positions}: no room to generate",
+                prompt_tokens=len(prompt_ids),
+                context_tokens=self.max_positions,
             )
         if params.stop and self.tokenizer is None:
             raise BackendError("stop strings need a tokenizer; pass tokenizer= to TransformersBackend")
@@ -188,7 +203,11 @@ class TransformersBackend:
         return next((s for s in stops if s in text), None)
 
     def _generate(
-        self, prompt_ids: list[int], params: SamplingParams, cancel: threading.Event
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        cancel: threading.Event,
+        on_tokens: TokenSink | None = None,
     ) -> SampleResult:
         queued = time.perf_counter()
         with self.lock:
@@ -198,7 +217,7 @@ class TransformersBackend:
             model.eval()
             try:
                 with torch.no_grad():
-                    result = self._decode(model, prompt_ids, params, cancel)
+                    result = self._decode(model, prompt_ids, params, cancel, on_tokens)
             except (_Cancelled, BackendError):
                 raise
             except Exception as e:  # torch/transformers failure (OOM, shape errors, ...)
@@ -210,7 +229,12 @@ class TransformersBackend:
         return result
 
     def _decode(
-        self, model: Any, prompt_ids: list[int], params: SamplingParams, cancel: threading.Event
+        self,
+        model: Any,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        cancel: threading.Event,
+        on_tokens: TokenSink | None = None,
     ) -> SampleResult:
         device = self.device
         limit = params.max_new_tokens
@@ -244,6 +268,8 @@ class TransformersBackend:
             tid = int(token.item())
             out_ids.append(tid)
             out_lps.append(float(logprob.item()))
+            if on_tokens is not None:
+                on_tokens([tid])
             if tid in stops:
                 finish = "stop"
                 break
@@ -264,10 +290,14 @@ class TransformersBackend:
             info["context_limit"] = self.max_positions
         return SampleResult(output_ids=out_ids, logprobs=out_lps, finish_reason=finish, info=info)
 
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` on the worker thread (see the module docstring).
 
-        Cancelling the awaiting task stops the decoding loop at the next token.
+        ``on_tokens`` (optional) is called on the worker thread with each sampled token ID as a
+        one-item list, as it is sampled. Cancelling the awaiting task stops the decoding loop at
+        the next token.
 
         Raises:
             BackendError: empty prompt, token IDs outside the vocabulary, a prompt that fills the
@@ -280,7 +310,9 @@ class TransformersBackend:
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, self._generate, prompt, params, cancel)
+            return await loop.run_in_executor(
+                self._executor, self._generate, prompt, params, cancel, on_tokens
+            )
         except asyncio.CancelledError:
             cancel.set()
             raise

@@ -20,16 +20,19 @@ Every sampling knob is sent explicitly, including the neutral ``min_p=0``, ``rep
 and presence/frequency penalties 0: vLLM otherwise fills unset fields from the model's
 ``generation_config.json``, which would change the sampling distribution behind our back.
 
-Errors: a refused/failed connection or a 5xx answer is retried ``max_retries`` times with
-exponential backoff (``retry_backoff_s * 2**attempt``), then raised as :class:`BackendError`
-naming the URL and the cause; a connect timeout is retried the same way and ends as
+Errors: a refused/failed connection, a 429 or a 5xx answer is retried ``max_retries`` times with
+exponential backoff (``retry_backoff_s * 2**attempt``), then raised naming the URL and the cause:
+:class:`BackendUnavailable` (retryable upstream: Strands' ``ModelThrottledException``) for a
+connection failure, 429, 502, 503 and 504, plain :class:`BackendError` for other 5xx; a connect timeout is retried the same way and ends as
 :class:`BackendTimeout`. A read timeout (the server accepted the request but did not answer within
 ``timeout_s``) raises :class:`BackendTimeout` at once. httpx's timeouts bound each network
 operation, so a server that trickles its answer a few bytes at a time would never trip them: a
 **total deadline** (``deadline_s``, retries and backoff included) bounds the whole call and ends
-it with :class:`BackendTimeout`. A 4xx answer is not retried: it raises
-:class:`BackendError` with the server's message. A malformed body, ``finish_reason == "abort"``,
-or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
+it with :class:`BackendTimeout`. A 400 saying the prompt exceeds the model's
+context (vLLM's "This model's maximum context length is N tokens. However, ...") raises
+:class:`BackendContextOverflow` at once (Strands' ``ContextWindowOverflowException``); any other
+4xx (but 429) is not retried: it raises :class:`BackendError` with the server's message. ``finish_reason == "abort"`` (the server dropped the request: overloaded or shutting down)
+raises :class:`BackendUnavailable`. A malformed body or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
 on failure, so the gateway records nothing.
 """
 
@@ -38,16 +41,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from strands_art.backends.base import BackendError, BackendTimeout, SampleResult, SamplingParams
+from strands_art.backends.base import (
+    BackendContextOverflow,
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    SampleResult,
+    SamplingParams,
+)
 
 logger = logging.getLogger(__name__)
 
 TOKEN_ID_PREFIX = "token_id:"
+UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})  # overloaded/unreachable upstream: retryable
+# vLLM's context-overflow message (serving_engine._validate_input, 0.5 .. 0.11)
+_OVERFLOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+_OVERFLOW_PROMPT = re.compile(r"\((\d+) in the messages|request has (\d+) input tokens", re.IGNORECASE)
 _RETRYABLE_TRANSPORT = (
     httpx.ConnectError,
     httpx.ConnectTimeout,
@@ -151,7 +166,7 @@ def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
     choice = choices[0]
     finish = choice.get("finish_reason")
     if finish == "abort":
-        raise BackendError(
+        raise BackendUnavailable(
             "vLLM aborted the request (finish_reason 'abort'; server overloaded or shutting down?)"
         )
     if finish not in ("stop", "length"):
@@ -192,6 +207,20 @@ def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
     return SampleResult(output_ids=ids, logprobs=logprobs, finish_reason=finish, info=info)
 
 
+def context_overflow(message: str, prompt_tokens: int) -> BackendContextOverflow | None:
+    """A :class:`BackendContextOverflow` when ``message`` (a 400 body's text) is vLLM's
+    "maximum context length" error, else None. The prompt's size is read from the message
+    ("(N in the messages" / "request has N input tokens") or is ``prompt_tokens``."""
+    found = _OVERFLOW.search(message)
+    if found is None:
+        return None
+    said = _OVERFLOW_PROMPT.search(message)
+    prompt = int(next(g for g in said.groups() if g)) if said else prompt_tokens
+    return BackendContextOverflow(
+        f"vLLM: {message}", prompt_tokens=prompt, context_tokens=int(found.group(1))
+    )
+
+
 def _error_message(resp: httpx.Response) -> str:
     """The server's error text: vLLM's ``{"error": {"message"}}``, older ``{"message"}``, or the body."""
     try:
@@ -205,6 +234,14 @@ def _error_message(resp: httpx.Response) -> str:
         if data.get("message"):
             return str(data["message"])
     return str(data)[:300]
+
+
+class _Rejected:
+    """A 4xx answer (not retried): its status and the server's message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
 
 
 class VLLMBackend:
@@ -221,6 +258,9 @@ class VLLMBackend:
         retry_backoff_s: first backoff; doubles each retry.
         api_key: sent as ``Authorization: Bearer`` (vLLM's ``--api-key``).
         max_connections: size of the shared connection pool.
+        max_model_len: the server's context length in tokens; default: read once from
+            ``GET /v1/models`` (vLLM's ``max_model_len`` for ``model``) when first asked for
+            (:attr:`max_context_tokens`, which the gateway reads for its default budget).
 
     One :class:`httpx.AsyncClient` is shared by all calls; :meth:`sample` is safe to call
     concurrently. Call :meth:`aclose` when done.
@@ -240,6 +280,7 @@ class VLLMBackend:
         retry_backoff_s: float = 0.5,
         api_key: str | None = None,
         max_connections: int = 256,
+        max_model_len: int | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
@@ -259,6 +300,30 @@ class VLLMBackend:
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
         self._closed = False
+        self._max_model_len = max_model_len
+        self._connect_timeout_s = connect_timeout_s
+        self._headers = headers
+
+    @property
+    def max_context_tokens(self) -> int | None:
+        """The server's ``max_model_len`` for :attr:`model` (tokens), or None when the server
+        does not say (not vLLM, unreachable: logged). Asked once (a blocking ``GET /v1/models``
+        with the connect timeout), then cached."""
+        if self._max_model_len is None:
+            url = self.url[: -len("/completions")] + "/models"
+            try:
+                resp = httpx.get(url, headers=self._headers, timeout=self._connect_timeout_s)
+                resp.raise_for_status()
+                cards = [m for m in resp.json()["data"] if m.get("id") == self.model]
+                value = cards[0].get("max_model_len") if cards else None
+            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                logger.warning("could not read max_model_len from %s: %r", url, exc)
+                return None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                self._max_model_len = value
+            else:
+                logger.warning("%s names no max_model_len for %r", url, self.model)
+        return self._max_model_len
 
     async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` on the server (see the module docstring).
@@ -279,6 +344,13 @@ class VLLMBackend:
                 f"vLLM at {self.url} did not complete the request within its {self.deadline_s:g} s "
                 "deadline (retries included)"
             ) from exc
+        if isinstance(body, _Rejected):
+            overflow = context_overflow(body.message, len(prompt_ids)) if body.status == 400 else None
+            if overflow is not None:
+                raise overflow
+            raise BackendError(
+                f"vLLM at {self.url} rejected the request (HTTP {body.status}): {body.message}"
+            )
         result = parse_response(body, prompt_ids)
         logger.debug(
             "vLLM %s: %d prompt tokens -> %d tokens (%s)",
@@ -304,7 +376,7 @@ class VLLMBackend:
                 cause = repr(exc)
             except _RETRYABLE_TRANSPORT as exc:
                 if last:
-                    raise BackendError(
+                    raise BackendUnavailable(
                         f"could not reach vLLM at {self.url} after {attempts} attempts: {exc!r}"
                     ) from exc
                 cause = repr(exc)
@@ -315,14 +387,14 @@ class VLLMBackend:
             except httpx.HTTPError as exc:
                 raise BackendError(f"request to vLLM at {self.url} failed: {exc!r}") from exc
             else:
-                if resp.status_code >= 500:
-                    cause = f"HTTP {resp.status_code}: {_error_message(resp)}"
+                status = resp.status_code
+                if status >= 500 or status in UNAVAILABLE_STATUS:
+                    cause = f"HTTP {status}: {_error_message(resp)}"
                     if last:
-                        raise BackendError(f"vLLM at {self.url} failed after {attempts} attempts: {cause}")
-                elif resp.status_code >= 400:
-                    raise BackendError(
-                        f"vLLM at {self.url} rejected the request (HTTP {resp.status_code}): {_error_message(resp)}"
-                    )
+                        kind = BackendUnavailable if status in UNAVAILABLE_STATUS else BackendError
+                        raise kind(f"vLLM at {self.url} failed after {attempts} attempts: {cause}")
+                elif status >= 400:
+                    return _Rejected(status, _error_message(resp))
                 else:
                     try:
                         return resp.json()

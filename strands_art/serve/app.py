@@ -33,7 +33,7 @@ from typing import Any, TypedDict
 
 from aiohttp import web
 
-from strands_art.backends.base import BackendError, BackendTimeout
+from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable
 from strands_art.canonical import CanonicalHistory, replace_non_text_parts
 from strands_art.gateway import (
     ContextBudgetExceeded,
@@ -92,8 +92,11 @@ def error_for(exc: BaseException) -> RequestError | None:
 
     ContextBudgetExceeded → 400 ``context_length_exceeded`` with OpenAI's message (what OpenAI
     sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
-    ``rate_limit_exceeded``; other BackendError → 503 ``backend_unavailable`` (both retryable,
-    as the Strands provider's ModelThrottledException); MessageError / TemplateError /
+    ``rate_limit_exceeded``; BackendUnavailable (HTTP 429/502/503/504 upstream, refused
+    connection) → 503 ``backend_unavailable`` (both with ``Retry-After``, retryable, as the
+    Strands provider's ModelThrottledException); any other BackendError (an upstream 4xx, a
+    malformed or impossible answer) → 502 ``backend_error`` (no ``Retry-After``; the provider
+    raises it as is); the backend's own context overflow arrives as ContextBudgetExceeded; MessageError / TemplateError /
     SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; SessionClosed
     (closed while the turn ran) → 409 ``session_closed``; UnknownSession → 404; other
     GatewayError → 500 with its message.
@@ -112,10 +115,12 @@ def error_for(exc: BaseException) -> RequestError | None:
         return RequestError(
             429, f"sampling backend timed out: {exc}", type="rate_limit_error", code="rate_limit_exceeded"
         )
-    if isinstance(exc, BackendError):
+    if isinstance(exc, BackendUnavailable):
         return RequestError(
             503, f"sampling backend failed: {exc}", type="server_error", code="backend_unavailable"
         )
+    if isinstance(exc, BackendError):
+        return RequestError(502, f"sampling backend failed: {exc}", type="server_error", code="backend_error")
     if isinstance(exc, MessageError):
         return RequestError(400, str(exc), code="invalid_message", param=f"messages[{exc.index}]")
     if isinstance(exc, TemplateError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from strands_art.backends.base import BackendError, SampleResult, SamplingParams
+from strands_art.backends.base import BackendError, BackendUnavailable, SampleResult, SamplingParams
 from strands_art.backends.vllm import format_request
 
 logger = logging.getLogger(__name__)
@@ -137,7 +137,8 @@ class VerlServerBackend:
         except Exception as exc:  # Ray / server errors arrive as many types
             raise BackendError(f"verl rollout server failed for request {self.request_id}: {exc}") from exc
         if out.stop_reason == "aborted":
-            raise BackendError(f"verl rollout server aborted request {self.request_id}")
+            # verl aborts in-flight requests while it syncs weights: retryable (ModelThrottledException)
+            raise BackendUnavailable(f"verl rollout server aborted request {self.request_id}")
         ids = [int(t) for t in out.token_ids]
         if out.log_probs is None:
             raise BackendError("verl rollout server returned no logprobs (sampling_params logprobs=True)")

@@ -37,8 +37,16 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from strands.types.exceptions import ModelThrottledException
 
-from strands_art.backends.base import BackendError, SamplingBackend, SamplingParams
+from strands_art.backends.base import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    InvalidSample,
+    SamplingBackend,
+    SamplingParams,
+)
 from strands_art.registry import ModelNotFound
 from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
@@ -273,9 +281,16 @@ def _base_record(spec: RolloutSpec, end: Any, gateway: Any, evaluation: dict[str
 
 
 def _infrastructure_failure(error: str | None) -> bool:
-    """The rollout ended because the sampling backend failed (ARTModel raises Strands'
-    ``ModelThrottledException`` for a BackendError/BackendTimeout), not because of the policy."""
-    return bool(error) and error.startswith("ModelThrottledException")
+    """The rollout ended because the sampling backend failed, not because of the policy: ARTModel
+    raises Strands' ``ModelThrottledException`` for BackendUnavailable/BackendTimeout (after
+    Strands' retries) and any other BackendError (InvalidSample, a rejection) as is."""
+    return bool(error) and error.startswith(_BACKEND_FAILURES)
+
+
+_BACKEND_FAILURES = tuple(
+    f"{cls.__name__}:"
+    for cls in (ModelThrottledException, BackendError, InvalidSample, BackendTimeout, BackendUnavailable)
+)
 
 
 async def run_migration(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from strands import Agent
+from strands.agent.conversation_manager import NullConversationManager
 
 from strands_art.backends.base import (
     BackendContextOverflow,
@@ -17,6 +19,8 @@ from strands_art.backends.base import (
 )
 from strands_art.backends.vllm import VLLMBackend
 from strands_art.gateway import RolloutGateway
+from strands_art.model import ARTModel
+from strands_art.rowcheck import row_problems
 from tests import test_vllm_backend as shared
 
 PROMPT = shared.PROMPT
@@ -129,3 +133,26 @@ async def test_total_deadline_bounds_a_slow_stream(server):
             await b.sample(PROMPT, SamplingParams(max_new_tokens=50), on_tokens=lambda ids: None)
     finally:
         await b.aclose()
+
+
+async def test_strands_stream_async_gets_text_before_the_turn_is_recorded(server, backend, qwen3):
+    """End to end: an Agent on ARTModel over the streaming vLLM backend sees several text deltas
+    while the turn is still being sampled; they add up to the answer; the row is token-exact."""
+    answer = qwen3.encode("The sum is 42, and that is final.<|im_end|>", add_special_tokens=False)
+    server.script, server.stream_delay_s = answer, 0.05
+    gw = RolloutGateway(qwen3, backend, sampling=SamplingParams(max_new_tokens=64))
+    agent = Agent(
+        model=ARTModel(gateway=gw, session_id="s"),
+        callback_handler=None,
+        conversation_manager=NullConversationManager(),
+    )
+    seen = []
+    async for event in agent.stream_async("What is 40 + 2?"):
+        if "data" in event:
+            seen.append((event["data"], len(gw.trajectory("s").turns)))
+    traj = gw.close_session("s")
+    (turn,) = traj.turns
+    assert turn.output_ids == answer and server.streams == ["done"]
+    assert len([text for text, recorded in seen if recorded == 0]) >= 3  # before the turn was recorded
+    assert "".join(text for text, _ in seen) == "The sum is 42, and that is final."
+    assert row_problems(traj) == []

@@ -14,6 +14,15 @@ time, sleeping this long between pieces), ``legacy`` (answer like vLLM < 0.10.2:
 ``token_ids``/``prompt_token_ids`` fields). ``max_model_len`` (reported by ``/v1/models``) is
 enforced as vLLM 0.10's ``OpenAIServing._validate_input`` does, with its HTTP 400 wording. Every
 request body is kept in ``requests``.
+
+``"stream": true`` answers as vLLM's ``completion_stream_generator`` does: server-sent events
+``data: {CompletionStreamResponse}``, one token per chunk (``stream_chunk`` tokens), each choice
+with the step's ``text``, ``token_ids``, ``logprobs`` and ``finish_reason`` None but on the last
+chunk; ``prompt_token_ids`` on the first; a usage chunk with no choices when
+``stream_options.include_usage``; then ``data: [DONE]``. ``stream_error_after`` (chunks) sends
+vLLM's mid-stream error event instead of the rest, ``stream_drop_after`` cuts the connection,
+``stream_delay_s`` paces the chunks. ``streams`` records how each stream ended: "done", "error",
+"dropped" or "client closed".
 """
 
 from __future__ import annotations
@@ -58,6 +67,11 @@ class FakeVLLM(LocalServer):
     trickle_s: float = 0.0
     max_model_len: int = 32768
     requests: list[dict[str, Any]] = field(default_factory=list)
+    stream_chunk: int = 1
+    stream_delay_s: float = 0.0
+    stream_error_after: int | None = None
+    stream_drop_after: int | None = None
+    streams: list[str] = field(default_factory=list)
     url: str = ""
 
     def routes(self, app: web.Application) -> None:
@@ -108,6 +122,8 @@ class FakeVLLM(LocalServer):
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
         if self.trickle_s:
             return await self._trickle(request, self._answer(body, prompt, max_tokens))
+        if body.get("stream"):
+            return await self._stream(request, body, self._answer(body, prompt, max_tokens))
         return web.json_response(self._answer(body, prompt, max_tokens))
 
     async def _trickle(self, request: web.Request, answer: dict) -> web.StreamResponse:
@@ -118,6 +134,62 @@ class FakeVLLM(LocalServer):
             await resp.write(data[i : i + 16])
             await asyncio.sleep(self.trickle_s)
         await resp.write_eof()
+        return resp
+
+    def _chunks(self, body: dict, answer: dict) -> list[dict]:
+        choice = answer["choices"][0] if answer["choices"] else None
+        n = len(choice["logprobs"]["tokens"]) if choice else 0
+        out = []
+        for start in range(0, max(n, 1), self.stream_chunk):
+            end = start + self.stream_chunk
+            last = end >= n
+            part: dict[str, Any] = {
+                "index": 0,
+                "text": "".join(f"<{t}>" for t in (choice.get("token_ids") or [])[start:end])
+                if choice
+                else "",
+                "logprobs": {k: v[start:end] for k, v in choice["logprobs"].items()} if choice else None,
+                "finish_reason": choice["finish_reason"] if choice and last else None,
+                "stop_reason": choice["stop_reason"] if choice and last else None,
+            }
+            if choice and "token_ids" in choice:
+                part["token_ids"] = choice["token_ids"][start:end]
+                if start == 0:
+                    part["prompt_token_ids"] = choice["prompt_token_ids"]
+            head = {k: answer[k] for k in ("id", "object", "created", "model")}
+            out.append({**head, "choices": [part] if choice else [], "usage": None})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            out.append({**out[-1], "choices": [], "usage": answer["usage"]})
+        return out
+
+    async def _stream(self, request: web.Request, body: dict, answer: dict) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        outcome = "client closed"
+        try:
+            for i, chunk in enumerate(self._chunks(body, answer)):
+                if i == self.stream_drop_after:
+                    outcome = "dropped"
+                    request.transport.close()
+                    return resp
+                if i == self.stream_error_after:  # vLLM: create_streaming_error_response, then [DONE]
+                    error = {
+                        "message": "simulated engine failure",
+                        "type": "InternalServerError",
+                        "code": 500,
+                    }
+                    await resp.write(f"data: {json.dumps({'error': error})}\n\n".encode())
+                    outcome = "error"
+                    break
+                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                await asyncio.sleep(self.stream_delay_s)
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            outcome = "done" if outcome == "client closed" else outcome
+        except ConnectionError:  # the client went away
+            pass
+        finally:
+            self.streams.append(outcome)
         return resp
 
     def _answer(self, body: dict, prompt: list[int], max_tokens: int) -> dict:

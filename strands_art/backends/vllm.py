@@ -34,6 +34,11 @@ context (vLLM's "This model's maximum context length is N tokens. However, ...")
 4xx (but 429) is not retried: it raises :class:`BackendError` with the server's message. ``finish_reason == "abort"`` (the server dropped the request: overloaded or shutting down)
 raises :class:`BackendUnavailable`. A malformed body or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
 on failure, so the gateway records nothing.
+
+Streaming (``sample(..., on_tokens=...)``): the same request with ``"stream": true`` (see
+:mod:`strands_art.backends.vllm_stream`); the joined chunks pass the same checks. Failures before
+the stream starts are retried and mapped as above; a stream that breaks or sends an error event
+after it started is not retried (:class:`BackendUnavailable` / :class:`BackendError`).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ from strands_art.backends.base import (
     BackendUnavailable,
     SampleResult,
     SamplingParams,
+    TokenSink,
 )
+from strands_art.backends.vllm_stream import read_stream
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +251,10 @@ class _Rejected:
         self.message = message
 
 
+class _Failed(_Rejected):
+    """A 429/5xx answer (retried)."""
+
+
 class VLLMBackend:
     """A :class:`~strands_art.backends.base.SamplingBackend` on a vLLM OpenAI-compatible server.
 
@@ -267,6 +278,7 @@ class VLLMBackend:
     """
 
     name = "vllm"
+    streams_tokens = True
 
     def __init__(
         self,
@@ -325,8 +337,17 @@ class VLLMBackend:
                 logger.warning("%s names no max_model_len for %r", url, self.model)
         return self._max_model_len
 
-    async def sample(self, prompt_ids: list[int], params: SamplingParams) -> SampleResult:
+    async def sample(
+        self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None
+    ) -> SampleResult:
         """Sample a continuation of ``prompt_ids`` on the server (see the module docstring).
+
+        With ``on_tokens`` the request is streamed (``"stream": true``, server-sent events, see
+        :mod:`strands_art.backends.vllm_stream`): ``on_tokens`` is called on the event loop with
+        each chunk's new token IDs, and the result is the same :class:`SampleResult` with the
+        same checks. Retries happen only before the stream starts; a stream that breaks or
+        reports an error midway raises. Cancelling the awaiting task closes the HTTP stream,
+        which makes vLLM abort the request.
 
         Raises:
             ValueError: empty or invalid prompt.
@@ -336,9 +357,12 @@ class VLLMBackend:
         if self._closed:
             raise BackendError("the vLLM backend was closed")
         payload = format_request(self.model, prompt_ids, params)
+        if on_tokens is not None:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
         try:
             async with asyncio.timeout(self.deadline_s):
-                body = await self._post(payload)
+                body = await self._post(payload, on_tokens)
         except TimeoutError as exc:
             raise BackendTimeout(
                 f"vLLM at {self.url} did not complete the request within its {self.deadline_s:g} s "
@@ -361,12 +385,15 @@ class VLLMBackend:
         )
         return result
 
-    async def _post(self, payload: dict[str, Any]) -> Any:
+    async def _post(self, payload: dict[str, Any], on_tokens: TokenSink | None = None) -> Any:
         attempts = self.max_retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                resp = await self._client.post(self.url, json=payload)
+                if on_tokens is None:
+                    outcome = self._outcome(await self._client.post(self.url, json=payload))
+                else:
+                    outcome = await self._stream(payload, on_tokens)
             except httpx.ConnectTimeout as exc:
                 if last:
                     raise BackendTimeout(
@@ -387,27 +414,40 @@ class VLLMBackend:
             except httpx.HTTPError as exc:
                 raise BackendError(f"request to vLLM at {self.url} failed: {exc!r}") from exc
             else:
-                status = resp.status_code
-                if status >= 500 or status in UNAVAILABLE_STATUS:
-                    cause = f"HTTP {status}: {_error_message(resp)}"
-                    if last:
-                        kind = BackendUnavailable if status in UNAVAILABLE_STATUS else BackendError
-                        raise kind(f"vLLM at {self.url} failed after {attempts} attempts: {cause}")
-                elif status >= 400:
-                    return _Rejected(status, _error_message(resp))
-                else:
-                    try:
-                        return resp.json()
-                    except ValueError as exc:
-                        raise BackendError(
-                            f"vLLM at {self.url} answered with a body that is not JSON: {resp.text[:120]!r}"
-                        ) from exc
+                if not isinstance(outcome, _Failed):
+                    return outcome
+                cause = f"HTTP {outcome.status}: {outcome.message}"
+                if last:
+                    kind = BackendUnavailable if outcome.status in UNAVAILABLE_STATUS else BackendError
+                    raise kind(f"vLLM at {self.url} failed after {attempts} attempts: {cause}")
             delay = self.retry_backoff_s * (2**attempt)
             logger.warning(
                 "vLLM request failed (%s); retry %d/%d in %.2f s", cause, attempt + 1, self.max_retries, delay
             )
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _outcome(self, resp: httpx.Response) -> Any:
+        """A read answer → its JSON body, a :class:`_Rejected` 4xx or a retryable :class:`_Failed`."""
+        status = resp.status_code
+        if status >= 500 or status in UNAVAILABLE_STATUS:
+            return _Failed(status, _error_message(resp))
+        if status >= 400:
+            return _Rejected(status, _error_message(resp))
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise BackendError(
+                f"vLLM at {self.url} answered with a body that is not JSON: {resp.text[:120]!r}"
+            ) from exc
+
+    async def _stream(self, payload: dict[str, Any], on_tokens: TokenSink) -> Any:
+        """One streamed attempt; leaving the ``async with`` (done, failed or cancelled) closes it."""
+        async with self._client.stream("POST", self.url, json=payload) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                return self._outcome(resp)
+            return await read_stream(resp, on_tokens, self.url)
 
     async def models(self) -> list[str]:
         """The model names the server serves (``GET /v1/models``), to check ``model`` early.

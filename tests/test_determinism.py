@@ -124,7 +124,8 @@ def test_same_seed_same_updates_whatever_the_completion_order(smollm2_tokenizer,
     assert a["finished"] != b["finished"] and sorted(a["finished"]) == sorted(b["finished"])
     assert len(a["finished"]) == 8
     train = [r for r in a["records"] if r["kind"] == "train"]
-    assert [r["optimizer_steps"] for r in train] == [2, 2] and all(r["zero_advantage_groups"] < 2 for r in train)
+    assert [r["optimizer_steps"] for r in train] == [2, 2]
+    assert any(r["zero_advantage_groups"] < 2 and r["grad_norm"] > 0 for r in train)  # a real gradient
     assert any(not torch.equal(a["init"][n], a["lora"][n]) for n in a["lora"])
     # identical rows (token IDs, masks, logprobs), metrics and LoRA weights, bit for bit
     assert a["rows"] == b["rows"]

@@ -107,15 +107,15 @@ def trainer_config(args: argparse.Namespace, seed: int) -> Any:
     )
 
 
-def named_correctly(texts: list[str]) -> int:
-    """How many held-out replies (in task order) contain their capital."""
+def named_correctly(texts: list[str]) -> str:
+    """``"k/n"``: how many of the n held-out replies (in task order) contain their capital; ``"?/n"``
+    when some evaluation rollouts failed (they store no reply, so replies and tasks cannot be paired)."""
     from strands_art.training.tasks_toy import capital_reward, capital_tasks
 
-    return sum(
-        1
-        for t, task in zip(texts, capital_tasks("heldout"), strict=True)
-        if capital_reward(t, task.capital) > 0
-    )
+    tasks = capital_tasks("heldout")
+    if len(texts) != len(tasks):
+        return f"?/{len(tasks)}"
+    return f"{sum(1 for t, task in zip(texts, tasks, strict=True) if capital_reward(t, task.capital) > 0)}/{len(tasks)}"
 
 
 def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
@@ -143,7 +143,7 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
         if r["kind"] == "eval":
             line = (
                 f"eval after {r['outer_batch']:2d} batches: held-out reward {r['val_reward']:.3f} "
-                f"({named_correctly(r['val_texts'])}/{len(r['val_texts'])} named) {r['val_texts'][:3]}"
+                f"({named_correctly(r['val_texts'])} named) {r['val_texts'][:3]}"
             )
         else:
             line = (
@@ -166,9 +166,40 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
     return records
 
 
+def report(runs: dict[int, list[dict[str, Any]]], wall: float) -> dict[str, Any]:
+    """Print the per-seed table and the mean line; return :func:`metrics.seed_summary` of ``runs``."""
+    from strands_art.training.metrics import seed_summary
+
+    summary = seed_summary(runs)
+    print("\nseed  held-out before  after    gain   named before -> after   reply after (first held-out)")
+    for s in summary["seeds"]:
+        evals = [r for r in runs[s["seed"]] if r["kind"] == "eval"]
+        before, after = evals[0]["val_texts"], evals[-1]["val_texts"]
+        print(
+            f"{s['seed']:4d}  {s['start']:15.3f} {s['end']:6.3f} {s['gain']:+7.3f}   "
+            f"{named_correctly(before):>7s} -> {named_correctly(after)}"
+            f"           {after[0] if after else None!r}"
+        )
+    print(
+        f"mean  {summary['reward_start']:15.3f} {summary['reward_end']:6.3f} {summary['gain_mean']:+7.3f}   "
+        f"gain std over seeds {summary['gain_std']:.3f}, min gain {summary['gain_min']:+.3f}, "
+        f"improved {summary['improved']}/{summary['n']}; wall {wall:.0f}s"
+    )
+    return summary
+
+
+def result_line(summary: dict[str, Any]) -> str:
+    """The closing ``RESULT ...`` line of a :func:`report` summary."""
+    return (
+        f"RESULT reward_start={summary['reward_start']:.3f} reward_end={summary['reward_end']:.3f} "
+        f"gain_mean={summary['gain_mean']:.3f} gain_std={summary['gain_std']:.3f} "
+        f"improved_seeds={summary['improved']}/{summary['n']}"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from strands_art.training.metrics import plot_seeds, seed_summary
+    from strands_art.training.metrics import plot_seeds
     from strands_art.training.trainer_config import TrainerConfig
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
@@ -186,30 +217,12 @@ def main(argv: list[str] | None = None) -> None:
         futures = {seed: pool.submit(run_seed, args, seed) for seed in seeds}
         runs = {seed: f.result() for seed, f in futures.items()}
     wall = time.perf_counter() - t0
-    summary = seed_summary(runs)
-    print("\nseed  held-out before  after    gain   named before -> after   reply after (first held-out)")
-    for s in summary["seeds"]:
-        evals = [r for r in runs[s["seed"]] if r["kind"] == "eval"]
-        before, after = evals[0]["val_texts"], evals[-1]["val_texts"]
-        print(
-            f"{s['seed']:4d}  {s['start']:15.3f} {s['end']:6.3f} {s['gain']:+7.3f}   "
-            f"{named_correctly(before):>5d}/{len(before)} -> {named_correctly(after)}/{len(after)}"
-            f"           {after[0]!r}"
-        )
-    print(
-        f"mean  {summary['reward_start']:15.3f} {summary['reward_end']:6.3f} {summary['gain_mean']:+7.3f}   "
-        f"gain std over seeds {summary['gain_std']:.3f}, min gain {summary['gain_min']:+.3f}, "
-        f"improved {summary['improved']}/{summary['n']}; wall {wall:.0f}s"
-    )
+    summary = report(runs, wall)
     plot = Path(args.plot) if args.plot else Path(args.run_dir) / "learning-seeds.png"
     plot.parent.mkdir(parents=True, exist_ok=True)
     plot_seeds(runs, plot)
     print(f"plot {plot}")
-    print(
-        f"RESULT reward_start={summary['reward_start']:.3f} reward_end={summary['reward_end']:.3f} "
-        f"gain_mean={summary['gain_mean']:.3f} gain_std={summary['gain_std']:.3f} "
-        f"improved_seeds={summary['improved']}/{summary['n']}"
-    )
+    print(result_line(summary))
 
 
 if __name__ == "__main__":

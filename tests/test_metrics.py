@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import statistics
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strands_art.training.metrics import plot_seeds, seed_summary
+from strands_art.training.tasks_toy import capital_tasks
 
 
 def run(evals: list[float], train: list[float] | None = None) -> list[dict]:
@@ -67,3 +70,40 @@ def test_plot_seeds_draws_one_line_per_seed_and_the_mean(tmp_path):
     assert list(mean.get_xdata()) == [0, 5, 10]
     assert list(mean.get_ydata()) == pytest.approx([0.15, 0.25, 0.5])
     assert (tmp_path / "seeds.png").stat().st_size > 1000
+
+
+def load_learning_bench():
+    path = Path(__file__).resolve().parents[1] / "bench" / "learning.py"
+    spec = importlib.util.spec_from_file_location("bench_learning", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_bench_report_and_result_line(capsys):
+    bench = load_learning_bench()
+    sentence = [f"The capital of {t.country} is {t.capital}." for t in capital_tasks("heldout")]
+    bare = [t.capital for t in capital_tasks("heldout")]
+    echo = [f"The answer is {t.country}" for t in capital_tasks("heldout")]
+
+    def recs(start, end, before, after):
+        return [
+            {"kind": "eval", "outer_batch": 0, "val_reward": start, "val_texts": before},
+            {"kind": "train", "outer_batch": 0, "reward_mean": 0.2},
+            {"kind": "eval", "outer_batch": 1, "val_reward": end, "val_texts": after},
+        ]
+
+    runs = {
+        0: recs(0.15, 0.9, sentence, bare),
+        1: recs(0.15, 0.0, sentence, echo),
+        2: recs(0.15, 0.5, sentence[:7], bare),
+    }
+    summary = bench.report(runs, wall=12.0)
+    out = capsys.readouterr().out
+    assert "8/8 -> 8/8" in out  # seed 0: every capital named before and after
+    assert "8/8 -> 0/8" in out  # seed 1: the echo collapse names none
+    assert "?/8 -> 8/8" in out  # seed 2: a failed evaluation rollout left 7 replies
+    assert "improved 2/3" in out
+    assert bench.result_line(summary) == (
+        "RESULT reward_start=0.150 reward_end=0.467 gain_mean=0.317 gain_std=0.451 improved_seeds=2/3"
+    )

@@ -61,7 +61,7 @@ class TrainerConfig:
     batching_mode: Mode = "fixed_steps"
     rows_per_mini_batch: int | None = None
     micro_batch_max_tokens: int = 1024
-    learning_rate: float = 5e-4
+    learning_rate: float = 1e-3
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
     max_grad_norm: float | None = 1.0

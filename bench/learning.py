@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import multiprocessing
 import os
@@ -35,6 +36,7 @@ import shutil
 import signal
 import sys
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -76,7 +78,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="advantage r - mean(r) (Dr.GRPO) instead of dividing by the std",
     )
     p.add_argument(
-        "--eval-every", type=int, default=5, help="held-out evaluation cadence (0: before/after only)"
+        "--eval-every", type=int, default=0, help="held-out evaluation cadence (0: before/after only)"
+    )
+    p.add_argument(
+        "--eval-samples", type=int, default=4, help="sampled replies per held-out country (the measure)"
+    )
+    p.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=None,
+        help="held-out sampling temperature (default: --temperature)",
     )
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per seed")
     p.add_argument("--run-dir", default="runs/learning", help="metrics of seed k go to RUN_DIR/seed-k")
@@ -103,19 +114,24 @@ def trainer_config(args: argparse.Namespace, seed: int) -> Any:
         loss=LossConfig(clip_ratio_low=args.clip, clip_ratio_high=args.clip),
         grpo=GRPOConfig(scale_by_std=not args.dr_grpo),
         sampling=SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens),
-        eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens),
+        eval_sampling=SamplingParams(
+            temperature=args.temperature if args.eval_temperature is None else args.eval_temperature,
+            max_new_tokens=args.max_new_tokens,
+        ),
+        eval_samples=args.eval_samples,
         seed=seed,
         checkpoint_every=0,
         eval_every=args.eval_every,
     )
 
 
-def named_correctly(texts: list[str]) -> str:
-    """``"k/n"``: how many of the n held-out replies (in task order) contain their capital; ``"?/n"``
-    when some evaluation rollouts failed (they store no reply, so replies and tasks cannot be paired)."""
+def named_correctly(texts: list[str], samples: int = 1) -> str:
+    """``"k/n"``: how many of the n held-out replies contain their capital (``samples`` replies per
+    country, in task order, as :func:`loop.evaluate` returns them); ``"?/n"`` when some evaluation
+    rollouts failed (they store no reply, so replies and tasks cannot be paired)."""
     from strands_art.training.tasks_toy import capital_reward, capital_tasks
 
-    tasks = capital_tasks("heldout")
+    tasks = [task for task in capital_tasks("heldout") for _ in range(samples)]
     if len(texts) != len(tasks):
         return f"?/{len(tasks)}"
     return f"{sum(1 for t, task in zip(texts, tasks, strict=True) if capital_reward(t, task.capital) > 0)}/{len(tasks)}"
@@ -146,7 +162,9 @@ def own_session() -> None:
 def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
     """One seed's training run (in its own process); returns its metrics records."""
     import torch
+    import transformers
 
+    from strands_art.backends.base import SamplingParams
     from strands_art.gateway import RolloutGateway
     from strands_art.registry import load_causal_lm, load_tokenizer
     from strands_art.training import loop
@@ -155,6 +173,8 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
     from strands_art.training.tasks_toy import capital_tasks
 
     logging.basicConfig(level=logging.WARNING)
+    warnings.filterwarnings("ignore", category=FutureWarning)  # transformers deprecation notices
+    transformers.utils.logging.disable_progress_bar()  # five interleaved "Loading weights" bars
     torch.set_num_threads(args.threads)
     torch.manual_seed(seed)  # the LoRA initialization
     run_dir = Path(args.run_dir) / f"seed-{seed}"
@@ -168,7 +188,7 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
         if r["kind"] == "eval":
             line = (
                 f"eval after {r['outer_batch']:2d} batches: held-out reward {r['val_reward']:.3f} "
-                f"({named_correctly(r['val_texts'])} named) {r['val_texts'][:3]}"
+                f"({named_correctly(r['val_texts'], args.eval_samples)} named) {r['val_texts'][:3]}"
             )
         else:
             line = (
@@ -178,12 +198,28 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
             )
         print(f"[seed {seed}] {line}", flush=True)
 
-    records = asyncio.run(
-        loop.train(
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens)
+
+    async def greedy_eval(when: str) -> dict[str, Any]:
+        res = await loop.evaluate(
+            gateway, capital_tasks("heldout"), chat_rollout, greedy, 1, seed=seed, progress=False
+        )
+        print(
+            f"[seed {seed}] greedy {when}: held-out reward {res['val_reward']:.3f} "
+            f"({named_correctly(res['val_texts'])} named) {res['val_texts'][:3]}",
+            flush=True,
+        )
+        return {"kind": "greedy", "when": when, **res}
+
+    async def run() -> list[dict[str, Any]]:
+        before = await greedy_eval("before")
+        records = await loop.train(
             trainer, gateway, capital_tasks("train"), chat_rollout, args.outer_batches, run_dir,
             eval_tasks=capital_tasks("heldout"), progress=False, on_batch=show,
-        )
-    )  # fmt: skip
+        )  # fmt: skip
+        return [before, *records, await greedy_eval("after")]
+
+    records = asyncio.run(run())
     print(
         f"[seed {seed}] done: {trainer.step} optimizer steps, wall {time.perf_counter() - t0:.0f}s",
         flush=True,
@@ -191,24 +227,45 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict[str, Any]]:
     return records
 
 
-def report(runs: dict[int, list[dict[str, Any]]], wall: float) -> dict[str, Any]:
-    """Print the per-seed table and the mean line; return :func:`metrics.seed_summary` of ``runs``."""
+def report(runs: dict[int, list[dict[str, Any]]], wall: float, samples: int) -> dict[str, Any]:
+    """Print the per-seed table and the mean line; return :func:`metrics.seed_summary` of ``runs``
+    (the sampled held-out reward) with ``greedy_start`` / ``greedy_end`` (means over seeds) added."""
+    import statistics
+
     from strands_art.training.metrics import seed_summary
 
     summary = seed_summary(runs)
-    print("\nseed  held-out before  after    gain   named before -> after   reply after (first held-out)")
+    greedy = {s: {r["when"]: r for r in runs[s] if r.get("kind") == "greedy"} for s in runs}
+    print(
+        f"\nheld-out reward: sampled ({samples} replies per country, the measure) and greedy; "
+        "named = replies containing the capital"
+    )
+    print(
+        "seed  sampled before  after    gain   named before -> after   greedy before  after  named   greedy reply after"
+    )
     for s in summary["seeds"]:
         evals = [r for r in runs[s["seed"]] if r["kind"] == "eval"]
-        before, after = evals[0]["val_texts"], evals[-1]["val_texts"]
-        print(
-            f"{s['seed']:4d}  {s['start']:15.3f} {s['end']:6.3f} {s['gain']:+7.3f}   "
-            f"{named_correctly(before):>7s} -> {named_correctly(after)}"
-            f"           {after[0] if after else None!r}"
+        g0, g1 = greedy[s["seed"]].get("before"), greedy[s["seed"]].get("after")
+        g_cols = (
+            f"{g0['val_reward']:13.3f} {g1['val_reward']:6.3f}  {named_correctly(g1['val_texts']):>5s}   "
+            f"{g1['val_texts'][0] if g1['val_texts'] else None!r}"
+            if g0 and g1
+            else "    (no greedy evaluation)"
         )
+        print(
+            f"{s['seed']:4d}  {s['start']:14.3f} {s['end']:6.3f} {s['gain']:+7.3f}   "
+            f"{named_correctly(evals[0]['val_texts'], samples):>7s} -> {named_correctly(evals[-1]['val_texts'], samples):<7s}"
+            f"      {g_cols}"
+        )
+    pairs = [(g["before"]["val_reward"], g["after"]["val_reward"]) for g in greedy.values() if len(g) == 2]
+    if pairs:
+        summary["greedy_start"] = statistics.fmean(p[0] for p in pairs)
+        summary["greedy_end"] = statistics.fmean(p[1] for p in pairs)
     print(
-        f"mean  {summary['reward_start']:15.3f} {summary['reward_end']:6.3f} {summary['gain_mean']:+7.3f}   "
+        f"mean  {summary['reward_start']:14.3f} {summary['reward_end']:6.3f} {summary['gain_mean']:+7.3f}   "
         f"gain std over seeds {summary['gain_std']:.3f}, min gain {summary['gain_min']:+.3f}, "
-        f"improved {summary['improved']}/{summary['n']}; wall {wall:.0f}s"
+        f"improved {summary['improved']}/{summary['n']}; greedy {summary.get('greedy_start', float('nan')):.3f} -> "
+        f"{summary.get('greedy_end', float('nan')):.3f}; wall {wall:.0f}s"
     )
     return summary
 
@@ -218,7 +275,9 @@ def result_line(summary: dict[str, Any]) -> str:
     return (
         f"RESULT reward_start={summary['reward_start']:.3f} reward_end={summary['reward_end']:.3f} "
         f"gain_mean={summary['gain_mean']:.3f} gain_std={summary['gain_std']:.3f} "
-        f"improved_seeds={summary['improved']}/{summary['n']}"
+        f"improved_seeds={summary['improved']}/{summary['n']} "
+        f"greedy_start={summary.get('greedy_start', float('nan')):.3f} "
+        f"greedy_end={summary.get('greedy_end', float('nan')):.3f}"
     )
 
 
@@ -234,7 +293,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.threads} torch thread(s); {args.outer_batches} outer batches of {cfg.prompt_batch_size} tasks x "
         f"{cfg.rollouts_per_prompt} rollouts, {cfg.batching().num_mini_batches * cfg.ppo_epochs} optimizer "
         f"steps each; lr {cfg.learning_rate}, T={cfg.sampling.temperature}, max_new_tokens "
-        f"{cfg.sampling.max_new_tokens}, clip {args.clip}, {'Dr.GRPO' if args.dr_grpo else 'GRPO (std-scaled)'}",
+        f"{cfg.sampling.max_new_tokens}, clip {args.clip}, {'Dr.GRPO' if args.dr_grpo else 'GRPO (std-scaled)'}; held-out: {cfg.eval_samples} sampled replies per "
+        f"country at T={cfg.eval_sampling.temperature}, and greedy",
         flush=True,
     )
     t0 = time.perf_counter()
@@ -243,7 +303,9 @@ def main(argv: list[str] | None = None) -> None:
         futures = {seed: pool.submit(run_seed, args, seed) for seed in seeds}
         runs = {seed: f.result() for seed, f in futures.items()}
     wall = time.perf_counter() - t0
-    summary = report(runs, wall)
+    records_path = Path(args.run_dir) / "records.json"  # every seed's records, greedy evaluations included
+    records_path.write_text(json.dumps({str(k): v for k, v in runs.items()}), encoding="utf-8")
+    summary = report(runs, wall, args.eval_samples)
     plot = Path(args.plot) if args.plot else Path(args.run_dir) / "learning-seeds.png"
     plot.parent.mkdir(parents=True, exist_ok=True)
     plot_seeds(runs, plot)

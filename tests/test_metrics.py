@@ -82,28 +82,33 @@ def load_learning_bench():
 
 def test_learning_bench_report_and_result_line(capsys):
     bench = load_learning_bench()
-    sentence = [f"The capital of {t.country} is {t.capital}." for t in capital_tasks("heldout")]
-    bare = [t.capital for t in capital_tasks("heldout")]
-    echo = [f"The answer is {t.country}" for t in capital_tasks("heldout")]
+    heldout = capital_tasks("heldout")
+    sentence = [f"The capital of {t.country} is {t.capital}." for t in heldout]
+    bare = [t.capital for t in heldout]
+    echo = [f"The answer is {t.country}" for t in heldout]
 
-    def recs(start, end, before, after):
+    def recs(start, end, before, after, greedy_after):
+        two = lambda texts: [x for x in texts for _ in range(2)]  # noqa: E731 (2 samples per country)
         return [
-            {"kind": "eval", "outer_batch": 0, "val_reward": start, "val_texts": before},
+            {"kind": "greedy", "when": "before", "val_reward": 0.146, "val_texts": sentence},
+            {"kind": "eval", "outer_batch": 0, "val_reward": start, "val_texts": two(before)},
             {"kind": "train", "outer_batch": 0, "reward_mean": 0.2},
-            {"kind": "eval", "outer_batch": 1, "val_reward": end, "val_texts": after},
+            {"kind": "eval", "outer_batch": 1, "val_reward": end, "val_texts": two(after)},
+            {"kind": "greedy", "when": "after", "val_reward": greedy_after, "val_texts": after},
         ]
 
     runs = {
-        0: recs(0.15, 0.9, sentence, bare),
-        1: recs(0.15, 0.0, sentence, echo),
-        2: recs(0.15, 0.5, sentence[:7], bare),
+        0: recs(0.15, 0.9, sentence, bare, 1.0),
+        1: recs(0.15, 0.0, sentence, echo, 0.0),
+        2: recs(0.15, 0.5, sentence[:7], bare, 0.5),
     }
-    summary = bench.report(runs, wall=12.0)
+    summary = bench.report(runs, wall=12.0, samples=2)
     out = capsys.readouterr().out
-    assert "8/8 -> 8/8" in out  # seed 0: every capital named before and after
-    assert "8/8 -> 0/8" in out  # seed 1: the echo collapse names none
-    assert "?/8 -> 8/8" in out  # seed 2: a failed evaluation rollout left 7 replies
-    assert "improved 2/3" in out
+    assert "16/16 -> 16/16" in out  # seed 0: every sampled reply names its capital, before and after
+    assert "16/16 -> 0/16" in out  # seed 1: the echo collapse names none
+    assert "?/16 -> 16/16" in out  # seed 2: failed evaluation rollouts left 14 replies
+    assert "improved 2/3" in out and "greedy 0.146 -> 0.500" in out
     assert bench.result_line(summary) == (
-        "RESULT reward_start=0.150 reward_end=0.467 gain_mean=0.317 gain_std=0.451 improved_seeds=2/3"
+        "RESULT reward_start=0.150 reward_end=0.467 gain_mean=0.317 gain_std=0.451 improved_seeds=2/3 "
+        "greedy_start=0.146 greedy_end=0.500"
     )

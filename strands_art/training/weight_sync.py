@@ -3,16 +3,17 @@
 After an update, :meth:`LoRASync.sync` writes the trainer's adapter with peft's
 ``save_pretrained`` (``adapter_config.json`` + ``adapter_model.safetensors``, the format vLLM
 reads) to ``adapter_dir/v{version}``, loads it into the server under a new versioned name
-(``{base}-lora-v{version}``) with vLLM's runtime LoRA API, switches the
+(``{base}-lora-{run}-v{version}``; ``run`` keeps trainers sharing one server apart) with vLLM's
+runtime LoRA API, switches the
 :class:`~strands_art.backends.vllm.VLLMBackend` to that name (later samples use it and record
 ``policy_version``), then unloads the previous adapter and deletes its directory.
 
 vLLM's runtime LoRA API (``vllm/entrypoints/serve/lora/api_router.py``):
 
 - ``POST /v1/load_lora_adapter`` ``{"lora_name", "lora_path"}``: 200 on success; 400
-  (``InvalidUserInput``) for a name already loaded or an adapter the server cannot take (rank
-  above ``--max-lora-rank``, unsupported modules); 404 (``NotFoundError``) for a path without an
-  adapter.
+  (``InvalidUserInput``) for a name already loaded; 404 (``NotFoundError``) for a path without
+  an adapter; 500 when the worker cannot take it ("Worker failed with error 'LoRA rank 32 is
+  greater than max_lora_rank 16.'"; the server keeps serving).
 - ``POST /v1/unload_lora_adapter`` ``{"lora_name"}``.
 
 The server must be started with ``--enable-lora --max-lora-rank R`` (R >= the trainer's
@@ -35,8 +36,10 @@ trains a LoRA adapter, so it always has one to sync.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,8 @@ class LoRASync:
         server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path).
         max_lora_rank: the server's ``--max-lora-rank``, to refuse a too-large rank early.
         timeout_s: seconds one load/unload request may take.
+        run: a tag in the adapter names, unique per trainer sharing the server (default: 8
+            random hex digits); letters, digits, ``_`` and ``-`` only.
         client: an ``httpx.Client`` to use (default: a new one; tests pass one).
 
     Attributes:
@@ -113,10 +118,15 @@ class LoRASync:
         server_adapter_dir: str | Path | None = None,
         max_lora_rank: int | None = None,
         timeout_s: float = 120.0,
+        run: str | None = None,
         client: httpx.Client | None = None,
     ) -> None:
         if not hasattr(backend, "use_adapter") or not hasattr(backend, "base_model"):
             raise TypeError("LoRASync needs a VLLMBackend (use_adapter, base_model)")
+        run = uuid.uuid4().hex[:8] if run is None else run
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", run):
+            raise ValueError(f"run must be letters, digits, '_' or '-', got {run!r}")
+        self.run = run
         self.backend = backend
         self.adapter_dir = Path(adapter_dir)
         self.server_adapter_dir = Path(server_adapter_dir) if server_adapter_dir else self.adapter_dir
@@ -130,7 +140,7 @@ class LoRASync:
 
     def adapter_name(self, version: int) -> str:
         """The server-side name of the adapter of policy ``version``."""
-        return f"{self.backend.base_model}-lora-v{version}"
+        return f"{self.backend.base_model}-lora-{self.run}-v{version}"
 
     def sync(self, model: Any, version: int) -> str:
         """Save ``model``'s adapter, load it as policy ``version``, switch the backend to it and
@@ -194,6 +204,18 @@ class LoRASync:
             f"vLLM refused to {action} adapter {body['lora_name']!r} (HTTP {resp.status_code}): {message}"
         )
 
-    def close(self) -> None:
-        """Close the HTTP client (the server keeps the current adapter)."""
-        self._client.close()
+    def close(self, unload: bool = False) -> None:
+        """Close the HTTP client. With ``unload``, first unload the current adapter and switch the
+        backend back to the base model (policy version 0); otherwise the server keeps serving it.
+
+        Raises:
+            WeightSyncError: the unload failed (the client is closed anyway).
+        """
+        try:
+            if unload and self.current is not None:
+                self._post("unload", {"lora_name": self.current})
+                self.backend.use_adapter(self.backend.base_model, 0)
+                shutil.rmtree(self.adapter_dir / f"v{self.version}", ignore_errors=True)
+                self.current, self.version = None, 0
+        finally:
+            self._client.close()

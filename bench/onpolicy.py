@@ -21,7 +21,7 @@ Prints per-token logprobs before/after and ends with
 server's logprobs on it (the update is visible when S >> G), ``R`` the largest |recorded -
 trainer| over the tokens sampled after the sync.
 
-Usage: ``python bench/onpolicy.py [--base-url http://127.0.0.1:PORT] [--lr 5e-3]``
+Usage: ``python bench/onpolicy.py [--base-url http://127.0.0.1:PORT] [--lr 2e-3]``
 (needs ``.venv-vllm`` or ``$STRANDS_ART_VLLM_PYTHON`` to start a server).
 """
 
@@ -58,7 +58,7 @@ LORA_ENV = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base-url", help="a running vLLM server with runtime LoRA (default: start one)")
-    p.add_argument("--lr", type=float, default=5e-3, help="learning rate of the one optimizer step")
+    p.add_argument("--lr", type=float, default=2e-3, help="learning rate of the one optimizer step")
     p.add_argument("--rollouts", type=int, default=4, help="rollouts per task (2 tasks)")
     p.add_argument("--max-new-tokens", type=int, default=12)
     p.add_argument("--seed", type=int, default=0)

@@ -151,6 +151,10 @@ def test_adapter_configs_vllm_cannot_serve_are_refused_early():
         check_adapter_config(LoraConfig(r=8, bias="all"))
     with pytest.raises(WeightSyncError, match="modules_to_save"):
         check_adapter_config(LoraConfig(r=8, modules_to_save=["lm_head"]))
+    from peft import IA3Config
+
+    with pytest.raises(WeightSyncError, match=r"only LoRA adapters.*\(got IA3\)"):
+        check_adapter_config(IA3Config(target_modules=["q_proj"], feedforward_modules=[]))
 
 
 def test_trainer_refuses_a_rank_the_server_cannot_take(tmp_path, smollm2_tok):

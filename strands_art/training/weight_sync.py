@@ -72,9 +72,18 @@ def check_adapter_config(peft_config: Any, max_lora_rank: int | None = None) -> 
         max_lora_rank: the server's ``--max-lora-rank`` when known.
 
     Raises:
-        WeightSyncError: DoRA, ``modules_to_save``, a bias other than "none", or a rank above
-            ``max_lora_rank``.
+        WeightSyncError: not a LoRA adapter (vLLM loads no other kind at runtime, and full
+            weights cannot be synced, see the module docstring), DoRA, ``modules_to_save``, a
+            bias other than "none", or a rank above ``max_lora_rank``.
     """
+    kind = str(
+        getattr(getattr(peft_config, "peft_type", None), "value", getattr(peft_config, "peft_type", None))
+    )
+    if kind != "LORA":
+        raise WeightSyncError(
+            f"only LoRA adapters can be loaded into a running vLLM (got {kind}); full-weight sync "
+            "needs vLLM's GPU weight-transfer API or a server restart per step"
+        )
     for attr, what in _UNSUPPORTED.items():
         if getattr(peft_config, attr, None):
             raise WeightSyncError(f"vLLM cannot serve {what}; use a plain LoRA adapter")

@@ -72,6 +72,7 @@ class Resolution:
     pins: dict[str, str]
     error: str
     seconds: float
+    note: str = ""
 
 
 def find_uv() -> str:
@@ -122,12 +123,21 @@ def resolve(
     python: str,
     source_args: list[str],
     no_deps: bool,
+    installed: dict[str, str] | None = None,
 ) -> Resolution:
-    """``uv pip compile`` of ``requirements`` for CPython ``python`` on x86-64 Linux."""
+    """``uv pip compile`` of ``requirements`` for CPython ``python`` on x86-64 Linux.
+
+    ``installed`` (name -> version, what earlier steps installed) is handed to uv as preferences
+    (an existing output file), as pip keeps an installed release when it satisfies the new
+    requirements; like pip, uv does not treat the installed packages' own requirements as
+    constraints."""
     with tempfile.TemporaryDirectory(prefix="check-installs-") as tmp:
         req = Path(tmp) / "requirements.in"
         req.write_text("\n".join(requirements) + "\n")
-        cmd = [uv, "pip", "compile", str(req), "--python-version", python, "--python-platform", "linux"]
+        out = Path(tmp) / "requirements.txt"
+        out.write_text("".join(f"{n}=={v}\n" for n, v in (installed or {}).items()))
+        cmd = [uv, "pip", "compile", str(req), "-o", str(out), "--python-version", python]
+        cmd += ["--python-platform", "linux", "--quiet"]
         cmd += ["--no-header", "--no-annotate", "--no-config", "--color", "never", *source_args]
         for path in constraints:
             cmd += ["--constraint", str((ROOT / path).resolve())]
@@ -136,9 +146,10 @@ def resolve(
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
         seconds = time.monotonic() - start
+        compiled = out.read_text() if proc.returncode == 0 else ""
     if proc.returncode != 0:
         return Resolution(False, {}, proc.stderr.strip(), seconds)
-    return Resolution(True, parse_pins(proc.stdout), "", seconds)
+    return Resolution(True, parse_pins(compiled), "", seconds)
 
 
 def by_release(files: list[tuple[str, str | None]]) -> dict[Version, list[str | None]]:
@@ -247,21 +258,38 @@ class Check:
 
 
 def run_check(uv: str, check: Check, source_args: list[str], name: str) -> Resolution:
-    """Resolve one block for one Python: all dependency-resolving commands together; commands
-    with --no-deps only for their own releases (merged into the pins)."""
-    deps, plain, constraints = [], [], []
-    for command in check.block.commands:
-        (plain if command.no_deps else deps).extend(
-            to_resolvable(r, ROOT, name) for r in command.requirements
-        )
-        constraints.extend(command.constraints)
-    result = resolve(uv, deps, constraints, check.python, source_args, no_deps=False) if deps else None
-    if plain and (result is None or result.ok):
-        extra = resolve(uv, plain, constraints, check.python, source_args, no_deps=True)
-        if result is None or not extra.ok:
-            return extra
-        result = Resolution(True, {**extra.pins, **result.pins}, "", result.seconds + extra.seconds)
-    return result
+    """Resolve one block for one Python as pip would install it: each ``pip install`` command in
+    turn, preferring what the earlier ones installed. With several commands, the environment they
+    leave (later versions replacing earlier ones) is then resolved again with every release
+    pinned, which succeeds exactly when every installed package's requirements hold (what
+    ``pip check`` verifies): a second step that upgrades something the first one needed fails
+    here. ``--no-deps`` commands are resolved without dependencies and exempt that check."""
+    installed: dict[str, str] = {}
+    every: list[str] = []
+    seconds = 0.0
+    constraints = [c for command in check.block.commands for c in command.constraints]
+    for step, command in enumerate(check.block.commands, 1):
+        requirements = [to_resolvable(r, ROOT, name) for r in command.requirements]
+        every += requirements
+        res = resolve(uv, requirements, constraints, check.python, source_args, command.no_deps, installed)
+        seconds += res.seconds
+        if not res.ok:
+            label = f"step {step}, {' '.join(command.requirements)}" if len(check.block.commands) > 1 else ""
+            return Resolution(False, {}, res.error, seconds, label)
+        installed.update(res.pins)
+    if len(check.block.commands) == 1:
+        return Resolution(True, installed, "", seconds)
+    if any(command.no_deps for command in check.block.commands):
+        return Resolution(True, installed, "", seconds, "a --no-deps step: pip check not expected to pass")
+    pinned = [f"{n}=={v}" for n, v in installed.items()] + every
+    final = resolve(uv, pinned, constraints, check.python, source_args, no_deps=False)
+    seconds += final.seconds
+    if not final.ok:
+        note = "the steps leave an inconsistent environment (pip check fails)"
+        return Resolution(False, {}, final.error, seconds, note)
+    return Resolution(
+        True, installed, "", seconds, f"{len(check.block.commands)} steps, consistent after the last"
+    )
 
 
 def report(check: Check) -> str:
@@ -271,14 +299,22 @@ def report(check: Check) -> str:
     if check.resolves:
         keys = "  ".join(f"{k} {res.pins[k]}" for k in KEY_PACKAGES if k in res.pins)
         body = f"resolves: {len(res.pins)} packages  {keys}"
+        if res.note:
+            body += f"  ({res.note})"
         if check.unknown:
             body += f"  ({check.unknown} not on the index: Requires-Python unchecked)"
         if not check.expect_ok:
             body += "  -- but the docs say it fails on this Python"
     else:
         reason = (
-            "; ".join(check.refused) if check.refused else res.error.splitlines()[-1] if res.error else "?"
+            "; ".join(check.refused)
+            if check.refused
+            else res.error.splitlines()[-1].strip()
+            if res.error
+            else "?"
         )
+        if res.note and not check.refused:
+            reason = f"{res.note}: {reason}"
         body = ("fails, as documented: " if not check.expect_ok else "DOES NOT RESOLVE: ") + reason
         if check.expect_ok and res.error:
             body += "\n" + "\n".join("         | " + line for line in res.error.splitlines()[-25:])
@@ -320,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     # network-bound (uv waits on index round trips): run the resolutions side by side
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        futures = {pool.submit(run_check, uv, c, source_args, name): c for c in checks}
+        longest_first = sorted(checks, key=lambda c: (-len(c.block.commands), c.python))
+        futures = {pool.submit(run_check, uv, c, source_args, name): c for c in longest_first}
         for future in concurrent.futures.as_completed(futures):
             futures[future].resolution = future.result()
     resolved_s = time.monotonic() - start

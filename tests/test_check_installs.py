@@ -46,6 +46,7 @@ def test_docs_blocks_are_the_documented_lines():
     assert blocks["verl-cluster"].pythons == ("3.11", "3.12") and blocks["verl-cluster"].fails_on == ("3.13",)
     assert blocks["verl-cluster"].where.startswith("docs/setup-verl.md:")
     assert blocks["vllm"].where.startswith("docs/setup-vllm.md:")
+    assert blocks["verl-cpu-tests"].pythons == ("3.11",)
     bench = blocks["bench-reference"].commands
     assert bench[1] == PipInstall((".",), no_deps=True)
 

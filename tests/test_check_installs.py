@@ -76,7 +76,7 @@ def test_every_extra_named_in_the_docs_exists():
     vllm = {
         Requirement(r).name: str(Requirement(r).specifier) for r in project["optional-dependencies"]["vllm"]
     }
-    assert vllm == {"vllm": "<0.33,>=0.24", "opentelemetry-sdk": "<1.45.2"}
+    assert vllm == {"vllm": "<0.33,>=0.20", "opentelemetry-sdk": "<1.45.2"}
     torch = [Requirement(r) for r in project["dependencies"] if r.startswith("torch")]
     assert [str(r.specifier) for r in torch] == [">=2.11"]
 

@@ -60,6 +60,7 @@ from install_lines import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_PACKAGES = ("torch", "vllm", "transformers", "verl", "strands-agents", "opentelemetry-sdk")
+UV_TIMEOUT_S = 600  # one resolution; a cold one takes ~10-50 s here
 PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(?P<version>\S+)")
 
 
@@ -144,7 +145,14 @@ def resolve(
         if no_deps:
             cmd.append("--no-deps")
         start = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, cwd=ROOT, check=False, timeout=UV_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            return Resolution(
+                False, {}, f"uv pip compile did not finish within {UV_TIMEOUT_S} s", UV_TIMEOUT_S
+            )
         seconds = time.monotonic() - start
         compiled = out.read_text() if proc.returncode == 0 else ""
     if proc.returncode != 0:
@@ -364,7 +372,14 @@ def main(argv: list[str] | None = None) -> int:
     index = None
     if sources.index_url.startswith(("http://", "https://")):
         index = RequiresPythonIndex(sources.index_url)
-        index.prefetch({n for c in checks if c.resolution.ok for n in c.resolution.pins})
+        try:
+            index.prefetch({n for c in checks if c.resolution.ok for n in c.resolution.pins})
+        except httpx.HTTPError as exc:
+            print(
+                f"check-installs: cannot read Requires-Python from {sources.index_url}: {exc}",
+                file=sys.stderr,
+            )
+            return 1
     else:
         print(f"check-installs: note: index {sources.index_url} is not http(s): Requires-Python unchecked")
     for check in checks:

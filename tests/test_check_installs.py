@@ -238,3 +238,12 @@ def test_pins_and_verdicts():
         block, "3.11", True, check_installs.Resolution(False, {}, "x\nno solution", 2.0)
     )
     assert not broken.passed and "DOES NOT RESOLVE: no solution" in check_installs.report(broken)
+
+
+def test_list_and_unknown_names(capsys):
+    assert check_installs.main(["--list", "--only", "verl-cluster"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("verl-cluster (docs/setup-verl.md:")
+    assert "fails-on=3.13" in out and "    pip install -e '.[verl-vllm]'" in out
+    assert check_installs.main(["--list", "--only", "nope"]) == 2
+    assert "no install line named nope" in capsys.readouterr().err

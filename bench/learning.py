@@ -10,18 +10,21 @@ rollouts through the ``RolloutGateway`` on the ``transformers`` backend, which s
 model the trainer updates; step-stable batching; PPO-clipped GRPO loss; metrics JSONL in
 ``--run-dir/seed-<k>``. The seed sets the LoRA initialization, the training tasks drawn and
 the rollouts' sampling seeds. Every seed evaluates the SAME held-out countries (never trained
-on) greedily before and after training (and every ``--eval-every`` batches), so the per-seed
-gains are comparable. Seeds run in ``--jobs`` parallel processes (one torch thread each by
-default).
+on) before and after training (and every ``--eval-every`` batches), so the per-seed gains are
+comparable. The measure is the mean reward of ``--eval-samples`` replies per country sampled at
+the rollout temperature (the policy's expected reward, what GRPO optimizes); the greedy reply
+per country is evaluated before and after as well and reported beside it. Seeds run in
+``--jobs`` parallel processes (one torch thread each by default; see :func:`own_session`).
 
-Reported: per-seed held-out reward before/after, gain, held-out capitals named correctly (a
-collapse such as echoing the country shows as 0/8), mean and sample standard deviation of the
-gain over seeds, how many seeds improved, and one figure of training and held-out reward per
-seed (``--plot``). Defaults are the settings chosen by measurement (docs/training.md, "Choosing
-the defaults").
+Reported: per-seed held-out reward before/after, gain, held-out replies naming their capital (a
+collapse such as echoing the country shows as 0/32), mean and sample standard deviation of the
+gain over seeds, how many seeds improved, greedy before/after, and one figure of training and
+held-out reward per seed (``--plot``); every record in ``--run-dir/records.json``. Defaults are
+the settings chosen by measurement (docs/training.md, "Choosing the defaults").
 
-Usage: ``python bench/learning.py [--seeds 5 --jobs 2 --plot learning.png]``. Ends with
-``RESULT reward_start=… reward_end=… gain_mean=… gain_std=… improved_seeds=K/N``.
+Usage: ``python bench/learning.py [--seeds 5 --jobs 5 --plot learning.png]``. Ends with
+``RESULT reward_start=… reward_end=… gain_mean=… gain_std=… improved_seeds=K/N greedy_start=…
+greedy_end=…``.
 """
 
 from __future__ import annotations

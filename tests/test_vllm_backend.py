@@ -46,7 +46,10 @@ async def test_stop_token_is_kept_and_maps_to_stop(server, backend):
     assert res.output_ids == [11, 12, 151645]
     assert res.logprobs == [-0.25, -0.5, -0.75]
     assert res.finish_reason == "stop"
-    assert res.info["stop_reason"] == 151645
+    assert res.info["stop_reason"] is None  # the model's EOS: real vLLM names no stop_reason
+    server.script = [11, 12, 151643, 13]  # a stop token that is not EOS: vLLM names it
+    res = await backend.sample(PROMPT, SamplingParams(max_new_tokens=10, stop_token_ids=(151643,)))
+    assert (res.output_ids, res.finish_reason, res.info["stop_reason"]) == ([11, 12, 151643], "stop", 151643)
     server.script = [11, 12]  # end of script = EOS
     res = await backend.sample(PROMPT, SamplingParams(max_new_tokens=10))
     assert (res.output_ids, res.finish_reason) == ([11, 12], "stop")

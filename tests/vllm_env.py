@@ -19,7 +19,10 @@ def required() -> bool:
 
 
 def start_real_vllm() -> VLLMServer:
-    """Start the shared server or skip/fail as :func:`required` says."""
+    """Start the shared server or skip/fail as :func:`required` says (``STRANDS_ART_SKIP_VLLM=1``
+    skips)."""
+    if os.environ.get("STRANDS_ART_SKIP_VLLM") == "1" and not required():
+        pytest.skip("STRANDS_ART_SKIP_VLLM=1")
     if vllm_python() is None:
         msg = "no .venv-vllm (scripts/bootstrap-vllm.sh) and no STRANDS_ART_VLLM_PYTHON"
         if required():

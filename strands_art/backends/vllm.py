@@ -29,7 +29,8 @@ connection failure, 429, 502, 503 and 504, plain :class:`BackendError` for other
 operation, so a server that trickles its answer a few bytes at a time would never trip them: a
 **total deadline** (``deadline_s``, retries and backoff included) bounds the whole call and ends
 it with :class:`BackendTimeout`. A 400 saying the prompt exceeds the model's
-context (vLLM's "This model's maximum context length is N tokens. However, ...") raises
+context (vLLM's "This model's maximum context length is N tokens. However, ...", or 0.32's "max_tokens
+must be at least 1, got 0." for a prompt that fills the context exactly) raises
 :class:`BackendContextOverflow` at once (Strands' ``ContextWindowOverflowException``); any other
 4xx (but 429) is not retried: it raises :class:`BackendError` with the server's message. ``finish_reason == "abort"`` (the server dropped the request: overloaded or shutting down)
 raises :class:`BackendUnavailable`. A malformed body or token IDs and logprobs of different lengths raise :class:`BackendError`. Nothing is returned
@@ -67,9 +68,17 @@ logger = logging.getLogger(__name__)
 
 TOKEN_ID_PREFIX = "token_id:"
 UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})  # overloaded/unreachable upstream: retryable
-# vLLM's context-overflow message (serving_engine._validate_input, 0.5 .. 0.11)
+# vLLM's context-overflow message: serving_engine._validate_input (0.5 .. 0.11: "... your request
+# has N input tokens") and renderers/params._token_len_check (0.32: "... your prompt contains
+# [at least ]N input tokens, which exceeds this limit even without any output tokens")
 _OVERFLOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
-_OVERFLOW_PROMPT = re.compile(r"\((\d+) in the messages|request has (\d+) input tokens", re.IGNORECASE)
+_OVERFLOW_PROMPT = re.compile(
+    r"\((\d+) in the messages|request has (\d+) input tokens|prompt contains (?:at least )?(\d+) input tokens",
+    re.IGNORECASE,
+)
+# vLLM 0.32 clamps max_tokens to the room the context leaves; a prompt that fills the whole
+# context leaves none and is refused as "max_tokens must be at least 1, got 0."
+_NO_ROOM = re.compile(r"max_tokens must be at least 1, got 0\b")
 _RETRYABLE_TRANSPORT = (
     httpx.ConnectError,
     httpx.ConnectTimeout,
@@ -214,10 +223,24 @@ def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
     return SampleResult(output_ids=ids, logprobs=logprobs, finish_reason=finish, info=info)
 
 
-def context_overflow(message: str, prompt_tokens: int) -> BackendContextOverflow | None:
+def context_overflow(
+    message: str, prompt_tokens: int, max_model_len: int | None = None
+) -> BackendContextOverflow | None:
     """A :class:`BackendContextOverflow` when ``message`` (a 400 body's text) is vLLM's
     "maximum context length" error, else None. The prompt's size is read from the message
-    ("(N in the messages" / "request has N input tokens") or is ``prompt_tokens``."""
+    ("(N in the messages" / "request has N input tokens" / "prompt contains N input tokens") or
+    is ``prompt_tokens``.
+
+    vLLM 0.32 answers a prompt of exactly ``max_model_len`` tokens with "max_tokens must be at
+    least 1, got 0." (it clamps ``max_tokens`` to the room left, and we always ask for >= 1):
+    that is an overflow too, with ``context_tokens`` = ``max_model_len`` when known, else the
+    prompt's size."""
+    if _NO_ROOM.search(message):
+        return BackendContextOverflow(
+            f"vLLM: the prompt ({prompt_tokens} tokens) leaves no room to generate: {message}",
+            prompt_tokens=prompt_tokens,
+            context_tokens=max_model_len or prompt_tokens,
+        )
     found = _OVERFLOW.search(message)
     if found is None:
         return None
@@ -391,7 +414,11 @@ class VLLMBackend:
                 "deadline (retries included)"
             ) from exc
         if isinstance(body, _Rejected):
-            overflow = context_overflow(body.message, len(prompt_ids)) if body.status == 400 else None
+            overflow = (
+                context_overflow(body.message, len(prompt_ids), self._max_model_len)
+                if body.status == 400
+                else None
+            )
             if overflow is not None:
                 raise overflow
             raise BackendError(

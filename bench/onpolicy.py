@@ -11,7 +11,7 @@ r=16 on all linear layers, the same float32 weights) with a ``VLLMBackend`` and 
 2. A fixed sequence (a held-out prompt + "The capital of Germany is Berlin.") scored by the
    server (``prompt_logprobs``) and by the trainer: before.
 3. ``trainer.update``: one optimizer step, then the adapter is saved and loaded into the server
-   as ``smollm2-lora-v1``, and the backend samples from it.
+   as ``smollm2-lora-<run>-v1``, and the backend samples from it.
 4. The fixed sequence again (after), and 4 new rollouts, recorded as policy version 1, whose
    logprobs are compared to the trainer's recomputation with the new adapter.
 

@@ -102,6 +102,21 @@ def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
     assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v4"})
 
 
+def test_the_server_is_sent_absolute_adapter_paths(tmp_path, peft_model, monkeypatch):
+    """A relative adapter_dir would be resolved against the server's working directory (or
+    taken for a hub repo id); the server gets the absolute path the trainer wrote to."""
+    monkeypatch.chdir(tmp_path)
+    routes = RuntimeLoRARoutes()
+    backend = VLLMBackend(URL, "smollm2")
+    client = httpx.Client(transport=httpx.MockTransport(routes))
+    sync = LoRASync(backend, "runs/adapters", run="t", client=client)
+    sync.sync(peft_model, 1)
+    assert routes.calls[0][1]["lora_path"] == str(tmp_path / "runs" / "adapters" / "v1")
+    assert (tmp_path / "runs" / "adapters" / "v1" / "adapter_config.json").exists()
+    with pytest.raises(ValueError, match="server_adapter_dir must be an absolute path"):
+        LoRASync(backend, "runs/adapters", server_adapter_dir="mnt/adapters", client=client)
+
+
 def test_adapter_names_carry_a_run_tag(tmp_path):
     backend = VLLMBackend(URL, "smollm2")
     a, b = LoRASync(backend, tmp_path), LoRASync(backend, tmp_path)
@@ -155,6 +170,40 @@ def test_adapter_configs_vllm_cannot_serve_are_refused_early():
 
     with pytest.raises(WeightSyncError, match=r"only LoRA adapters.*\(got IA3\)"):
         check_adapter_config(IA3Config(target_modules=["q_proj"], feedforward_modules=[]))
+
+
+def test_every_feature_vllm_refuses_is_refused_before_training():
+    """The rest of vLLM 0.32's ``PEFTHelper`` checks: a rank_pattern entry above the server's
+    max, lora_bias, an init that rewrites base weights, aLoRA, layer_replication."""
+    from peft import LoraConfig
+
+    check_adapter_config(LoraConfig(r=8, rank_pattern={"q_proj": 16}), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match="LoRA rank 32 exceeds the server's --max-lora-rank 16"):
+        check_adapter_config(LoraConfig(r=8, rank_pattern={"q_proj": 32}), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match=r"LoRA bias \(lora_bias\)"):
+        check_adapter_config(LoraConfig(r=8, lora_bias=True))
+    check_adapter_config(LoraConfig(r=8, init_lora_weights="gaussian"))
+    with pytest.raises(WeightSyncError, match="init_lora_weights='pissa'"):
+        check_adapter_config(LoraConfig(r=8, init_lora_weights="pissa"))
+    with pytest.raises(WeightSyncError, match=r"Activated LoRA \(aLoRA\)"):
+        check_adapter_config(LoraConfig(r=8, alora_invocation_tokens=[1, 2]))
+    with pytest.raises(WeightSyncError, match="layer_replication"):
+        check_adapter_config(LoraConfig(r=8, layer_replication=[(0, 1)]))
+
+
+def test_an_adapter_not_named_default_is_refused_before_anything_is_written(tmp_path):
+    """peft's save_pretrained writes a non-default adapter to a subdirectory vLLM would not find
+    (a 404 after a wasted step); the sync and the trainer refuse it up front."""
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(tiny_llama(), LoraConfig(r=4, target_modules="all-linear"), adapter_name="policy")
+    routes = RuntimeLoRARoutes()
+    sync, backend = make_sync(tmp_path, routes)
+    with pytest.raises(WeightSyncError, match=r"must be named 'default' .*\['policy'\]"):
+        sync.sync(model, 1)
+    assert routes.calls == [] and not (tmp_path / "adapters").exists() and backend.model == "smollm2"
+    with pytest.raises(WeightSyncError, match="must be named 'default'"):
+        LocalTrainer(model, None, TrainerConfig(lora_rank=4), weight_sync=sync)
 
 
 def test_trainer_refuses_a_rank_the_server_cannot_take(tmp_path, smollm2_tok):

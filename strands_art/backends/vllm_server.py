@@ -20,6 +20,7 @@ process group (SIGTERM, then SIGKILL after ``stop_timeout_s``), also when the bo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -114,6 +115,7 @@ class VLLMServer:
             log_path = name
         self.log_path = Path(log_path)
         self.process: subprocess.Popen[bytes] | None = None
+        self._group_stopped = False
 
     def command(self) -> list[str]:
         """The server's argv."""
@@ -159,6 +161,7 @@ class VLLMServer:
         )
         env.pop("PYTHONPATH", None)  # the server imports its own environment only
         env.update(self.extra_env)
+        self._group_stopped = False
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.process = subprocess.Popen(
@@ -169,6 +172,7 @@ class VLLMServer:
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             if self.process.poll() is not None:
+                self.stop()  # what it started (the engine core) must not outlive it
                 raise VLLMServerError(
                     f"vLLM server exited with code {self.process.returncode} while starting; log tail:\n{self.log_tail()}"
                 )
@@ -185,18 +189,27 @@ class VLLMServer:
             time.sleep(1.0)
 
     def stop(self) -> None:
-        """Stop the server's whole process group (SIGTERM, then SIGKILL). Idempotent."""
+        """Stop the server's whole process group (SIGTERM, then SIGKILL), also what is left of
+        it when the server process itself has exited. Idempotent."""
         proc = self.process
-        if proc is None or proc.poll() is not None:
+        if proc is None or self._group_stopped:
             return
+        if proc.poll() is not None:  # the leader is gone; processes it started may not be
+            self._group_stopped = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
+        self._group_stopped = True
         try:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=self.stop_timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=self.stop_timeout_s)
-        except ProcessLookupError:
             pass
+        except ProcessLookupError:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever outlived SIGTERM, the leader or not
+        proc.wait(timeout=self.stop_timeout_s)
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server's log."""

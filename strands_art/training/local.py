@@ -192,13 +192,13 @@ class LocalTrainer:
         )
         self.weight_sync = weight_sync
         if weight_sync is not None:
-            from strands_art.training.weight_sync import check_adapter_config
+            from strands_art.training.weight_sync import check_adapter_config, default_adapter_config
 
             if backend is None:
                 backend = weight_sync.backend
             elif backend is not weight_sync.backend:
                 raise ValueError("weight_sync must sync the trainer's backend")
-            check_adapter_config(self.model.peft_config["default"], weight_sync.max_lora_rank)
+            check_adapter_config(default_adapter_config(self.model), weight_sync.max_lora_rank)
             self.lock = threading.Lock()
         else:
             if backend is None:

@@ -18,9 +18,11 @@ vLLM's runtime LoRA API (``vllm/entrypoints/serve/lora/api_router.py``):
 
 The server must be started with ``--enable-lora --max-lora-rank R`` (R >= the trainer's
 ``lora_rank``) and the environment variable ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``; without
-them the routes answer 404 and :meth:`LoRASync.sync` says so. The adapter path is read by the
-server process, so ``adapter_dir`` must be visible to it under the same path (the same machine,
-or a shared filesystem; ``server_adapter_dir`` maps a different mount point).
+the variable the routes answer 404 and :meth:`LoRASync.sync` says so; without ``--enable-lora``
+the load answers 500 ("LoRA is not enabled. Use --enable-lora to enable LoRA."), passed on.
+The adapter path is read by the server process, so ``adapter_dir`` must be visible to it under
+the same path (the same machine, or a shared filesystem; ``server_adapter_dir`` maps a
+different mount point).
 
 Every failure raises :class:`WeightSyncError` and leaves the backend on the adapter it had, so a
 training loop stops instead of sampling on from a stale policy without saying so.
@@ -49,11 +51,20 @@ from strands_art.backends.vllm import error_message
 
 logger = logging.getLogger(__name__)
 
-# vLLM 0.32 CPU LoRA applies to linear layers; these peft features have no vLLM counterpart.
+# peft features vLLM 0.32 refuses when it loads an adapter (``vllm/lora/peft_helper.py``,
+# ``PEFTHelper._validate_features``); checked here so no optimizer step is spent first.
 _UNSUPPORTED = {
     "use_dora": "DoRA adapters",
     "modules_to_save": "modules_to_save (fully trained extra modules)",
+    "lora_bias": "LoRA bias (lora_bias)",
+    "alora_invocation_tokens": "Activated LoRA (aLoRA)",
+    "layer_replication": "layer_replication",
+    "use_qalora": "QALoRA",
+    "use_bdlora": "block-diagonal LoRA (BD-LoRA)",
 }
+# string inits vLLM accepts (they only set the initial adapter weights); PiSSA, OLoRA, CorDA,
+# LoftQ, ... change the base weights, which the server does not have
+_SERVABLE_INITS = ("gaussian", "eva", "orthogonal", "mica", "lora_ga")
 
 
 class WeightSyncError(RuntimeError):
@@ -73,8 +84,11 @@ def check_adapter_config(peft_config: Any, max_lora_rank: int | None = None) -> 
 
     Raises:
         WeightSyncError: not a LoRA adapter (vLLM loads no other kind at runtime, and full
-            weights cannot be synced, see the module docstring), DoRA, ``modules_to_save``, a
-            bias other than "none", or a rank above ``max_lora_rank``.
+            weights cannot be synced, see the module docstring), a feature vLLM 0.32 refuses
+            (DoRA, ``modules_to_save``, ``lora_bias``, aLoRA, QALoRA, BD-LoRA,
+            ``layer_replication``, an init that changes base weights such as PiSSA), a bias
+            other than "none", or a rank (``r`` or any ``rank_pattern`` entry) above
+            ``max_lora_rank``.
     """
     kind = str(
         getattr(getattr(peft_config, "peft_type", None), "value", getattr(peft_config, "peft_type", None))
@@ -90,12 +104,37 @@ def check_adapter_config(peft_config: Any, max_lora_rank: int | None = None) -> 
     bias = getattr(peft_config, "bias", "none")
     if bias != "none":
         raise WeightSyncError(f"vLLM cannot serve a LoRA adapter with bias={bias!r}; use bias='none'")
-    rank = int(getattr(peft_config, "r", 0))
+    init = getattr(peft_config, "init_lora_weights", True)
+    if isinstance(init, str) and init.lower() not in _SERVABLE_INITS:
+        raise WeightSyncError(
+            f"vLLM cannot serve an adapter with init_lora_weights={init!r}: that init changes the "
+            "base weights, which the server does not have; use the default init"
+        )
+    rank = max(
+        [int(getattr(peft_config, "r", 0)), *(getattr(peft_config, "rank_pattern", None) or {}).values()]
+    )
     if max_lora_rank is not None and rank > max_lora_rank:
         raise WeightSyncError(
             f"LoRA rank {rank} exceeds the server's --max-lora-rank {max_lora_rank}; "
-            f"lower lora_rank or restart vLLM with --max-lora-rank >= {rank}"
+            f"lower lora_rank (and rank_pattern) or restart vLLM with --max-lora-rank >= {rank}"
         )
+
+
+def default_adapter_config(model: Any) -> Any:
+    """The ``LoraConfig`` of ``model``'s adapter named "default", the one :meth:`LoRASync.sync`
+    writes (peft's ``save_pretrained`` puts any other adapter in a subdirectory, where vLLM
+    finds no ``adapter_config.json``).
+
+    Raises:
+        WeightSyncError: the peft model has no adapter named "default".
+    """
+    configs = getattr(model, "peft_config", None) or {}
+    if "default" not in configs:
+        raise WeightSyncError(
+            f"the peft model's adapter must be named 'default' to be synced (it has {sorted(configs)}); "
+            "save_pretrained writes other adapters to a subdirectory vLLM does not read"
+        )
+    return configs["default"]
 
 
 class LoRASync:
@@ -105,8 +144,10 @@ class LoRASync:
         backend: the ``VLLMBackend`` (its server, base model name and API key are used; its
             request model is switched to each new adapter).
         adapter_dir: where adapters are written (``v{version}`` subdirectories; the current one
-            is kept, older ones are deleted once unloaded).
-        server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path).
+            is kept, older ones are deleted once unloaded); made absolute (``~`` expanded), since
+            the server would resolve a relative path against its own working directory.
+        server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path);
+            must be absolute.
         max_lora_rank: the server's ``--max-lora-rank``, to refuse a too-large rank early.
         timeout_s: seconds one load/unload request may take.
         run: a tag in the adapter names, unique per trainer sharing the server (default: 8
@@ -137,7 +178,13 @@ class LoRASync:
             raise ValueError(f"run must be letters, digits, '_' or '-', got {run!r}")
         self.run = run
         self.backend = backend
-        self.adapter_dir = Path(adapter_dir)
+        # absolute: vLLM resolves a relative lora_path against the server's working directory
+        # and, when nothing is there, takes it for a Hugging Face repo id to download
+        self.adapter_dir = Path(adapter_dir).expanduser().resolve()
+        if server_adapter_dir is not None and not Path(server_adapter_dir).is_absolute():
+            raise ValueError(
+                f"server_adapter_dir must be an absolute path as the server sees it, got {str(server_adapter_dir)!r}"
+            )
         self.server_adapter_dir = Path(server_adapter_dir) if server_adapter_dir else self.adapter_dir
         self.max_lora_rank = max_lora_rank
         self.timeout_s = timeout_s
@@ -167,7 +214,7 @@ class LoRASync:
         if version <= self.version and self.current is not None:
             raise ValueError(f"policy version must grow: {version} after {self.version}")
         t0 = time.perf_counter()
-        check_adapter_config(model.peft_config["default"], self.max_lora_rank)
+        check_adapter_config(default_adapter_config(model), self.max_lora_rank)
         name = self.adapter_name(version)
         local = self.adapter_dir / f"v{version}"
         if local.exists():  # left over from a run that stopped before this version was loaded

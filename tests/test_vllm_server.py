@@ -1,0 +1,74 @@
+"""VLLMServer's process handling, with a stand-in interpreter (no vLLM needed): whatever the
+server process started is stopped, when it dies while starting and when it is stopped."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from strands_art.backends.vllm_server import VLLMServer, VLLMServerError
+
+# Stands in for the vLLM interpreter: starts a child that ignores SIGTERM (like an engine core
+# busy shutting down), writes its pid, then dies at once or serves GET /v1/models.
+FAKE = """#!/bin/sh
+port=$(echo "$@" | sed 's/.*--port \\([0-9]*\\).*/\\1/')
+(trap '' TERM; exec sleep 300) &
+echo $! > "$PIDFILE"
+if [ "$MODE" = die ]; then exit 3; fi
+cd "$SERVE_DIR" && exec "$REAL_PY" -m http.server "$port" --bind 127.0.0.1
+"""
+
+
+def gone(pid: int, within_s: float = 10.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting to be reaped counts as gone)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def fake_server(tmp_path: Path, mode: str) -> VLLMServer:
+    script = tmp_path / "python"
+    script.write_text(FAKE)
+    script.chmod(0o755)
+    serve = tmp_path / "www"
+    (serve / "v1").mkdir(parents=True)
+    (serve / "v1" / "models").write_text('{"data": [{"id": "m"}]}')
+    env = {
+        "PIDFILE": str(tmp_path / "child.pid"),
+        "MODE": mode,
+        "SERVE_DIR": str(serve),
+        "REAL_PY": sys.executable,
+    }
+    return VLLMServer(tmp_path, "m", python=script, env=env, startup_timeout_s=60, stop_timeout_s=5)
+
+
+def child_pid(tmp_path: Path) -> int:
+    return int((tmp_path / "child.pid").read_text())
+
+
+def test_a_server_that_dies_while_starting_leaves_nothing_running(tmp_path):
+    server = fake_server(tmp_path, "die")
+    with pytest.raises(VLLMServerError, match="exited with code 3 while starting"):
+        with server:
+            pass
+    assert gone(child_pid(tmp_path))
+
+
+def test_stop_ends_children_that_ignore_sigterm(tmp_path):
+    with fake_server(tmp_path, "serve") as server:
+        pid = child_pid(tmp_path)
+        os.kill(pid, 0)  # running while the server is up
+        assert server.process.poll() is None
+    assert server.process.poll() is not None and gone(pid)
+    server.stop()  # idempotent

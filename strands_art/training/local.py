@@ -124,6 +124,9 @@ class LocalTrainer:
         outer_batch: outer batches completed so far.
     """
 
+    skip_zero_advantage_rows = True
+    """Skip the forward/backward passes of rows with advantage 0 (exact: they add 0 to the loss)."""
+
     def __init__(self, model: Any, tokenizer: Any, config: TrainerConfig, backend: Any = None) -> None:
         from strands_art.backends.transformers import TransformersBackend
 
@@ -184,7 +187,8 @@ class LocalTrainer:
             filtered = 0
             skipped = 0
             for k, mb in enumerate(batch.steps()):
-                skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
+                if self.skip_zero_advantage_rows:
+                    skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
                 loss, stats, n_filtered, norm = self._step(mb, old)
                 losses.append(loss)
                 norms.append(norm)
@@ -277,7 +281,8 @@ class LocalTrainer:
             # A row with advantage 0 (a group whose rewards are all equal, a padding row) adds
             # exactly 0 to the loss and its gradient (no KL term; D is fixed above): skip its
             # forward and backward passes. Its ratio statistics are then not reported.
-            micro = [br for br in micro if br.advantage != 0.0]
+            if self.skip_zero_advantage_rows:
+                micro = [br for br in micro if br.advantage != 0.0]
             if not micro:
                 continue
             lp, t = self._forward(micro)

@@ -38,7 +38,10 @@ from strands_art.envs.migrationbench.agent import RolloutLimits
 from strands_art.model import ARTModel
 from strands_art.trajectory import Trajectory
 
-SYSTEM_PROMPT = "You answer questions about stored codes. Use the lookup tool to find a code."
+SYSTEM_PROMPT = (
+    "You answer questions about stored codes. Call the lookup tool once with the key. When the "
+    "tool result arrives, reply with the code in one short sentence; do not call the tool again."
+)
 PROMPT = "What is the code stored under the key '{key}'? Look it up, then tell me the code."
 
 TRAIN_KEYS: tuple[str, ...] = (

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
+bash scripts/check-installs.sh || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
   bash scripts/test-verl.sh || status=$?
 fi

@@ -11,7 +11,7 @@
 # docs/setup-verl.md ("GPUs") for the arithmetic and what changes on 4 GPUs.
 # CPUs: every rollout runs Maven builds; add CPU-only Ray nodes for the agent-loop workers.
 #
-#   pip install -e '.[verl]' 'TransferQueue>=0.1.10' cachetools vllm   # docs/setup-verl.md
+#   pip install -e '.[verl-vllm]'     # on every node, CPython 3.11 or 3.12: docs/setup-verl.md
 #   python examples/migrationbench/make_verl_dataset.py --tasks-dir /shared/mb-tasks --out data/mb
 #   MODEL=/models/Qwen3-Coder-30B-A3B-Instruct DATA=data/mb examples/migrationbench/train_verl.sh
 #

@@ -314,6 +314,11 @@ def _shard(rows: list[BatchRow], dp: int, per_rank: int, pad_start: int, pad_id:
 def build_batch(rows: Sequence[BatchRow], config: BatchingConfig, pad_token_id: int = 0) -> OuterBatch:
     """Lay out one outer batch of rows as mini-batches and data-parallel shards.
 
+    The layout depends only on the rows, not on the order of the rollouts in ``rows``: they
+    are taken in ``rollout_id`` order (a stable sort, so the rows of one rollout keep their
+    order), so rollouts that finished in another order give the same mini-batches, shards and
+    micro-batches, hence the same padding and summation order in the trainer.
+
     Args:
         rows: the real rows (no padding) with their advantages; rows of one rollout share a
             ``rollout_id``, rollouts of one task share a ``group_id``.
@@ -334,6 +339,7 @@ def build_batch(rows: Sequence[BatchRow], config: BatchingConfig, pad_token_id: 
         raise ValueError("no rows to batch (every rollout failed or none was given)")
     if any(r.padding for r in rows):
         raise ValueError("build_batch takes real rows only; it adds padding itself")
+    rows = sorted(rows, key=lambda r: r.row.rollout_id)
     dp = config.dp_size
     base = plan(len(rows), config)
     if config.mode == "fixed_rows":

@@ -62,7 +62,9 @@ class Advantages:
 
     Attributes:
         advantages: rollout_id -> advantage, for every rollout kept.
-        rows: every row of every kept rollout, with its rollout's advantage, in input order.
+        rows: every row of every kept rollout, with its rollout's advantage, rollouts in
+            ``rollout_id`` order (rows of one rollout in their trajectory order): the same rows in
+            the same order whatever order the rollouts finished in.
         excluded: rollout_id -> reason, for every failed rollout (they have no rows here).
         metrics: reward_mean, reward_std (over kept rollouts), rollouts, failed_rollouts,
             groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean, and over
@@ -129,9 +131,12 @@ def group_advantages(rewards: Sequence[float], config: GRPOConfig) -> list[float
 def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | None = None) -> Advantages:
     """GRPO advantages for a batch of finished rollouts, and their rows ready for batching.
 
+    The result does not depend on the order of ``trajectories`` (they are taken in
+    ``rollout_id`` order), so rollouts that finish in a different order give the same rows.
+
     Args:
-        trajectories: finished rollouts; ``group_id`` names the task (a rollout without one is
-            its own group, logged), ``reward`` the outcome.
+        trajectories: finished rollouts, in any order; ``group_id`` names the task (a rollout
+            without one is its own group, logged), ``reward`` the outcome.
         config: advantage settings (defaults: GRPO with std scaling).
 
     Returns:
@@ -142,6 +147,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
             with its trajectory, or whose aligned lists differ in length.
     """
     config = config or GRPOConfig()
+    trajectories = sorted(trajectories, key=lambda t: t.rollout_id)  # completion order must not matter
     seen: set[str] = set()
     groups: dict[str, list[Trajectory]] = {}
     excluded: dict[str, str] = {}

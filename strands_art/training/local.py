@@ -90,7 +90,12 @@ def processed_from_raw(
 
 
 def lora_model(model: Any, config: TrainerConfig) -> Any:
-    """Wrap ``model`` in a fresh LoRA adapter (dropout 0, bias none); a peft model is returned as is."""
+    """Wrap ``model`` in a fresh LoRA adapter (dropout 0, bias none); a peft model is returned as is.
+
+    The adapter's initial weights (peft's Kaiming-uniform ``lora_A``, zero ``lora_B``) are drawn
+    from a torch generator seeded with ``config.seed`` (the global RNG state is saved and
+    restored): the same seed gives the same adapter whatever ran before.
+    """
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if isinstance(model, PeftModel):
@@ -104,7 +109,9 @@ def lora_model(model: Any, config: TrainerConfig) -> Any:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, lora)
+    with torch.random.fork_rng(devices=[]):  # peft draws on CPU, then moves to the base device
+        torch.manual_seed(config.seed)
+        return get_peft_model(model, lora)
 
 
 class LocalTrainer:

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The verl tests, in their own environment: verl 0.9.1 pins transformers 5.10.x, so it lives in
 # .venv-verl beside the main .venv. They run verl's real batch splitting, train_mini_batch and
-# agent-loop code on the CPU. Called by scripts/test.sh; STRANDS_ART_SKIP_VERL=1 skips it.
+# agent-loop code on the CPU, and one outer batch of the strands_sync trainer with rollouts from a
+# real vLLM server (tests/test_verl_real_vllm.py, marker real_vllm): that server runs from the vLLM
+# environment ($STRANDS_ART_VLLM_PYTHON or .venv-vllm, made by scripts/bootstrap-vllm.sh before this
+# script in CI); without one the test skips, or fails under STRANDS_ART_REQUIRE_VLLM=1.
+# Called by scripts/test.sh; STRANDS_ART_SKIP_VERL=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -18,4 +22,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv-verl/bin/python -m pip install -q -e ".[verl,dev]"
   echo "$want" > "$stamp"
 fi
-exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py "$@"
+exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py \
+  tests/test_verl_real_vllm.py "$@"

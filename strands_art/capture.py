@@ -61,6 +61,8 @@ class RowCapture:
         row = self.rows[parent]
         row.append_context(turn.prompt_ids[len(row.input_ids) :])
         row.append_output(turn.index, turn.output_ids, turn.logprobs)
+        if turn.policy_version is not None:  # which policy sampled these tokens (the trainer reads it)
+            row.metadata.setdefault("policy_versions", {})[str(turn.index)] = turn.policy_version
         turn.row = parent
         self._last_row = parent
         return parent

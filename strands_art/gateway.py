@@ -20,6 +20,7 @@ from typing import Any, Literal, TypedDict
 
 from strands_art.backends.base import (
     BackendContextOverflow,
+    InvalidSample,
     SampleResult,
     SamplingBackend,
     SamplingParams,
@@ -364,6 +365,7 @@ class RolloutGateway:
             except BackendContextOverflow as exc:  # the backend's window is smaller than the budget
                 raise ContextBudgetExceeded(exc.prompt_tokens, exc.context_tokens) from exc
             check_sample(sample, self.renderer.vocab_size, params.max_new_tokens)  # before recording
+            policy_version(sample)  # a bad version is refused before anything is recorded
             t_sample = time.perf_counter()
             self._check_still_open(rollout_id, s)
             if deliver is not None:
@@ -440,6 +442,7 @@ class RolloutGateway:
             ill_formed=parsed.ill_formed,
             messages=norm,
             tools=tools,
+            policy_version=policy_version(sample),
         )
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:
@@ -517,6 +520,20 @@ class RolloutGateway:
         think_open = prompt_opens_think(self.renderer.decode(prompt_ids[-8:]))
         names = {(t.get("function", t)).get("name") for t in tools or []}
         return self.renderer.tool_parser.parse(text, names, tools=tools or [], think_open=think_open)
+
+
+def policy_version(sample: SampleResult) -> int | None:
+    """The policy version a backend reported for a sample (``info["policy_version"]``), or None.
+
+    Raises:
+        InvalidSample: a version that is not an integer >= 0 (nothing is recorded).
+    """
+    version = sample.info.get("policy_version")
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise InvalidSample(f"backend reported policy version {version!r}; expected an integer >= 0")
+    return version
 
 
 def _replay_arguments(call: ToolCall) -> str | dict[str, Any]:

@@ -47,6 +47,10 @@ class Turn:
             threw the response away: a retry, a cancelled turn), ``"summarizer"`` (a
             conversation manager's summarization call). The same tags are on the row holding
             the turn, ``row.metadata["turn_tags"][str(index)]``.
+        policy_version: which policy sampled the turn: the optimizer steps behind the weights
+            the backend sampled from (0: the initial weights), as the backend reported it in
+            ``SampleResult.info["policy_version"]``; None when the backend does not say. The
+            row holding the turn has it too, ``row.metadata["policy_versions"][str(index)]``.
     """
 
     index: int
@@ -61,6 +65,7 @@ class Turn:
     messages: list[dict] = field(default_factory=list)
     tools: list[dict] | None = None
     tags: list[str] = field(default_factory=list)
+    policy_version: int | None = None
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         return _plain(self, () if full else ("messages", "tools"))
@@ -79,7 +84,9 @@ class Row:
         turn_spans: list of [start, end) offsets into input_ids of each turn's sampled output.
         rollout_id / group_id: the rollout and the source prompt (task) it came from.
         reward: set when the rollout ends (None before).
-        metadata: forks with reasons, heal counters, ill-formed turns, truncation.
+        metadata: forks with reasons, heal counters, ill-formed turns, truncation, turn tags,
+            ``policy_versions`` (``{str(turn): version}`` of the turns whose version is known,
+            see :attr:`Turn.policy_version`).
     """
 
     input_ids: list[int]

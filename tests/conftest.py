@@ -3,10 +3,21 @@ OpenAI-format tool specs and a Strands ``add`` tool."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from strands import tool
 
 from strands_art.registry import load_tokenizer
+
+if importlib.util.find_spec("verl") is not None:  # the verl tests (.venv-verl): verl's engine on CPU
+    import torch
+
+    if not torch.cuda.is_available():
+        # tests/ is on sys.path; not `tests.`: .venv-verl holds a foreign top-level `tests` package
+        from verl_cpu_platform import activate
+
+        activate()
 
 ADD_TOOL = {
     "type": "function",
@@ -58,7 +69,7 @@ def real_vllm():
 
     Skips when there is no vLLM environment, unless ``STRANDS_ART_REQUIRE_VLLM=1`` (CI), where a
     missing environment or a server that does not start fails the tests that use it."""
-    from tests.vllm_env import start_real_vllm
+    from vllm_env import start_real_vllm
 
     server = start_real_vllm()
     try:

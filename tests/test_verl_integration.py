@@ -33,6 +33,7 @@ import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from strands import Agent  # noqa: E402
 from strands.agent.conversation_manager import NullConversationManager  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
 from test_model import ADD_CALL, add  # noqa: E402
 from test_verl_adapter import _Worker, process_group  # noqa: E402,F401
 from transfer_queue import KVBatchMeta  # noqa: E402
@@ -50,6 +51,7 @@ from verl.trainer.ppo.v1 import agent_loop_tq, get_trainer_cls  # noqa: E402
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer  # noqa: E402
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
 from verl.workers.engine_workers import TrainingWorker  # noqa: E402
 from verl.workers.rollout.llm_server import LLMServerClient  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
@@ -211,21 +213,25 @@ def verl_config(**rollout):
     )
 
 
-def make_loop(qwen3, replica, history_mode="linear"):
+def make_loop(
+    tok,
+    replica,
+    history_mode="linear",
+    *,
+    episode="test_verl_integration.two_question_episode",
+    cfg=None,
+    hf_model_type="qwen3",
+):
     """As ``AgentLoopWorker._run_agent_loop`` does: hydra-instantiate the registered entry."""
-    entry = {
-        **_agent_loop_registry["strands_agent"],
-        "episode": "test_verl_integration.two_question_episode",
-        "history_mode": history_mode,
-    }
-    cfg = verl_config()
+    entry = {**_agent_loop_registry["strands_agent"], "episode": episode, "history_mode": history_mode}
+    cfg = verl_config() if cfg is None else cfg
     return hydra.utils.instantiate(
         config=entry,
         trainer_config=DictConfigWrap(config=cfg),
         server_manager=FakeClient(replica),
-        tokenizer=qwen3,
+        tokenizer=tok,
         processor=None,
-        hf_model_type="qwen3",
+        hf_model_type=hf_model_type,
         dataset_cls=None,
         data_config=DictConfigWrap(cfg.data),
         tools=ToolListWrap([]),
@@ -280,22 +286,34 @@ def test_trajectory_without_reward_or_rows_is_rejected():
 
 
 class StoreTQ:
-    """A stand-in TransferQueue: what verl's code puts/gets, kept in a dict."""
+    """A stand-in TransferQueue in one process, with TransferQueue's key-value semantics: a put adds
+    or replaces fields and tags of its keys and returns their ``KVBatchMeta``; a get returns the rows
+    as one TensorDict (variable-length fields as jagged nested tensors, verl's own
+    ``list_of_dict_to_tensordict``), selected fields that no row holds left out."""
 
     def __init__(self):
         self.rows: dict[str, dict] = {}
         self.tags: dict[str, dict] = {}
 
     async def async_kv_batch_put(self, keys, fields, tags=None, partition_id=None):
-        self.kv_batch_put(keys, partition_id, fields, tags)
+        return self.kv_batch_put(keys, partition_id, fields, tags)
 
     def kv_batch_put(self, keys, partition_id=None, fields=None, tags=None):
         for i, k in enumerate(keys):
-            self.rows[k] = fields[i] if not isinstance(fields, list) else fields[i]
-            self.tags[k] = (tags or [{}] * len(keys))[i]
+            if fields is not None:
+                row = fields[i]
+                if isinstance(row, TensorDict):
+                    row = {name: row[name] for name in row.keys()}
+                self.rows.setdefault(k, {}).update(row)
+            self.tags.setdefault(k, {}).update(tags[i] if tags else {})
+        return KVBatchMeta(keys=list(keys), tags=[self.tags[k] for k in keys], partition_id=partition_id)
 
     def kv_batch_get(self, keys, partition_id=None, select_fields=None):
-        return [self.rows[k] for k in keys]
+        if isinstance(select_fields, str):
+            select_fields = [select_fields]
+        rows = [self.rows[k] for k in keys]
+        names = list(rows[0]) if select_fields is None else [f for f in select_fields if f in rows[0]]
+        return list_of_dict_to_tensordict([{n: r[n] for n in names} for r in rows])
 
 
 def verl_postprocess(store: StoreTQ, monkeypatch):

@@ -83,6 +83,9 @@ class TransformersBackend:
     Attributes:
         model: the model sampled from (shared; see :meth:`update_weights`).
         lock: ``threading.Lock`` held for each generation and by weight updates.
+        policy_version: optimizer steps behind the weights sampled from (set by the trainer
+            that shares the model, under :attr:`lock`); each sample reports it in
+            ``info["policy_version"]``.
         max_positions: the model's context length (``max_position_embeddings``) or None.
         max_context_tokens: the same, read by the gateway for its default context budget.
 
@@ -112,6 +115,7 @@ class TransformersBackend:
             tokenizer = registry.load_tokenizer(model_name_or_dir)
         self.tokenizer = tokenizer
         self.lock = threading.Lock()
+        self.policy_version = 0
         self._executor: ThreadPoolExecutor | None = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="strands-art-sampler"
         )
@@ -212,7 +216,7 @@ class TransformersBackend:
         queued = time.perf_counter()
         with self.lock:
             t0 = time.perf_counter()
-            model = self.model
+            model, version = self.model, self.policy_version
             was_training = model.training
             model.eval()
             try:
@@ -225,7 +229,7 @@ class TransformersBackend:
             finally:
                 if was_training:
                     model.train()
-        result.info.update(queued_s=t0 - queued, total_s=time.perf_counter() - t0)
+        result.info.update(queued_s=t0 - queued, total_s=time.perf_counter() - t0, policy_version=version)
         return result
 
     def _decode(

@@ -228,8 +228,9 @@ def context_overflow(message: str, prompt_tokens: int) -> BackendContextOverflow
     )
 
 
-def _error_message(resp: httpx.Response) -> str:
-    """The server's error text: vLLM's ``{"error": {"message"}}``, older ``{"message"}``, or the body."""
+def error_message(resp: httpx.Response) -> str:
+    """The server's error text: vLLM's ``{"error": {"message"}}``, older ``{"message"}``,
+    FastAPI's ``{"detail"}`` (e.g. "Not Found" for a route the server does not have), or the body."""
     try:
         data = resp.json()
     except ValueError:
@@ -240,6 +241,8 @@ def _error_message(resp: httpx.Response) -> str:
             return str(err["message"])
         if data.get("message"):
             return str(data["message"])
+        if isinstance(data.get("detail"), str):
+            return data["detail"]
     return str(data)[:300]
 
 
@@ -273,6 +276,12 @@ class VLLMBackend:
             ``GET /v1/models`` (vLLM's ``max_model_len`` for ``model``) when first asked for
             (:attr:`max_context_tokens`, which the gateway reads for its default budget).
 
+    Policy version (on-policy training, :mod:`strands_art.training.weight_sync`): requests go to
+    :attr:`model`, the served base model (:attr:`base_model`, policy version 0) until
+    :meth:`use_adapter` switches them to a LoRA adapter loaded into the server; each
+    :class:`SampleResult` says which in ``info["model"]`` and ``info["policy_version"]``, read
+    when the request is built (a switch while a request is in flight does not relabel it).
+
     One :class:`httpx.AsyncClient` is shared by all calls; :meth:`sample` is safe to call
     concurrently. Call :meth:`aclose` when done.
     """
@@ -301,7 +310,10 @@ class VLLMBackend:
             raise ValueError("timeouts and the deadline must be finite and > 0")
         self.deadline_s = deadline_s
         self.url = completions_url(base_url)
+        self.base_url = self.url[: -len("/v1/completions")]
         self.model = model
+        self.base_model = model
+        self.policy_version = 0
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
@@ -316,9 +328,18 @@ class VLLMBackend:
         self._connect_timeout_s = connect_timeout_s
         self._headers = headers
 
+    def use_adapter(self, name: str, version: int) -> None:
+        """Send later requests to the server's LoRA adapter ``name`` (already loaded there) and
+        label their samples with policy ``version`` (optimizer steps behind the weights)."""
+        if not name:
+            raise ValueError("adapter name must be a non-empty string")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ValueError(f"policy version must be an integer >= 0, got {version!r}")
+        self.model, self.policy_version = name, version
+
     @property
     def max_context_tokens(self) -> int | None:
-        """The server's ``max_model_len`` for :attr:`model` (tokens), or None when the server
+        """The server's ``max_model_len`` for :attr:`base_model` (tokens), or None when the server
         does not say (not vLLM, unreachable: logged). Asked once (a blocking ``GET /v1/models``
         with the connect timeout), then cached."""
         if self._max_model_len is None:
@@ -326,7 +347,7 @@ class VLLMBackend:
             try:
                 resp = httpx.get(url, headers=self._headers, timeout=self._connect_timeout_s)
                 resp.raise_for_status()
-                cards = [m for m in resp.json()["data"] if m.get("id") == self.model]
+                cards = [m for m in resp.json()["data"] if m.get("id") == self.base_model]
                 value = cards[0].get("max_model_len") if cards else None
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 logger.warning("could not read max_model_len from %s: %r", url, exc)
@@ -356,7 +377,8 @@ class VLLMBackend:
         """
         if self._closed:
             raise BackendError("the vLLM backend was closed")
-        payload = format_request(self.model, prompt_ids, params)
+        model, version = self.model, self.policy_version  # what this request samples from
+        payload = format_request(model, prompt_ids, params)
         if on_tokens is not None:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}
@@ -376,6 +398,7 @@ class VLLMBackend:
                 f"vLLM at {self.url} rejected the request (HTTP {body.status}): {body.message}"
             )
         result = parse_response(body, prompt_ids)
+        result.info.update(model=model, policy_version=version)
         logger.debug(
             "vLLM %s: %d prompt tokens -> %d tokens (%s)",
             result.info.get("id"),
@@ -431,9 +454,9 @@ class VLLMBackend:
         """A read answer → its JSON body, a :class:`_Rejected` 4xx or a retryable :class:`_Failed`."""
         status = resp.status_code
         if status >= 500 or status in UNAVAILABLE_STATUS:
-            return _Failed(status, _error_message(resp))
+            return _Failed(status, error_message(resp))
         if status >= 400:
-            return _Rejected(status, _error_message(resp))
+            return _Rejected(status, error_message(resp))
         try:
             return resp.json()
         except ValueError as exc:

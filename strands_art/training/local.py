@@ -30,6 +30,26 @@ was recorded. Rows without the key (transformers, vLLM with ``processed_logprobs
 default) are used as recorded.
 
 While updating, the trainer holds ``backend.lock``: no generation runs on half-updated weights.
+After each optimizer step the backend's ``policy_version`` is the step count, so every turn
+records which policy sampled it (``Turn.policy_version``, ``row.metadata["policy_versions"]``).
+
+**vLLM backend** (on-policy sync, :mod:`strands_art.training.weight_sync`): pass
+``backend=VLLMBackend(...)`` and ``weight_sync=LoRASync(backend, adapter_dir)``. The trainer
+then owns its model (the same weights the server loaded), and at the end of each
+:meth:`LocalTrainer.update` (after its last optimizer step, before the next rollouts) loads the
+new adapter into the server as policy version ``step``; a failed sync raises
+:class:`~strands_art.training.weight_sync.WeightSyncError` out of ``update`` (training stops
+rather than sampling on from a stale policy). :meth:`LocalTrainer.resume` syncs the resumed
+adapter.
+
+**Which logprobs correct what.** The PPO ratio's denominator is the *recorded* logprob of each
+sampled token (``Row.logprobs``, what the backend reported for the policy version that sampled
+it), or with ``recompute_old_logprobs`` the trainer's own pass, with the recorded logprob
+entering the truncated importance weight ``min(exp(old - recorded), tis_cap)``. Either way a
+token's correction uses the policy that produced it, so a row mixing versions (a sync during a
+multi-turn rollout) is corrected token by token; the lag is reported (``policy_lag_max``,
+``policy_lag_mean`` in optimizer steps per sampled turn, ``mixed_policy_rows``).
+
 The trainer reads trajectories only; it never imports the gateway (see
 :mod:`strands_art.training.loop` for the rollout loop).
 """
@@ -38,6 +58,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,6 +135,27 @@ def lora_model(model: Any, config: TrainerConfig) -> Any:
         return get_peft_model(model, lora)
 
 
+def policy_lag(rows: Sequence[BatchRow], step: int) -> dict[str, float]:
+    """How far behind the trainer's ``step`` the sampled turns of ``rows`` are (optimizer steps).
+
+    Reads ``row.metadata["policy_versions"]`` (``{str(turn): version}``, recorded by the
+    gateway); turns without a version are not counted. Returns ``policy_lag_max``,
+    ``policy_lag_mean`` (over turns) and ``mixed_policy_rows`` (rows holding turns of more than
+    one version); all 0 without versions.
+    """
+    lags: list[int] = []
+    mixed = 0
+    for br in rows:
+        versions = (br.row.metadata.get("policy_versions") or {}).values()
+        lags.extend(step - int(v) for v in versions)
+        mixed += len(set(versions)) > 1
+    return {
+        "policy_lag_max": float(max(lags, default=0)),
+        "policy_lag_mean": sum(lags) / len(lags) if lags else 0.0,
+        "mixed_policy_rows": float(mixed),
+    }
+
+
 class LocalTrainer:
     """GRPO on LoRA for one machine, sharing its model with the sampling backend.
 
@@ -121,11 +163,15 @@ class LocalTrainer:
         model: a Hugging Face causal LM (wrapped in a new LoRA adapter) or a peft model.
         tokenizer: its tokenizer (for the backend's stop strings and the pad id).
         config: :class:`TrainerConfig`.
-        backend: an existing ``TransformersBackend`` over the same model; default: a new one.
+        backend: an existing ``TransformersBackend`` over the same model (default: a new one),
+            or, with ``weight_sync``, the ``VLLMBackend`` it syncs.
+        weight_sync: a :class:`~strands_art.training.weight_sync.LoRASync` to load each new
+            adapter into a vLLM server (see the module docstring).
 
     Attributes:
         model: the peft model (kept in eval mode: no dropout, so trainer = sampler logprobs).
-        backend: the ``TransformersBackend`` sampling from ``model``.
+        backend: the backend sampling from ``model`` (or from its synced adapter).
+        lock: held for a whole update (the ``TransformersBackend``'s own lock when shared).
         optimizer: AdamW over the LoRA parameters.
         step: optimizer steps taken so far.
         outer_batch: outer batches completed so far.
@@ -134,7 +180,9 @@ class LocalTrainer:
     skip_zero_advantage_rows = True
     """Skip the forward/backward passes of rows with advantage 0 (exact: they add 0 to the loss)."""
 
-    def __init__(self, model: Any, tokenizer: Any, config: TrainerConfig, backend: Any = None) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, config: TrainerConfig, backend: Any = None, weight_sync: Any = None
+    ) -> None:
         from strands_art.backends.transformers import TransformersBackend
 
         self.config = config
@@ -148,10 +196,25 @@ class LocalTrainer:
         self.optimizer = torch.optim.AdamW(
             self.params, lr=config.learning_rate, betas=config.adam_betas, weight_decay=config.weight_decay
         )
-        if backend is None:
-            backend = TransformersBackend(model=self.model, tokenizer=tokenizer)
-        elif backend.model is not self.model:
-            raise ValueError("backend.model must be the trainer's peft model (share it, do not copy it)")
+        self.weight_sync = weight_sync
+        if weight_sync is not None:
+            from strands_art.training.weight_sync import check_adapter_config
+
+            if backend is None:
+                backend = weight_sync.backend
+            elif backend is not weight_sync.backend:
+                raise ValueError("weight_sync must sync the trainer's backend")
+            check_adapter_config(self.model.peft_config["default"], weight_sync.max_lora_rank)
+            self.lock = threading.Lock()
+        else:
+            if backend is None:
+                backend = TransformersBackend(model=self.model, tokenizer=tokenizer)
+            elif getattr(backend, "model", None) is not self.model:
+                raise ValueError(
+                    "backend.model must be the trainer's peft model (share it, do not copy it); "
+                    "a vLLM backend needs weight_sync=LoRASync(...)"
+                )
+            self.lock = backend.lock
         self.backend = backend
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_token_id = int(pad) if pad is not None else 0
@@ -164,20 +227,36 @@ class LocalTrainer:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    def score(self, ids: Sequence[int], start: int, sampling: Any = RAW) -> list[float]:
+        """The trainer's logprobs of ``ids[start:]``, each given the tokens before it (no grad),
+        under ``sampling``'s distribution (default: temperature 1, unfiltered). Holds :attr:`lock`.
+
+        Raises:
+            ValueError: ``start`` out of ``[1, len(ids))``.
+        """
+        if not 1 <= start < len(ids):
+            raise ValueError(f"start must be in [1, {len(ids)}), got {start}")
+        t = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+        with self.lock, torch.no_grad():
+            lp = trainer_logprobs(self.model(input_ids=t).logits.float(), t, sampling)
+        return [float(x) for x in lp[0, start:]]
+
     # ------------------------------------------------------------------ one outer batch
     def update(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         """Train on one outer batch of finished trajectories (rewards attached); returns metrics.
 
-        Takes ``backend.lock`` for the whole update. The step count is
+        Takes :attr:`lock` for the whole update, then (vLLM) syncs the new adapter. The step count is
         ``num_mini_batches * ppo_epochs`` (or the ``fixed_rows`` plan) whatever the rows; an
         outer batch without a single usable rollout takes no step (logged, ``skipped=1``).
 
         Raises:
             ValueError: from GRPO / batching on inconsistent trajectories (duplicate ids, ...).
+            WeightSyncError: the server did not take the new adapter (vLLM backend).
         """
         t0 = time.perf_counter()
         adv = compute_advantages(trajectories, self.config.grpo)
         metrics: dict[str, float] = dict(adv.metrics)
+        metrics.update(policy_lag(adv.rows, self.step))
         if not adv.rows:
             logger.warning("outer batch %d: no usable rollout, no optimizer step", self.outer_batch)
             metrics.update(optimizer_steps=0, skipped=1, step=self.step)
@@ -186,7 +265,7 @@ class LocalTrainer:
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)
         metrics.update(batch.metrics)
         cfg = self.config
-        with self.backend.lock:
+        with self.lock:
             old = self._recompute(batch.mini_batches) if cfg.recompute_old_logprobs else None
             stats_all: list[dict[str, float]] = []
             first: list[dict[str, float]] = []
@@ -203,6 +282,9 @@ class LocalTrainer:
                 filtered += n_filtered
                 if k == 0:
                     first = stats
+        if self.weight_sync is not None:
+            self.weight_sync.sync(self.model, self.step)
+            metrics["sync_s"] = self.weight_sync.sync_s
         merged = merge_stats(stats_all)
         gap = merge_stats(first)
         elapsed = time.perf_counter() - t0
@@ -316,6 +398,8 @@ class LocalTrainer:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
         self.optimizer.step()
         self.step += 1
+        if self.weight_sync is None:  # the shared model now holds policy version `step`
+            self.backend.policy_version = self.step
         return total, stats, filtered, norm
 
     # ------------------------------------------------------------------ checkpoints
@@ -323,7 +407,7 @@ class LocalTrainer:
         """Checkpoint adapter + optimizer + counters + RNG under ``run_dir/checkpoints``."""
         state = {"outer_batch": self.outer_batch, "step": self.step, "config": self.config.to_dict()}
         state.update(extra or {})
-        with self.backend.lock:
+        with self.lock:
             return checkpoint.save_checkpoint(
                 run_dir, self.model, self.optimizer, state, keep=self.config.keep_checkpoints
             )
@@ -333,9 +417,13 @@ class LocalTrainer:
         path = checkpoint.latest_checkpoint(run_dir)
         if path is None:
             return None
-        with self.backend.lock:
+        with self.lock:
             state = checkpoint.load_checkpoint(path, self.model, self.optimizer)
-        self.outer_batch = int(state["outer_batch"])
-        self.step = int(state["step"])
+            self.outer_batch = int(state["outer_batch"])
+            self.step = int(state["step"])
+            if self.weight_sync is None:
+                self.backend.policy_version = self.step
+        if self.weight_sync is not None and self.step > 0:
+            self.weight_sync.sync(self.model, self.step)
         logger.info("resumed from %s: outer batch %d, step %d", path, self.outer_batch, self.step)
         return state

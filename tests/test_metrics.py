@@ -1,0 +1,114 @@
+"""Multi-seed summary and plot of training metrics (strands_art/training/metrics.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strands_art.training.metrics import plot_seeds, seed_summary
+from strands_art.training.tasks_toy import capital_tasks
+
+
+def run(evals: list[float], train: list[float] | None = None) -> list[dict]:
+    """Records of one run: eval records at outer batches 0, 5, 10, ... and train records."""
+    recs = [{"kind": "train", "outer_batch": b, "reward_mean": r} for b, r in enumerate(train or [])]
+    recs += [{"kind": "eval", "outer_batch": 5 * i, "val_reward": v} for i, v in enumerate(evals)]
+    return recs
+
+
+def test_seed_summary_values():
+    runs = {2: run([0.1, 0.3, 0.5]), 0: run([0.2, 0.1]), 1: run([0.1, 0.4])}
+    s = seed_summary(runs)
+    assert [x["seed"] for x in s["seeds"]] == [0, 1, 2]
+    assert [round(x["gain"], 9) for x in s["seeds"]] == [-0.1, 0.3, 0.4]
+    assert s["improved"] == 2 and s["n"] == 3
+    assert s["reward_start"] == pytest.approx(0.4 / 3)
+    assert s["reward_end"] == pytest.approx(1.0 / 3)
+    assert s["gain_mean"] == pytest.approx(0.2)
+    assert s["gain_std"] == pytest.approx(statistics.stdev([-0.1, 0.3, 0.4]))  # n - 1
+    assert s["gain_min"] == pytest.approx(-0.1)
+
+
+def test_seed_summary_one_seed_and_errors():
+    assert seed_summary({7: run([0.2, 0.2])})["gain_std"] == 0.0
+    assert seed_summary({7: run([0.2, 0.2])})["improved"] == 0  # equal is not an improvement
+    with pytest.raises(ValueError, match="no runs"):
+        seed_summary({})
+    with pytest.raises(ValueError, match="seed 3: need eval records"):
+        seed_summary({3: run([0.5], train=[0.1, 0.2])})
+
+
+rewards = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.integers(0, 50), st.lists(rewards, min_size=2, max_size=4), min_size=1, max_size=6))
+def test_seed_summary_properties(evals_by_seed):
+    s = seed_summary({seed: run(ev) for seed, ev in evals_by_seed.items()})
+    gains = [ev[-1] - ev[0] for _, ev in sorted(evals_by_seed.items())]
+    assert math.isclose(s["gain_mean"], s["reward_end"] - s["reward_start"], abs_tol=1e-12)
+    assert s["improved"] == sum(g > 0 for g in gains)
+    assert s["gain_min"] <= s["gain_mean"] + 1e-12
+    assert s["gain_std"] >= 0
+    # the order the runs finished in (dict order) does not matter
+    rev = seed_summary({seed: run(ev) for seed, ev in reversed(list(evals_by_seed.items()))})
+    assert rev == s
+
+
+def test_plot_seeds_draws_one_line_per_seed_and_the_mean(tmp_path):
+    runs = {0: run([0.1, 0.3, 0.6], train=[0.1] * 10), 1: run([0.2, 0.2, 0.4], train=[0.2] * 10)}
+    fig = plot_seeds(runs, tmp_path / "seeds.png")
+    left, right = fig.axes
+    assert len(left.lines) == 3 and len(right.lines) == 3  # 2 seeds + mean
+    mean = right.lines[-1]
+    assert list(mean.get_xdata()) == [0, 5, 10]
+    assert list(mean.get_ydata()) == pytest.approx([0.15, 0.25, 0.5])
+    assert (tmp_path / "seeds.png").stat().st_size > 1000
+
+
+def load_learning_bench():
+    path = Path(__file__).resolve().parents[1] / "bench" / "learning.py"
+    spec = importlib.util.spec_from_file_location("bench_learning", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_bench_report_and_result_line(capsys):
+    bench = load_learning_bench()
+    heldout = capital_tasks("heldout")
+    sentence = [f"The capital of {t.country} is {t.capital}." for t in heldout]
+    bare = [t.capital for t in heldout]
+    echo = [f"The answer is {t.country}" for t in heldout]
+
+    def recs(start, end, before, after, greedy_after):
+        two = lambda texts: [x for x in texts for _ in range(2)]  # noqa: E731 (2 samples per country)
+        return [
+            {"kind": "greedy", "when": "before", "val_reward": 0.146, "val_texts": sentence},
+            {"kind": "eval", "outer_batch": 0, "val_reward": start, "val_texts": two(before)},
+            {"kind": "train", "outer_batch": 0, "reward_mean": 0.2},
+            {"kind": "eval", "outer_batch": 1, "val_reward": end, "val_texts": two(after)},
+            {"kind": "greedy", "when": "after", "val_reward": greedy_after, "val_texts": after},
+        ]
+
+    runs = {
+        0: recs(0.15, 0.9, sentence, bare, 1.0),
+        1: recs(0.15, 0.0, sentence, echo, 0.0),
+        2: recs(0.15, 0.5, sentence[:7], bare, 0.5),
+    }
+    summary = bench.report(runs, wall=12.0, samples=2)
+    out = capsys.readouterr().out
+    assert "16/16 -> 16/16" in out  # seed 0: every sampled reply names its capital, before and after
+    assert "16/16 -> 0/16" in out  # seed 1: the echo collapse names none
+    assert "?/16 -> 16/16" in out  # seed 2: failed evaluation rollouts left 14 replies
+    assert "improved 2/3" in out and "greedy 0.146 -> 0.500" in out
+    assert bench.result_line(summary) == (
+        "RESULT reward_start=0.150 reward_end=0.467 gain_mean=0.317 gain_std=0.451 improved_seeds=2/3 "
+        "greedy_start=0.146 greedy_end=0.500"
+    )

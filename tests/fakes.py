@@ -1,7 +1,10 @@
 """Shared test doubles: a random tiny Llama with SmolLM2's vocabulary, and the aiohttp server
-lifecycle used by the fake vLLM and fake OpenAI servers."""
+lifecycle used by the fake vLLM and fake OpenAI servers, and a training task whose reward varies
+within a group."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 from aiohttp import web
@@ -55,3 +58,16 @@ class LocalServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+@dataclasses.dataclass(frozen=True)
+class LengthTask:
+    """Reward = characters of the reply mod 7 / 6: varies within a group of sampled replies."""
+
+    name: str
+
+    def messages(self):
+        return [{"role": "user", "content": f"Say something about {self.name}."}]
+
+    def reward(self, text: str, truncated: bool = False) -> float:
+        return (len(text) % 7) / 6

@@ -10,12 +10,11 @@ which they are handed the rollouts either (a real trainer update, and a hypothes
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 
 import pytest
 import torch
-from fakes import tiny_llama
+from fakes import LengthTask, tiny_llama
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_local_trainer import split_rows
@@ -30,20 +29,6 @@ from strands_art.training.metrics import TIMING_KEYS
 from strands_art.training.rollouts import chat_rollout
 from strands_art.training.trainer_config import TrainerConfig
 from strands_art.trajectory import Row, Trajectory
-
-
-@dataclasses.dataclass(frozen=True)
-class LengthTask:
-    """Reward = characters of the reply mod 7 / 6: varies within a group of sampled replies."""
-
-    name: str
-
-    def messages(self):
-        return [{"role": "user", "content": f"Say something about {self.name}."}]
-
-    def reward(self, text: str, truncated: bool = False) -> float:
-        return (len(text) % 7) / 6
-
 
 TASKS = [LengthTask(n) for n in ("cats", "rivers", "bread", "winter")]
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 import torch
-from fakes import tiny_llama
+from fakes import LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
@@ -25,19 +25,6 @@ from strands_art.training.trainer_config import TrainerConfig
 from strands_art.trajectory import Row, Trajectory
 
 VOCAB = 49152
-
-
-@dataclasses.dataclass(frozen=True)
-class LengthTask:
-    """Reward = characters of the reply mod 7 / 6: varies within a group of random replies."""
-
-    name: str
-
-    def messages(self):
-        return [{"role": "user", "content": f"Say something about {self.name}."}]
-
-    def reward(self, text: str, truncated: bool = False) -> float:
-        return (len(text) % 7) / 6
 
 
 TASKS = [LengthTask(f"t{i}") for i in range(6)]

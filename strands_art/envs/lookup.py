@@ -10,13 +10,22 @@ least two turns: the call, then (after the tool result, masked 0 in the row) the
 key; the *answer* is the text of the final assistant message, which has no tool call)::
 
     1.0   exactly one call, then an answer that contains the code as a whole number
-    0.5   an answer with the code, but after 2 or more calls (the call was repeated)
-    0.0   anything else: no call (a guess), no answer (the rollout kept calling until the
-          turn limit, or was cut at the token limit), or an answer without the code
+    0.5   at least one call, but no such answer: the call was repeated, the rollout kept
+          calling until the turn limit or was cut at the token limit, or the answer lacks
+          the code
+    0.0   no call at all (a guess)
+
+The 0.5 tier credits the first call. Without it (0.5 only for the code after repeated calls,
+0 for every other failure) GRPO punished the repeated call's tokens, which are the first
+call's tokens too, and after a single update the 0.5B stopped calling the tool altogether
+(every rollout a guess, reward 0, all advantages 0: a dead end; measured at learning rates
+1e-3 and 3e-4, docs/training.md).
 
 A rollout is a **success** when its reward is 1.0. Qwen2.5-Coder-0.5B-Instruct emits a
-well-formed first call but often calls the tool again instead of answering, so its groups mix
-1.0 and 0.0: the signal GRPO needs, and the behaviour (answer after one call) RL should learn.
+well-formed first call but often calls the tool again instead of answering, even though the
+tool result ends with :data:`ANSWER_HINT` (without that hint it almost never answers: 2 of 32
+rollouts), so its groups mix 1.0, 0.5 and 0.0: the signal GRPO needs, and the behaviour (answer
+after one call) RL should learn.
 
 Keys are split into a training set and a held-out set (:func:`lookup_tasks`), so held-out
 success measures the learned behaviour on keys never trained on.
@@ -53,6 +62,11 @@ HELD_OUT_KEYS: tuple[str, ...] = (
     "walrus", "amber", "summit", "violet", "granite", "plover", "sierra", "nectar",
 )  # fmt: skip
 
+#: Appended to every found code: measured on Qwen2.5-Coder-0.5B at temperature 1 (32 rollouts, 4 keys),
+#: one call then the answer went from 2/32 without it to 12/32 with it; the model still calls again
+#: in ~40% of rollouts, which is what training removes (docs/training.md, "The multi-turn tool task").
+ANSWER_HINT = "Now tell the user this code in plain text; do not call lookup again."
+
 _NUMBER = re.compile(r"\d+")
 
 
@@ -70,7 +84,7 @@ def lookup(key: str) -> str:
     """
     k = str(key).strip().strip("'\"").lower()
     if k in TRAIN_KEYS or k in HELD_OUT_KEYS:
-        return f"The code stored under '{k}' is {code_of(k)}."
+        return f"The code stored under '{k}' is {code_of(k)}. {ANSWER_HINT}"
     return f"No code is stored under {str(key)[:64]!r}."
 
 
@@ -88,9 +102,11 @@ def lookup_reward(calls: int, answer: str | None, code: str) -> float:
     """
     if calls < 0:
         raise ValueError(f"calls must be >= 0, got {calls}")
-    if calls == 0 or answer is None or code not in _NUMBER.findall(answer):
+    if calls == 0:
         return 0.0
-    return 1.0 if calls == 1 else 0.5
+    if calls == 1 and answer is not None and code in _NUMBER.findall(answer):
+        return 1.0
+    return 0.5
 
 
 @dataclass(frozen=True)

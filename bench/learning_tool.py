@@ -304,7 +304,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 def report(args: argparse.Namespace, results: list[dict[str, Any]], wall_s: float) -> None:
     """The per-seed table, the cost of one update, the plot and the RESULT line."""
     print(
-        "\nseed  success before -> after (sampled)   greedy before -> after   reward before -> after   s/update"
+        "\nseed  success before -> after (sampled)   greedy before -> after   P(call again) before -> after   s/update"
     )
     updates = []
     for r in results:

@@ -156,6 +156,9 @@ class InterruptAt(ShellThenAnswer):
 def test_ctrl_c_keeps_completed_rollouts_and_resume_runs_only_the_missing(
     tasks_dir: Path, tmp_path: Path, qwen3, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # a shell runs background jobs (`cmd &`) with SIGINT ignored, and Python keeps an inherited
+    # SIG_IGN: restore the default Ctrl-C handler so the test does not depend on how it was started
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     run_dir = tmp_path / "run"
     script = InterruptAt(qwen3, at=2)  # rollout 0: calls 0-1; rollout 1: Ctrl-C on its first call
     backend = ScriptedBackend(qwen3, script)

@@ -72,6 +72,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mini-batch", type=int, default=1, help="tasks per PPO mini-batch")
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=4,
+        help="linear learning-rate warmup over this many optimizer steps (0: none)",
+    )
+    p.add_argument(
+        "--kl-coef",
+        type=float,
+        default=0.05,
+        help="KL penalty toward the base model (0: none, zero-advantage groups then skipped)",
+    )
+    p.add_argument(
         "--micro-batch-tokens", type=int, default=512, help="padded tokens per micro-batch (memory)"
     )
     p.add_argument("--temperature", type=float, default=1.0)
@@ -172,6 +184,7 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     from strands_art.training import loop
     from strands_art.training.grpo import GRPOConfig
     from strands_art.training.local import LocalTrainer
+    from strands_art.training.loss import LossConfig
     from strands_art.training.trainer_config import TrainerConfig
 
     logging.basicConfig(level=logging.ERROR)
@@ -185,6 +198,8 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         rollouts_per_prompt=args.rollouts,
         ppo_mini_batch_size=args.mini_batch,
         learning_rate=args.lr,
+        lr_warmup_steps=args.warmup_steps,
+        loss=LossConfig(kl_coef=args.kl_coef),
         micro_batch_max_tokens=args.micro_batch_tokens,
         lora_rank=LORA_RANK,
         grpo=GRPOConfig(scale_by_std=True),
@@ -240,7 +255,7 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         def show(r: dict[str, Any]) -> None:
             print(
                 f"{tag} batch {r['outer_batch']}: reward {r['reward_mean']:.3f}±{r['reward_std']:.3f} "
-                f"rows/rollout {r['rows_per_rollout']:.2f} tokens {r['tokens']} kl {r['approx_kl']:.4f} "
+                f"rows/rollout {r['rows_per_rollout']:.2f} tokens {r['tokens']} kl {r['approx_kl']:.4f} kl_ref {r['kl_ref']:.4f} "
                 f"gap {r['logprob_abs_gap']:.1e} zero-adv groups {r['zero_advantage_groups']} "
                 f"| rollouts {r['rollout_s']:.0f}s train {r['train_s']:.0f}s",
                 flush=True,
@@ -358,7 +373,7 @@ def main() -> None:
     print(
         f"{MODEL} (Q4_K_M de-quantized to float32) + LoRA r={LORA_RANK}, rollouts on {args.backend}; "
         f"{len(seeds)} seed(s), {args.jobs} at once, {args.threads} torch thread(s) each; {args.outer_batches} "
-        f"updates of {args.prompt_batch} task(s) x {args.rollouts} rollouts, lr {args.lr}, T={args.temperature}, "
+        f"updates of {args.prompt_batch} task(s) x {args.rollouts} rollouts, lr {args.lr} (warmup {args.warmup_steps} steps), KL coef {args.kl_coef}, T={args.temperature}, "
         f"{args.max_turns} turns x {args.max_new_tokens} tokens per rollout; {args.heldout} held-out keys "
         f"x {args.eval_samples} sampled + 1 greedy",
         flush=True,

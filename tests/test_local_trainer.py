@@ -363,3 +363,58 @@ def test_zero_advantage_rows_are_skipped_exactly(tok):
     same, m_flat, n_flat = updated(True, all_flat)
     assert n_flat == 0 and m_flat["optimizer_steps"] == 2 and m_flat["zero_advantage_rows_skipped"] == 6
     assert all(torch.equal(same[k], before[k]) for k in before)  # zero gradient, zero Adam state
+
+
+# ---------------------------------------------------------------- warmup and KL penalty
+
+
+def test_learning_rate_warmup(tok):
+    trainer, gateway = make(tok, ppo_epochs=1, lr_warmup_steps=4)
+    assert [trainer.learning_rate_at(s) for s in (1, 2, 4, 9)] == pytest.approx([1.25e-2, 2.5e-2, 5e-2, 5e-2])
+    lrs = []
+    step = trainer.optimizer.step
+    trainer.optimizer.step = lambda *a, **k: (
+        lrs.append(trainer.optimizer.param_groups[0]["lr"]),
+        step(*a, **k),
+    )[1]
+    trajs = rollouts(trainer, gateway)
+    m = trainer.update(trajs)
+    trainer.update(trajs)
+    assert lrs == pytest.approx([1.25e-2, 2.5e-2, 3.75e-2, 5e-2]) and m["lr"] == pytest.approx(2.5e-2)
+    # warmup is a function of the step count alone: a resumed trainer continues the schedule
+    assert make(tok, lr_warmup_steps=0)[0].learning_rate_at(1) == 5e-2
+    with pytest.raises(ValueError, match="lr_warmup_steps must be >= 0"):
+        config(lr_warmup_steps=-1)
+
+
+def test_kl_penalty_trains_zero_advantage_groups_toward_the_base_model(tok):
+    """With kl_coef > 0 no row is skipped: a batch whose rewards are all equal still moves the
+    adapter, and toward the base model (KL to the reference falls)."""
+    from strands_art.training.loss import LossConfig
+
+    trainer, gateway = make(tok, ppo_epochs=1, learning_rate=5e-2)
+    trajs = rollouts(trainer, gateway)
+    trainer.update(trajs)  # drift away from the base model (no KL term)
+    trainer.update(trajs)
+    kl_cfg = trainer.config.replace(loss=LossConfig(kl_coef=1.0), learning_rate=1e-2)
+    trainer.config = kl_cfg
+    flat = [dataclasses.replace(t, reward=0.5) for t in trajs]
+    before = lora_state(trainer)
+    m1 = trainer.update(flat)
+    assert m1["zero_advantage_rows_skipped"] == 0 and m1["kl_ref"] > 0
+    after = lora_state(trainer)
+    assert any(not torch.equal(before[k], after[k]) for k in after)
+    for _ in range(3):
+        m = trainer.update(flat)
+    assert m["kl_ref"] < m1["kl_ref"]
+
+
+def test_kl_to_a_fresh_adapter_is_zero(tok):
+    from strands_art.training.loss import LossConfig
+
+    trainer, gateway = make(tok, ppo_mini_batch_size=2, ppo_epochs=1, loss=LossConfig(kl_coef=0.5))
+    trajs = rollouts(trainer, gateway)
+    m = trainer.update(trajs)  # one step, measured before it: lora_B = 0, so policy = base
+    assert m["optimizer_steps"] == 1 and m["zero_advantage_rows_skipped"] == 0
+    assert 0 <= m["kl_ref"] < 1e-6
+    assert trainer.update(trajs)["kl_ref"] > 1e-4  # after one step at lr 5e-2 it has moved

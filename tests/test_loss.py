@@ -64,6 +64,38 @@ def test_truncated_importance_sampling():
     assert out.stats["tis_capped"] == 0.0
 
 
+def test_kl_penalty_toward_the_reference_exact():
+    cfg = LossConfig(tis_cap=None, kl_coef=0.1)
+    t = lambda x: torch.tensor([[0.0, x]], dtype=torch.float64)  # noqa: E731
+    mask = torch.tensor([[0, 1]])
+    # current = old = log 0.5, reference = log 0.25, A = 0: only the KL term.
+    # d = ref - logp = log 0.5; k3 = exp(d) - d - 1 = 0.5 - log 0.5 - 1; d k3/d logp = 1 - exp(d) = 0.5
+    lp = t(math.log(0.5)).requires_grad_()
+    out = policy_loss(
+        lp, t(math.log(0.5)), t(math.log(0.5)), torch.tensor([0.0]), mask, 2.0, cfg, t(math.log(0.25))
+    )
+    k3 = 0.5 - math.log(0.5) - 1
+    assert out.loss.item() == pytest.approx(0.1 * k3 / 2)
+    assert out.stats["ref_kl"] == pytest.approx(k3)
+    out.loss.backward()
+    assert lp.grad[0, 1].item() == pytest.approx(0.1 * 0.5 / 2)  # positive: lowers logp toward ref
+    # at the reference the term and its gradient vanish; with A the PPO part is unchanged
+    lp = t(0.0).requires_grad_()
+    out = policy_loss(lp, t(0.0), t(0.0), torch.tensor([1.0]), mask, 1.0, cfg, t(0.0))
+    assert out.loss.item() == pytest.approx(-1.0) and out.stats["ref_kl"] == 0.0
+    # kl_coef 0: the reference is only measured, the loss is the plain PPO loss
+    out = policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([1.0]), mask, 1.0, LossConfig(), t(math.log(0.5)))
+    assert out.loss.item() == pytest.approx(-1.0)
+    assert merge_stats([out.stats])["kl_ref"] == pytest.approx(0.5 - math.log(0.5) - 1)
+    # a filtered reference token (-inf) gives a bounded term, not inf / nan
+    out = policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([0.0]), mask, 1.0, cfg, t(-math.inf))
+    assert math.isfinite(out.loss.item()) and out.stats["ref_kl"] <= 10.0
+    with pytest.raises(ValueError, match="kl_coef > 0 needs ref_logprobs"):
+        policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([0.0]), mask, 1.0, cfg)
+    with pytest.raises(ValueError, match="kl_coef must be >= 0"):
+        LossConfig(kl_coef=-0.1)
+
+
 def test_shape_and_config_errors():
     z = torch.zeros(1, 3)
     with pytest.raises(ValueError, match="shape mismatch"):

@@ -13,9 +13,18 @@ outer batch of finished trajectories:
    (:func:`~strands_art.training.loss.loss_denominator`), run length-sorted micro-batches under a
    token budget (gradient accumulation, right-padded, padded fraction reported), backpropagate
    each micro-batch's PPO loss divided by ``D``; clip; one ``optimizer.step()``. Rows with
-   advantage 0 add exactly nothing to the loss (no KL term, ``D`` fixed): their forward and
-   backward passes are skipped (``zero_advantage_rows_skipped``), which on CPU saves the whole
-   training cost of a group whose rewards are all equal.
+   advantage 0 add exactly nothing to the loss when there is no KL term (``D`` fixed): their
+   forward and backward passes are skipped (``zero_advantage_rows_skipped``), which on CPU saves
+   the whole training cost of a group whose rewards are all equal.
+
+**Learning-rate warmup** (``lr_warmup_steps = W``): optimizer step ``s`` (1-based) uses
+``learning_rate * min(1, s / W)``. AdamW's first steps move every LoRA parameter by about the
+learning rate whatever the gradient's size; warmup keeps the first update of a run small.
+
+**KL penalty** (``loss.kl_coef > 0``, :mod:`strands_art.training.loss`): each micro-batch also
+runs a no-grad forward pass with the LoRA adapter disabled (the base model is the reference
+policy), and no row is skipped, since a zero-advantage row now has a gradient (toward the base
+model). The per-token KL to the reference is reported as ``kl_ref`` whenever it is computed.
 
 The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
 :func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
@@ -273,7 +282,7 @@ class LocalTrainer:
             filtered = 0
             skipped = 0
             for k, mb in enumerate(batch.steps()):
-                if self.skip_zero_advantage_rows:
+                if self._skips_zero_advantage:
                     skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
                 loss, stats, n_filtered, norm = self._step(mb, old)
                 losses.append(loss)
@@ -294,6 +303,7 @@ class LocalTrainer:
             approx_kl=merged.get("approx_kl", 0.0),
             clip_fraction=merged.get("clip_fraction", 0.0),
             tis_capped_fraction=merged.get("tis_capped_fraction", 0.0),
+            kl_ref=merged.get("kl_ref", 0.0),
             logprob_gap=gap.get("logprob_gap", 0.0),
             logprob_abs_gap=gap.get("logprob_abs_gap", 0.0),
             filtered_tokens=filtered,
@@ -368,12 +378,15 @@ class LocalTrainer:
         total, stats, filtered = 0.0, [], 0
         for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
             # A row with advantage 0 (a group whose rewards are all equal, a padding row) adds
-            # exactly 0 to the loss and its gradient (no KL term; D is fixed above): skip its
-            # forward and backward passes. Its ratio statistics are then not reported.
-            if self.skip_zero_advantage_rows:
+            # exactly 0 to the loss and its gradient without a KL term (D is fixed above): skip
+            # its forward and backward passes. Its ratio statistics are then not reported.
+            if self._skips_zero_advantage:
                 micro = [br for br in micro if br.advantage != 0.0]
+            else:
+                micro = [br for br in micro if not br.padding]
             if not micro:
                 continue
+            ref = self._reference_logprobs(micro) if cfg.loss.kl_coef > 0 else None
             lp, t = self._forward(micro)
             mask = t["loss_mask"]
             finite = torch.isfinite(lp)
@@ -388,7 +401,7 @@ class LocalTrainer:
                 for i, br in enumerate(micro):
                     behaviour[i, : br.num_tokens] = old[id(br)]
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
-            out = policy_loss(lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss)
+            out = policy_loss(lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref)
             out.loss.backward()
             total += float(out.loss.detach())
             stats.append(out.stats)
@@ -396,11 +409,31 @@ class LocalTrainer:
             norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         else:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
+        for group in self.optimizer.param_groups:  # warmup: a function of the step, so resume-safe
+            group["lr"] = self.learning_rate_at(self.step + 1)
         self.optimizer.step()
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step
         return total, stats, filtered, norm
+
+    @property
+    def _skips_zero_advantage(self) -> bool:
+        return self.skip_zero_advantage_rows and self.config.loss.kl_coef == 0
+
+    def learning_rate_at(self, step: int) -> float:
+        """The learning rate of optimizer step ``step`` (1-based): ``learning_rate * min(1, step / W)``
+        with ``W = lr_warmup_steps`` (constant when ``W`` is 0)."""
+        cfg = self.config
+        if cfg.lr_warmup_steps <= 0:
+            return cfg.learning_rate
+        return cfg.learning_rate * min(1.0, step / cfg.lr_warmup_steps)
+
+    def _reference_logprobs(self, micro: list[BatchRow]) -> torch.Tensor:
+        """(B, T) logprobs of the reference policy (the base model: adapter disabled), no grad."""
+        with torch.no_grad(), self.model.disable_adapter():
+            lp, _ = self._forward(micro)
+        return lp.detach()
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:

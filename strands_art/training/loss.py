@@ -7,11 +7,19 @@ Per sampled token ``t`` (loss mask 1) with advantage ``A`` (its rollout's), curr
     pg_t    = max(-A * ratio, -A * clip(ratio, 1 - eps_low, 1 + eps_high))     (Schulman et al. 2017)
     w_t     = min(exp(old - rollout), tis_cap)    (truncated importance sampling, detached;
                                                    Yao et al. 2025, "off-policy RL training")
-    loss    = sum_t mask_t * w_t * pg_t / D
+    kl_t    = exp(ref - logp) - (ref - logp) - 1      (k3 estimator of KL(current || reference),
+                                                   Schulman 2020; verl's "low_var_kl"; clamped to 10)
+    loss    = sum_t mask_t * (w_t * pg_t + beta * kl_t) / D
 
 ``old`` is the recorded rollout logprob by default (then ``w_t = 1``); a trainer that recomputes
 old logprobs with its own forward pass passes them as ``old`` and keeps the recorded ones as
 ``rollout`` so that ``w_t`` corrects the rollout/trainer mismatch.
+
+``ref`` is the reference policy's logprob (the base model: the LoRA adapter disabled) and
+``beta`` is ``kl_coef`` (default 0: no KL term, ``ref`` not needed). The KL term pulls every
+sampled token, whatever its advantage, back toward the reference policy (the GRPO objective
+of Shao et al. 2024, beta 0.04 there), so a group whose rewards are all equal still has a
+gradient: toward the base model.
 
 The denominator ``D`` is fixed per mini-batch and never depends on how rollouts were cut into
 rows, so the row losses are additive and a rollout gives the same gradient as one row or as
@@ -50,12 +58,14 @@ class LossConfig:
         clip_ratio_low / clip_ratio_high: ``eps_low`` / ``eps_high`` of the clipped ratio.
         loss_agg_mode: ``"token-mean"`` or ``"seq-mean-token-sum"`` (see module docstring).
         tis_cap: cap of the truncated importance weight; None disables the weight.
+        kl_coef: ``beta`` of the KL penalty toward the reference policy (>= 0; 0 disables it).
     """
 
     clip_ratio_low: float = 0.2
     clip_ratio_high: float = 0.2
     loss_agg_mode: LossAggMode = "token-mean"
     tis_cap: float | None = 2.0
+    kl_coef: float = 0.0
 
     def __post_init__(self) -> None:
         if self.loss_agg_mode not in LOSS_AGG_MODES:
@@ -64,6 +74,8 @@ class LossConfig:
             raise ValueError("need 0 <= clip_ratio_low < 1 and clip_ratio_high >= 0")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be positive or None, got {self.tis_cap}")
+        if not self.kl_coef >= 0:
+            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
 
 
 def loss_denominator(mini_batch: MiniBatch, mode: LossAggMode) -> int:
@@ -103,7 +115,7 @@ class PolicyLoss:
     """One micro-batch's loss (already divided by the mini-batch ``D``) and metric sums.
 
     ``stats`` holds sums over sampled tokens (``tokens``, ``clipped``, ``kl``, ``gap``,
-    ``abs_gap``, ``tis_capped``) so micro-batches merge exactly with :func:`merge_stats`.
+    ``abs_gap``, ``tis_capped``, ``ref_kl``) so micro-batches merge exactly with :func:`merge_stats`.
     """
 
     loss: torch.Tensor
@@ -118,6 +130,7 @@ def policy_loss(
     loss_mask: torch.Tensor,
     denominator: float,
     config: LossConfig,
+    ref_logprobs: torch.Tensor | None = None,
 ) -> PolicyLoss:
     """PPO clipped loss of one micro-batch (formula in the module docstring).
 
@@ -128,13 +141,16 @@ def policy_loss(
         advantages: (B,) per-row or (B, T) per-token advantages.
         loss_mask: (B, T) 1 on sampled tokens, 0 elsewhere (padding rows are all 0).
         denominator: the mini-batch's fixed ``D`` (:func:`loss_denominator`).
-        config: clip range, aggregation mode, TIS cap.
+        config: clip range, aggregation mode, TIS cap, KL coefficient.
+        ref_logprobs: (B, T) reference-policy logprobs (no grad); needed when
+            ``config.kl_coef > 0``, else only measured (``ref_kl``) when given.
 
     Returns:
         :class:`PolicyLoss`.
 
     Raises:
-        ValueError: on mismatched shapes or a non-positive denominator.
+        ValueError: on mismatched shapes, a non-positive denominator, or ``kl_coef > 0``
+            without ``ref_logprobs``.
     """
     if not logprobs.shape == old_logprobs.shape == rollout_logprobs.shape == loss_mask.shape:
         raise ValueError(
@@ -143,6 +159,10 @@ def policy_loss(
         )
     if denominator <= 0:
         raise ValueError(f"denominator must be positive, got {denominator}")
+    if ref_logprobs is not None and ref_logprobs.shape != logprobs.shape:
+        raise ValueError(f"shape mismatch: ref {tuple(ref_logprobs.shape)}, logprobs {tuple(logprobs.shape)}")
+    if config.kl_coef > 0 and ref_logprobs is None:
+        raise ValueError("kl_coef > 0 needs ref_logprobs (the reference policy's logprobs)")
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(-1)
     mask = loss_mask.to(logprobs.dtype)
@@ -159,6 +179,13 @@ def policy_loss(
         tis_capped = float(((weight >= config.tis_cap) * mask).sum())
     else:
         tis_capped = 0.0
+    ref_kl = 0.0
+    if ref_logprobs is not None:
+        d = (ref_logprobs.detach().to(logprobs.dtype) - logprobs).clamp(-20.0, 20.0)
+        kl = (torch.exp(d) - d - 1).clamp(max=10.0)
+        ref_kl = float((kl.detach() * mask).sum())
+        if config.kl_coef > 0:
+            pg = pg + config.kl_coef * kl
     loss = (pg * mask).sum() / denominator
     with torch.no_grad():
         lr = log_ratio.detach()
@@ -171,6 +198,7 @@ def policy_loss(
             "gap": float((gap * mask).sum()),
             "abs_gap": float((gap.abs() * mask).sum()),
             "tis_capped": tis_capped,
+            "ref_kl": ref_kl,
         }
     return PolicyLoss(loss=loss, stats=stats)
 
@@ -192,4 +220,5 @@ def merge_stats(stats: Iterable[dict[str, float]]) -> dict[str, float]:
         "logprob_gap": total["gap"] / n,
         "logprob_abs_gap": total["abs_gap"] / n,
         "tis_capped_fraction": total["tis_capped"] / n,
+        "kl_ref": total.get("ref_kl", 0.0) / n,
     }

@@ -6,6 +6,7 @@ Records written by the loop (:mod:`strands_art.training.loop`):
   reward_std, rollouts, failed_rollouts, zero_advantage_groups, rows, rows_per_rollout, tokens,
   sampled_tokens, optimizer_steps (this batch), step (total), mini_batches, padding_rows,
   padded_token_fraction, micro_batches, loss, grad_norm, approx_kl, clip_fraction,
+  kl_ref (k3 KL to the base model, when the KL penalty is on), lr (of the last step),
   logprob_gap, logprob_abs_gap (trainer minus rollout logprob on sampled tokens, first
   optimizer step of the batch, before any update from it), tis_capped_fraction, rollout_s,
   train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, loss_excluded_turns,

@@ -32,10 +32,12 @@ class TrainerConfig:
             (the old behaviour, for comparison; needs ``rows_per_mini_batch``).
         micro_batch_max_tokens: padded-token budget of one micro-batch (gradient accumulation).
         learning_rate / weight_decay / adam_betas: AdamW over the LoRA parameters.
+        lr_warmup_steps: linear warmup, optimizer step ``s`` (1-based) uses
+            ``learning_rate * min(1, s / lr_warmup_steps)``; 0 (default): constant.
         max_grad_norm: clip the mini-batch gradient to this L2 norm (None: no clipping).
         lora_rank / lora_alpha / lora_target_modules: peft ``LoraConfig`` (dropout is always 0,
             so the trainer's logprobs match the sampler's).
-        loss: PPO clip range, aggregation mode, TIS cap.
+        loss: PPO clip range, aggregation mode, TIS cap, KL penalty toward the base model.
         grpo: advantage settings (std scaling or Dr.GRPO).
         sampling: rollout sampling (the trainer computes its logprobs under the same
             temperature / top-k / top-p, :mod:`strands_art.backends.sampling`).
@@ -62,6 +64,7 @@ class TrainerConfig:
     rows_per_mini_batch: int | None = None
     micro_batch_max_tokens: int = 1024
     learning_rate: float = 1e-3
+    lr_warmup_steps: int = 0
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
     max_grad_norm: float | None = 1.0
@@ -92,7 +95,14 @@ class TrainerConfig:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
         if self.lora_rank < 1:
             raise ValueError(f"lora_rank must be >= 1, got {self.lora_rank}")
-        for name in ("checkpoint_every", "eval_every", "concurrency", "keep_checkpoints", "eval_samples"):
+        for name in (
+            "checkpoint_every",
+            "eval_every",
+            "lr_warmup_steps",
+            "concurrency",
+            "keep_checkpoints",
+            "eval_samples",
+        ):
             value = getattr(self, name)
             low = 1 if name in ("concurrency", "keep_checkpoints", "eval_samples") else 0
             if value < low:

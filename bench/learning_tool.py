@@ -2,12 +2,13 @@
 
 Task (:mod:`strands_art.envs.lookup`): a Strands agent with one tool, ``lookup(key)``, must look a
 4-digit code up with ONE call and then report it. Reward 1.0 for one call then the code in the
-answer, 0.5 for the code after repeated calls, 0 otherwise (no call, no answer, wrong answer).
-The base model emits a well-formed first call but often repeats it instead of answering.
+answer, 0.5 for any other rollout that made a call, 0 for no call at all. The base model emits
+a well-formed first call but often repeats it instead of answering.
 
 Each seed runs the embedded trainer end to end in its own process: rollouts through
 ``ARTModel`` → ``RolloutGateway`` (``history_mode="linear"``: one row per rollout, tool results
-masked 0), step-stable batching, PPO-clipped GRPO loss on a LoRA adapter (r=16) of the float32
+masked 0), step-stable batching, PPO-clipped GRPO loss (with a KL penalty toward the base model,
+``--kl-coef``, and a learning-rate warmup, ``--warmup-steps``) on a LoRA adapter (r=16) of the float32
 model de-quantized once from the Q4_K_M GGUF (:func:`strands_art.registry.gguf_model_dir`).
 Rollouts are sampled by
 
@@ -20,7 +21,7 @@ Rollouts are sampled by
 
 Held-out keys (never trained on) are evaluated before and after training: ``--eval-samples``
 sampled rollouts per key at the training temperature (the policy's expected success, what
-GRPO optimizes) and one greedy rollout per key.
+GRPO optimizes), one greedy rollout per key, and P(call again) (:mod:`tool_probe`).
 
 Reports, per seed: held-out success (reward 1.0) and mean reward before/after, tool calls per
 held-out rollout, training reward per outer batch, rows per rollout, and the cost of one update
@@ -115,60 +116,6 @@ def _summary(trajs: list[Any]) -> dict[str, Any]:
     }
 
 
-CALL_TEXT = '{{"name": "lookup", "arguments": {{"key": "{key}"}}}}<|im_end|>'
-
-
-async def decision_contexts(tok: Any, tasks: list[Any], max_turns: int) -> list[list[int]]:
-    """The turn-2 prompt of each task, exactly as the agent builds it after a correct first call.
-
-    Runs the real agent, gateway (linear mode) and chat template with a scripted backend playing
-    the call in the 0.5B's own bare-JSON form, then an answer; returns the prompt IDs the
-    backend received for turn 2 (list[int] per task; it ends with the tool result and the
-    assistant header). Raises AssertionError if the scripted rollout is not a success.
-    """
-    from strands_art.backends.base import SamplingParams
-    from strands_art.backends.scripted import ScriptedBackend
-    from strands_art.envs.lookup import lookup_rollout
-    from strands_art.gateway import RolloutGateway
-
-    contexts = []
-    for task in tasks:
-        script = [{"text": CALL_TEXT.format(key=task.key)}, {"text": f"The code is {task.code}.<|im_end|>"}]
-        backend = ScriptedBackend(tok, script)
-        gateway = RolloutGateway(tok, backend, history_mode="linear")
-        params = SamplingParams(temperature=1.0, max_new_tokens=64)
-        traj = await lookup_rollout(max_turns)(gateway, task, f"ctx-{task.key}", task.name, params)
-        assert traj.metadata["success"], traj.metadata
-        contexts.append(backend.prompts[1])
-    return contexts
-
-
-def call_like_tokens(tok: Any) -> list[int]:
-    """Token IDs whose text (leading whitespace stripped) opens a tool call as this model writes
-    one: ``{``, ``[``, a code fence, or ``<tool_call>``."""
-    out = []
-    for i in range(len(tok)):
-        text = tok.decode([i]).lstrip()
-        if text.startswith(("{", "[", "`", "<tool_call>")):
-            out.append(i)
-    return out
-
-
-def call_again_probability(trainer: Any, contexts: list[list[int]], call_ids: list[int]) -> float:
-    """Mean over ``contexts`` of the policy's probability (temperature 1, no filtering) that the
-    reply after the tool result starts with a call-like token (:func:`call_like_tokens`), i.e.
-    calls again instead of answering. One forward pass per context, no gradient."""
-    import torch
-
-    index = torch.tensor(call_ids, dtype=torch.long)
-    probs = []
-    with trainer.lock, torch.no_grad():
-        for ctx in contexts:
-            logits = trainer.model(input_ids=torch.tensor([ctx], dtype=torch.long)).logits[0, -1].float()
-            probs.append(float(torch.softmax(logits, dim=-1)[index].sum()))
-    return statistics.fmean(probs)
-
-
 def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """Train one seed (in a worker process); returns its before/after numbers and records."""
     return asyncio.run(_run_seed(args, seed))
@@ -228,6 +175,8 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         rollout = lookup_rollout(max_turns=args.max_turns)
         heldout = lookup_tasks("heldout")[: args.heldout]
         tag = f"[seed {seed}]"
+        from tool_probe import call_again_probability, call_like_tokens, decision_contexts
+
         contexts = await decision_contexts(tok, heldout, args.max_turns)
         call_ids = call_like_tokens(tok)
 

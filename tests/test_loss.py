@@ -92,8 +92,9 @@ def test_kl_penalty_toward_the_reference_exact():
     assert math.isfinite(out.loss.item()) and out.stats["ref_kl"] <= 10.0
     with pytest.raises(ValueError, match="kl_coef > 0 needs ref_logprobs"):
         policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([0.0]), mask, 1.0, cfg)
-    with pytest.raises(ValueError, match="kl_coef must be >= 0"):
-        LossConfig(kl_coef=-0.1)
+    for bad in (-0.1, math.inf, math.nan):  # inf: inf * a zero KL term would make the loss nan
+        with pytest.raises(ValueError, match="kl_coef must be finite and >= 0"):
+            LossConfig(kl_coef=bad)
 
 
 def test_kl_term_reads_kl_logprobs_when_given():

@@ -42,6 +42,7 @@ gradients (gradient accumulation) gives exactly the mini-batch gradient.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -62,7 +63,8 @@ class LossConfig:
         clip_ratio_low / clip_ratio_high: ``eps_low`` / ``eps_high`` of the clipped ratio.
         loss_agg_mode: ``"token-mean"`` or ``"seq-mean-token-sum"`` (see module docstring).
         tis_cap: cap of the truncated importance weight; None disables the weight.
-        kl_coef: ``beta`` of the KL penalty toward the reference policy (>= 0; 0 disables it).
+        kl_coef: ``beta`` of the KL penalty toward the reference policy (finite, >= 0; 0 disables
+            it).
     """
 
     clip_ratio_low: float = 0.2
@@ -78,8 +80,8 @@ class LossConfig:
             raise ValueError("need 0 <= clip_ratio_low < 1 and clip_ratio_high >= 0")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be positive or None, got {self.tis_cap}")
-        if not self.kl_coef >= 0:
-            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+        if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):  # inf * a zero KL term is nan
+            raise ValueError(f"kl_coef must be finite and >= 0, got {self.kl_coef}")
 
 
 def loss_denominator(mini_batch: MiniBatch, mode: LossAggMode) -> int:

@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--jobs",
         type=int,
         default=2,
-        help="seeds trained at once (one process each; 3 ran out of 24 GiB beside vLLM)",
+        help="seeds trained at once (one process each; with the KL penalty 2 ran out of 24 GiB beside vLLM)",
     )
     p.add_argument(
         "--backend", choices=("vllm", "transformers"), default="vllm", help="what samples rollouts"
@@ -352,7 +352,8 @@ def main() -> None:
         if args.backend == "transformers":
             args.base_url = None
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx)
+        # one fresh process per seed (max_tasks_per_child=1): no memory carried over from the previous seed
+        pool = ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, max_tasks_per_child=1)
         try:
             futures = [pool.submit(run_seed, args, s) for s in seeds]
             results = sorted((f.result() for f in as_completed(futures)), key=lambda r: r["seed"])

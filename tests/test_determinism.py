@@ -25,6 +25,7 @@ from strands_art.registry import load_causal_lm, load_tokenizer
 from strands_art.training import loop
 from strands_art.training.batching import BatchingConfig, BatchRow, build_batch, micro_batches
 from strands_art.training.local import LocalTrainer
+from strands_art.training.loss import LossConfig
 from strands_art.training.metrics import TIMING_KEYS
 from strands_art.training.rollouts import chat_rollout
 from strands_art.training.trainer_config import TrainerConfig
@@ -127,10 +128,12 @@ def test_same_seed_same_updates_whatever_the_completion_order(smollm2_tokenizer,
 # ---------------------------------------------------------------- the update alone
 
 
-def test_update_does_not_depend_on_the_order_of_the_trajectories(smollm2_tokenizer):
+@pytest.mark.parametrize("kl_coef", [0.0, 0.1])
+def test_update_does_not_depend_on_the_order_of_the_trajectories(smollm2_tokenizer, kl_coef):
+    """Also with the KL penalty (a reference pass with the adapter disabled per micro-batch)."""
     cfg = TrainerConfig(
         prompt_batch_size=2, rollouts_per_prompt=3, ppo_mini_batch_size=2, ppo_epochs=2,
-        learning_rate=5e-2, lora_rank=4, lora_alpha=8,
+        learning_rate=5e-2, lora_rank=4, lora_alpha=8, loss=LossConfig(kl_coef=kl_coef),
         sampling=SamplingParams(temperature=0.8, max_new_tokens=6), micro_batch_max_tokens=90,
     )  # fmt: skip
     first = LocalTrainer(tiny_llama(), smollm2_tokenizer, cfg)

@@ -60,11 +60,11 @@ def make(tok, **kw) -> tuple[LocalTrainer, RolloutGateway]:
     return trainer, RolloutGateway(tok, trainer.backend)
 
 
-def rollouts(trainer, gateway, b: int = 0) -> list[Trajectory]:
+def rollouts(trainer, gateway, b: int = 0, sampling: SamplingParams = SAMPLING) -> list[Trajectory]:
     tasks = loop.sample_tasks(TASKS, 2, 0, b)
     return asyncio.run(
         loop.collect_rollouts(
-            gateway, tasks, chat_rollout, SAMPLING, 3, seed=0, outer_batch=b, progress=False
+            gateway, tasks, chat_rollout, sampling, 3, seed=0, outer_batch=b, progress=False
         )
     )
 
@@ -418,3 +418,61 @@ def test_kl_to_a_fresh_adapter_is_zero(tok):
     assert m["optimizer_steps"] == 1 and m["zero_advantage_rows_skipped"] == 0
     assert 0 <= m["kl_ref"] < 1e-6
     assert trainer.update(trajs)["kl_ref"] > 1e-4  # after one step at lr 5e-2 it has moved
+
+
+def test_kl_penalty_under_top_k_is_taken_without_the_filters(tok):
+    """With top-k sampling a drifted policy samples tokens outside the base model's top k, whose
+    reference logprob under the sampling filters is -inf: a clamped KL term with no gradient on
+    exactly the tokens that drifted. The penalty (and ``kl_ref``) uses the temperature-scaled
+    distribution without top-k / top-p instead, for both policies, and pulls those tokens back."""
+    import math
+
+    from strands_art.training.local import trainer_logprobs
+    from strands_art.training.loss import LossConfig
+
+    topk = SamplingParams(temperature=0.8, top_k=5, max_new_tokens=6)
+    unfiltered = SamplingParams(temperature=0.8, max_new_tokens=6)
+    trainer, gateway = make(tok, ppo_epochs=1, sampling=topk)
+    for b in range(3):  # drift away from the base model
+        trainer.update(rollouts(trainer, gateway, b, topk))
+    flat = [dataclasses.replace(t, reward=0.5) for t in rollouts(trainer, gateway, 3, topk)]
+
+    def by_hand() -> tuple[float, float, float]:
+        """Over the sampled tokens the trainer's own filters keep: the k3 KL to the base,
+        unfiltered and clamped as in the loss, and the fraction outside the base model's top k;
+        over all sampled tokens: the mean log-ratio policy / base (unfiltered)."""
+        total, n, outside, log_ratio, n_all = 0.0, 0, 0, 0.0, 0
+        for traj in flat:
+            for row in traj.rows:
+                ids = torch.tensor([row.input_ids])
+                with torch.no_grad():
+                    logits = trainer.model(input_ids=ids).logits.float()
+                    with trainer.model.disable_adapter():
+                        base = trainer.model(input_ids=ids).logits.float()
+                lp_k = trainer_logprobs(logits, ids, topk)[0]
+                lp, ref = (
+                    trainer_logprobs(logits, ids, unfiltered)[0],
+                    trainer_logprobs(base, ids, unfiltered)[0],
+                )
+                ref_k = trainer_logprobs(base, ids, topk)[0]
+                for i, m in enumerate(row.loss_mask):
+                    if not m:
+                        continue
+                    log_ratio += float(lp[i] - ref[i])
+                    n_all += 1
+                    if math.isfinite(float(lp_k[i])):
+                        d = min(20.0, max(-20.0, float(ref[i] - lp[i])))
+                        total += min(10.0, math.exp(d) - d - 1)
+                        n += 1
+                        outside += not math.isfinite(float(ref_k[i]))
+        return total / n, outside / n, log_ratio / n_all
+
+    kl0, outside, ratio0 = by_hand()
+    assert outside > 0.5 and ratio0 > 3  # most sampled tokens are ones the base model's top 5 would remove
+    trainer.config = trainer.config.replace(loss=LossConfig(kl_coef=1.0), learning_rate=1e-9)
+    m = trainer.update(flat)  # a negligible step: kl_ref is measured on this policy
+    assert m["kl_ref"] == pytest.approx(kl0, rel=1e-4)
+    trainer.config = trainer.config.replace(learning_rate=1e-2)
+    for _ in range(3):
+        trainer.update(flat)
+    assert by_hand()[2] < 0.6 * ratio0  # pulled toward the base model (old code: ~0.8)

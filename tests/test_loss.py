@@ -92,8 +92,28 @@ def test_kl_penalty_toward_the_reference_exact():
     assert math.isfinite(out.loss.item()) and out.stats["ref_kl"] <= 10.0
     with pytest.raises(ValueError, match="kl_coef > 0 needs ref_logprobs"):
         policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([0.0]), mask, 1.0, cfg)
-    with pytest.raises(ValueError, match="kl_coef must be >= 0"):
-        LossConfig(kl_coef=-0.1)
+    for bad in (-0.1, math.inf, math.nan):  # inf: inf * a zero KL term would make the loss nan
+        with pytest.raises(ValueError, match="kl_coef must be finite and >= 0"):
+            LossConfig(kl_coef=bad)
+
+
+def test_kl_term_reads_kl_logprobs_when_given():
+    """``kl_logprobs`` (the current policy on the reference's distribution) replaces ``logprobs``
+    in the KL term only, and carries its gradient; the PPO part still uses ``logprobs``."""
+    cfg = LossConfig(tis_cap=None, kl_coef=0.1)
+    t = lambda x: torch.tensor([[0.0, x]], dtype=torch.float64)  # noqa: E731
+    mask = torch.tensor([[0, 1]])
+    lp = t(math.log(0.5)).requires_grad_()
+    kl_lp = t(math.log(0.5)).requires_grad_()
+    ref = t(math.log(0.25))
+    out = policy_loss(lp, t(math.log(0.5)), t(math.log(0.5)), torch.tensor([1.0]), mask, 1.0, cfg, ref, kl_lp)
+    k3 = 0.5 - math.log(0.5) - 1
+    assert out.loss.item() == pytest.approx(-1.0 + 0.1 * k3) and out.stats["ref_kl"] == pytest.approx(k3)
+    out.loss.backward()
+    assert lp.grad[0, 1].item() == pytest.approx(-1.0)  # the PPO term only
+    assert kl_lp.grad[0, 1].item() == pytest.approx(0.1 * 0.5)  # the KL term only
+    with pytest.raises(ValueError, match="shape mismatch: kl"):
+        policy_loss(t(0.0), t(0.0), t(0.0), torch.tensor([0.0]), mask, 1.0, cfg, t(0.0), torch.zeros(1, 3))
 
 
 def test_shape_and_config_errors():

@@ -25,6 +25,9 @@ learning rate whatever the gradient's size; warmup keeps the first update of a r
 runs a no-grad forward pass with the LoRA adapter disabled (the base model is the reference
 policy), and no row is skipped, since a zero-advantage row now has a gradient (toward the base
 model). The per-token KL to the reference is reported as ``kl_ref`` whenever it is computed.
+The KL term compares both policies on the rollouts' temperature without top-k / top-p
+(:attr:`LocalTrainer.kl_sampling`): under the filters a token outside the base model's top-k /
+top-p set would have reference logprob ``-inf`` and no pull toward the base.
 
 The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
 :func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
@@ -65,6 +68,7 @@ The trainer reads trajectories only; it never imports the gateway (see
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import threading
@@ -316,13 +320,12 @@ class LocalTrainer:
         self.outer_batch += 1
         return metrics
 
-    def _forward(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """(B, T) trainer logprobs of a micro-batch and its collated tensors.
+    def _logits(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor], int]:
+        """Logits of a micro-batch from its first sampled position on, its collated tensors, and
+        that position.
 
         Only positions from the first sampled token on get logits (``logits_to_keep``): the
-        vocabulary projection and softmax of prompt positions would be thrown away anyway. Rows
-        with raw rollout logprobs get theirs moved to the sampling distribution in
-        ``rollout_logprobs`` (:func:`processed_from_raw`).
+        vocabulary projection and softmax of prompt positions would be thrown away anyway.
         """
         t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
         ids = t["input_ids"]
@@ -332,7 +335,23 @@ class LocalTrainer:
         keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
         kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
         logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
+        return logits, t, first
+
+    def _forward(
+        self, micro: list[BatchRow], kl: bool = False
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """(B, T) trainer logprobs of a micro-batch and its collated tensors.
+
+        Rows with raw rollout logprobs get theirs moved to the sampling distribution in
+        ``rollout_logprobs`` (:func:`processed_from_raw`). With ``kl``, ``kl_logprobs`` holds the
+        trainer's logprobs on the KL penalty's distribution (:attr:`kl_sampling`, with grad).
+        """
+        logits, t, first = self._logits(micro)
+        ids = t["input_ids"]
         lp = self._logprobs(logits, ids, first, self.config.sampling)
+        if kl:
+            same = self.kl_sampling == self.config.sampling
+            t["kl_logprobs"] = lp if same else self._logprobs(logits, ids, first, self.kl_sampling)
         raw_rows = [i for i, br in enumerate(micro) if br.row.metadata.get("logprobs_mode") == "raw"]
         if raw_rows:
             with torch.no_grad():
@@ -387,7 +406,7 @@ class LocalTrainer:
             if not micro:
                 continue
             ref = self._reference_logprobs(micro) if cfg.loss.kl_coef > 0 else None
-            lp, t = self._forward(micro)
+            lp, t = self._forward(micro, kl=ref is not None)
             mask = t["loss_mask"]
             finite = torch.isfinite(lp)
             filtered += int(((~finite) & (mask > 0)).sum())
@@ -401,7 +420,9 @@ class LocalTrainer:
                 for i, br in enumerate(micro):
                     behaviour[i, : br.num_tokens] = old[id(br)]
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
-            out = policy_loss(lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref)
+            out = policy_loss(
+                lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref, t.get("kl_logprobs")
+            )
             out.loss.backward()
             total += float(out.loss.detach())
             stats.append(out.stats)
@@ -429,10 +450,23 @@ class LocalTrainer:
             return cfg.learning_rate
         return cfg.learning_rate * min(1.0, step / cfg.lr_warmup_steps)
 
+    @property
+    def kl_sampling(self) -> SamplingParams:
+        """The distribution the KL penalty compares: the rollouts' temperature, no top-k / top-p.
+
+        Under the sampling filters the reference would give ``-inf`` to every token outside the
+        base model's top-k / top-p set, i.e. to exactly the tokens the policy has drifted to; the
+        clamped KL term then has no gradient there. Unfiltered, every token has a finite logprob
+        under both policies (as in verl, whose logprobs are temperature-scaled only).
+        """
+        return dataclasses.replace(self.config.sampling, top_k=0, top_p=1.0)
+
     def _reference_logprobs(self, micro: list[BatchRow]) -> torch.Tensor:
-        """(B, T) logprobs of the reference policy (the base model: adapter disabled), no grad."""
+        """(B, T) logprobs of the reference policy (the base model: adapter disabled) on
+        :attr:`kl_sampling`'s distribution, no grad."""
         with torch.no_grad(), self.model.disable_adapter():
-            lp, _ = self._forward(micro)
+            logits, t, first = self._logits(micro)
+            lp = self._logprobs(logits, t["input_ids"], first, self.kl_sampling)
         return lp.detach()
 
     # ------------------------------------------------------------------ checkpoints

@@ -19,7 +19,11 @@ old logprobs with its own forward pass passes them as ``old`` and keeps the reco
 ``beta`` is ``kl_coef`` (default 0: no KL term, ``ref`` not needed). The KL term pulls every
 sampled token, whatever its advantage, back toward the reference policy (the GRPO objective
 of Shao et al. 2024, beta 0.04 there), so a group whose rewards are all equal still has a
-gradient: toward the base model.
+gradient: toward the base model. In ``kl_t`` both logprobs may come from a distribution other
+than the sampling one (``kl_logprobs``): the trainer uses the temperature-scaled distribution
+without top-k / top-p, where the reference gives no token ``-inf``. A token whose ``kl_t`` is
+clamped (above 10: ``ref - logp`` above about 2.6 or below about -11 nats) gets no gradient from
+the term, as in verl.
 
 The denominator ``D`` is fixed per mini-batch and never depends on how rollouts were cut into
 rows, so the row losses are additive and a rollout gives the same gradient as one row or as
@@ -38,6 +42,7 @@ gradients (gradient accumulation) gives exactly the mini-batch gradient.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -58,7 +63,8 @@ class LossConfig:
         clip_ratio_low / clip_ratio_high: ``eps_low`` / ``eps_high`` of the clipped ratio.
         loss_agg_mode: ``"token-mean"`` or ``"seq-mean-token-sum"`` (see module docstring).
         tis_cap: cap of the truncated importance weight; None disables the weight.
-        kl_coef: ``beta`` of the KL penalty toward the reference policy (>= 0; 0 disables it).
+        kl_coef: ``beta`` of the KL penalty toward the reference policy (finite, >= 0; 0 disables
+            it).
     """
 
     clip_ratio_low: float = 0.2
@@ -74,8 +80,8 @@ class LossConfig:
             raise ValueError("need 0 <= clip_ratio_low < 1 and clip_ratio_high >= 0")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be positive or None, got {self.tis_cap}")
-        if not self.kl_coef >= 0:
-            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+        if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):  # inf * a zero KL term is nan
+            raise ValueError(f"kl_coef must be finite and >= 0, got {self.kl_coef}")
 
 
 def loss_denominator(mini_batch: MiniBatch, mode: LossAggMode) -> int:
@@ -131,6 +137,7 @@ def policy_loss(
     denominator: float,
     config: LossConfig,
     ref_logprobs: torch.Tensor | None = None,
+    kl_logprobs: torch.Tensor | None = None,
 ) -> PolicyLoss:
     """PPO clipped loss of one micro-batch (formula in the module docstring).
 
@@ -144,6 +151,9 @@ def policy_loss(
         config: clip range, aggregation mode, TIS cap, KL coefficient.
         ref_logprobs: (B, T) reference-policy logprobs (no grad); needed when
             ``config.kl_coef > 0``, else only measured (``ref_kl``) when given.
+        kl_logprobs: (B, T) current-policy logprobs on the distribution ``ref_logprobs`` were
+            taken from (with grad), for the KL term only; default ``logprobs``. The trainer
+            passes both without top-k / top-p filtering, where no token is ``-inf``.
 
     Returns:
         :class:`PolicyLoss`.
@@ -161,6 +171,8 @@ def policy_loss(
         raise ValueError(f"denominator must be positive, got {denominator}")
     if ref_logprobs is not None and ref_logprobs.shape != logprobs.shape:
         raise ValueError(f"shape mismatch: ref {tuple(ref_logprobs.shape)}, logprobs {tuple(logprobs.shape)}")
+    if kl_logprobs is not None and kl_logprobs.shape != logprobs.shape:
+        raise ValueError(f"shape mismatch: kl {tuple(kl_logprobs.shape)}, logprobs {tuple(logprobs.shape)}")
     if config.kl_coef > 0 and ref_logprobs is None:
         raise ValueError("kl_coef > 0 needs ref_logprobs (the reference policy's logprobs)")
     if advantages.dim() == 1:
@@ -181,7 +193,8 @@ def policy_loss(
         tis_capped = 0.0
     ref_kl = 0.0
     if ref_logprobs is not None:
-        d = (ref_logprobs.detach().to(logprobs.dtype) - logprobs).clamp(-20.0, 20.0)
+        current = logprobs if kl_logprobs is None else kl_logprobs.to(logprobs.dtype)
+        d = (ref_logprobs.detach().to(logprobs.dtype) - current).clamp(-20.0, 20.0)
         kl = (torch.exp(d) - d - 1).clamp(max=10.0)
         ref_kl = float((kl.detach() * mask).sum())
         if config.kl_coef > 0:

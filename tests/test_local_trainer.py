@@ -385,6 +385,11 @@ def test_learning_rate_warmup(tok):
     assert make(tok, lr_warmup_steps=0)[0].learning_rate_at(1) == 5e-2
     with pytest.raises(ValueError, match="lr_warmup_steps must be >= 0"):
         config(lr_warmup_steps=-1)
+    for bad in (2.5, 4.0, True):  # a float or bool count is refused, not silently used
+        with pytest.raises(ValueError, match=f"lr_warmup_steps must be an int, got {bad!r}"):
+            config(lr_warmup_steps=bad)
+    with pytest.raises(ValueError, match="ppo_epochs must be an int"):
+        config(ppo_epochs=1.0)
 
 
 def test_kl_penalty_trains_zero_advantage_groups_toward_the_base_model(tok):
@@ -427,7 +432,7 @@ def test_kl_penalty_under_top_k_is_taken_without_the_filters(tok):
     distribution without top-k / top-p instead, for both policies, and pulls those tokens back."""
     import math
 
-    from strands_art.training.local import trainer_logprobs
+    from strands_art.training.logprobs import trainer_logprobs
     from strands_art.training.loss import LossConfig
 
     topk = SamplingParams(temperature=0.8, top_k=5, max_new_tokens=6)

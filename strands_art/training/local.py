@@ -29,17 +29,12 @@ The KL term compares both policies on the rollouts' temperature without top-k / 
 (:attr:`LocalTrainer.kl_sampling`): under the filters a token outside the base model's top-k /
 top-p set would have reference logprob ``-inf`` and no pull toward the base.
 
-The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
-:func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
-ratio is 1 up to numerics and the rollout-vs-trainer logprob gap is a real metric. A token the
-trainer's top-k/top-p would filter (``-inf``) is left out of the loss and counted.
-
-Rows whose backend recorded **raw** logprobs (``row.metadata["logprobs_mode"] == "raw"``, e.g.
-llama.cpp with ``logprobs_mode="raw"``) are brought to the sampling distribution before the
-importance-sampling correction: ``rollout ≈ trainer_processed + (rollout_raw - trainer_raw)``
-(:func:`processed_from_raw`), i.e. the engine's mismatch measured on the raw distribution, where it
-was recorded. Rows without the key (transformers, vLLM with ``processed_logprobs``, llama.cpp by
-default) are used as recorded.
+The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p;
+:mod:`strands_art.training.logprobs`), so at the first step of a batch the ratio is 1 up to
+numerics and the rollout-vs-trainer logprob gap is a real metric. A token the trainer's
+top-k/top-p would filter (``-inf``) is left out of the loss and counted. Rows whose backend
+recorded **raw** logprobs are moved to the sampling distribution first
+(:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
 
 While updating, the trainer holds ``backend.lock``: no generation runs on half-updated weights.
 After each optimizer step the backend's ``policy_version`` is the step count, so every turn
@@ -80,72 +75,17 @@ from typing import Any
 import torch
 
 from strands_art.backends.base import SamplingParams
-from strands_art.backends.sampling import token_logprobs as sampling_token_logprobs
 from strands_art.training import checkpoint
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
 from strands_art.training.collate import collate
 from strands_art.training.grpo import compute_advantages
+from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
+from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
 from strands_art.training.trainer_config import TrainerConfig
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
-
-
-def trainer_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, sampling: Any) -> torch.Tensor:
-    """Logprob of each token under the rollouts' sampling distribution, aligned with ``input_ids``.
-
-    Args:
-        logits: (B, T, V) causal-LM logits (position t predicts token t + 1).
-        input_ids: (B, T) token IDs.
-        sampling: the rollouts' :class:`~strands_art.backends.base.SamplingParams`.
-
-    Returns:
-        (B, T) float tensor; column 0 is 0 (like ``Row.logprobs``); ``-inf`` where the sampling
-        filters would have removed the token.
-    """
-    lp = sampling_token_logprobs(logits[:, :-1], input_ids[:, 1:], sampling)
-    return torch.nn.functional.pad(lp, (1, 0), value=0.0)
-
-
-RAW = SamplingParams()  # temperature 1, no top-k / top-p: the unscaled distribution
-
-
-def processed_from_raw(
-    rollout_raw: torch.Tensor, trainer_processed: torch.Tensor, trainer_raw: torch.Tensor
-) -> torch.Tensor:
-    """Rollout logprobs recorded on the raw distribution, moved to the sampling distribution.
-
-    All (B, T). The engine-vs-trainer gap is measured where the engine recorded it (raw) and
-    added to the trainer's processed logprobs; no gradient flows. Non-finite trainer values (a
-    token the trainer's filters remove) give ``-inf`` and are masked out by the caller as usual.
-    """
-    return (trainer_processed + (rollout_raw - trainer_raw)).detach()
-
-
-def lora_model(model: Any, config: TrainerConfig) -> Any:
-    """Wrap ``model`` in a fresh LoRA adapter (dropout 0, bias none); a peft model is returned as is.
-
-    The adapter's initial weights (peft's Kaiming-uniform ``lora_A``, zero ``lora_B``) are drawn
-    from a torch generator seeded with ``config.seed`` (the global RNG state is saved and
-    restored): the same seed gives the same adapter whatever ran before.
-    """
-    from peft import LoraConfig, PeftModel, get_peft_model
-
-    if isinstance(model, PeftModel):
-        return model
-    targets = config.lora_target_modules
-    lora = LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=0.0,
-        target_modules=targets if isinstance(targets, str) else list(targets),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
-    with torch.random.fork_rng(devices=[]):  # peft draws on CPU, then moves to the base device
-        torch.manual_seed(config.seed)
-        return get_peft_model(model, lora)
 
 
 def policy_lag(rows: Sequence[BatchRow], step: int) -> dict[str, float]:
@@ -343,32 +283,18 @@ class LocalTrainer:
         """(B, T) trainer logprobs of a micro-batch and its collated tensors.
 
         Rows with raw rollout logprobs get theirs moved to the sampling distribution in
-        ``rollout_logprobs`` (:func:`processed_from_raw`). With ``kl``, ``kl_logprobs`` holds the
-        trainer's logprobs on the KL penalty's distribution (:attr:`kl_sampling`, with grad).
+        ``rollout_logprobs`` (:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
+        With ``kl``, ``kl_logprobs`` holds the trainer's logprobs on the KL penalty's
+        distribution (:attr:`kl_sampling`, with grad).
         """
         logits, t, first = self._logits(micro)
         ids = t["input_ids"]
-        lp = self._logprobs(logits, ids, first, self.config.sampling)
+        lp = kept_logprobs(logits, ids, first, self.config.sampling)
         if kl:
             same = self.kl_sampling == self.config.sampling
-            t["kl_logprobs"] = lp if same else self._logprobs(logits, ids, first, self.kl_sampling)
-        raw_rows = [i for i, br in enumerate(micro) if br.row.metadata.get("logprobs_mode") == "raw"]
-        if raw_rows:
-            with torch.no_grad():
-                raw = self._logprobs(logits, ids, first, RAW)
-                sel = torch.tensor(raw_rows, device=ids.device)
-                recorded = t["rollout_logprobs"][sel]
-                moved = processed_from_raw(recorded, lp[sel], raw[sel])
-                keep = (t["loss_mask"][sel] > 0) & torch.isfinite(moved)
-                t["rollout_logprobs"][sel] = torch.where(keep, moved, recorded)
+            t["kl_logprobs"] = lp if same else kept_logprobs(logits, ids, first, self.kl_sampling)
+        move_raw_rollout_logprobs([br.row.metadata for br in micro], t, lp, logits, first)
         return lp, t
-
-    @staticmethod
-    def _logprobs(logits: torch.Tensor, ids: torch.Tensor, first: int, sampling: Any) -> torch.Tensor:
-        if logits.shape[1] != ids.shape[1]:
-            lp = trainer_logprobs(logits, ids[:, first - 1 :], sampling)[:, 1:]
-            return torch.nn.functional.pad(lp, (first, 0), value=0.0)
-        return trainer_logprobs(logits, ids, sampling)
 
     def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
         """Trainer logprobs of every row before the update (no grad), keyed by ``id(BatchRow)``."""
@@ -466,7 +392,7 @@ class LocalTrainer:
         :attr:`kl_sampling`'s distribution, no grad."""
         with torch.no_grad(), self.model.disable_adapter():
             logits, t, first = self._logits(micro)
-            lp = self._logprobs(logits, t["input_ids"], first, self.kl_sampling)
+            lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
         return lp.detach()
 
     # ------------------------------------------------------------------ checkpoints

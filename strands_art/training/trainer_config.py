@@ -18,6 +18,22 @@ from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
 
+_INT_FIELDS = (
+    "prompt_batch_size",
+    "rollouts_per_prompt",
+    "ppo_mini_batch_size",
+    "ppo_epochs",
+    "micro_batch_max_tokens",
+    "lr_warmup_steps",
+    "lora_rank",
+    "seed",
+    "concurrency",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "eval_every",
+    "eval_samples",
+)
+
 
 @dataclass(frozen=True)
 class TrainerConfig:
@@ -52,8 +68,9 @@ class TrainerConfig:
         eval_samples: rollouts per evaluation task.
 
     Raises:
-        ValueError: from :class:`BatchingConfig` for inconsistent sizes, or for a non-positive
-            rollouts_per_prompt / learning rate / LoRA rank, or negative cadences.
+        ValueError: from :class:`BatchingConfig` for inconsistent sizes, a count that is not an
+            int (``lr_warmup_steps=2.5`` or ``True``), a non-positive rollouts_per_prompt /
+            learning rate / LoRA rank, or negative cadences.
     """
 
     prompt_batch_size: int = 4
@@ -88,6 +105,10 @@ class TrainerConfig:
     eval_samples: int = 1
 
     def __post_init__(self) -> None:
+        for name in _INT_FIELDS:  # 2.0 or True would pass the range checks and mislead
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an int, got {value!r}")
         self.batching()  # validates the batching sizes
         if self.rollouts_per_prompt < 1:
             raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")

@@ -17,9 +17,16 @@ outer batch of finished trajectories:
    forward and backward passes are skipped (``zero_advantage_rows_skipped``), which on CPU saves
    the whole training cost of a group whose rewards are all equal.
 
-**Learning-rate warmup** (``lr_warmup_steps = W``): optimizer step ``s`` (1-based) uses
-``learning_rate * min(1, s / W)``. AdamW's first steps move every LoRA parameter by about the
-learning rate whatever the gradient's size; warmup keeps the first update of a run small.
+**Learning-rate warmup** (``lr_warmup_steps = W``): the ``s``-th optimizer step (1-based)
+counted from the first one with a nonzero gradient uses ``learning_rate * min(1, s / W)``.
+AdamW's first steps move every LoRA parameter by about the learning rate whatever the gradient's
+size; warmup keeps the first update of a run small. Steps before the first nonzero gradient (a
+run whose first groups all have equal rewards) would not move the adapter (AdamW's moments are
+still zero); they take learning rate 0 and do not use up the warmup
+(:attr:`LocalTrainer.warmup_offset`, saved in checkpoints).
+
+**Non-finite gradients** (a diverging loss, a huge ``kl_coef``): the step is refused before
+``optimizer.step()`` (:class:`NonFiniteGradient`); the adapter keeps the weights of the step before.
 
 **KL penalty** (``loss.kl_coef > 0``, :mod:`strands_art.training.loss`): each micro-batch also
 runs a no-grad forward pass with the LoRA adapter disabled (the base model is the reference
@@ -66,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -82,10 +90,16 @@ from strands_art.training.grpo import compute_advantages
 from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
 from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
-from strands_art.training.trainer_config import TrainerConfig
+from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
+
+
+class NonFiniteGradient(FloatingPointError):
+    """The gradient norm of a mini-batch is inf or nan: the optimizer step is refused, the adapter
+    keeps its weights (a step already taken in the same outer batch stays; resume from the last
+    checkpoint to drop it)."""
 
 
 def policy_lag(rows: Sequence[BatchRow], step: int) -> dict[str, float]:
@@ -128,6 +142,8 @@ class LocalTrainer:
         optimizer: AdamW over the LoRA parameters.
         step: optimizer steps taken so far.
         outer_batch: outer batches completed so far.
+        warmup_offset: optimizer steps taken before the first one with a nonzero gradient (the
+            warmup counts from there); None until that step (only tracked with warmup on).
     """
 
     skip_zero_advantage_rows = True
@@ -173,6 +189,7 @@ class LocalTrainer:
         self.pad_token_id = int(pad) if pad is not None else 0
         self.step = 0
         self.outer_batch = 0
+        self.warmup_offset: int | None = None
         base = self.model.get_base_model()
         self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
 
@@ -356,8 +373,20 @@ class LocalTrainer:
             norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         else:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
-        for group in self.optimizer.param_groups:  # warmup: a function of the step, so resume-safe
-            group["lr"] = self.learning_rate_at(self.step + 1)
+        if not math.isfinite(norm):
+            self.optimizer.zero_grad(set_to_none=False)
+            raise NonFiniteGradient(
+                f"gradient norm {norm} (loss {total}) at optimizer step {self.step + 1}: step refused, "
+                "adapter unchanged; lower the learning rate or kl_coef, or check the rows' logprobs"
+            )
+        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None and norm > 0:
+            self.warmup_offset = self.step
+        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None:
+            lr = 0.0  # no gradient yet: AdamW would not move the adapter, the warmup waits
+        else:
+            lr = self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
+        for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
+            group["lr"] = lr
         self.optimizer.step()
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
@@ -369,8 +398,9 @@ class LocalTrainer:
         return self.skip_zero_advantage_rows and self.config.loss.kl_coef == 0
 
     def learning_rate_at(self, step: int) -> float:
-        """The learning rate of optimizer step ``step`` (1-based): ``learning_rate * min(1, step / W)``
-        with ``W = lr_warmup_steps`` (constant when ``W`` is 0)."""
+        """The learning rate of the ``step``-th optimizer step (1-based) counted from the first one
+        with a nonzero gradient: ``learning_rate * min(1, step / W)`` with ``W = lr_warmup_steps``
+        (constant when ``W`` is 0)."""
         cfg = self.config
         if cfg.lr_warmup_steps <= 0:
             return cfg.learning_rate
@@ -398,7 +428,12 @@ class LocalTrainer:
     # ------------------------------------------------------------------ checkpoints
     def save(self, run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
         """Checkpoint adapter + optimizer + counters + RNG under ``run_dir/checkpoints``."""
-        state = {"outer_batch": self.outer_batch, "step": self.step, "config": self.config.to_dict()}
+        state = {
+            "outer_batch": self.outer_batch,
+            "step": self.step,
+            "warmup_offset": self.warmup_offset,
+            "config": self.config.to_dict(),
+        }
         state.update(extra or {})
         with self.lock:
             return checkpoint.save_checkpoint(
@@ -414,9 +449,15 @@ class LocalTrainer:
             state = checkpoint.load_checkpoint(path, self.model, self.optimizer)
             self.outer_batch = int(state["outer_batch"])
             self.step = int(state["step"])
+            # checkpoints from before warmup_offset existed counted warmup from step 0
+            offset = state.get("warmup_offset", 0 if self.step else None)
+            self.warmup_offset = None if offset is None else int(offset)
             if self.weight_sync is None:
                 self.backend.policy_version = self.step
         if self.weight_sync is not None and self.step > 0:
             self.weight_sync.sync(self.model, self.step)
         logger.info("resumed from %s: outer batch %d, step %d", path, self.outer_batch, self.step)
+        changed = config_changes(state.get("config"), self.config.to_dict())
+        if changed:
+            logger.warning("resumed %s with a changed configuration: %s", path, "; ".join(changed))
         return state

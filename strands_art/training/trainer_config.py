@@ -48,8 +48,9 @@ class TrainerConfig:
             (the old behaviour, for comparison; needs ``rows_per_mini_batch``).
         micro_batch_max_tokens: padded-token budget of one micro-batch (gradient accumulation).
         learning_rate / weight_decay / adam_betas: AdamW over the LoRA parameters.
-        lr_warmup_steps: linear warmup, optimizer step ``s`` (1-based) uses
-            ``learning_rate * min(1, s / lr_warmup_steps)``; 0 (default): constant.
+        lr_warmup_steps: linear warmup, the ``s``-th optimizer step (1-based) counted from the
+            first one with a nonzero gradient uses ``learning_rate * min(1, s / lr_warmup_steps)``
+            (steps before it take learning rate 0); 0 (default): constant.
         max_grad_norm: clip the mini-batch gradient to this L2 norm (None: no clipping).
         lora_rank / lora_alpha / lora_target_modules: peft ``LoraConfig`` (dropout is always 0,
             so the trainer's logprobs match the sampler's).
@@ -175,3 +176,23 @@ class TrainerConfig:
     def replace(self, **changes: Any) -> TrainerConfig:
         """A copy with ``changes`` applied (validated again)."""
         return replace(self, **changes)
+
+
+def config_changes(saved: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+    """``"key: saved -> current"`` for each configuration entry (nested ones dotted) that differs
+    between a checkpoint's saved ``TrainerConfig.to_dict()`` and the current one; [] when equal or
+    when the checkpoint saved none. JSON turns tuples into lists; those compare equal."""
+    if not isinstance(saved, dict):
+        return []
+    out: list[str] = []
+    for key in sorted(set(saved) | set(current)):
+        old, new = saved.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            out.extend(f"{key}.{c}" for c in config_changes(old, new))
+        elif _jsonable(old) != _jsonable(new):
+            out.append(f"{key}: {old!r} -> {new!r}")
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    return [_jsonable(v) for v in value] if isinstance(value, list | tuple) else value

@@ -56,7 +56,9 @@ LORA_RANK = 16
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds, one training run each")
     p.add_argument(
         "--jobs",
@@ -71,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompt-batch", type=int, default=2, help="tasks per outer batch")
     p.add_argument("--rollouts", type=int, default=8, help="rollouts per task (GRPO group)")
     p.add_argument("--mini-batch", type=int, default=1, help="tasks per PPO mini-batch")
-    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--lr", type=float, default=3e-4, help="AdamW learning rate (after warmup)")
     p.add_argument(
         "--warmup-steps",
         type=int,
@@ -87,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--micro-batch-tokens", type=int, default=512, help="padded tokens per micro-batch (memory)"
     )
-    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--temperature", type=float, default=1.0, help="rollout sampling temperature")
     p.add_argument("--max-new-tokens", type=int, default=64, help="tokens per model turn")
     p.add_argument("--max-turns", type=int, default=2, help="model calls per rollout")
     p.add_argument("--heldout", type=int, default=8, help="held-out keys evaluated (at most 8)")
@@ -97,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--base-url", default=None, help="use a running vLLM server (LoRA enabled) instead of starting one"
     )
-    p.add_argument("--run-dir", default="runs/learning-tool")
+    p.add_argument("--run-dir", default="runs/learning-tool", help="per-seed metrics and rows")
     p.add_argument("--plot", default=None, help="plot path (default: RUN_DIR/learning-tool.png)")
     return p.parse_args(argv)
 
@@ -116,31 +118,16 @@ def _summary(trajs: list[Any]) -> dict[str, Any]:
     }
 
 
-def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    """Train one seed (in a worker process); returns its before/after numbers and records."""
-    return asyncio.run(_run_seed(args, seed))
-
-
-async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    import torch
-
+def trainer_config(args: argparse.Namespace, seed: int) -> Any:
+    """The seed's :class:`TrainerConfig` (raises ValueError on a bad flag: built in the parent
+    first, so a bad ``--kl-coef`` fails before the vLLM server starts)."""
     from strands_art.backends.base import SamplingParams
-    from strands_art.envs.lookup import lookup_rollout, lookup_tasks
-    from strands_art.gateway import RolloutGateway
-    from strands_art.registry import load_causal_lm, load_tokenizer
-    from strands_art.training import loop
     from strands_art.training.grpo import GRPOConfig
-    from strands_art.training.local import LocalTrainer
     from strands_art.training.loss import LossConfig
     from strands_art.training.trainer_config import TrainerConfig
 
-    logging.basicConfig(level=logging.ERROR)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(seed)
-    run_dir = Path(args.run_dir) / f"seed{seed}"
-    shutil.rmtree(run_dir, ignore_errors=True)
     sampling = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
-    cfg = TrainerConfig(
+    return TrainerConfig(
         prompt_batch_size=args.prompt_batch,
         rollouts_per_prompt=args.rollouts,
         ppo_mini_batch_size=args.mini_batch,
@@ -156,6 +143,29 @@ async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         concurrency=args.concurrency,
         checkpoint_every=0,
     )
+
+
+def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """Train one seed (in a worker process); returns its before/after numbers and records."""
+    return asyncio.run(_run_seed(args, seed))
+
+
+async def _run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    import torch
+
+    from strands_art.envs.lookup import lookup_rollout, lookup_tasks
+    from strands_art.gateway import RolloutGateway
+    from strands_art.registry import load_causal_lm, load_tokenizer
+    from strands_art.training import loop
+    from strands_art.training.local import LocalTrainer
+
+    logging.basicConfig(level=logging.ERROR)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(seed)
+    run_dir = Path(args.run_dir) / f"seed{seed}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cfg = trainer_config(args, seed)
+    sampling = cfg.sampling
     tok = load_tokenizer(MODEL)
     model = load_causal_lm(MODEL, device="cpu")
     sync = None
@@ -303,7 +313,7 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]], wall_s: floa
     path = Path(args.plot) if args.plot else Path(args.run_dir) / "learning-tool.png"
     plot(results, path)
     print(f"plot {path}, wall {wall_s:.0f}s")
-    std = statistics.pstdev(gains) if len(gains) > 1 else 0.0
+    std = statistics.stdev(gains) if len(gains) > 1 else 0.0  # sample std, as bench/learning.py
     print(
         f"RESULT success_start={start:.3f} success_end={end:.3f} gain_mean={statistics.fmean(gains):.3f} "
         f"gain_std={std:.3f} improved_seeds={improved}/{len(results)} greedy_start={g_start:.3f} "
@@ -317,7 +327,13 @@ def main() -> None:
     args = parse_args()
     # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C, so the vLLM server and workers are stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        if not seeds:
+            raise ValueError("--seeds names no seed")
+        trainer_config(args, seeds[0])
+    except ValueError as e:
+        sys.exit(f"learning_tool: {e}")
     t0 = time.perf_counter()
     print(
         f"{MODEL} (Q4_K_M de-quantized to float32) + LoRA r={LORA_RANK}, rollouts on {args.backend}; "
@@ -362,7 +378,7 @@ def main() -> None:
             # stop the seed processes now (shutdown alone would wait for them to finish training)
             for proc in list((pool._processes or {}).values()):
                 proc.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
             if server is not None and server.process is not None and server.process.poll() is not None:
                 print(
                     f"the vLLM server exited (code {server.process.returncode}; -9 or a killed worker "

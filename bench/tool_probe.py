@@ -65,3 +65,10 @@ def call_again_probability(trainer: Any, contexts: list[list[int]], call_ids: li
             logits = trainer.model(input_ids=torch.tensor([ctx], dtype=torch.long)).logits[0, -1].float()
             probs.append(float(torch.softmax(logits, dim=-1)[index].sum()))
     return statistics.fmean(probs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(
+        "bench/tool_probe.py is a helper module of bench/learning_tool.py and has no command of its "
+        "own: run python bench/learning_tool.py (--help for its options)"
+    )

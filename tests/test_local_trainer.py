@@ -21,7 +21,7 @@ from strands_art.training.local import LocalTrainer
 from strands_art.training.metrics import TRAIN_KEYS, plot_modes, plot_training, read_metrics
 from strands_art.training.rollouts import chat_rollout
 from strands_art.training.tasks_toy import capital_reward, capital_tasks
-from strands_art.training.trainer_config import TrainerConfig
+from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Row, Trajectory
 
 VOCAB = 49152
@@ -385,6 +385,64 @@ def test_learning_rate_warmup(tok):
     assert make(tok, lr_warmup_steps=0)[0].learning_rate_at(1) == 5e-2
     with pytest.raises(ValueError, match="lr_warmup_steps must be >= 0"):
         config(lr_warmup_steps=-1)
+    for bad in (2.5, 4.0, True):  # a float or bool count is refused, not silently used
+        with pytest.raises(ValueError, match=f"lr_warmup_steps must be an int, got {bad!r}"):
+            config(lr_warmup_steps=bad)
+    with pytest.raises(ValueError, match="ppo_epochs must be an int"):
+        config(ppo_epochs=1.0)
+
+
+def test_warmup_waits_for_the_first_nonzero_gradient(tok, tmp_path, caplog):
+    """Optimizer steps before the first nonzero gradient (every group's rewards equal; with a KL
+    term too, since a fresh adapter is the base model) take learning rate 0 and do not use up the
+    warmup: the first step that can move the adapter is the first step of the warmup. The offset
+    survives a checkpoint; resuming with a changed configuration is logged, key by key."""
+    import logging
+
+    from strands_art.training.loss import LossConfig
+
+    trainer, gateway = make(tok, ppo_epochs=1, lr_warmup_steps=4, loss=LossConfig(kl_coef=0.5))
+    lrs = []
+    step = trainer.optimizer.step
+    trainer.optimizer.step = lambda *a, **k: (
+        lrs.append(trainer.optimizer.param_groups[0]["lr"]),
+        step(*a, **k),
+    )[1]
+    trajs = rollouts(trainer, gateway)
+    flat = [dataclasses.replace(t, reward=0.5) for t in trajs]
+    before = lora_state(trainer)
+    m0 = trainer.update(flat)
+    assert m0["grad_norm"] == 0.0 and lrs == [0.0, 0.0] and trainer.warmup_offset is None
+    assert all(torch.equal(before[k], v) for k, v in lora_state(trainer).items())
+    trainer.update(trajs)
+    assert lrs[2:] == pytest.approx([1.25e-2, 2.5e-2]) and trainer.warmup_offset == 2
+    trainer.save(tmp_path)
+    resumed, _ = make(tok, ppo_epochs=1, lr_warmup_steps=8, loss=LossConfig(kl_coef=0.5))
+    with caplog.at_level(logging.WARNING, logger="strands_art.training.local"):
+        resumed.resume(tmp_path)
+    assert resumed.step == 4 and resumed.warmup_offset == 2
+    assert "changed configuration: lr_warmup_steps: 4 -> 8" in caplog.text
+    assert config_changes(trainer.config.to_dict(), trainer.config.to_dict()) == []
+    assert config_changes(config().to_dict(), config(loss=LossConfig(kl_coef=0.1)).to_dict()) == [
+        "loss.kl_coef: 0.0 -> 0.1"
+    ]
+
+
+def test_a_non_finite_gradient_refuses_the_step(tok):
+    """A diverging loss (here a KL coefficient of 3e38 times a nonzero KL) gives an inf / nan
+    gradient: the step is refused with a clear error and the adapter keeps its weights."""
+    from strands_art.training.local import NonFiniteGradient
+    from strands_art.training.loss import LossConfig
+
+    trainer, gateway = make(tok, ppo_epochs=1)
+    trajs = rollouts(trainer, gateway)
+    trainer.update(trajs)  # move away from the base model: the KL term is no longer 0
+    trainer.config = trainer.config.replace(loss=LossConfig(kl_coef=3e38))
+    before, step = lora_state(trainer), trainer.step
+    with pytest.raises(NonFiniteGradient, match="at optimizer step 3: step refused, adapter unchanged"):
+        trainer.update(trajs)
+    assert trainer.step == step
+    assert all(torch.equal(before[k], v) for k, v in lora_state(trainer).items())
 
 
 def test_kl_penalty_trains_zero_advantage_groups_toward_the_base_model(tok):
@@ -427,7 +485,7 @@ def test_kl_penalty_under_top_k_is_taken_without_the_filters(tok):
     distribution without top-k / top-p instead, for both policies, and pulls those tokens back."""
     import math
 
-    from strands_art.training.local import trainer_logprobs
+    from strands_art.training.logprobs import trainer_logprobs
     from strands_art.training.loss import LossConfig
 
     topk = SamplingParams(temperature=0.8, top_k=5, max_new_tokens=6)

@@ -95,6 +95,9 @@ def test_kl_penalty_toward_the_reference_exact():
     for bad in (-0.1, math.inf, math.nan):  # inf: inf * a zero KL term would make the loss nan
         with pytest.raises(ValueError, match="kl_coef must be finite and >= 0"):
             LossConfig(kl_coef=bad)
+    for bad in (True, "0.1", None):  # True would silently mean 1.0
+        with pytest.raises(ValueError, match="kl_coef must be a number"):
+            LossConfig(kl_coef=bad)
 
 
 def test_kl_term_reads_kl_logprobs_when_given():

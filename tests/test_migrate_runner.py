@@ -181,8 +181,13 @@ def test_ctrl_c_keeps_completed_rollouts_and_resume_runs_only_the_missing(
 
     resumed = ScriptedBackend(qwen3, ShellThenAnswer(qwen3))
     args = build_parser().parse_args(["migrate", "--resume", str(run_dir)])
+    os.environ.pop("COLUMNS", None)
     assert main_from_args(args, backend_factory=lambda a: (resumed, qwen3)) == 0
     results = _results(run_dir)
+    # stdout is not a terminal here (a log): lines are not wrapped at 80 columns
+    out = capsys.readouterr().out
+    assert "1 already done, backend llamacpp" in out, out
+    assert max(len(line) for line in out.splitlines()) > 80
     assert [r["rollout_id"] for r in results] == ["alpha-r0", "alpha-r1", "alpha-r2"]
     assert (run_dir / "results.jsonl.torn").read_text() == '{"rollout_id": "alpha-r1", "rew\n'
     # only the two missing rollouts ran, with the seeds the first run would have used

@@ -8,7 +8,7 @@ import torch
 from test_local_trainer import make, rollouts
 
 from strands_art.registry import load_tokenizer
-from strands_art.training.local import RAW, processed_from_raw, trainer_logprobs
+from strands_art.training.logprobs import RAW, processed_from_raw, trainer_logprobs
 
 
 @pytest.fixture(scope="module")

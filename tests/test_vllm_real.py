@@ -27,7 +27,7 @@ from strands_art.backends.vllm import VLLMBackend, format_request
 from strands_art.gateway import RolloutGateway
 from strands_art.registry import smollm2_dir
 from strands_art.rowcheck import row_problems
-from strands_art.training.local import trainer_logprobs
+from strands_art.training.logprobs import trainer_logprobs
 from tests.vllm_env import SERVED_NAME
 
 pytestmark = pytest.mark.real_vllm
@@ -198,7 +198,7 @@ def hf_model():
 )
 async def test_real_vllm_rows_replay_to_the_trainers_recomputation(backend, hf_model, sampling):
     """Rows recorded through the gateway against the float32 server: the trainer's own
-    recomputation (``training.local.trainer_logprobs``, the processed distribution under the
+    recomputation (``training.logprobs.trainer_logprobs``, the processed distribution under the
     rollout's temperature/top-k/top-p) of the same tokens with transformers in float32 gives
     the recorded logprobs to < 1e-3 on every sampled token."""
     gw = RolloutGateway("smollm2", backend, sampling=sampling)

@@ -15,7 +15,8 @@ import torch
 from fakes import tiny_llama
 
 from strands_art.backends.vllm import VLLMBackend
-from strands_art.training.local import LocalTrainer, lora_model
+from strands_art.training.local import LocalTrainer
+from strands_art.training.lora import lora_model
 from strands_art.training.trainer_config import TrainerConfig
 from strands_art.training.weight_sync import LoRASync, WeightSyncError, check_adapter_config
 

@@ -18,7 +18,8 @@ from strands_art.backends.vllm_score import score_tokens
 from strands_art.gateway import RolloutGateway
 from strands_art.registry import load_causal_lm
 from strands_art.training import loop
-from strands_art.training.local import LocalTrainer, lora_model
+from strands_art.training.local import LocalTrainer
+from strands_art.training.lora import lora_model
 from strands_art.training.rollouts import chat_rollout
 from strands_art.training.tasks_toy import CapitalTask, capital_tasks
 from strands_art.training.trainer_config import TrainerConfig

@@ -17,9 +17,16 @@ outer batch of finished trajectories:
    forward and backward passes are skipped (``zero_advantage_rows_skipped``), which on CPU saves
    the whole training cost of a group whose rewards are all equal.
 
-**Learning-rate warmup** (``lr_warmup_steps = W``): optimizer step ``s`` (1-based) uses
-``learning_rate * min(1, s / W)``. AdamW's first steps move every LoRA parameter by about the
-learning rate whatever the gradient's size; warmup keeps the first update of a run small.
+**Learning-rate warmup** (``lr_warmup_steps = W``): the ``s``-th optimizer step (1-based)
+counted from the first one with a nonzero gradient uses ``learning_rate * min(1, s / W)``.
+AdamW's first steps move every LoRA parameter by about the learning rate whatever the gradient's
+size; warmup keeps the first update of a run small. Steps before the first nonzero gradient (a
+run whose first groups all have equal rewards) would not move the adapter (AdamW's moments are
+still zero); they take learning rate 0 and do not use up the warmup
+(:attr:`LocalTrainer.warmup_offset`, saved in checkpoints).
+
+**Non-finite gradients** (a diverging loss, a huge ``kl_coef``): the step is refused before
+``optimizer.step()`` (:class:`NonFiniteGradient`); the adapter keeps the weights of the step before.
 
 **KL penalty** (``loss.kl_coef > 0``, :mod:`strands_art.training.loss`): each micro-batch also
 runs a no-grad forward pass with the LoRA adapter disabled (the base model is the reference
@@ -29,17 +36,12 @@ The KL term compares both policies on the rollouts' temperature without top-k / 
 (:attr:`LocalTrainer.kl_sampling`): under the filters a token outside the base model's top-k /
 top-p set would have reference logprob ``-inf`` and no pull toward the base.
 
-The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p:
-:func:`strands_art.backends.sampling.token_logprobs`), so at the first step of a batch the
-ratio is 1 up to numerics and the rollout-vs-trainer logprob gap is a real metric. A token the
-trainer's top-k/top-p would filter (``-inf``) is left out of the loss and counted.
-
-Rows whose backend recorded **raw** logprobs (``row.metadata["logprobs_mode"] == "raw"``, e.g.
-llama.cpp with ``logprobs_mode="raw"``) are brought to the sampling distribution before the
-importance-sampling correction: ``rollout ≈ trainer_processed + (rollout_raw - trainer_raw)``
-(:func:`processed_from_raw`), i.e. the engine's mismatch measured on the raw distribution, where it
-was recorded. Rows without the key (transformers, vLLM with ``processed_logprobs``, llama.cpp by
-default) are used as recorded.
+The trainer's logprobs use the sampling distribution of the rollouts (temperature, top-k, top-p;
+:mod:`strands_art.training.logprobs`), so at the first step of a batch the ratio is 1 up to
+numerics and the rollout-vs-trainer logprob gap is a real metric. A token the trainer's
+top-k/top-p would filter (``-inf``) is left out of the loss and counted. Rows whose backend
+recorded **raw** logprobs are moved to the sampling distribution first
+(:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
 
 While updating, the trainer holds ``backend.lock``: no generation runs on half-updated weights.
 After each optimizer step the backend's ``policy_version`` is the step count, so every turn
@@ -71,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -80,72 +83,23 @@ from typing import Any
 import torch
 
 from strands_art.backends.base import SamplingParams
-from strands_art.backends.sampling import token_logprobs as sampling_token_logprobs
 from strands_art.training import checkpoint
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
 from strands_art.training.collate import collate
 from strands_art.training.grpo import compute_advantages
+from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
+from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
-from strands_art.training.trainer_config import TrainerConfig
+from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 
 
-def trainer_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, sampling: Any) -> torch.Tensor:
-    """Logprob of each token under the rollouts' sampling distribution, aligned with ``input_ids``.
-
-    Args:
-        logits: (B, T, V) causal-LM logits (position t predicts token t + 1).
-        input_ids: (B, T) token IDs.
-        sampling: the rollouts' :class:`~strands_art.backends.base.SamplingParams`.
-
-    Returns:
-        (B, T) float tensor; column 0 is 0 (like ``Row.logprobs``); ``-inf`` where the sampling
-        filters would have removed the token.
-    """
-    lp = sampling_token_logprobs(logits[:, :-1], input_ids[:, 1:], sampling)
-    return torch.nn.functional.pad(lp, (1, 0), value=0.0)
-
-
-RAW = SamplingParams()  # temperature 1, no top-k / top-p: the unscaled distribution
-
-
-def processed_from_raw(
-    rollout_raw: torch.Tensor, trainer_processed: torch.Tensor, trainer_raw: torch.Tensor
-) -> torch.Tensor:
-    """Rollout logprobs recorded on the raw distribution, moved to the sampling distribution.
-
-    All (B, T). The engine-vs-trainer gap is measured where the engine recorded it (raw) and
-    added to the trainer's processed logprobs; no gradient flows. Non-finite trainer values (a
-    token the trainer's filters remove) give ``-inf`` and are masked out by the caller as usual.
-    """
-    return (trainer_processed + (rollout_raw - trainer_raw)).detach()
-
-
-def lora_model(model: Any, config: TrainerConfig) -> Any:
-    """Wrap ``model`` in a fresh LoRA adapter (dropout 0, bias none); a peft model is returned as is.
-
-    The adapter's initial weights (peft's Kaiming-uniform ``lora_A``, zero ``lora_B``) are drawn
-    from a torch generator seeded with ``config.seed`` (the global RNG state is saved and
-    restored): the same seed gives the same adapter whatever ran before.
-    """
-    from peft import LoraConfig, PeftModel, get_peft_model
-
-    if isinstance(model, PeftModel):
-        return model
-    targets = config.lora_target_modules
-    lora = LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=0.0,
-        target_modules=targets if isinstance(targets, str) else list(targets),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
-    with torch.random.fork_rng(devices=[]):  # peft draws on CPU, then moves to the base device
-        torch.manual_seed(config.seed)
-        return get_peft_model(model, lora)
+class NonFiniteGradient(FloatingPointError):
+    """The gradient norm of a mini-batch is inf or nan: the optimizer step is refused, the adapter
+    keeps its weights (a step already taken in the same outer batch stays; resume from the last
+    checkpoint to drop it)."""
 
 
 def policy_lag(rows: Sequence[BatchRow], step: int) -> dict[str, float]:
@@ -188,6 +142,8 @@ class LocalTrainer:
         optimizer: AdamW over the LoRA parameters.
         step: optimizer steps taken so far.
         outer_batch: outer batches completed so far.
+        warmup_offset: optimizer steps taken before the first one with a nonzero gradient (the
+            warmup counts from there); None until that step (only tracked with warmup on).
     """
 
     skip_zero_advantage_rows = True
@@ -233,6 +189,7 @@ class LocalTrainer:
         self.pad_token_id = int(pad) if pad is not None else 0
         self.step = 0
         self.outer_batch = 0
+        self.warmup_offset: int | None = None
         base = self.model.get_base_model()
         self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
 
@@ -343,32 +300,18 @@ class LocalTrainer:
         """(B, T) trainer logprobs of a micro-batch and its collated tensors.
 
         Rows with raw rollout logprobs get theirs moved to the sampling distribution in
-        ``rollout_logprobs`` (:func:`processed_from_raw`). With ``kl``, ``kl_logprobs`` holds the
-        trainer's logprobs on the KL penalty's distribution (:attr:`kl_sampling`, with grad).
+        ``rollout_logprobs`` (:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
+        With ``kl``, ``kl_logprobs`` holds the trainer's logprobs on the KL penalty's
+        distribution (:attr:`kl_sampling`, with grad).
         """
         logits, t, first = self._logits(micro)
         ids = t["input_ids"]
-        lp = self._logprobs(logits, ids, first, self.config.sampling)
+        lp = kept_logprobs(logits, ids, first, self.config.sampling)
         if kl:
             same = self.kl_sampling == self.config.sampling
-            t["kl_logprobs"] = lp if same else self._logprobs(logits, ids, first, self.kl_sampling)
-        raw_rows = [i for i, br in enumerate(micro) if br.row.metadata.get("logprobs_mode") == "raw"]
-        if raw_rows:
-            with torch.no_grad():
-                raw = self._logprobs(logits, ids, first, RAW)
-                sel = torch.tensor(raw_rows, device=ids.device)
-                recorded = t["rollout_logprobs"][sel]
-                moved = processed_from_raw(recorded, lp[sel], raw[sel])
-                keep = (t["loss_mask"][sel] > 0) & torch.isfinite(moved)
-                t["rollout_logprobs"][sel] = torch.where(keep, moved, recorded)
+            t["kl_logprobs"] = lp if same else kept_logprobs(logits, ids, first, self.kl_sampling)
+        move_raw_rollout_logprobs([br.row.metadata for br in micro], t, lp, logits, first)
         return lp, t
-
-    @staticmethod
-    def _logprobs(logits: torch.Tensor, ids: torch.Tensor, first: int, sampling: Any) -> torch.Tensor:
-        if logits.shape[1] != ids.shape[1]:
-            lp = trainer_logprobs(logits, ids[:, first - 1 :], sampling)[:, 1:]
-            return torch.nn.functional.pad(lp, (first, 0), value=0.0)
-        return trainer_logprobs(logits, ids, sampling)
 
     def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
         """Trainer logprobs of every row before the update (no grad), keyed by ``id(BatchRow)``."""
@@ -430,8 +373,20 @@ class LocalTrainer:
             norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         else:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
-        for group in self.optimizer.param_groups:  # warmup: a function of the step, so resume-safe
-            group["lr"] = self.learning_rate_at(self.step + 1)
+        if not math.isfinite(norm):
+            self.optimizer.zero_grad(set_to_none=False)
+            raise NonFiniteGradient(
+                f"gradient norm {norm} (loss {total}) at optimizer step {self.step + 1}: step refused, "
+                "adapter unchanged; lower the learning rate or kl_coef, or check the rows' logprobs"
+            )
+        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None and norm > 0:
+            self.warmup_offset = self.step
+        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None:
+            lr = 0.0  # no gradient yet: AdamW would not move the adapter, the warmup waits
+        else:
+            lr = self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
+        for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
+            group["lr"] = lr
         self.optimizer.step()
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
@@ -443,8 +398,9 @@ class LocalTrainer:
         return self.skip_zero_advantage_rows and self.config.loss.kl_coef == 0
 
     def learning_rate_at(self, step: int) -> float:
-        """The learning rate of optimizer step ``step`` (1-based): ``learning_rate * min(1, step / W)``
-        with ``W = lr_warmup_steps`` (constant when ``W`` is 0)."""
+        """The learning rate of the ``step``-th optimizer step (1-based) counted from the first one
+        with a nonzero gradient: ``learning_rate * min(1, step / W)`` with ``W = lr_warmup_steps``
+        (constant when ``W`` is 0)."""
         cfg = self.config
         if cfg.lr_warmup_steps <= 0:
             return cfg.learning_rate
@@ -466,13 +422,18 @@ class LocalTrainer:
         :attr:`kl_sampling`'s distribution, no grad."""
         with torch.no_grad(), self.model.disable_adapter():
             logits, t, first = self._logits(micro)
-            lp = self._logprobs(logits, t["input_ids"], first, self.kl_sampling)
+            lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
         return lp.detach()
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:
         """Checkpoint adapter + optimizer + counters + RNG under ``run_dir/checkpoints``."""
-        state = {"outer_batch": self.outer_batch, "step": self.step, "config": self.config.to_dict()}
+        state = {
+            "outer_batch": self.outer_batch,
+            "step": self.step,
+            "warmup_offset": self.warmup_offset,
+            "config": self.config.to_dict(),
+        }
         state.update(extra or {})
         with self.lock:
             return checkpoint.save_checkpoint(
@@ -488,9 +449,15 @@ class LocalTrainer:
             state = checkpoint.load_checkpoint(path, self.model, self.optimizer)
             self.outer_batch = int(state["outer_batch"])
             self.step = int(state["step"])
+            # checkpoints from before warmup_offset existed counted warmup from step 0
+            offset = state.get("warmup_offset", 0 if self.step else None)
+            self.warmup_offset = None if offset is None else int(offset)
             if self.weight_sync is None:
                 self.backend.policy_version = self.step
         if self.weight_sync is not None and self.step > 0:
             self.weight_sync.sync(self.model, self.step)
         logger.info("resumed from %s: outer batch %d, step %d", path, self.outer_batch, self.step)
+        changed = config_changes(state.get("config"), self.config.to_dict())
+        if changed:
+            logger.warning("resumed %s with a changed configuration: %s", path, "; ".join(changed))
         return state

@@ -18,6 +18,22 @@ from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
 
+_INT_FIELDS = (
+    "prompt_batch_size",
+    "rollouts_per_prompt",
+    "ppo_mini_batch_size",
+    "ppo_epochs",
+    "micro_batch_max_tokens",
+    "lr_warmup_steps",
+    "lora_rank",
+    "seed",
+    "concurrency",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "eval_every",
+    "eval_samples",
+)
+
 
 @dataclass(frozen=True)
 class TrainerConfig:
@@ -32,8 +48,9 @@ class TrainerConfig:
             (the old behaviour, for comparison; needs ``rows_per_mini_batch``).
         micro_batch_max_tokens: padded-token budget of one micro-batch (gradient accumulation).
         learning_rate / weight_decay / adam_betas: AdamW over the LoRA parameters.
-        lr_warmup_steps: linear warmup, optimizer step ``s`` (1-based) uses
-            ``learning_rate * min(1, s / lr_warmup_steps)``; 0 (default): constant.
+        lr_warmup_steps: linear warmup, the ``s``-th optimizer step (1-based) counted from the
+            first one with a nonzero gradient uses ``learning_rate * min(1, s / lr_warmup_steps)``
+            (steps before it take learning rate 0); 0 (default): constant.
         max_grad_norm: clip the mini-batch gradient to this L2 norm (None: no clipping).
         lora_rank / lora_alpha / lora_target_modules: peft ``LoraConfig`` (dropout is always 0,
             so the trainer's logprobs match the sampler's).
@@ -52,8 +69,9 @@ class TrainerConfig:
         eval_samples: rollouts per evaluation task.
 
     Raises:
-        ValueError: from :class:`BatchingConfig` for inconsistent sizes, or for a non-positive
-            rollouts_per_prompt / learning rate / LoRA rank, or negative cadences.
+        ValueError: from :class:`BatchingConfig` for inconsistent sizes, a count that is not an
+            int (``lr_warmup_steps=2.5`` or ``True``), a non-positive rollouts_per_prompt /
+            learning rate / LoRA rank, or negative cadences.
     """
 
     prompt_batch_size: int = 4
@@ -88,6 +106,10 @@ class TrainerConfig:
     eval_samples: int = 1
 
     def __post_init__(self) -> None:
+        for name in _INT_FIELDS:  # 2.0 or True would pass the range checks and mislead
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an int, got {value!r}")
         self.batching()  # validates the batching sizes
         if self.rollouts_per_prompt < 1:
             raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")
@@ -154,3 +176,23 @@ class TrainerConfig:
     def replace(self, **changes: Any) -> TrainerConfig:
         """A copy with ``changes`` applied (validated again)."""
         return replace(self, **changes)
+
+
+def config_changes(saved: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+    """``"key: saved -> current"`` for each configuration entry (nested ones dotted) that differs
+    between a checkpoint's saved ``TrainerConfig.to_dict()`` and the current one; [] when equal or
+    when the checkpoint saved none. JSON turns tuples into lists; those compare equal."""
+    if not isinstance(saved, dict):
+        return []
+    out: list[str] = []
+    for key in sorted(set(saved) | set(current)):
+        old, new = saved.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            out.extend(f"{key}.{c}" for c in config_changes(old, new))
+        elif _jsonable(old) != _jsonable(new):
+            out.append(f"{key}: {old!r} -> {new!r}")
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    return [_jsonable(v) for v in value] if isinstance(value, list | tuple) else value

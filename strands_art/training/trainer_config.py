@@ -76,8 +76,10 @@ class TrainerConfig:
 
     Raises:
         ValueError: from :class:`BatchingConfig` for inconsistent sizes, a count that is not an
-            int (``lr_warmup_steps=2.5`` or ``True``), a non-positive rollouts_per_prompt /
-            learning rate / LoRA rank, or negative cadences.
+            int (``lr_warmup_steps=2.5`` or ``True``; numpy ints are taken), a learning rate /
+            weight decay / max_grad_norm that is not a finite real (``True``, ``"1e-3"``, nan), a
+            non-positive rollouts_per_prompt / learning rate / LoRA rank / max_grad_norm, a
+            negative weight decay, or negative cadences.
     """
 
     prompt_batch_size: int = 4

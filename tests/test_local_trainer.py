@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 
+import numpy as np
 import pytest
 import torch
 from fakes import LengthTask, tiny_llama
@@ -381,7 +383,7 @@ def test_learning_rate_warmup(tok):
     m = trainer.update(trajs)
     trainer.update(trajs)
     assert lrs == pytest.approx([1.25e-2, 2.5e-2, 3.75e-2, 5e-2]) and m["lr"] == pytest.approx(2.5e-2)
-    # warmup is a function of the step count alone: a resumed trainer continues the schedule
+    # warmup is a function of step counts saved in the checkpoint: a resumed trainer continues it
     assert make(tok, lr_warmup_steps=0)[0].learning_rate_at(1) == 5e-2
     with pytest.raises(ValueError, match="lr_warmup_steps must be >= 0"):
         config(lr_warmup_steps=-1)
@@ -390,13 +392,19 @@ def test_learning_rate_warmup(tok):
             config(lr_warmup_steps=bad)
     with pytest.raises(ValueError, match="ppo_epochs must be an int"):
         config(ppo_epochs=1.0)
+    for bad in (True, "1e-3", math.nan):
+        with pytest.raises(ValueError, match="learning_rate must be a finite real number"):
+            config(learning_rate=bad)
+    numpy_cfg = config(lr_warmup_steps=np.int64(4), learning_rate=np.float32(0.5))
+    assert type(numpy_cfg.lr_warmup_steps) is int and type(numpy_cfg.learning_rate) is float
+    assert json.loads(json.dumps(numpy_cfg.to_dict()))["lr_warmup_steps"] == 4
 
 
 def test_warmup_waits_for_the_first_nonzero_gradient(tok, tmp_path, caplog):
     """Optimizer steps before the first nonzero gradient (every group's rewards equal; with a KL
-    term too, since a fresh adapter is the base model) take learning rate 0 and do not use up the
-    warmup: the first step that can move the adapter is the first step of the warmup. The offset
-    survives a checkpoint; resuming with a changed configuration is logged, key by key."""
+    term too, since a fresh adapter is the base model) skip AdamW altogether and do not use up the
+    warmup: the first real update is bit for bit that of a trainer whose first batch had signal.
+    The offset survives a checkpoint; resuming with a changed configuration is logged, key by key."""
     import logging
 
     from strands_art.training.loss import LossConfig
@@ -412,10 +420,16 @@ def test_warmup_waits_for_the_first_nonzero_gradient(tok, tmp_path, caplog):
     flat = [dataclasses.replace(t, reward=0.5) for t in trajs]
     before = lora_state(trainer)
     m0 = trainer.update(flat)
-    assert m0["grad_norm"] == 0.0 and lrs == [0.0, 0.0] and trainer.warmup_offset is None
+    assert m0["grad_norm"] == 0.0 and m0["lr"] == 0.0 and m0["optimizer_steps"] == 2 and trainer.step == 2
+    assert lrs == [] and trainer.optimizer.state == {} and trainer.warmup_offset is None
+    assert trainer.backend.policy_version == 2  # the steps count, as the configuration says
     assert all(torch.equal(before[k], v) for k, v in lora_state(trainer).items())
     trainer.update(trajs)
-    assert lrs[2:] == pytest.approx([1.25e-2, 2.5e-2]) and trainer.warmup_offset == 2
+    assert lrs == pytest.approx([1.25e-2, 2.5e-2]) and trainer.warmup_offset == 2
+    fresh, _ = make(tok, ppo_epochs=1, lr_warmup_steps=4, loss=LossConfig(kl_coef=0.5))
+    fresh.update(trajs)  # the same first signal, without the waiting batch before it
+    assert all(torch.equal(fresh_w, lora_state(trainer)[k]) for k, fresh_w in lora_state(fresh).items())
+
     trainer.save(tmp_path)
     resumed, _ = make(tok, ppo_epochs=1, lr_warmup_steps=8, loss=LossConfig(kl_coef=0.5))
     with caplog.at_level(logging.WARNING, logger="strands_art.training.local"):
@@ -426,6 +440,10 @@ def test_warmup_waits_for_the_first_nonzero_gradient(tok, tmp_path, caplog):
     assert config_changes(config().to_dict(), config(loss=LossConfig(kl_coef=0.1)).to_dict()) == [
         "loss.kl_coef: 0.0 -> 0.1"
     ]
+    old = config().to_dict()  # a checkpoint written before lr_warmup_steps / kl_coef existed
+    del old["lr_warmup_steps"], old["loss"]["kl_coef"]
+    assert config_changes(old, config().to_dict()) == []  # defaults unchanged: nothing to say
+    assert config_changes(old, config(lr_warmup_steps=3).to_dict()) == ["lr_warmup_steps: (absent) -> 3"]
 
 
 def test_a_non_finite_gradient_refuses_the_step(tok):
@@ -439,7 +457,10 @@ def test_a_non_finite_gradient_refuses_the_step(tok):
     trainer.update(trajs)  # move away from the base model: the KL term is no longer 0
     trainer.config = trainer.config.replace(loss=LossConfig(kl_coef=3e38))
     before, step = lora_state(trainer), trainer.step
-    with pytest.raises(NonFiniteGradient, match="at optimizer step 3: step refused, adapter unchanged"):
+    with pytest.raises(
+        NonFiniteGradient,
+        match=r"at optimizer step 3: this step refused, the adapter keeps the weights of step 2 \(0 earlier",
+    ):
         trainer.update(trajs)
     assert trainer.step == step
     assert all(torch.equal(before[k], v) for k, v in lora_state(trainer).items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -96,8 +97,10 @@ def test_kl_penalty_toward_the_reference_exact():
         with pytest.raises(ValueError, match="kl_coef must be finite and >= 0"):
             LossConfig(kl_coef=bad)
     for bad in (True, "0.1", None):  # True would silently mean 1.0
-        with pytest.raises(ValueError, match="kl_coef must be a number"):
+        with pytest.raises(ValueError, match="kl_coef must be a real number"):
             LossConfig(kl_coef=bad)
+    numpy_coef = LossConfig(kl_coef=np.float32(0.5)).kl_coef  # a numpy scalar becomes a float
+    assert type(numpy_coef) is float and numpy_coef == 0.5
 
 
 def test_kl_term_reads_kl_logprobs_when_given():

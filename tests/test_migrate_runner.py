@@ -154,7 +154,7 @@ class InterruptAt(ShellThenAnswer):
 
 
 def test_ctrl_c_keeps_completed_rollouts_and_resume_runs_only_the_missing(
-    tasks_dir: Path, tmp_path: Path, qwen3, capsys: pytest.CaptureFixture[str]
+    tasks_dir: Path, tmp_path: Path, qwen3, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
     # a shell runs background jobs (`cmd &`) with SIGINT ignored, and Python keeps an inherited
     # SIG_IGN: restore the default Ctrl-C handler so the test does not depend on how it was started
@@ -181,7 +181,7 @@ def test_ctrl_c_keeps_completed_rollouts_and_resume_runs_only_the_missing(
 
     resumed = ScriptedBackend(qwen3, ShellThenAnswer(qwen3))
     args = build_parser().parse_args(["migrate", "--resume", str(run_dir)])
-    os.environ.pop("COLUMNS", None)
+    monkeypatch.delenv("COLUMNS", raising=False)
     assert main_from_args(args, backend_factory=lambda a: (resumed, qwen3)) == 0
     results = _results(run_dir)
     # stdout is not a terminal here (a log): lines are not wrapped at 80 columns

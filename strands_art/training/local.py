@@ -20,13 +20,16 @@ outer batch of finished trajectories:
 **Learning-rate warmup** (``lr_warmup_steps = W``): the ``s``-th optimizer step (1-based)
 counted from the first one with a nonzero gradient uses ``learning_rate * min(1, s / W)``.
 AdamW's first steps move every LoRA parameter by about the learning rate whatever the gradient's
-size; warmup keeps the first update of a run small. Steps before the first nonzero gradient (a
-run whose first groups all have equal rewards) would not move the adapter (AdamW's moments are
-still zero); they take learning rate 0 and do not use up the warmup
+size; warmup keeps the first update of a run small. With warmup on, the steps before the first
+nonzero gradient (a run whose first groups all have equal rewards) skip ``optimizer.step()``:
+no update, no weight decay, AdamW's step count (its bias correction) unchanged, so the first
+real update is exactly that of a run that started with it. They still count as steps (the step
+count and the policy version advance as the configuration says) and do not use up the warmup
 (:attr:`LocalTrainer.warmup_offset`, saved in checkpoints).
 
 **Non-finite gradients** (a diverging loss, a huge ``kl_coef``): the step is refused before
-``optimizer.step()`` (:class:`NonFiniteGradient`); the adapter keeps the weights of the step before.
+``optimizer.step()`` (:class:`NonFiniteGradient`); the adapter keeps the weights of the step before
+(earlier steps of the same outer batch stay applied; the message says how many).
 
 **KL penalty** (``loss.kl_coef > 0``, :mod:`strands_art.training.loss`): each micro-batch also
 runs a no-grad forward pass with the LoRA adapter disabled (the base model is the reference
@@ -143,7 +146,8 @@ class LocalTrainer:
         step: optimizer steps taken so far.
         outer_batch: outer batches completed so far.
         warmup_offset: optimizer steps taken before the first one with a nonzero gradient (the
-            warmup counts from there); None until that step (only tracked with warmup on).
+            warmup counts from there); None until that step.
+        last_lr: the learning rate of the last optimizer step (0.0 for a step the warmup skipped).
     """
 
     skip_zero_advantage_rows = True
@@ -190,6 +194,8 @@ class LocalTrainer:
         self.step = 0
         self.outer_batch = 0
         self.warmup_offset: int | None = None
+        self._update_first_step = 0
+        self.last_lr = config.learning_rate
         base = self.model.get_base_model()
         self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
 
@@ -224,6 +230,7 @@ class LocalTrainer:
             WeightSyncError: the server did not take the new adapter (vLLM backend).
         """
         t0 = time.perf_counter()
+        self._update_first_step = self.step
         adv = compute_advantages(trajectories, self.config.grpo)
         metrics: dict[str, float] = dict(adv.metrics)
         metrics.update(policy_lag(adv.rows, self.step))
@@ -272,7 +279,7 @@ class LocalTrainer:
             step=self.step,
             train_s=elapsed,
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
-            lr=self.optimizer.param_groups[0]["lr"],
+            lr=self.last_lr,
         )
         self.outer_batch += 1
         return metrics
@@ -375,19 +382,23 @@ class LocalTrainer:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
         if not math.isfinite(norm):
             self.optimizer.zero_grad(set_to_none=False)
+            applied = self.step - self._update_first_step
             raise NonFiniteGradient(
-                f"gradient norm {norm} (loss {total}) at optimizer step {self.step + 1}: step refused, "
-                "adapter unchanged; lower the learning rate or kl_coef, or check the rows' logprobs"
+                f"gradient norm {norm} (loss {total}) at optimizer step {self.step + 1}: this step refused, "
+                f"the adapter keeps the weights of step {self.step} ({applied} earlier step(s) of this outer "
+                "batch applied; resume from the last checkpoint to drop them); lower the learning rate or "
+                "kl_coef, or check the rows' logprobs"
             )
-        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None and norm > 0:
+        if self.warmup_offset is None and norm > 0:  # recorded with warmup off too (W may change on resume)
             self.warmup_offset = self.step
         if cfg.lr_warmup_steps > 0 and self.warmup_offset is None:
-            lr = 0.0  # no gradient yet: AdamW would not move the adapter, the warmup waits
+            lr = 0.0  # no gradient yet: the warmup waits, and AdamW is not stepped at all (see module doc)
         else:
             lr = self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
-        for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
-            group["lr"] = lr
-        self.optimizer.step()
+            for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
+                group["lr"] = lr
+            self.optimizer.step()
+        self.last_lr = lr
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step

@@ -43,6 +43,7 @@ gradients (gradient accumulation) gives exactly the mini-batch gradient.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -80,8 +81,9 @@ class LossConfig:
             raise ValueError("need 0 <= clip_ratio_low < 1 and clip_ratio_high >= 0")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be positive or None, got {self.tis_cap}")
-        if isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, int | float):
-            raise ValueError(f"kl_coef must be a number, got {self.kl_coef!r}")
+        if isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real):
+            raise ValueError(f"kl_coef must be a real number (not a bool), got {self.kl_coef!r}")
+        object.__setattr__(self, "kl_coef", float(self.kl_coef))  # numpy scalars -> float (JSON)
         if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):  # inf * a zero KL term is nan
             raise ValueError(f"kl_coef must be finite and >= 0, got {self.kl_coef}")
 

@@ -10,6 +10,9 @@ belongs to.
 
 from __future__ import annotations
 
+import json
+import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -26,6 +29,7 @@ _INT_FIELDS = (
     "micro_batch_max_tokens",
     "lr_warmup_steps",
     "lora_rank",
+    "lora_alpha",
     "seed",
     "concurrency",
     "checkpoint_every",
@@ -33,6 +37,8 @@ _INT_FIELDS = (
     "eval_every",
     "eval_samples",
 )
+
+_REAL_FIELDS = ("learning_rate", "weight_decay", "max_grad_norm")
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,10 @@ class TrainerConfig:
 
     Raises:
         ValueError: from :class:`BatchingConfig` for inconsistent sizes, a count that is not an
-            int (``lr_warmup_steps=2.5`` or ``True``), a non-positive rollouts_per_prompt /
-            learning rate / LoRA rank, or negative cadences.
+            int (``lr_warmup_steps=2.5`` or ``True``; numpy ints are taken), a learning rate /
+            weight decay / max_grad_norm that is not a finite real (``True``, ``"1e-3"``, nan), a
+            non-positive rollouts_per_prompt / learning rate / LoRA rank / max_grad_norm, a
+            negative weight decay, or negative cadences.
     """
 
     prompt_batch_size: int = 4
@@ -108,8 +116,20 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         for name in _INT_FIELDS:  # 2.0 or True would pass the range checks and mislead
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise ValueError(f"{name} must be an int, got {value!r}")
+            object.__setattr__(self, name, int(value))  # numpy ints -> int (JSON)
+        for name in _REAL_FIELDS:
+            value = getattr(self, name)
+            if value is None and name == "max_grad_norm":
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite real number (not a bool), got {value!r}")
+            object.__setattr__(self, name, float(value))
+        if self.weight_decay < 0 or (self.max_grad_norm is not None and self.max_grad_norm <= 0):
+            raise ValueError(
+                f"need weight_decay >= 0 and max_grad_norm > 0 or None, got {self.weight_decay}, {self.max_grad_norm}"
+            )
         self.batching()  # validates the batching sizes
         if self.rollouts_per_prompt < 1:
             raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")
@@ -178,21 +198,34 @@ class TrainerConfig:
         return replace(self, **changes)
 
 
-def config_changes(saved: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+def config_changes(
+    saved: dict[str, Any] | None, current: dict[str, Any], defaults: dict[str, Any] | None = None
+) -> list[str]:
     """``"key: saved -> current"`` for each configuration entry (nested ones dotted) that differs
     between a checkpoint's saved ``TrainerConfig.to_dict()`` and the current one; [] when equal or
-    when the checkpoint saved none. JSON turns tuples into lists; those compare equal."""
+    when the checkpoint saved none. A key the checkpoint lacks (written before the option existed)
+    is reported only if the current value is not the option's default (``(absent)`` then). JSON
+    turns tuples into lists and NaN into NaN; those compare equal."""
     if not isinstance(saved, dict):
         return []
+    if defaults is None:
+        defaults = TrainerConfig().to_dict()
     out: list[str] = []
     for key in sorted(set(saved) | set(current)):
-        old, new = saved.get(key), current.get(key)
+        new, default = current.get(key), defaults.get(key)
+        if key not in saved:
+            if _same(new, default):
+                continue
+            out.append(f"{key}: (absent) -> {new!r}")
+            continue
+        old = saved[key]
         if isinstance(old, dict) and isinstance(new, dict):
-            out.extend(f"{key}.{c}" for c in config_changes(old, new))
-        elif _jsonable(old) != _jsonable(new):
+            sub = default if isinstance(default, dict) else {}
+            out.extend(f"{key}.{c}" for c in config_changes(old, new, sub))
+        elif not _same(old, new):
             out.append(f"{key}: {old!r} -> {new!r}")
     return out
 
 
-def _jsonable(value: Any) -> Any:
-    return [_jsonable(v) for v in value] if isinstance(value, list | tuple) else value
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr)

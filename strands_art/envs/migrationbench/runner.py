@@ -419,14 +419,15 @@ def _check_sandbox(args: argparse.Namespace, console: Console) -> None:
 
 
 LOG_WIDTH = 160
-"""Console width when stdout is not a terminal (rich would wrap at 80 columns; ``$COLUMNS`` wins)."""
+"""Console width when stdout is not a terminal (rich would wrap at 80 columns; a numeric
+``$COLUMNS`` wins)."""
 
 
 def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:
     """Entry point of ``strands-art migrate``; returns the process exit code: 0, 2 (bad options or
     tasks), 3 (some rollouts failed because the backend failed), 130 (Ctrl-C)."""
     console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
         console = Console(width=LOG_WIDTH)  # a log or a pipe: no 80-column wrapping of the table
     try:
         results = asyncio.run(run_migration(args, console, backend_factory=backend_factory))

@@ -370,15 +370,21 @@ def test_zero_advantage_rows_are_skipped_exactly(tok):
 # ---------------------------------------------------------------- warmup and KL penalty
 
 
-def test_learning_rate_warmup(tok):
-    trainer, gateway = make(tok, ppo_epochs=1, lr_warmup_steps=4)
-    assert [trainer.learning_rate_at(s) for s in (1, 2, 4, 9)] == pytest.approx([1.25e-2, 2.5e-2, 5e-2, 5e-2])
-    lrs = []
+def record_step_lrs(trainer) -> list[float]:
+    """The learning rate of every ``optimizer.step()`` call from now on (appended as they happen)."""
+    lrs: list[float] = []
     step = trainer.optimizer.step
     trainer.optimizer.step = lambda *a, **k: (
         lrs.append(trainer.optimizer.param_groups[0]["lr"]),
         step(*a, **k),
     )[1]
+    return lrs
+
+
+def test_learning_rate_warmup(tok):
+    trainer, gateway = make(tok, ppo_epochs=1, lr_warmup_steps=4)
+    assert [trainer.learning_rate_at(s) for s in (1, 2, 4, 9)] == pytest.approx([1.25e-2, 2.5e-2, 5e-2, 5e-2])
+    lrs = record_step_lrs(trainer)
     trajs = rollouts(trainer, gateway)
     m = trainer.update(trajs)
     trainer.update(trajs)
@@ -410,12 +416,7 @@ def test_warmup_waits_for_the_first_nonzero_gradient(tok, tmp_path, caplog):
     from strands_art.training.loss import LossConfig
 
     trainer, gateway = make(tok, ppo_epochs=1, lr_warmup_steps=4, loss=LossConfig(kl_coef=0.5))
-    lrs = []
-    step = trainer.optimizer.step
-    trainer.optimizer.step = lambda *a, **k: (
-        lrs.append(trainer.optimizer.param_groups[0]["lr"]),
-        step(*a, **k),
-    )[1]
+    lrs = record_step_lrs(trainer)
     trajs = rollouts(trainer, gateway)
     flat = [dataclasses.replace(t, reward=0.5) for t in trajs]
     before = lora_state(trainer)

@@ -147,7 +147,6 @@ class LocalTrainer:
         outer_batch: outer batches completed so far.
         warmup_offset: optimizer steps taken before the first one with a nonzero gradient (the
             warmup counts from there); None until that step.
-        last_lr: the learning rate of the last optimizer step (0.0 for a step the warmup skipped).
     """
 
     skip_zero_advantage_rows = True
@@ -194,8 +193,6 @@ class LocalTrainer:
         self.step = 0
         self.outer_batch = 0
         self.warmup_offset: int | None = None
-        self._update_first_step = 0
-        self.last_lr = config.learning_rate
         base = self.model.get_base_model()
         self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
 
@@ -230,7 +227,6 @@ class LocalTrainer:
             WeightSyncError: the server did not take the new adapter (vLLM backend).
         """
         t0 = time.perf_counter()
-        self._update_first_step = self.step
         adv = compute_advantages(trajectories, self.config.grpo)
         metrics: dict[str, float] = dict(adv.metrics)
         metrics.update(policy_lag(adv.rows, self.step))
@@ -252,7 +248,7 @@ class LocalTrainer:
             for k, mb in enumerate(batch.steps()):
                 if self._skips_zero_advantage:
                     skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
-                loss, stats, n_filtered, norm = self._step(mb, old)
+                loss, stats, n_filtered, norm = self._step(mb, old, applied=k)
                 losses.append(loss)
                 norms.append(norm)
                 stats_all.extend(stats)
@@ -279,7 +275,7 @@ class LocalTrainer:
             step=self.step,
             train_s=elapsed,
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
-            lr=self.last_lr,
+            lr=self.optimizer.param_groups[0]["lr"],
         )
         self.outer_batch += 1
         return metrics
@@ -332,9 +328,10 @@ class LocalTrainer:
         return out
 
     def _step(
-        self, mb: MiniBatch, old: dict[int, torch.Tensor] | None
+        self, mb: MiniBatch, old: dict[int, torch.Tensor] | None, applied: int = 0
     ) -> tuple[float, list[dict[str, float]], int, float]:
-        """One optimizer step over one mini-batch (gradient accumulation over micro-batches)."""
+        """One optimizer step over one mini-batch (gradient accumulation over micro-batches);
+        ``applied``: steps of this outer batch already taken (named if this one is refused)."""
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=False)
         try:
@@ -382,7 +379,6 @@ class LocalTrainer:
             norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in self.params])))
         if not math.isfinite(norm):
             self.optimizer.zero_grad(set_to_none=False)
-            applied = self.step - self._update_first_step
             raise NonFiniteGradient(
                 f"gradient norm {norm} (loss {total}) at optimizer step {self.step + 1}: this step refused, "
                 f"the adapter keeps the weights of step {self.step} ({applied} earlier step(s) of this outer "
@@ -391,14 +387,11 @@ class LocalTrainer:
             )
         if self.warmup_offset is None and norm > 0:  # recorded with warmup off too (W may change on resume)
             self.warmup_offset = self.step
-        if cfg.lr_warmup_steps > 0 and self.warmup_offset is None:
-            lr = 0.0  # no gradient yet: the warmup waits, and AdamW is not stepped at all (see module doc)
-        else:
-            lr = self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
-            for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
-                group["lr"] = lr
+        waiting = cfg.lr_warmup_steps > 0 and self.warmup_offset is None
+        for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
+            group["lr"] = 0.0 if waiting else self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
+        if not waiting:  # no gradient yet: the warmup waits, and AdamW is not stepped at all (module doc)
             self.optimizer.step()
-        self.last_lr = lr
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step

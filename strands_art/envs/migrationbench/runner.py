@@ -428,7 +428,7 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
     tasks), 3 (some rollouts failed because the backend failed), 130 (Ctrl-C)."""
     console = Console()
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
-        console = Console(width=LOG_WIDTH)  # a log or a pipe: no 80-column wrapping of the table
+        console.width = LOG_WIDTH  # a log or a pipe: no 80-column wrapping of the table
     try:
         results = asyncio.run(run_migration(args, console, backend_factory=backend_factory))
     except KeyboardInterrupt:

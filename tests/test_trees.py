@@ -155,7 +155,9 @@ def test_remove_tree_of_a_file_a_link_and_nothing(tmp_path: Path) -> None:
     assert list(target.iterdir()) == []
 
 
-_NAME = st.binary(min_size=1, max_size=6).filter(lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b".."))
+_NAME = st.binary(min_size=1, max_size=6).filter(
+    lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b"..")
+)
 _TREE = st.recursive(
     st.one_of(st.binary(max_size=40), st.just("fifo")),
     lambda children: st.dictionaries(_NAME, children, max_size=4),

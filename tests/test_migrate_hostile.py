@@ -241,3 +241,27 @@ def test_an_exception_outside_the_evaluation_fails_only_that_rollout(
     code, script = _run(tmp_path, qwen3, [], resume=True)
     assert code == 0 and len(script.outputs) == 1
     assert not _results(tmp_path / "run")["alpha-r0"].get("failed")
+
+
+def test_evaluate_cli_tells_a_bad_repository_from_a_bad_task(tmp_path: Path, capsys) -> None:
+    """``strands-art evaluate``: a repository the copy refuses scores 0.0 with its reason (exit 0);
+    a task without ``repo/`` and a valid ``base_commit`` is a bad task (exit 2, one line)."""
+    from strands_art.cli import main as cli_main
+
+    _task(tmp_path / "tasks", "hostile", "")
+    repo = tmp_path / "migrated"
+    repo.mkdir()
+    (repo / "pom.xml").write_text("<project/>")
+    for i in range(3):
+        with open(repo / f"sparse{i}.bin", "wb") as f:
+            f.truncate(1000 << 20)
+    assert cli_main(["evaluate", str(repo), "--task", str(tmp_path / "tasks" / "hostile")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["reward"] == 0.0 and result["evaluation_error"]["reason"] == "unsafe_tree"
+    bad = tmp_path / "bad-task"
+    bad.mkdir()
+    (bad / "task.json").write_text(json.dumps({"num_test_cases": 1}))
+    assert cli_main(["evaluate", str(repo), "--task", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"strands-art evaluate: bad task {bad}: ")
+    assert "base_commit must be a hex git commit id" in err[0]

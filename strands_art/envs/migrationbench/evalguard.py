@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from strands_art.envs.sandbox import SandboxError
 from strands_art.envs.sandbox.files import UnsafeFile
+
+from .evaluator import EvalTask, check_commit_id
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +94,22 @@ def failed_evaluation(exc: BaseException, tests_required: int) -> dict[str, Any]
         "details": {"evaluation_error": error},
         "evaluation_error": error,
     }
+
+
+def check_task(task_dir: str | os.PathLike[str]) -> EvalTask:
+    """Load and check a task directory before its evaluation, so that a bad task is told apart
+    from a bad repository: ``task.json`` readable, and the original's tests reachable (``repo/``,
+    or a hex ``base_commit``).
+
+    Raises:
+        FileNotFoundError / ValueError: the task directory is missing or malformed.
+    """
+    task = EvalTask.from_dir(task_dir)
+    if task.original_dir is None:
+        if not task.base_commit:
+            raise ValueError(f"task {task.name}: neither repo/ nor base_commit is given")
+        check_commit_id(task.base_commit, f"task {task.name}: base_commit")
+    return task
 
 
 def guarded_evaluation(

@@ -37,9 +37,12 @@ COMMAND = "if [ -f ATTACK.sh ]; then bash ATTACK.sh; fi; echo done"
 DEEP = r"""
 mkfifo "$(printf 'fifo-\377')"
 python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('sock')"
-for i in $(seq 1200); do mkdir x; cd x; done
-printf 'deep' > "$(printf '\376.java')"
-mkfifo pipe
+python3 -c "
+import os
+for _ in range(1200):
+    os.mkdir('x'); os.chdir('x')
+open(b'\xfe.java', 'w').write('deep'); os.mkfifo('pipe')
+"
 """
 SPARSE = "for i in 1 2 3; do truncate -s 1000M sparse$i.bin; done\n"
 

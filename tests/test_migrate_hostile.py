@@ -190,12 +190,13 @@ def test_any_evaluation_exception_is_scored_and_the_run_goes_on(
         None,
         RecursionError("maximum recursion depth exceeded"),  # alpha-r2
         KeyError("failures"),  # alpha-r3
-        BlockingIOError(11, "Resource temporarily unavailable"),  # alpha-r4: twice -> not scored
+        OSError(28, "No space left on device"),  # alpha-r4: the workspace filled the disk: scored
+        BlockingIOError(11, "Resource temporarily unavailable"),  # alpha-r5: twice -> not scored
         BlockingIOError(11, "Resource temporarily unavailable"),
     ]
     monkeypatch.setattr(evaluator, "evaluate_command", _raising(errors))
     monkeypatch.setattr(evalguard, "RETRY_DELAY_S", 0.0)
-    code, _ = _run(tmp_path, qwen3, ["alpha"], "--rollouts-per-task", "5")
+    code, _ = _run(tmp_path, qwen3, ["alpha"], "--rollouts-per-task", "6")
     assert code == 3 and errors == []  # 3: a rollout was not scored (host failure)
     run_dir = tmp_path / "run"
     results = _results(run_dir)
@@ -206,17 +207,18 @@ def test_any_evaluation_exception_is_scored_and_the_run_goes_on(
     _assert_plain(results["alpha-r1"])  # the retry scored it normally
     assert results["alpha-r2"]["evaluation_error"]["reason"] == "too_deep"
     assert results["alpha-r3"]["evaluation_error"]["reason"] == "bad_repository"
-    r4 = results["alpha-r4"]
-    assert r4["failed"] is True and r4["evaluation_error"]["reason"] == "host_failure"
+    assert results["alpha-r4"]["evaluation_error"]["reason"] == "disk_full"
+    r5 = results["alpha-r5"]
+    assert r5["failed"] is True and r5["evaluation_error"]["reason"] == "host_failure"
     stored = sorted(t.rollout_id for t in TrajectoryStore(run_dir / "trajectories"))
-    assert stored == ["alpha-r0", "alpha-r1", "alpha-r2", "alpha-r3"]  # the failed one is not stored
+    assert stored == [f"alpha-r{i}" for i in range(5)]  # the failed one is not stored
     # --resume reruns only the unscored rollout, now with a working host
     code, script = _run(tmp_path, qwen3, [], resume=True)
     assert code == 0 and len(script.outputs) == 1
     results = _results(run_dir)
-    _assert_plain(results["alpha-r4"])
+    _assert_plain(results["alpha-r5"])
     stored = sorted(t.rollout_id for t in TrajectoryStore(run_dir / "trajectories"))
-    assert stored == [f"alpha-r{i}" for i in range(5)]
+    assert stored == [f"alpha-r{i}" for i in range(6)]
 
 
 def test_an_exception_outside_the_evaluation_fails_only_that_rollout(
@@ -239,7 +241,7 @@ def test_an_exception_outside_the_evaluation_fails_only_that_rollout(
     assert code == 3
     results = _results(tmp_path / "run")
     assert results["alpha-r0"]["failed"] is True
-    assert results["alpha-r0"]["rollout_error"]["reason"] == "host_failure"
+    assert results["alpha-r0"]["rollout_error"]["reason"] == "disk_full"
     _assert_plain(results["alpha-r1"])
     code, script = _run(tmp_path, qwen3, [], resume=True)
     assert code == 0 and len(script.outputs) == 1

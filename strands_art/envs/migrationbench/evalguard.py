@@ -8,11 +8,13 @@ turns any exception into a verdict:
 
 * a failure caused by the repository scores the rollout **0.0** with
   ``evaluation_error = {"reason": CODE, "message": ONE LINE}`` (see :data:`REASONS`);
-* a failure of the host (a fork or memory failure: ``EAGAIN``/``ENOMEM``/``EMFILE``/``ENFILE``/
-  ``ENOSPC``, or the sandbox itself failing) is retried once after :data:`RETRY_DELAY_S`; if it
+* a failure of the host (a fork or memory failure: ``EAGAIN``/``ENOMEM``/``EMFILE``/``ENFILE``,
+  or the sandbox itself failing) is retried once after :data:`RETRY_DELAY_S`; if it
   fails again the rollout is **not scored** (``host_failure``: the runner records it as failed,
   like a sampling-backend failure, and ``--resume`` runs it again). A reward of 0 for a broken
-  machine would be a wrong training signal.
+  machine would be a wrong training signal. A full disk (``ENOSPC``) is *scored* (``disk_full``):
+  the agent's workspace is what fills a disk, and a policy must not be able to turn a rollout it
+  is losing into an unscored one by filling it.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ REASONS: tuple[tuple[str, tuple[type[BaseException], ...], str], ...] = (
         (ValueError, LookupError),
         "unreadable build output or repository (reports, git archive)",
     ),
-    ("os_error", (OSError,), "a file operation on the repository failed"),
+    ("os_error", (OSError,), "a file operation on the repository failed (disk_full: ENOSPC)"),
 )
 #: errno values of a host failure (retried once, then not scored).
-HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC})
+HOST_ERRNOS = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
 
 
 def one_line(exc: BaseException) -> str:
@@ -74,6 +76,8 @@ def reason_of(exc: BaseException) -> str:
     """The reason code of an evaluation failure (``internal_error`` when no rule matches)."""
     if is_host_failure(exc):
         return "host_failure"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return "disk_full"
     for code, types, _ in REASONS:
         if isinstance(exc, types):
             return code

@@ -285,7 +285,7 @@ def copy_tree(
         FileExistsError: ``dst`` exists.
     """
     skipped: list[str] = []
-    total = entries = 0
+    total = listed = 0  # bytes of regular files; entries listed (each visited at most once)
     src_real = Path(os.path.realpath(src))
     chown = identity is not None and identity.drop
     os.mkdir(dst, 0o700)
@@ -293,10 +293,20 @@ def copy_tree(
         os.lchown(dst, identity.uid, identity.gid)
 
     def listing(fd: int, rel: str) -> Iterator[str]:
-        names = sorted(os.listdir(fd))
+        nonlocal listed
+        names: list[str] = []
+        with os.scandir(fd) as it:
+            for entry in it:  # a huge directory is refused before it is held whole
+                names.append(entry.name)
+                listed += 1
+                if listed > max_entries:
+                    raise UnsafeFile(f"{src}: more than {max_entries} files and directories")
+        names.sort()
         drop = skip_dir(rel, names) if skip_dir is not None else set()
         return iter([n for n in names if n not in drop])
 
+    # (source dir fd, copy dir fd, relative path, names left); a level is pushed before it is
+    # listed, so that its fds are closed by the `finally` if listing raises
     stack: list[tuple[int, int, str, Iterator[str]]] = []
     try:
         with open_dir(src) as root_fd:
@@ -312,9 +322,6 @@ def copy_tree(
                 os.close(sfd)
                 os.close(dfd)
                 continue
-            entries += 1
-            if entries > max_entries:
-                raise UnsafeFile(f"{src}: more than {max_entries} files and directories")
             st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
             child_rel = f"{rel}/{name}" if rel else name
             if stat.S_ISDIR(st.st_mode):

@@ -181,8 +181,13 @@ def command_cgroup(memory_bytes: int) -> Iterator[CommandCgroup | None]:
     if support.base is None:
         yield None
         return
-    path = support.base / f"{PREFIX}{os.getpid()}-{next(_counter)}"
-    path.mkdir()
+    while True:  # a busy leftover of an earlier process with our pid keeps its name
+        path = support.base / f"{PREFIX}{os.getpid()}-{next(_counter)}"
+        try:
+            path.mkdir()
+            break
+        except FileExistsError:
+            continue
     try:
         if support.version == 2:
             (path / "memory.max").write_text(str(memory_bytes))

@@ -83,7 +83,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
-    from strands_art.envs.sandbox import SandboxError
     from strands_art.validation import UsageError, check_float
 
     if not Path(args.repo_dir).is_dir():
@@ -96,15 +95,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         return 2
     if args.unsafe_no_sandbox:
         print("strands-art evaluate: --unsafe-no-sandbox: the build runs WITHOUT a sandbox", file=sys.stderr)
-    try:
-        result = evaluate_command(
-            args.repo_dir, args.task, timeout_s=args.timeout, unsafe_no_sandbox=args.unsafe_no_sandbox
-        )
-    except SandboxError as exc:
-        print(f"strands-art evaluate: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
+    import functools
+
+    from strands_art.envs.migrationbench.evalguard import check_task, guarded_evaluation
+
+    try:  # a bad task is the task's fault (exit 2); whatever the repository causes is scored
+        task = check_task(args.task)
+    except (OSError, ValueError) as exc:
         print(f"strands-art evaluate: bad task {args.task}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    result, scored = guarded_evaluation(
+        functools.partial(
+            evaluate_command,
+            args.repo_dir,
+            args.task,
+            timeout_s=args.timeout,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
+        ),
+        tests_required=task.num_test_cases,
+    )
+    if not scored:  # the sandbox or the host failed (twice): no score
+        print(f"strands-art evaluate: {result['evaluation_error']['message']}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,42 +56,62 @@ class TrajectoryStore:
         self._lock = threading.Lock()
 
     def append(self, trajectory: Trajectory) -> None:
-        """Persist one finished rollout (JSONL line + Parquet part), durably."""
-        line = json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False) + "\n"
-        self._write_parquet(trajectory)
-        with self._lock, open(self.jsonl, "a+b") as f:
-            if f.tell() > 0:  # a torn line from a killed writer must not swallow this one
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    line = "\n" + line
-            f.write(line.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
+        """Persist one finished rollout (JSONL line + Parquet part), durably.
 
-    def _write_parquet(self, t: Trajectory) -> None:
-        table = pa.Table.from_pylist(
+        Both are serialized before anything is written, and a failed JSONL append removes the
+        part again, so a failure leaves no orphan. Lone surrogates (a non-UTF-8 file name read with
+        ``surrogateescape``, e.g. in the evaluation's details) cannot be encoded as UTF-8: they
+        are stored as U+FFFD.
+
+        Raises:
+            OSError: writing failed (nothing of this rollout is left in the store).
+        """
+        line = _valid_utf8(json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False)) + "\n"
+        table = self._rows_table(trajectory)
+        final = self.part_path(trajectory.rollout_id)
+        try:
+            self._write_parquet(trajectory, table)
+            with self._lock, open(self.jsonl, "a+b") as f:
+                if f.tell() > 0:  # a torn line from a killed writer must not swallow this one
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        line = "\n" + line
+                f.write(line.encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            final.with_suffix(".parquet.tmp").unlink(missing_ok=True)
+            final.unlink(missing_ok=True)
+            raise
+
+    def _write_parquet(self, t: Trajectory, table: pa.Table | None = None) -> None:
+        """Write the rows of ``t`` (or ``table``) to its part: a temp name, fsync, rename."""
+        final = self.part_path(t.rollout_id)
+        tmp = final.with_suffix(".parquet.tmp")
+        pq.write_table(self._rows_table(t) if table is None else table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+
+    @staticmethod
+    def _rows_table(t: Trajectory) -> pa.Table:
+        return pa.Table.from_pylist(
             [
                 {
-                    "rollout_id": t.rollout_id,
-                    "group_id": t.group_id,
+                    "rollout_id": _valid_utf8(t.rollout_id),
+                    "group_id": _valid_utf8(t.group_id),
                     "row_index": i,
                     "input_ids": r.input_ids,
                     "loss_mask": r.loss_mask,
                     "logprobs": r.logprobs,
                     "turns": r.turns,
                     "reward": r.reward,
-                    "metadata": json.dumps(r.metadata, ensure_ascii=False),
+                    "metadata": _valid_utf8(json.dumps(r.metadata, ensure_ascii=False)),
                 }
                 for i, r in enumerate(t.rows)
             ],
             schema=ROW_SCHEMA,
         )
-        final = self.part_path(t.rollout_id)
-        tmp = final.with_suffix(".parquet.tmp")
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, final)
 
     def __iter__(self) -> Iterator[Trajectory]:
         """Trajectories in append order; a torn final line (crash mid-write) is skipped."""
@@ -183,3 +204,11 @@ class TrajectoryStore:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_utf8(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (encodable as UTF-8)."""
+    return _SURROGATE.sub("\ufffd", text)

@@ -404,8 +404,8 @@ def test_sandbox_check_command_passes_every_check(capsys: pytest.CaptureFixture[
 
     assert cli_main(["sandbox-check"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "sandbox-check: 10/10 checks passed"
-    assert all(line.startswith("ok ") for line in lines[:-1]) and len(lines) == 11
+    assert lines[-1] == "sandbox-check: 11/11 checks passed"
+    assert all(line.startswith("ok ") for line in lines[:-1]) and len(lines) == 12
 
 
 def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: Path, tag: str) -> None:

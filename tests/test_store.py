@@ -51,3 +51,30 @@ def test_appending_after_a_torn_line_keeps_the_new_rollout(tmp_path):
         f.write('{"rollout_id": "b", "ro')
     store.append(traj("c", 0.0))
     assert [t.rollout_id for t in store] == ["a", "c"]
+
+
+def test_a_non_utf8_file_name_in_metadata_is_stored_as_replacement(tmp_path):
+    """Issue 22: a file name read with ``surrogateescape`` (bytes ``\\xff``) in the evaluation's
+    details raised UnicodeEncodeError after the Parquet part was written (an orphan part)."""
+    import json
+
+    import pytest
+
+    store = TrajectoryStore(tmp_path)
+    t = traj("a", 0.0)
+    name = "src/" + b"\xff.java".decode("utf-8", errors="surrogateescape")
+    t.metadata["evaluation"] = {"details": {"left_out_of_build": [name]}}
+    t.rows[0].metadata["file"] = name
+    store.append(t)
+    [back] = list(store)
+    assert back.metadata["evaluation"]["details"]["left_out_of_build"] == ["src/\ufffd.java"]
+    table = store.read_rows_table()
+    assert json.loads(table.column("metadata")[0].as_py())["file"] == "src/\ufffd.java"
+    assert store.complete_ids() == {"a"}
+
+    # a failed JSONL append leaves no part behind (here: the JSONL path is a directory)
+    other = TrajectoryStore(tmp_path / "broken")
+    other.jsonl.mkdir()
+    with pytest.raises(IsADirectoryError):
+        other.append(traj("b", 1.0))
+    assert list((other.root / "rows").iterdir()) == []

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shlex
 import shutil
 import time
@@ -27,14 +26,13 @@ from pathlib import Path
 from strands_art.envs.sandbox import Sandbox, run_async
 from strands_art.envs.sandbox.bwrap import DEFAULT_PATH
 
+from .controlseq import strip_control_sequences
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
 
-# ANSI escape sequences (CSI ... final byte, and OSC ... BEL); Debian's Maven prints colour
-# codes even with -Dstyle.color=never when piped.
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 # Non-interactive defaults: nothing may wait for a terminal or a pager.
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb", "NO_COLOR": "1"}
@@ -89,7 +87,8 @@ class CommandResult:
     Attributes:
         command: the shell text run.
         exit_code: the shell's exit status; None when the command timed out.
-        output: merged stdout+stderr, truncated (see :class:`OutputBuffer`), ANSI codes removed.
+        output: merged stdout+stderr, truncated (see :class:`OutputBuffer`), terminal control
+            sequences removed (:func:`.controlseq.strip_control_sequences`).
         timed_out: the time limit was hit and the process group was killed.
         duration_s: wall seconds from start to the end of output collection.
         total_bytes / dropped_bytes: output produced / left out.
@@ -162,7 +161,9 @@ async def run_command(
     return CommandResult(
         command=command,
         exit_code=exit_code,
-        output=_ANSI_RE.sub("", buf.text()),
+        # terminal control sequences removed (Debian's Maven prints colour codes even with
+        # -Dstyle.color=never when piped; hostile output may hold any ECMA-48 sequence)
+        output=strip_control_sequences(buf.text()),
         timed_out=timed_out,
         duration_s=time.monotonic() - start,
         total_bytes=buf.total,

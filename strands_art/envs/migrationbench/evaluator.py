@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import sys
 import tarfile
 import tempfile
@@ -52,6 +51,7 @@ from strands_art.envs.sandbox import (
     run_sync,
 )
 from strands_art.envs.sandbox.files import copy_tree
+from strands_art.envs.sandbox.removal import remove_tree
 from strands_art.validation import check_float
 
 logger = logging.getLogger(__name__)
@@ -250,7 +250,10 @@ def evaluate(
         )
         result = _score(build, task, original, current, mvn, left_out)
     finally:
-        shutil.rmtree(top, ignore_errors=True)
+        try:
+            remove_tree(top)  # what the build wrote may be any depth (no recursion limit here)
+        except OSError as exc:
+            logger.warning("could not remove the build directory %s: %s", top, exc)
         release_identity(identity)
     result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
     return result

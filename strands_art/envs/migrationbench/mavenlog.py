@@ -10,10 +10,11 @@ in blocks of :data:`BLOCK_BYTES` and keeps only what is reported.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from .controlseq import strip_control_sequences
 
 #: Bytes read at once.
 BLOCK_BYTES = 1 << 20
@@ -24,12 +25,11 @@ MAX_LOG_BYTES = 16 << 20
 #: Longest ``[ERROR]`` line kept, in characters.
 MAX_ERROR_LINE_CHARS = 2000
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
-
 
 def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (colour, cursor) from ``text``."""
-    return _ANSI.sub("", text)
+    """Remove terminal control sequences (colour, cursor, OSC/DCS/... strings, C1 forms) and
+    control characters but TAB/LF/CR from ``text`` (:func:`.controlseq.strip_control_sequences`)."""
+    return strip_control_sequences(text)
 
 
 def is_error_line(line: str) -> bool:

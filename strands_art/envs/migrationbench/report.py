@@ -36,7 +36,7 @@ def print_summary(results: list[dict[str, Any]], console: Console) -> None:
             str(r.get("turns", "")),
             str(r.get("rows", "-")),
             str(r.get("tokens", "-")),
-            "backend failed" if r.get("failed") else str(r.get("stop_reason", "")),
+            _stop(r),
             f"{r.get('times', {}).get('wall_s', 0):.0f}",
         )
     console.print(table)
@@ -79,3 +79,12 @@ def plot_run(results: list[dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _stop(r: dict) -> str:
+    """The "stop" column: how the rollout ended, and why its evaluation failed if it did."""
+    error = r.get("evaluation_error") or r.get("rollout_error")
+    if r.get("failed"):
+        return f"failed ({error['reason']})" if error else "backend failed"
+    stop = str(r.get("stop_reason", ""))
+    return f"{stop}, eval error: {error['reason']}" if error else stop

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -52,6 +54,7 @@ from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
 
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
+from .evalguard import guarded_evaluation, one_line, reason_of
 from .progress import RolloutProgress
 from .report import plot_run, print_summary
 from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
@@ -205,16 +208,25 @@ async def run_rollout(
         t_agent = time.monotonic()
         log_dir = run_dir / "logs"
         log_dir.mkdir(exist_ok=True)
-        evaluation = await asyncio.to_thread(
-            evaluate_command,
-            str(ws.root),
-            str(spec.task.dir),
-            timeout_s=args.build_timeout,
-            scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
-            unsafe_no_sandbox=unsafe,
+        evaluation, scored = await asyncio.to_thread(
+            guarded_evaluation,
+            functools.partial(
+                evaluate_command,
+                str(ws.root),
+                str(spec.task.dir),
+                timeout_s=args.build_timeout,
+                scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
+                unsafe_no_sandbox=unsafe,
+            ),
+            tests_required=spec.task.num_test_cases,
         )
         (log_dir / f"{spec.rollout_id}.eval.json").write_text(json.dumps(evaluation, indent=2))
         eval_s = time.monotonic() - t_agent
+        if not scored:  # the host failed twice (evalguard): not a result of the policy, runs again
+            if gateway is not None:
+                gateway.close_session(spec.rollout_id)
+            record = _base_record(spec, end, gateway, evaluation)
+            return record | {"failed": True, "times": {"wall_s": round(time.monotonic() - t0, 3)}}
         reward = float(evaluation["reward"])
         record = _base_record(spec, end, gateway, evaluation)
         times = {"tools_s": stats.tools_s, "maven_s": stats.maven_s + eval_s, "evaluation_s": eval_s}
@@ -273,10 +285,35 @@ def _base_record(spec: RolloutSpec, end: Any, gateway: Any, evaluation: dict[str
         "index": spec.index,
         "seed": spec.seed,
         **{k: evaluation[k] for k in EVAL_FIELDS},
+        **({"evaluation_error": evaluation["evaluation_error"]} if "evaluation_error" in evaluation else {}),
         "stop_reason": end.reason,
         "error": end.error,
         "turns": end.model_calls,
         "token_capture": gateway is not None,
+    }
+
+
+def _crashed_record(spec: RolloutSpec, exc: Exception, gateway: Any) -> dict[str, Any]:
+    """The results.jsonl record of a rollout that raised outside the evaluation (evaluation
+    failures are scored by :mod:`.evalguard`): not scored, ``failed``, so ``--resume`` reruns it."""
+    logger.error("rollout %s failed: %s", spec.rollout_id, one_line(exc), exc_info=exc)
+    if gateway is not None:
+        with contextlib.suppress(Exception):
+            gateway.close_session(spec.rollout_id)
+    return {
+        "rollout_id": spec.rollout_id,
+        "task": spec.task.name,
+        "index": spec.index,
+        "seed": spec.seed,
+        **NOT_EVALUATED,
+        "tests_required": spec.task.num_test_cases,
+        "stop_reason": "error",
+        "error": one_line(exc),
+        "rollout_error": {"reason": reason_of(exc), "message": one_line(exc)},
+        "turns": 0,
+        "token_capture": gateway is not None,
+        "failed": True,
+        "times": {"wall_s": 0.0},
     }
 
 
@@ -376,7 +413,12 @@ async def _run(
 
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
-                    rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
+                    try:
+                        rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
+                    except UsageError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - one rollout never ends the run
+                        rec = _crashed_record(spec, exc, gateway)
                 with open(results_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
@@ -425,7 +467,8 @@ LOG_WIDTH = 160
 
 def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory | None = None) -> int:
     """Entry point of ``strands-art migrate``; returns the process exit code: 0, 2 (bad options or
-    tasks), 3 (some rollouts failed because the backend failed), 130 (Ctrl-C)."""
+    tasks), 3 (some rollouts failed because the backend or the host failed: not scored, ``--resume``
+    reruns them), 130 (Ctrl-C)."""
     console = Console()
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
         console.width = LOG_WIDTH  # a log or a pipe: no 80-column wrapping of the table
@@ -443,8 +486,8 @@ def main_from_args(args: argparse.Namespace, *, backend_factory: BackendFactory 
     failed = [r["rollout_id"] for r in results if r.get("failed")]
     if failed:
         console.print(
-            f"[red]{len(failed)} rollout(s) failed because the sampling backend failed ({', '.join(failed)}); "
-            f"they are not scored; rerun them with --resume {args.run_dir_used}[/red]"
+            f"[red]{len(failed)} rollout(s) failed because the sampling backend or the host failed "
+            f"({', '.join(failed)}); they are not scored; rerun them with --resume {args.run_dir_used}[/red]"
         )
         return 3
     return 0

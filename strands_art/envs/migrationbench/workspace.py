@@ -34,6 +34,7 @@ from strands_art.envs.sandbox.policy import (
     release_identity,
     untraversable_ancestor,
 )
+from strands_art.envs.sandbox.removal import remove_tree
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +217,10 @@ class Workspace:
     def cleanup(self) -> None:
         """Remove the directories this workspace owns (the copy and ``aux``); idempotent."""
         for d in self._owned:
-            shutil.rmtree(d, ignore_errors=True)
+            try:
+                remove_tree(d)  # iterative: any depth, any file type (sandbox.removal)
+            except OSError as exc:
+                logger.warning("could not remove workspace directory %s: %s", d, exc)
         self._owned.clear()
         self._aux = None
         if self._release:
@@ -310,9 +314,10 @@ def remove_base(base_dir: str | os.PathLike[str]) -> int:
 
 def _remove_tree(directory: Path) -> int:
     count = sum(1 for _ in directory.iterdir())
-    shutil.rmtree(directory, ignore_errors=True)  # never follows a symlink inside
-    if directory.exists():
-        logger.warning("could not remove all of %s", directory)
+    try:
+        remove_tree(directory)  # never follows a symlink inside; no recursion limit
+    except OSError as exc:
+        logger.warning("could not remove all of %s: %s", directory, exc)
     return count
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .bwrap import Sandbox
+from .memcg import memory_cgroups
 from .policy import Limits, allocate_identity, chown_tree, release_identity
 from .probe import SandboxUnavailable, probe_sandbox
 from .process import run_sync
@@ -74,7 +75,7 @@ def check_all(maven: bool = False) -> list[tuple[str, bool, str]]:
     """
     probe_sandbox()
     tag = uuid.uuid4().hex[:10]
-    box = _Box(Limits(processes=256, data_bytes=1 << 30, file_bytes=1 << 20, cpu_s=60))
+    box = _Box(Limits(processes=256, data_bytes=1 << 30, file_bytes=1 << 20, cpu_s=60, memory_bytes=1 << 30))
     results: list[tuple[str, bool, str]] = []
 
     def check(name: str, fn: Callable[[], tuple[bool, str]]) -> None:
@@ -160,6 +161,19 @@ def check_all(maven: bool = False) -> list[tuple[str, bool, str]]:
             ok = "allocated" not in out and "MemoryError" in out
             return ok, "a 3 GiB allocation fails (MemoryError) under the 1 GiB data limit"
 
+        def shared_memory() -> tuple[bool, str]:
+            program = (
+                "import mmap; n = 2 << 30; m = mmap.mmap(-1, n, flags=mmap.MAP_SHARED); "
+                "[m.__setitem__(i, 1) for i in range(0, n, 4096)]; print('touched')"
+            )
+            code, out = box.run(f'python3 -c "{program}"', 60)
+            if memory_cgroups().base is None:
+                return False, f"no memory cgroup ({memory_cgroups().why}): shared memory is not counted"
+            return (
+                "touched" not in out and code != 0,
+                "a 2 GiB MAP_SHARED mapping is killed at the 1 GiB cgroup limit",
+            )
+
         def file_size() -> tuple[bool, str]:
             code, out = box.run("head -c 3000000 /dev/zero > big; stat -c %s big")
             size = (box.ws / "big").stat().st_size if (box.ws / "big").exists() else 0
@@ -183,6 +197,7 @@ def check_all(maven: bool = False) -> list[tuple[str, bool, str]]:
             ("environment allow-list", environment),
             ("fork bomb", fork_bomb),
             ("memory hog", memory),
+            ("shared memory (cgroup)", shared_memory),
             ("file size", file_size),
             ("orphans", leftovers),
         ):

@@ -240,6 +240,19 @@ def unlink(root: str | os.PathLike[str], rel: str | os.PathLike[str]) -> None:
         os.unlink(parts[-1], dir_fd=dfd)
 
 
+#: Directory levels :func:`copy_tree` follows below its source (a real project needs a few dozen;
+#: each level holds two open fds while it is copied).
+MAX_COPY_DEPTH = 128
+#: Entries (files, directories, links, others) :func:`copy_tree` visits before it refuses the tree.
+MAX_COPY_ENTRIES = 500_000
+
+
+def display_path(rel: str) -> str:
+    """``rel`` as valid text for messages and JSON: bytes of a non-UTF-8 file name (read with
+    ``surrogateescape``) become ``\\xNN`` escapes."""
+    return os.fsencode(rel).decode("utf-8", errors="backslashreplace")
+
+
 def copy_tree(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
@@ -247,88 +260,138 @@ def copy_tree(
     identity: Identity | None = None,
     skip_dir: Callable[[str, list[str]], set[str]] | None = None,
     max_total_bytes: int = 2 << 30,
+    max_depth: int = MAX_COPY_DEPTH,
+    max_entries: int = MAX_COPY_ENTRIES,
 ) -> list[str]:
     """Copy ``src`` into the new directory ``dst``: directories, regular files, and relative
     symlinks (as links) that resolve inside ``src``. FIFOs, sockets, devices, absolute symlinks
-    and symlinks leading out of ``src`` are left out; their relative paths are returned.
+    and symlinks leading out of ``src`` are left out; their relative paths are returned (as
+    :func:`display_path` text).
 
+    Iterative (no recursion limit) and fd-relative on both sides (no path length limit): a
+    directory is reached from its parent's open fd, so a tree of any shape costs at most
+    ``max_entries`` visits, ``max_total_bytes`` copied and ``2 * max_depth`` open fds.
     ``src`` must not change while it is copied (its writers have ended).
 
     Args:
         identity: owner of everything created (None: the caller).
         skip_dir: ``skip_dir(dirpath_rel, names) -> set`` of names to leave out of a directory.
-        max_total_bytes: a larger tree raises :class:`UnsafeFile`.
+        max_total_bytes: a tree whose regular files hold more bytes (apparent size: a sparse
+            file counts whole) raises :class:`UnsafeFile`.
+        max_depth / max_entries: a deeper or larger tree raises :class:`UnsafeFile`.
 
     Raises:
-        UnsafeFile: the tree is larger than ``max_total_bytes``.
+        UnsafeFile: the tree is over one of the bounds.
         FileExistsError: ``dst`` exists.
     """
     skipped: list[str] = []
-    total = 0
+    total = listed = 0  # bytes of regular files; entries listed (each visited at most once)
     src_real = Path(os.path.realpath(src))
+    chown = identity is not None and identity.drop
     os.mkdir(dst, 0o700)
+    if chown:
+        os.lchown(dst, identity.uid, identity.gid)
 
-    def own(path: str) -> None:
-        if identity is not None and identity.drop:
-            os.lchown(path, identity.uid, identity.gid)
-
-    own(os.fspath(dst))
-
-    def walk(sfd: int, dpath: str, rel: str) -> None:
-        nonlocal total
-        names = sorted(os.listdir(sfd))
+    def listing(fd: int, rel: str) -> Iterator[str]:
+        nonlocal listed
+        names: list[str] = []
+        with os.scandir(fd) as it:
+            for entry in it:  # a huge directory is refused before it is held whole
+                names.append(entry.name)
+                listed += 1
+                if listed > max_entries:
+                    raise UnsafeFile(f"{src}: more than {max_entries} files and directories")
+        names.sort()
         drop = skip_dir(rel, names) if skip_dir is not None else set()
-        for name in names:
-            if name in drop:
+        return iter([n for n in names if n not in drop])
+
+    # (source dir fd, copy dir fd, relative path, names left); a level is pushed before it is
+    # listed, so that its fds are closed by the `finally` if listing raises
+    stack: list[tuple[int, int, str, Iterator[str]]] = []
+    try:
+        with open_dir(src) as root_fd:
+            sfd = os.dup(root_fd)
+        stack.append((sfd, -1, "", iter(())))
+        dfd = os.open(dst, _DIR_FLAGS)
+        stack[-1] = (sfd, dfd, "", listing(sfd, ""))
+        while stack:
+            sfd, dfd, rel, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                stack.pop()
+                os.close(sfd)
+                os.close(dfd)
                 continue
             st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
-            target = os.path.join(dpath, name)
             child_rel = f"{rel}/{name}" if rel else name
             if stat.S_ISDIR(st.st_mode):
-                os.mkdir(target, 0o755)
-                own(target)
-                cfd = os.open(name, _DIR_FLAGS, dir_fd=sfd)
+                if len(stack) > max_depth:
+                    raise UnsafeFile(
+                        f"{src}: directories nested deeper than {max_depth} levels "
+                        f"({display_path(child_rel)[:200]}...)"
+                    )
+                os.mkdir(name, 0o755, dir_fd=dfd)
+                if chown:
+                    os.chown(name, identity.uid, identity.gid, dir_fd=dfd, follow_symlinks=False)
+                csfd = os.open(name, _DIR_FLAGS, dir_fd=sfd)
                 try:
-                    walk(cfd, target, child_rel)
-                finally:
-                    os.close(cfd)
+                    cdfd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                except BaseException:
+                    os.close(csfd)
+                    raise
+                stack.append((csfd, cdfd, child_rel, iter(())))
+                stack[-1] = (csfd, cdfd, child_rel, listing(csfd, child_rel))
             elif stat.S_ISLNK(st.st_mode):
                 link = os.readlink(name, dir_fd=sfd)
-                if os.path.isabs(link) or not is_under(
-                    Path(os.path.realpath(src_real / child_rel)), src_real
-                ):
-                    skipped.append(child_rel)
+                try:
+                    inside = not os.path.isabs(link) and is_under(
+                        Path(os.path.realpath(src_real / child_rel)), src_real
+                    )
+                except OSError:  # a path too long to resolve
+                    inside = False
+                if not inside:
+                    skipped.append(display_path(child_rel))
                     continue
-                os.symlink(link, target)
-                own(target)
+                os.symlink(link, name, dir_fd=dfd)
+                if chown:
+                    os.chown(name, identity.uid, identity.gid, dir_fd=dfd, follow_symlinks=False)
             elif stat.S_ISREG(st.st_mode):
                 total += st.st_size
                 if total > max_total_bytes:
                     raise UnsafeFile(f"{src}: more than {max_total_bytes} bytes of files")
-                ifd = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=sfd)
-                try:
-                    if not stat.S_ISREG(os.fstat(ifd).st_mode):
-                        skipped.append(child_rel)
-                        continue
-                    ofd = os.open(
-                        target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, st.st_mode & 0o755
-                    )
-                    try:
-                        while chunk := os.read(ifd, 1 << 20):
-                            view = memoryview(chunk)
-                            while view:
-                                view = view[os.write(ofd, view) :]
-                    finally:
-                        os.close(ofd)
-                finally:
-                    os.close(ifd)
-                own(target)
+                if not _copy_file(sfd, dfd, name, st.st_mode & 0o755, identity if chown else None):
+                    skipped.append(display_path(child_rel))
             else:
-                skipped.append(child_rel)
-
-    with open_dir(src) as sfd:
-        walk(sfd, os.fspath(dst), "")
+                skipped.append(display_path(child_rel))
+    finally:
+        for sfd, dfd, _, _ in stack:
+            os.close(sfd)
+            if dfd >= 0:
+                os.close(dfd)
     return skipped
+
+
+def _copy_file(sfd: int, dfd: int, name: str, mode: int, identity: Identity | None) -> bool:
+    """Copy the regular file ``name`` from directory fd ``sfd`` to ``dfd``; False if it is not one."""
+    ifd = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=sfd)
+    try:
+        if not stat.S_ISREG(os.fstat(ifd).st_mode):
+            return False
+        ofd = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd
+        )
+        try:
+            if identity is not None:
+                os.fchown(ofd, identity.uid, identity.gid)
+            while chunk := os.read(ifd, 1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(ofd, view) :]
+        finally:
+            os.close(ofd)
+    finally:
+        os.close(ifd)
+    return True
 
 
 def is_under(path: Path, root: Path) -> bool:

@@ -67,6 +67,9 @@ class Limits:
         cpu_s: RLIMIT_CPU seconds per process (SIGXCPU/SIGKILL beyond); the wall-clock limit is
             the caller's timeout.
         tmp_bytes: size of the private ``/tmp`` and ``/dev/shm`` tmpfs, each.
+        memory_bytes: memory of the whole command (every process, private and shared memory,
+            tmpfs, page cache), enforced by a cgroup where one is available (:mod:`.memcg`);
+            beyond it the kernel kills the largest process.
     """
 
     processes: int = 1024
@@ -75,9 +78,18 @@ class Limits:
     open_files: int = 4096
     cpu_s: int = 3600
     tmp_bytes: int = 1 << 30
+    memory_bytes: int = 4 << 30
 
     def __post_init__(self) -> None:
-        for name in ("processes", "data_bytes", "file_bytes", "open_files", "cpu_s", "tmp_bytes"):
+        for name in (
+            "processes",
+            "data_bytes",
+            "file_bytes",
+            "open_files",
+            "cpu_s",
+            "tmp_bytes",
+            "memory_bytes",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"sandbox limit {name} must be a positive int, got {value!r}")

@@ -2,7 +2,8 @@
 
 :func:`require_sandbox` runs a probe inside a fresh :class:`~.bwrap.Sandbox` and checks what it
 promises: an unprivileged uid outside (when we are root), no capabilities, only a loopback
-interface, a read-only root, a writable bind, a clean environment, and the limits. Any failure
+interface, a read-only root, a writable bind, a clean environment, and the limits; it reports
+whether commands get a memory cgroup (``MEMCG=v1|v2|none``, :mod:`.memcg`). Any failure
 raises :class:`SandboxUnavailable` naming what is missing and how to install it. A success is
 remembered for the process; a failure never is, so the next call probes again (a transient fork
 failure cannot switch isolation off for the rest of a run).
@@ -19,6 +20,7 @@ import threading
 from pathlib import Path
 
 from .bwrap import Sandbox, SandboxError, find_tool
+from .memcg import memory_cgroups
 from .policy import allocate_identity, chown_tree, release_identity
 from .process import run_sync
 
@@ -104,6 +106,8 @@ def probe_sandbox(timeout_s: float = 30.0) -> dict[str, str]:
     broken = [name for name, ok in checks.items() if not ok]
     if broken:
         raise _fail(f"the probe saw {', '.join(broken)} fail ({text.strip()!r})")
+    cgroups = memory_cgroups()  # the probe ran in one when there are (memcg: the gap otherwise)
+    seen["MEMCG"] = f"v{cgroups.version}" if cgroups.base is not None else "none"
     return seen
 
 

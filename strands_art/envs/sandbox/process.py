@@ -1,6 +1,7 @@
 """Start a process inside a :class:`~.bwrap.Sandbox` (or, opted out, without one) and end it.
 
-Every process starts in its own session (process group); on timeout, and again after it ends,
+A sandboxed process starts in its own memory cgroup (:mod:`.memcg`, where the machine allows
+it). Every process starts in its own session (process group); on timeout, and again after it ends,
 the whole group gets SIGKILL. Inside a sandbox ``bwrap --die-with-parent`` plus the PID namespace
 finish the job: when ``bwrap`` dies, the kernel kills every process of the sandbox, including
 ones that called ``setsid`` or double-forked. Without a sandbox (``sandbox=None``, the explicit
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO
 
 from .bwrap import Sandbox, allowed_env
+from .memcg import CommandCgroup, command_cgroup
 
 
 def kill_group(pid: int) -> None:
@@ -65,39 +67,40 @@ async def run_async(
     """
     if not timeout_s > 0:
         raise ValueError(f"timeout must be positive, got {timeout_s}")
-    with prepared(sandbox, argv, cwd=cwd, env=env) as (host_argv, fds, host_env, host_cwd):
-        proc = await asyncio.create_subprocess_exec(
-            *host_argv,
-            cwd=host_cwd,
-            env=host_env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=fds,
-        )
-    assert proc.stdout is not None
-    stdout = proc.stdout
+    with _cgroup(sandbox) as cgroup:
+        with prepared(sandbox, argv, cwd=cwd, env=env) as (host_argv, fds, host_env, host_cwd):
+            proc = await asyncio.create_subprocess_exec(
+                *(cgroup.wrap(host_argv) if cgroup else host_argv),
+                cwd=host_cwd,
+                env=host_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        assert proc.stdout is not None
+        stdout = proc.stdout
 
-    async def pump() -> None:
-        while chunk := await stdout.read(65536):
-            on_output(chunk)
+        async def pump() -> None:
+            while chunk := await stdout.read(65536):
+                on_output(chunk)
 
-    reader = asyncio.create_task(pump())
-    timed_out = False
-    try:
-        await asyncio.wait_for(proc.wait(), timeout=timeout_s)
-    except TimeoutError:
-        timed_out = True
-    finally:
-        kill_group(proc.pid)  # leftovers die with the command, finished or not (also on cancel)
-        if proc.returncode is None:
-            await proc.wait()
-    try:
-        await asyncio.wait_for(reader, timeout=pipe_grace_s)
-    except TimeoutError:
-        pass  # a process that escaped the group still holds the pipe: do not wait for it
-    return (None if timed_out else proc.returncode), timed_out
+        reader = asyncio.create_task(pump())
+        timed_out = False
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=timeout_s)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            kill_group(proc.pid)  # leftovers die with the command, finished or not (also on cancel)
+            if proc.returncode is None:
+                await proc.wait()
+        try:
+            await asyncio.wait_for(reader, timeout=pipe_grace_s)
+        except TimeoutError:
+            pass  # a process that escaped the group still holds the pipe: do not wait for it
+        return (None if timed_out else proc.returncode), timed_out
 
 
 def run_sync(
@@ -119,28 +122,34 @@ def run_sync(
     """
     if not timeout_s > 0:
         raise ValueError(f"timeout must be positive, got {timeout_s}")
-    with prepared(sandbox, argv, cwd=cwd, env=env) as (host_argv, fds, host_env, host_cwd):
-        proc = subprocess.Popen(
-            host_argv,
-            cwd=host_cwd,
-            env=host_env,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=fds,
-        )
-    try:
-        return proc.wait(timeout=timeout_s), False
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+    with _cgroup(sandbox) as cgroup:
+        with prepared(sandbox, argv, cwd=cwd, env=env) as (host_argv, fds, host_env, host_cwd):
+            proc = subprocess.Popen(
+                cgroup.wrap(host_argv) if cgroup else host_argv,
+                cwd=host_cwd,
+                env=host_env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=fds,
+            )
         try:
-            proc.wait(timeout=grace_s)
+            return proc.wait(timeout=timeout_s), False
         except subprocess.TimeoutExpired:
-            pass
-        return None, True
-    finally:
-        kill_group(proc.pid)
-        if proc.returncode is None:
-            proc.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            return None, True
+        finally:
+            kill_group(proc.pid)
+            if proc.returncode is None:
+                proc.wait()
+
+
+def _cgroup(sandbox: Sandbox | None) -> contextlib.AbstractContextManager[CommandCgroup | None]:
+    """The command's memory cgroup (:mod:`.memcg`); none without a sandbox (the opt-out)."""
+    return contextlib.nullcontext() if sandbox is None else command_cgroup(sandbox.limits.memory_bytes)

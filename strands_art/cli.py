@@ -82,13 +82,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
+    from strands_art.envs.migrationbench.evaluator import (
+        MAX_BUILD_TIMEOUT_S,
+        BadRepository,
+        BadTask,
+        evaluate_command,
+    )
     from strands_art.envs.sandbox import SandboxError
     from strands_art.validation import UsageError, check_float
 
-    if not Path(args.repo_dir).is_dir():
-        print(f"strands-art evaluate: {args.repo_dir} is not a directory", file=sys.stderr)
-        return 2
     try:
         check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
     except UsageError as exc:
@@ -103,7 +105,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except SandboxError as exc:
         print(f"strands-art evaluate: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
+    except BadRepository as exc:  # the agent's work, not the task: exit 3
+        print(f"strands-art evaluate: bad repository {args.repo_dir}: {_one_line(exc)}", file=sys.stderr)
+        return 3
+    except (BadTask, FileNotFoundError, ValueError) as exc:  # a missing or malformed task directory
         print(f"strands-art evaluate: bad task {args.task}: {_one_line(exc)}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=2)
@@ -181,7 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=96, help="tokens sampled per turn (default: 96)")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("evaluate", help="score a migrated repository (JSON: build_success, tests, reward)")
+    p = sub.add_parser(
+        "evaluate",
+        help="score a migrated repository (JSON: build_success, tests, reward)",
+        epilog="exit status: 0 scored (the JSON on stdout, 0.0 included); 2 bad task directory, usage "
+        "or no sandbox; 3 bad repository (not a directory, or a tree that cannot be copied)",
+    )
     p.add_argument("repo_dir", help="the repository to evaluate")
     p.add_argument("--task", required=True, help="task directory (task.json; repo/ holds the original)")
     p.add_argument(

@@ -264,3 +264,17 @@ def test_task_without_repo_needs_a_full_commit_id(tmp_path: Path) -> None:
     task = attacks.task_without_repo(tmp_path / "task", "abcdef0")
     with pytest.raises(ev.BadTask, match="full base_commit id"):
         EvalTask.from_dir(task)
+
+
+def test_evaluate_cli_tells_a_bad_task_from_a_bad_repository(tmp_path: Path, capsys) -> None:
+    from strands_art.cli import main as cli_main
+
+    assert cli_main(["evaluate", str(tmp_path / "nope"), "--task", str(attacks.TASK)]) == 3
+    assert "bad repository" in capsys.readouterr().err
+    (tmp_path / "repo").mkdir()
+    assert cli_main(["evaluate", str(tmp_path / "repo"), "--task", str(tmp_path / "no-task")]) == 2
+    assert "bad task" in capsys.readouterr().err
+    # a repository that exists but is broken is scored, not refused
+    assert cli_main(["evaluate", str(tmp_path / "repo"), "--task", str(attacks.TASK)]) == 0
+    out = capsys.readouterr().out
+    assert '"reasons": [\n      "no_pom"\n    ]' in out and '"reward": 0.0' in out

@@ -35,18 +35,21 @@ logger = logging.getLogger(__name__)
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 
-# Does ``mvn clean verify`` exit 0 on the untouched project (surefire's default forked JVM)?
-# True: it builds to major 52. False: it fails (compile error or failing tests), see each README.
+# Does the evaluator's compile build (``mvn clean verify -DskipTests=true``) exit 0 on the
+# untouched project? True: it builds to major 52 (the test build then never runs: the bytecode
+# check failed). False: it fails to compile, see each README. (nashorn-eval, reflective-access
+# and legacy-plugins compile; their tests fail under JDK 17, which a full ``mvn clean verify``
+# shows, see their READMEs.)
 UNTOUCHED_BUILDS: dict[str, bool] = {
     "compiler-props": True,
-    "legacy-plugins": False,  # forked JVM rejects -XX:MaxPermSize; builds with --fork-count 0
+    "legacy-plugins": True,
     "multi-module": True,
     "junit-mix": True,
     "jaxb-datatype": False,
     "javax-annotation": False,
     "sun-base64": False,
-    "nashorn-eval": False,
-    "reflective-access": False,
+    "nashorn-eval": True,
+    "reflective-access": True,
 }
 # Untouched outcomes that differ when tests run inside Maven's JVM (-DforkCount=0).
 UNTOUCHED_BUILDS_IN_PROCESS: dict[str, bool] = {"legacy-plugins": True}

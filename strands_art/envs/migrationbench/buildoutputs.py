@@ -10,10 +10,11 @@ skipped>`` with one ``<testcase classname name>`` per executed test, a ``<skippe
 from __future__ import annotations
 
 import logging
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,13 +53,49 @@ def class_major_version(path: Path, root: Path | None = None) -> int:
     return int.from_bytes(head[6:8], "big")
 
 
+#: At most this many directory entries are walked under one tree (a build can write millions).
+MAX_WALK_ENTRIES = 2_000_000
+
+
+def walk_tree(
+    root: Path, prune: Callable[[str], bool] = lambda name: False
+) -> Iterator[tuple[Path, list[str]]]:
+    """``(directory, file names)`` for ``root`` and every directory below it, top-down, sorted.
+
+    Iterative (a tree 10,000 directories deep is fine), never follows a symlink (a symlink is
+    listed as a file), skips directories whose name ``prune`` accepts and ones it cannot list.
+
+    Raises:
+        UnsafeFile: more than :data:`MAX_WALK_ENTRIES` entries.
+    """
+    stack, seen = [root], 0
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > MAX_WALK_ENTRIES:
+            raise UnsafeFile(f"more than {MAX_WALK_ENTRIES} entries under {root}")
+        yield here, sorted(name for name, is_dir in entries if not is_dir)
+        stack.extend(
+            here / name for name, is_dir in sorted(entries, reverse=True) if is_dir and not prune(name)
+        )
+
+
 def _pom_dirs(project_dir: Path) -> list[Path]:
     """Directories holding a pom.xml (Maven modules, and stray POMs), outside target/."""
     return sorted(
-        p.parent
-        for p in project_dir.rglob("pom.xml")
-        if not any(part == "target" or part.startswith(".") for part in p.relative_to(project_dir).parts)
+        here
+        for here, files in walk_tree(project_dir, prune=lambda name: name == "target" or name.startswith("."))
+        if "pom.xml" in files
     )
+
+
+def _files_below(root: Path, suffix: str) -> list[Path]:
+    return sorted(here / name for here, files in walk_tree(root) for name in files if name.endswith(suffix))
 
 
 _POM_MAX_BYTES = 8 << 20
@@ -95,7 +132,7 @@ def expects_classes(module: Path, root: Path | None = None) -> bool:
     if _packaging(module, root) == "pom":
         return False
     sources = module / "src" / "main" / "java"
-    for path in sources.rglob("*.java"):
+    for path in _files_below(sources, ".java"):
         try:
             if declares_type(read_bytes(root, path.relative_to(root), max_bytes=_SOURCE_MAX_BYTES)):
                 return True
@@ -135,7 +172,7 @@ def class_versions(project_dir: Path) -> dict[str, int]:
     """
     versions: dict[str, int] = {}
     for module in _pom_dirs(project_dir):
-        for cls in sorted((module / "target" / "classes").rglob("*.class")):
+        for cls in _files_below(module / "target" / "classes", ".class"):
             try:
                 major = class_major_version(cls, project_dir)
             except ValueError:
@@ -240,8 +277,17 @@ def read_test_reports(project_dir: Path, test_classes: Collection[str] | None = 
     report = TestReport()
     modules: set[str] = set()
     known = None if test_classes is None else set(test_classes)
+    found = [
+        here / name
+        for here, files in walk_tree(project_dir)
+        if here != project_dir
+        and here.parent.name == "target"
+        and here.name in ("surefire-reports", "failsafe-reports")
+        for name in files
+        if name.startswith("TEST-") and name.endswith(".xml")
+    ]
     for kind in ("surefire-reports", "failsafe-reports"):
-        for xml in sorted(project_dir.rglob(f"target/{kind}/TEST-*.xml")):
+        for xml in sorted(p for p in found if p.parent.name == kind):
             rel = xml.relative_to(project_dir).as_posix()
             try:
                 root = ET.fromstring(read_bytes(project_dir, rel, max_bytes=MAX_REPORT_BYTES))

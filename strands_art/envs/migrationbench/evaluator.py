@@ -18,7 +18,8 @@ Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the
   or for a task without one the git objects of ``base_commit``, hash-checked:
   :mod:`.gitorigin`).
 
-Every reason a fact failed is listed in ``details["reasons"]`` (the ``REASON_*`` codes here).
+Every reason a fact failed is listed in ``details["reasons"]`` (the ``REASON_*`` codes of
+:mod:`.verdict`, re-exported here with :class:`EvalResult`).
 
 The evaluated repository is hostile (an agent wrote it, and its tests run during the build), so
 it is never built in place: it is copied (regular files, directories, and symlinks that stay
@@ -42,22 +43,43 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from strands_art.envs.migrationbench.buildoutputs import (
     JAVA17_MAJOR,
-    BytecodeReport,
     check_bytecode,
     class_versions,
-    read_test_reports,
 )
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
 from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
-from strands_art.envs.migrationbench.maven import MavenResult, run_maven
+from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
+    BUILD_REWARD,
+    REASON_BUILD_FAILED,
+    REASON_BUILD_TIMEOUT,
+    REASON_CLASSES_REWRITTEN,
+    REASON_MODULE_WITHOUT_CLASSES,
+    REASON_NEWLY_DISABLED,
+    REASON_NEWLY_SKIPPED,
+    REASON_NO_POM,
+    REASON_NOT_JAVA17,
+    REASON_ORIGINAL_UNAVAILABLE,
+    REASON_OUTPUTS_UNREADABLE,
+    REASON_REPORT_MALFORMED,
+    REASON_REPORT_UNREADABLE,
+    REASON_REPORTS_CONTRADICT_MAVEN,
+    REASON_TESTS_ADDED,
+    REASON_TESTS_FAILED,
+    REASON_TESTS_MISSING,
+    REASON_TESTS_TIMEOUT,
+    REASON_TOO_FEW_TESTS,
+    TEST_REWARD,
+    EvalResult,
+)
+from strands_art.envs.migrationbench.verdict import score as _score
 from strands_art.envs.migrationbench.workspace import maven_build_outputs
 from strands_art.envs.sandbox import (
     Identity,
@@ -71,27 +93,6 @@ from strands_art.validation import check_float
 logger = logging.getLogger(__name__)
 
 MAX_BUILD_TIMEOUT_S = 86400.0
-BUILD_REWARD = 0.5
-TEST_REWARD = 0.5
-
-# Machine-readable reasons (``details["reasons"]``) why a fact of the reward failed.
-REASON_NO_POM = "no_pom"  #: the repository has no root pom.xml
-REASON_BUILD_FAILED = "build_failed"  #: the compile build exited non-zero
-REASON_BUILD_TIMEOUT = "build_timeout"  #: the compile build ran out of time
-REASON_NOT_JAVA17 = "bytecode_not_java17"  #: a main class file is not major 61
-REASON_MODULE_WITHOUT_CLASSES = "module_without_classes"  #: a module with sources left no classes
-REASON_CLASSES_REWRITTEN = "class_files_rewritten"  #: a class file's version changed during the test build
-REASON_TESTS_FAILED = "tests_failed"  #: the test build exited non-zero (failing tests are fatal)
-REASON_TESTS_TIMEOUT = "tests_timeout"  #: the test build ran out of time
-REASON_REPORT_UNREADABLE = "report_unreadable"  #: a report is not a regular XML file
-REASON_REPORT_MALFORMED = "report_malformed"  #: a report's counts are not integers >= 0 or do not add up
-REASON_REPORTS_CONTRADICT_MAVEN = "reports_contradict_maven"  #: reports show failures, Maven passed
-REASON_TOO_FEW_TESTS = "too_few_tests"  #: fewer tests passed than num_test_cases
-REASON_TESTS_MISSING = "tests_missing"  #: an original test method is gone
-REASON_TESTS_ADDED = "tests_added"  #: a test method that the original lacks
-REASON_NEWLY_DISABLED = "newly_disabled"  #: a test method newly @Ignore'd / @Disabled
-REASON_NEWLY_SKIPPED = "newly_skipped"  #: a test case skipped that the original did not disable
-REASON_ORIGINAL_UNAVAILABLE = "original_tests_unavailable"  #: base_commit's objects missing or forged
 
 
 class BadTask(ValueError):
@@ -162,22 +163,6 @@ class EvalTask:
         )
 
 
-@dataclass
-class EvalResult:
-    """The evaluator's verdict; :meth:`to_json` gives the documented JSON object."""
-
-    build_success: bool
-    java17_bytecode: bool
-    tests_run: int
-    tests_required: int
-    tests_equivalent: bool
-    reward: float
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def _original_tests(
     repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
 ) -> TestInventory:
@@ -217,10 +202,6 @@ def check_commit_id(value: object, what: str) -> str:
 
 
 _COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
-
-
-def _diff(a: Counter[str], b: Counter[str], limit: int = 50) -> list[str]:
-    return sorted((a - b).elements())[:limit]
 
 
 def evaluate(
@@ -290,139 +271,36 @@ def evaluate(
             log_path=compile_log,
             **run,
         )
-        versions = class_versions(build)  # the bytecode evidence: written before any test ran
-        bytecode = check_bytecode(build, versions=versions)
-        tested, rewritten = None, []
-        if built.ok and bytecode.ok:
-            # 2. test build on the same copy: failures fatal, whatever the project says
-            left = max(timeout_s - (time.monotonic() - t0), 1.0)
-            tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
-            after = class_versions(build)
-            # a version changed, a class gone, or a new one that is not 61: not the compiler's work
-            rewritten = sorted(p for p, major in after.items() if versions.get(p, JAVA17_MAJOR) != major)
-            rewritten += sorted(p for p in versions if p not in after)
-        result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+        tested = None
+        try:  # the builds wrote these trees: a walk that fails scores, it does not raise
+            versions = class_versions(build)  # the bytecode evidence: written before any test ran
+            bytecode = check_bytecode(build, versions=versions)
+            rewritten: list[str] = []
+            if built.ok and bytecode.ok:
+                # 2. test build on the same copy: failures fatal, whatever the project says
+                left = max(timeout_s - (time.monotonic() - t0), 1.0)
+                tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
+                after = class_versions(build)
+                # a version changed, a class gone, or a new one that is not 61: not the compiler's
+                rewritten = sorted(p for p, major in after.items() if versions.get(p, JAVA17_MAJOR) != major)
+                rewritten += sorted(p for p in versions if p not in after)
+            result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+        except (OSError, RecursionError) as exc:
+            logger.warning("build outputs of %s unreadable: %s", repo, exc)
+            details = {
+                "task": task.name,
+                "maven_exit_code": built.exit_code,
+                "test_maven_exit_code": tested.exit_code if tested else None,
+                "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                "reasons": [REASON_OUTPUTS_UNREADABLE],
+            }
+            result = EvalResult(False, False, 0, task.num_test_cases, False, 0.0, details)
         result.details["hardened"] = hardened
     finally:
         shutil.rmtree(top, ignore_errors=True)
         release_identity(identity)
     result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
     return result
-
-
-def _score(
-    build: Path,
-    task: EvalTask,
-    original: TestInventory | str,
-    current: TestInventory,
-    built: MavenResult,
-    tested: MavenResult | None,
-    bytecode: BytecodeReport,
-    rewritten: list[str],
-    left_out: list[str],
-) -> EvalResult:
-    """The verdict (see the rules in the module doc): ``built`` is the compile build, ``tested``
-    the test build (None when the build fact failed), ``bytecode`` judged on the class files as
-    the compile build left them, ``rewritten`` the ones the test build changed, ``original``
-    the original's inventory or why it is unavailable."""
-    reasons: list[str] = []
-    if built.timed_out:
-        reasons.append(REASON_BUILD_TIMEOUT)
-    elif not built.ok:
-        reasons.append(REASON_BUILD_FAILED)
-    if bytecode.wrong_count or not bytecode.total:
-        reasons.append(REASON_NOT_JAVA17)
-    if bytecode.modules_without_classes:
-        reasons.append(REASON_MODULE_WITHOUT_CLASSES)
-    if rewritten:
-        reasons.append(REASON_CLASSES_REWRITTEN)
-    java17 = bytecode.ok and not rewritten
-    build_success = built.ok and java17
-    last = tested or built
-    details: dict[str, Any] = {
-        "task": task.name,
-        "maven_exit_code": built.exit_code,
-        "timed_out": built.timed_out,
-        "maven_offline": built.offline,
-        "maven_duration_s": round(built.duration_s + (tested.duration_s if tested else 0.0), 2),
-        "test_maven_exit_code": tested.exit_code if tested else None,
-        "test_timed_out": tested.timed_out if tested else False,
-        "left_out_of_build": left_out[:50],
-        "class_files": bytecode.total,
-        "class_major_versions": {str(k): v for k, v in bytecode.by_major.items()},
-        "wrong_major_version_count": bytecode.wrong_count,
-        "wrong_major_version": [f"{path} ({major})" for path, major in bytecode.wrong[:5]],
-        "modules_without_classes": bytecode.modules_without_classes,
-        "class_files_rewritten": rewritten[:20],
-        "maven_errors": list(built.error_lines if not built.ok else last.error_lines),
-        "log_tail": (built if not built.ok else last).output_tail[-4000:],
-    }
-    tests_run = 0
-    tests_equivalent = False
-    if build_success and tested is not None:
-        reports = read_test_reports(build, current.classes)
-        tests_run = reports.passed
-        if tested.timed_out:
-            reasons.append(REASON_TESTS_TIMEOUT)
-        elif not tested.ok:
-            reasons.append(REASON_TESTS_FAILED)
-        if reports.unreadable:
-            reasons.append(REASON_REPORT_UNREADABLE)
-        if reports.malformed:
-            reasons.append(REASON_REPORT_MALFORMED)
-        if tested.ok and (reports.failures or reports.errors):
-            reasons.append(REASON_REPORTS_CONTRADICT_MAVEN)
-        if tests_run < task.num_test_cases:
-            reasons.append(REASON_TOO_FEW_TESTS)
-        if isinstance(original, str):
-            reasons.append(REASON_ORIGINAL_UNAVAILABLE)
-            details["original_error"] = original
-            original = TestInventory(methods=[], files=0, parse_errors=[])
-        orig_keys, cur_keys = original.keys(), current.keys()
-        newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
-        orig_disabled = set(original.disabled_keys())
-        newly_skipped = sorted({k for k in reports.skipped_keys if k not in orig_disabled})
-        missing, added = _diff(orig_keys, cur_keys), _diff(cur_keys, orig_keys)
-        for flag, reason in (
-            (missing, REASON_TESTS_MISSING),
-            (added, REASON_TESTS_ADDED),
-            (newly_disabled, REASON_NEWLY_DISABLED),
-            (newly_skipped, REASON_NEWLY_SKIPPED),
-        ):
-            if flag and REASON_ORIGINAL_UNAVAILABLE not in reasons:
-                reasons.append(reason)
-        tests_equivalent = not reasons
-        details.update(
-            {
-                "test_reports": reports.files,
-                "test_modules": reports.modules,
-                "tests_total": reports.tests,
-                "tests_failed": reports.failures,
-                "tests_errors": reports.errors,
-                "tests_skipped": reports.skipped,
-                "unreadable_reports": reports.unreadable,
-                "malformed_reports": reports.malformed[:20],
-                "unmatched_reports": reports.unmatched[:20],
-                "test_methods_original": sum(orig_keys.values()),
-                "test_methods_now": sum(cur_keys.values()),
-                "missing_tests": missing,
-                "added_tests": added,
-                "newly_disabled": newly_disabled,
-                "newly_skipped": newly_skipped,
-                "test_parse_errors": current.parse_errors,
-            }
-        )
-    details["reasons"] = reasons
-    reward = BUILD_REWARD * build_success + TEST_REWARD * (build_success and tests_equivalent)
-    return EvalResult(
-        build_success=build_success,
-        java17_bytecode=java17,
-        tests_run=tests_run,
-        tests_required=task.num_test_cases,
-        tests_equivalent=tests_equivalent,
-        reward=float(reward),
-        details=details,
-    )
 
 
 def evaluate_command(

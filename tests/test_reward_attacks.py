@@ -163,6 +163,13 @@ def test_report_for_a_class_not_in_the_sources_is_not_counted(tmp_path: Path) ->
         ["target/surefire-reports/TEST-ghost.xml"],
     )
     assert read_test_reports(tmp_path).tests == 52  # without the source list, as before
+    # TestNG's one report for all classes: matched by its test cases' classes
+    _report(
+        tmp_path,
+        "TEST-TestSuite.xml",
+        '<testsuite name="TestSuite" tests="1"><testcase classname="p.A" name="x"/></testsuite>',
+    )
+    assert read_test_reports(tmp_path, {"p.A", "p.A.Inner"}).tests == 3
 
 
 POM = """<?xml version="1.0"?>

@@ -217,7 +217,8 @@ class TestReport:
     ``unreadable``: report paths that are not regular files or not XML (counted as nothing);
     ``malformed``: ``"path: why"`` for reports whose counts are not integers >= 0 or claim more
     failed, errored and skipped tests than tests (counted as nothing); ``unmatched``: report
-    paths whose test suite names no class declared in the test sources (counted as nothing).
+    paths with a test suite about no class declared in the test sources (neither its name nor
+    all its test cases' class names are one; counted as nothing).
     """
 
     __test__ = False  # not a pytest class
@@ -266,6 +267,15 @@ def _suite_counts(suite: ET.Element) -> dict[str, int] | str:
     return counts
 
 
+def _suite_matches(suite: ET.Element, known: set[str]) -> bool:
+    """Whether a ``<testsuite>`` is about test classes of the sources: its name is one (surefire's
+    JUnit reports), or it holds test cases and each names one (TestNG's ``TEST-TestSuite.xml``)."""
+    if (suite.get("name") or "").replace("$", ".") in known:
+        return True
+    cases = [(case.get("classname") or "").replace("$", ".") for case in suite.iter("testcase")]
+    return bool(cases) and all(name in known for name in cases)
+
+
 def read_test_reports(project_dir: Path, test_classes: Collection[str] | None = None) -> TestReport:
     """Sum surefire/failsafe ``TEST-*.xml`` reports of every module under ``project_dir``.
 
@@ -304,8 +314,9 @@ def read_test_reports(project_dir: Path, test_classes: Collection[str] | None = 
                     break
                 parsed.append((suite, counts))
             else:
-                names = {(suite.get("name") or "").replace("$", ".") for suite in suites}
-                if known is not None and (not suites or not names <= known):
+                if known is not None and (
+                    not suites or not all(_suite_matches(suite, known) for suite in suites)
+                ):
                     report.unmatched.append(rel)
                     continue
                 for suite, counts in parsed:

@@ -63,7 +63,7 @@ class _Reader:
                     self.sandbox,
                     ["sh", "-c", f"exec {git}", "sh", str(self.repo), str(self.out / "ids")],
                     cwd=self.out,
-                    env={"HOME": str(self.out), "GIT_NO_REPLACE_OBJECTS": "1"},
+                    env={"HOME": str(self.out)},
                     timeout_s=120,
                     stdout=out,
                 )

@@ -285,3 +285,19 @@ def test_evaluate_cli_tells_a_bad_task_from_a_bad_repository(tmp_path: Path, cap
     assert cli_main(["evaluate", str(tmp_path / "repo"), "--task", str(attacks.TASK)]) == 0
     out = capsys.readouterr().out
     assert '"reasons": [\n      "no_pom"\n    ]' in out and '"reward": 0.0' in out
+
+
+def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.buildoutputs import class_versions
+
+    (tmp_path / "pom.xml").write_text("<project/>")
+    deep = tmp_path / "target" / "classes"
+    deep.mkdir(parents=True)
+    for _ in range(1200):  # (pathlib's mkdir(parents=True) would recurse too deep itself)
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "X.class").write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x3d")
+    _report(deep, "TEST-p.A.xml", '<testsuite name="p.A" tests="1"/>')
+    versions = class_versions(tmp_path)
+    assert list(versions.values()) == [61] and next(iter(versions)).endswith("/d/d/X.class")
+    assert read_test_reports(tmp_path, {"p.A"}).tests == 1

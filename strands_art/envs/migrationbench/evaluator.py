@@ -55,7 +55,7 @@ from strands_art.envs.migrationbench.buildoutputs import (
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
 from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
-from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.envs.migrationbench.maven import MavenResult, run_maven
 from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
     BUILD_REWARD,
     REASON_BUILD_FAILED,
@@ -222,8 +222,8 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
-        scratch_dir: where the evaluation's directory (build copy, ``git archive`` of the
-            original, Maven's local repository and settings) is made, removed afterwards;
+        scratch_dir: where the evaluation's directory (build copy, the original's test sources
+            from git, Maven's local repository and settings) is made, removed afterwards;
             default the system's temp directory. The sandbox uid must be able to enter it
             (``migrate`` passes ``<run_dir>/workspaces``, so a killed run's build scratch goes
             with its workspaces).
@@ -271,36 +271,48 @@ def evaluate(
             log_path=compile_log,
             **run,
         )
-        tested = None
-        try:  # the builds wrote these trees: a walk that fails scores, it does not raise
+        tested, result = None, None
+        try:  # the build wrote this tree: a walk that fails scores, it does not raise
             versions = class_versions(build)  # the bytecode evidence: written before any test ran
             bytecode = check_bytecode(build, versions=versions)
-            rewritten: list[str] = []
+        except (OSError, RecursionError) as exc:
+            result = _unreadable_outputs(repo, task, built, None, exc)
+        if result is None:
             if built.ok and bytecode.ok:
                 # 2. test build on the same copy: failures fatal, whatever the project says
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
-                after = class_versions(build)
-                # a version changed, a class gone, or a new one that is not 61: not the compiler's
-                rewritten = sorted(p for p, major in after.items() if versions.get(p, JAVA17_MAJOR) != major)
-                rewritten += sorted(p for p in versions if p not in after)
-            result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
-        except (OSError, RecursionError) as exc:
-            logger.warning("build outputs of %s unreadable: %s", repo, exc)
-            details = {
-                "task": task.name,
-                "maven_exit_code": built.exit_code,
-                "test_maven_exit_code": tested.exit_code if tested else None,
-                "error": f"{type(exc).__name__}: {str(exc)[:300]}",
-                "reasons": [REASON_OUTPUTS_UNREADABLE],
-            }
-            result = EvalResult(False, False, 0, task.num_test_cases, False, 0.0, details)
+            try:
+                rewritten: list[str] = []
+                if tested is not None:
+                    after = class_versions(build)
+                    # a version changed, a class gone, or a new one that is not 61: not javac's work
+                    rewritten = sorted(p for p, v in after.items() if versions.get(p, JAVA17_MAJOR) != v)
+                    rewritten += sorted(p for p in versions if p not in after)
+                result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+            except (OSError, RecursionError) as exc:
+                result = _unreadable_outputs(repo, task, built, tested, exc)
         result.details["hardened"] = hardened
     finally:
         shutil.rmtree(top, ignore_errors=True)
         release_identity(identity)
     result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
     return result
+
+
+def _unreadable_outputs(
+    repo: Path, task: EvalTask, built: MavenResult, tested: MavenResult | None, exc: BaseException
+) -> EvalResult:
+    """0.0 with :data:`REASON_OUTPUTS_UNREADABLE`: a build left a tree too deep or too large to walk."""
+    logger.warning("build outputs of %s unreadable: %s", repo, exc)
+    details = {
+        "task": task.name,
+        "maven_exit_code": built.exit_code,
+        "test_maven_exit_code": tested.exit_code if tested else None,
+        "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+        "reasons": [REASON_OUTPUTS_UNREADABLE],
+    }
+    return EvalResult(False, False, 0, task.num_test_cases, False, 0.0, details)
 
 
 def evaluate_command(

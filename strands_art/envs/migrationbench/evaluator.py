@@ -279,7 +279,11 @@ def evaluate(
             result = _unreadable_outputs(repo, task, built, None, exc)
         if result is None:
             if built.ok and bytecode.ok:
-                # 2. test build on the same copy: failures fatal, whatever the project says
+                # 2. test build on the same copy: failures fatal, whatever the project says. Code
+                # the compile build ran (an annotation processor of the reactor) may have put an
+                # excuse back: harden again, now that nothing of the agent's is running.
+                again = harden_build(build)
+                hardened += [f"after the compile build: {entry}" for entry in again]
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
             try:

@@ -33,10 +33,9 @@ from strands_art.envs.sandbox import (
     require_sandbox,
 )
 
-MAVEN = [
-    pytest.mark.maven,
-    pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)"),
-]
+NEEDS_MVN = pytest.mark.skipif(
+    shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)"
+)
 
 
 def _score(repo: Path, task_dir: Path = attacks.TASK) -> dict:
@@ -45,7 +44,7 @@ def _score(repo: Path, task_dir: Path = attacks.TASK) -> dict:
 
 # ---------------------------------------------------------------- real builds
 @pytest.mark.maven
-@pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)")
+@NEEDS_MVN
 def test_forged_class_versions_score_zero_for_the_unmigrated_project(tmp_path: Path) -> None:
     repo = attacks.forged_class_versions(tmp_path / "repo")
     result = _score(repo)
@@ -62,7 +61,7 @@ def test_forged_class_versions_score_zero_for_the_unmigrated_project(tmp_path: P
 
 
 @pytest.mark.maven
-@pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)")
+@NEEDS_MVN
 def test_class_files_rewritten_while_tests_run_score_zero(tmp_path: Path) -> None:
     """The migrated project, but its tests write 52 into its classes: what the tests ran
     against is not what the compiler made; the re-check after the test build catches it."""
@@ -77,7 +76,7 @@ def test_class_files_rewritten_while_tests_run_score_zero(tmp_path: Path) -> Non
 
 
 @pytest.mark.maven
-@pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)")
+@NEEDS_MVN
 def test_failing_tests_hidden_by_pom_and_rewritten_reports_score_half(tmp_path: Path) -> None:
     repo = attacks.failing_tests_with_forged_reports(tmp_path / "repo")
     result = _score(repo)
@@ -105,7 +104,7 @@ def test_failing_tests_hidden_by_pom_and_rewritten_reports_score_half(tmp_path: 
 
 
 @pytest.mark.maven
-@pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)")
+@NEEDS_MVN
 def test_git_replace_of_the_base_commit_scores_the_honest_half(tmp_path: Path) -> None:
     repo, base = attacks.git_replaced_original(tmp_path / "repo")
     task_dir = attacks.task_without_repo(tmp_path / "task", base)

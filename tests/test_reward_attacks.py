@@ -152,16 +152,18 @@ def test_malformed_report_counts_nothing_and_says_why(tmp_path: Path, attrs: str
     assert why in report.malformed[0]
 
 
-def test_report_for_a_class_not_in_the_sources_is_not_counted(tmp_path: Path) -> None:
-    _report(tmp_path, "TEST-p.A.xml", '<testsuite name="p.A$Inner" tests="2"/>')
+def test_report_for_a_class_not_in_the_sources_or_in_a_second_file_is_not_counted(tmp_path: Path) -> None:
+    _report(tmp_path, "TEST-p.A$Inner.xml", '<testsuite name="p.A$Inner" tests="2"/>')
     _report(tmp_path, "TEST-ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
+    _report(tmp_path, "TEST-p.Ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
+    _report(tmp_path, "TEST-zz-again.xml", '<testsuite name="p.A$Inner" tests="40"/>')  # a real class
     report = read_test_reports(tmp_path, {"p.A", "p.A.Inner"})
-    assert (report.files, report.tests, report.unmatched) == (
-        1,
-        2,
-        ["target/surefire-reports/TEST-ghost.xml"],
-    )
-    assert read_test_reports(tmp_path).tests == 52  # without the source list, as before
+    assert (report.files, report.tests) == (1, 2)
+    assert report.unmatched == [
+        f"target/surefire-reports/{name}"
+        for name in ("TEST-ghost.xml", "TEST-p.Ghost.xml", "TEST-zz-again.xml")
+    ]
+    assert read_test_reports(tmp_path).tests == 142  # without the source list, as before
     # TestNG's one report for all classes: matched by its test cases' classes
     _report(
         tmp_path,
@@ -290,13 +292,17 @@ def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_pa
     from strands_art.envs.migrationbench.buildoutputs import class_versions
 
     (tmp_path / "pom.xml").write_text("<project/>")
-    deep = tmp_path / "target" / "classes"
-    deep.mkdir(parents=True)
-    for _ in range(1200):  # (pathlib's mkdir(parents=True) would recurse too deep itself)
-        deep = deep / "d"
-        deep.mkdir()
-    (deep / "X.class").write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x3d")
-    _report(deep, "TEST-p.A.xml", '<testsuite name="p.A" tests="1"/>')
-    versions = class_versions(tmp_path)
-    assert list(versions.values()) == [61] and next(iter(versions)).endswith("/d/d/X.class")
-    assert read_test_reports(tmp_path, {"p.A"}).tests == 1
+    top = deep = tmp_path / "target"
+    try:
+        (deep / "classes").mkdir(parents=True)
+        deep = deep / "classes"
+        for _ in range(1200):  # (pathlib's mkdir(parents=True) would recurse too deep itself)
+            deep = deep / "d"
+            deep.mkdir()
+        (deep / "X.class").write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x3d")
+        _report(deep, "TEST-p.A.xml", '<testsuite name="p.A" tests="1"/>')
+        versions = class_versions(tmp_path)
+        assert list(versions.values()) == [61] and next(iter(versions)).endswith("/d/d/X.class")
+        assert read_test_reports(tmp_path, {"p.A"}).tests == 1
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses: remove the tree with rm(1)
+        subprocess.run(["rm", "-rf", "--", str(top)], check=True)

@@ -217,8 +217,8 @@ class TestReport:
     ``unreadable``: report paths that are not regular files or not XML (counted as nothing);
     ``malformed``: ``"path: why"`` for reports whose counts are not integers >= 0 or claim more
     failed, errored and skipped tests than tests (counted as nothing); ``unmatched``: report
-    paths with a test suite about no class declared in the test sources (neither its name nor
-    all its test cases' class names are one; counted as nothing).
+    paths that are not one test suite about classes declared in the test sources, in the file
+    named after it (counted as nothing: see :func:`_suite_matches`).
     """
 
     __test__ = False  # not a pytest class
@@ -267,10 +267,15 @@ def _suite_counts(suite: ET.Element) -> dict[str, int] | str:
     return counts
 
 
-def _suite_matches(suite: ET.Element, known: set[str]) -> bool:
-    """Whether a ``<testsuite>`` is about test classes of the sources: its name is one (surefire's
-    JUnit reports), or it holds test cases and each names one (TestNG's ``TEST-TestSuite.xml``)."""
-    if (suite.get("name") or "").replace("$", ".") in known:
+def _suite_matches(suite: ET.Element, known: set[str], file_name: str) -> bool:
+    """Whether a ``<testsuite>`` is about test classes of the sources and sits in the file surefire
+    names after it (``TEST-<suite name>.xml``, or ``TEST-<suite name>-<reportNameSuffix>.xml``):
+    its name is a class of the sources (JUnit reports), or it holds test cases and each names
+    one (TestNG's ``TEST-TestSuite.xml``). A second file about the same class is not counted."""
+    name = suite.get("name") or ""
+    if file_name != f"TEST-{name}.xml" and not file_name.startswith(f"TEST-{name}-"):
+        return False
+    if name.replace("$", ".") in known:
         return True
     cases = [(case.get("classname") or "").replace("$", ".") for case in suite.iter("testcase")]
     return bool(cases) and all(name in known for name in cases)
@@ -314,9 +319,7 @@ def read_test_reports(project_dir: Path, test_classes: Collection[str] | None = 
                     break
                 parsed.append((suite, counts))
             else:
-                if known is not None and (
-                    not suites or not all(_suite_matches(suite, known) for suite in suites)
-                ):
+                if known is not None and (len(suites) != 1 or not _suite_matches(suites[0], known, xml.name)):
                     report.unmatched.append(rel)
                     continue
                 for suite, counts in parsed:

@@ -84,7 +84,8 @@ class _Reader:
             end = data.find(b"\n", pos)
             header = data[pos:end].split() if end >= 0 else []
             if len(header) != 3 or header[0].decode("ascii", "replace") != oid or not header[2].isdigit():
-                raise GitObjectError(f"object {oid} is missing or unreadable ({bytes(header[:2])!r})")
+                said = b" ".join(header[:2]).decode("ascii", "replace")
+                raise GitObjectError(f"object {oid} is missing or unreadable ({said!r})")
             size = int(header[2])
             body = data[end + 1 : end + 1 + size]
             pos = end + 1 + size + 1

@@ -82,12 +82,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    import functools
+
+    from strands_art.envs.migrationbench.evalguard import check_task, guarded_evaluation
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
     from strands_art.validation import UsageError, check_float
 
-    if not Path(args.repo_dir).is_dir():
-        print(f"strands-art evaluate: {args.repo_dir} is not a directory", file=sys.stderr)
-        return 2
     try:
         check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
     except UsageError as exc:
@@ -95,10 +95,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         return 2
     if args.unsafe_no_sandbox:
         print("strands-art evaluate: --unsafe-no-sandbox: the build runs WITHOUT a sandbox", file=sys.stderr)
-    import functools
-
-    from strands_art.envs.migrationbench.evalguard import check_task, guarded_evaluation
-
     try:  # a bad task is the task's fault (exit 2); whatever the repository causes is scored
         task = check_task(args.task)
     except (OSError, ValueError) as exc:
@@ -192,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=96, help="tokens sampled per turn (default: 96)")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("evaluate", help="score a migrated repository (JSON: build_success, tests, reward)")
+    p = sub.add_parser(
+        "evaluate",
+        help="score a migrated repository (JSON: build_success, tests, reward)",
+        epilog="exit status: 0 scored (the JSON on stdout, 0.0 included); 2 bad task directory, usage "
+        "or no sandbox; 3 bad repository (not a directory, or a tree that cannot be copied)",
+    )
     p.add_argument("repo_dir", help="the repository to evaluate")
     p.add_argument("--task", required=True, help="task directory (task.json; repo/ holds the original)")
     p.add_argument(

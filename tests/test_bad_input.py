@@ -105,13 +105,13 @@ def test_base_commit_is_never_read_as_an_option_by_git(tmp_path: Path, capsys) -
     code, err = _run(capsys, "evaluate", str(repo), "--task", str(task))
     _one_error_line(code, err, "base_commit must be a hex git commit id", "--output=")
     assert not victim.exists()
-    # and below the check, git itself is told where the options end (unsandboxed here: the
-    # sandboxed git archive is tested in test_sandbox_attacks.py)
+    # and below the check, a short id never reaches git (an abbreviation could name an object
+    # the agent made; unsandboxed here: the sandboxed reader is tested in test_sandbox_attacks.py)
     me = Identity(os.getuid(), os.getgid(), drop=False)
     sneaky = EvalTask("t", 1, original_dir=None, base_commit=f"--output={victim}")
     with pytest.raises(ValueError, match="hex git commit id"):
         _original_tests(repo, sneaky, me, True, tmp_path)
-    with pytest.raises(ValueError, match="git archive 'abcdef0' failed"):
+    with pytest.raises(ValueError, match="'abcdef0' is not a full commit id"):
         _original_tests(repo, EvalTask("t", 1, base_commit="abcdef0"), me, True, tmp_path)
     assert not victim.exists()
 

@@ -439,9 +439,12 @@ def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: 
             _original_tests(
                 build, EvalTask(name="t", num_test_cases=2, base_commit=f"--output={evil}"), identity, False
             )
-        with pytest.raises(ValueError, match="git archive 'abcdef0' failed"):  # hex, but no such commit
+        with pytest.raises(ValueError, match="is missing or unreadable"):  # hex, but no such commit
             _original_tests(
-                build, EvalTask(name="t", num_test_cases=2, base_commit="abcdef0"), identity, False
+                build,
+                EvalTask(name="t", num_test_cases=2, base_commit="abcdef0" * 5 + "abcde"),
+                identity,
+                False,
             )
         assert not evil.exists()
     finally:

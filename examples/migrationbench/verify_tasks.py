@@ -4,8 +4,9 @@ For each task directory under ``examples/migrationbench/tasks/`` (one with a ``t
 
 1. copy ``repo/`` to a temporary directory and score it with
    :func:`strands_art.envs.migrationbench.evaluator.evaluate`: the reward must be 0.0, and for
-   the bundled tasks whose untouched behaviour is known (:data:`UNTOUCHED_BUILDS`), Maven must
-   succeed (classes stay at major 52) or fail as documented in the task's README;
+   the bundled tasks whose untouched behaviour is known (:data:`UNTOUCHED_BUILDS`), the
+   evaluator's compile build must succeed (classes stay at major 52) or fail to compile as
+   documented in the task's README;
 2. copy ``repo/`` again, ``git apply reference.patch`` inside it, and score it: the reward must be
    1.0 (build ok, every main class major 61, tests run >= ``num_test_cases``, same test methods).
 
@@ -15,7 +16,9 @@ docs/migrationbench.md)::
     python examples/migrationbench/verify_tasks.py                 # all tasks
     python examples/migrationbench/verify_tasks.py junit-mix sun-base64 --fork-count 0
 
-Exit status 0 when every task behaves, 1 otherwise. Two builds per task, about 10-30 s each here.
+Exit status 0 when every task behaves, 1 otherwise. Per task: the untouched project's compile build
+(the test build never runs: its classes are 52 or it does not compile), the reference's compile
+build and test build; about 5-30 s each here.
 """
 
 from __future__ import annotations
@@ -35,18 +38,21 @@ logger = logging.getLogger(__name__)
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 
-# Does ``mvn clean verify`` exit 0 on the untouched project (surefire's default forked JVM)?
-# True: it builds to major 52. False: it fails (compile error or failing tests), see each README.
+# Does the evaluator's compile build (``mvn clean verify -DskipTests=true``) exit 0 on the
+# untouched project? True: it builds to major 52 (the test build then never runs: the bytecode
+# check failed). False: it fails to compile, see each README. (nashorn-eval, reflective-access
+# and legacy-plugins compile; their tests fail under JDK 17, which a full ``mvn clean verify``
+# shows, see their READMEs.)
 UNTOUCHED_BUILDS: dict[str, bool] = {
     "compiler-props": True,
-    "legacy-plugins": False,  # forked JVM rejects -XX:MaxPermSize; builds with --fork-count 0
+    "legacy-plugins": True,
     "multi-module": True,
     "junit-mix": True,
     "jaxb-datatype": False,
     "javax-annotation": False,
     "sun-base64": False,
-    "nashorn-eval": False,
-    "reflective-access": False,
+    "nashorn-eval": True,
+    "reflective-access": True,
 }
 # Untouched outcomes that differ when tests run inside Maven's JVM (-DforkCount=0).
 UNTOUCHED_BUILDS_IN_PROCESS: dict[str, bool] = {"legacy-plugins": True}

@@ -10,9 +10,11 @@ skipped>`` with one ``<testcase classname name>`` per executed test, a ``<skippe
 from __future__ import annotations
 
 import logging
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,13 +53,49 @@ def class_major_version(path: Path, root: Path | None = None) -> int:
     return int.from_bytes(head[6:8], "big")
 
 
+#: At most this many directory entries are walked under one tree (a build can write millions).
+MAX_WALK_ENTRIES = 2_000_000
+
+
+def walk_tree(
+    root: Path, prune: Callable[[str], bool] = lambda name: False
+) -> Iterator[tuple[Path, list[str]]]:
+    """``(directory, file names)`` for ``root`` and every directory below it, top-down, sorted.
+
+    Iterative (a tree 10,000 directories deep is fine), never follows a symlink (a symlink is
+    listed as a file), skips directories whose name ``prune`` accepts and ones it cannot list.
+
+    Raises:
+        UnsafeFile: more than :data:`MAX_WALK_ENTRIES` entries.
+    """
+    stack, seen = [root], 0
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > MAX_WALK_ENTRIES:
+            raise UnsafeFile(f"more than {MAX_WALK_ENTRIES} entries under {root}")
+        yield here, sorted(name for name, is_dir in entries if not is_dir)
+        stack.extend(
+            here / name for name, is_dir in sorted(entries, reverse=True) if is_dir and not prune(name)
+        )
+
+
 def _pom_dirs(project_dir: Path) -> list[Path]:
     """Directories holding a pom.xml (Maven modules, and stray POMs), outside target/."""
     return sorted(
-        p.parent
-        for p in project_dir.rglob("pom.xml")
-        if not any(part == "target" or part.startswith(".") for part in p.relative_to(project_dir).parts)
+        here
+        for here, files in walk_tree(project_dir, prune=lambda name: name == "target" or name.startswith("."))
+        if "pom.xml" in files
     )
+
+
+def _files_below(root: Path, suffix: str) -> list[Path]:
+    return sorted(here / name for here, files in walk_tree(root) for name in files if name.endswith(suffix))
 
 
 _POM_MAX_BYTES = 8 << 20
@@ -94,7 +132,7 @@ def expects_classes(module: Path, root: Path | None = None) -> bool:
     if _packaging(module, root) == "pom":
         return False
     sources = module / "src" / "main" / "java"
-    for path in sources.rglob("*.java"):
+    for path in _files_below(sources, ".java"):
         try:
             if declares_type(read_bytes(root, path.relative_to(root), max_bytes=_SOURCE_MAX_BYTES)):
                 return True
@@ -125,35 +163,63 @@ class BytecodeReport:
         return self.total > 0 and not self.wrong_count and not self.modules_without_classes
 
 
-def check_bytecode(
-    project_dir: Path, expected_major: int = JAVA17_MAJOR, max_listed: int = 20
-) -> BytecodeReport:
-    """Check that every main class of every module has major version ``expected_major``."""
-    report = BytecodeReport()
-    by_major: Counter[int] = Counter()
+def class_versions(project_dir: Path) -> dict[str, int]:
+    """Major version of every main class file, ``<module>/target/classes/**/*.class``, by path
+    relative to ``project_dir`` (-1 for a file that is not a regular class file).
+
+    The evaluator takes this snapshot when the compile build has ended (its sandbox, and every
+    process in it, is gone) and before any test runs, so no test code can have written it.
+    """
+    versions: dict[str, int] = {}
     for module in _pom_dirs(project_dir):
-        rel_module = module.relative_to(project_dir).as_posix()
-        classes = sorted((module / "target" / "classes").rglob("*.class"))
-        if not classes and expects_classes(module, project_dir):
-            report.modules_without_classes.append(rel_module)
-        for cls in classes:
+        for cls in _files_below(module / "target" / "classes", ".class"):
             try:
                 major = class_major_version(cls, project_dir)
             except ValueError:
                 major = -1
-            by_major[major] += 1
-            report.total += 1
-            if major != expected_major:
-                report.wrong_count += 1
-                if len(report.wrong) < max_listed:
-                    report.wrong.append((cls.relative_to(project_dir).as_posix(), major))
+            versions[cls.relative_to(project_dir).as_posix()] = major
+    return versions
+
+
+def check_bytecode(
+    project_dir: Path,
+    expected_major: int = JAVA17_MAJOR,
+    max_listed: int = 20,
+    versions: dict[str, int] | None = None,
+) -> BytecodeReport:
+    """Check that every main class of every module has major version ``expected_major``.
+
+    ``versions``: a snapshot from :func:`class_versions` to judge (default: read now)."""
+    if versions is None:
+        versions = class_versions(project_dir)
+    report = BytecodeReport()
+    by_major: Counter[int] = Counter()
+    for module in _pom_dirs(project_dir):
+        rel_module = module.relative_to(project_dir).as_posix()
+        prefix = "target/classes/" if rel_module == "." else f"{rel_module}/target/classes/"
+        if not any(path.startswith(prefix) for path in versions) and expects_classes(module, project_dir):
+            report.modules_without_classes.append(rel_module)
+    for path, major in versions.items():
+        by_major[major] += 1
+        report.total += 1
+        if major != expected_major:
+            report.wrong_count += 1
+            if len(report.wrong) < max_listed:
+                report.wrong.append((path, major))
     report.by_major = dict(sorted(by_major.items()))
     return report
 
 
 @dataclass
 class TestReport:
-    """Sums over every report file, and the executed test cases by ``pkg.Class#method`` key."""
+    """Sums over every counted report file, and the executed test cases by ``pkg.Class#method`` key.
+
+    ``unreadable``: report paths that are not regular files or not XML (counted as nothing);
+    ``malformed``: ``"path: why"`` for reports whose counts are not integers >= 0 or claim more
+    failed, errored and skipped tests than tests (counted as nothing); ``unmatched``: report
+    paths that are not one test suite about classes declared in the test sources, in the file
+    named after it (counted as nothing: see :func:`_suite_matches`).
+    """
 
     __test__ = False  # not a pytest class
 
@@ -165,6 +231,8 @@ class TestReport:
     modules: list[str] = field(default_factory=list)
     skipped_keys: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    malformed: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -178,15 +246,63 @@ def case_key(classname: str, name: str) -> str:
     return f"{classname.replace('$', '.')}#{method}"
 
 
-def read_test_reports(project_dir: Path) -> TestReport:
+#: A report count: a decimal integer >= 0 (at most 9 digits: no report holds a billion tests).
+_COUNT = re.compile(r"[0-9]{1,9}")
+_COUNT_ATTRS = ("tests", "failures", "errors", "skipped")
+
+
+def _suite_counts(suite: ET.Element) -> dict[str, int] | str:
+    """The four counts of one ``<testsuite>``, or why they cannot be believed."""
+    counts = {}
+    for attr in _COUNT_ATTRS:
+        raw = suite.get(attr)
+        if raw is None:
+            counts[attr] = 0  # surefire writes all four; a missing one counts nothing
+        elif _COUNT.fullmatch(raw.strip()):
+            counts[attr] = int(raw.strip())
+        else:
+            return f"{attr}={raw[:40]!r} is not an integer >= 0"
+    if counts["failures"] + counts["errors"] + counts["skipped"] > counts["tests"]:
+        return f"failures+errors+skipped exceed tests ({counts})"
+    return counts
+
+
+def _suite_matches(suite: ET.Element, known: set[str], file_name: str) -> bool:
+    """Whether a ``<testsuite>`` is about test classes of the sources and sits in the file surefire
+    names after it (``TEST-<suite name>.xml``, or ``TEST-<suite name>-<reportNameSuffix>.xml``):
+    its name is a class of the sources (JUnit reports), or it holds test cases and each names
+    one (TestNG's ``TEST-TestSuite.xml``). A second file about the same class is not counted."""
+    name = suite.get("name") or ""
+    if file_name != f"TEST-{name}.xml" and not file_name.startswith(f"TEST-{name}-"):
+        return False
+    if name.replace("$", ".") in known:
+        return True
+    cases = [(case.get("classname") or "").replace("$", ".") for case in suite.iter("testcase")]
+    return bool(cases) and all(name in known for name in cases)
+
+
+def read_test_reports(project_dir: Path, test_classes: Collection[str] | None = None) -> TestReport:
     """Sum surefire/failsafe ``TEST-*.xml`` reports of every module under ``project_dir``.
 
-    Unreadable report files are listed in ``unreadable`` (and counted as nothing), never guessed.
+    Each report is checked before it counts (see :class:`TestReport`): unreadable, malformed
+    and (when ``test_classes`` is given: the dotted names of the types declared in the test
+    sources) unmatched reports are listed and count nothing, never guessed. A report's suites
+    all count or none does.
     """
     report = TestReport()
     modules: set[str] = set()
+    known = None if test_classes is None else set(test_classes)
+    found = [
+        here / name
+        for here, files in walk_tree(project_dir)
+        if here != project_dir
+        and here.parent.name == "target"
+        and here.name in ("surefire-reports", "failsafe-reports")
+        for name in files
+        if name.startswith("TEST-") and name.endswith(".xml")
+    ]
     for kind in ("surefire-reports", "failsafe-reports"):
-        for xml in sorted(project_dir.rglob(f"target/{kind}/TEST-*.xml")):
+        for xml in sorted(p for p in found if p.parent.name == kind):
             rel = xml.relative_to(project_dir).as_posix()
             try:
                 root = ET.fromstring(read_bytes(project_dir, rel, max_bytes=MAX_REPORT_BYTES))
@@ -195,16 +311,29 @@ def read_test_reports(project_dir: Path) -> TestReport:
                 report.unreadable.append(rel)
                 continue
             suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+            parsed = []
             for suite in suites:
-                report.tests += int(suite.get("tests", 0) or 0)
-                report.failures += int(suite.get("failures", 0) or 0)
-                report.errors += int(suite.get("errors", 0) or 0)
-                report.skipped += int(suite.get("skipped", 0) or 0)
-                for case in suite.iter("testcase"):
-                    if case.find("skipped") is not None:
-                        report.skipped_keys.append(case_key(case.get("classname", ""), case.get("name", "")))
-            report.files += 1
-            module = xml.parent.parent.parent.relative_to(project_dir).as_posix()
-            modules.add("" if module == "." else module)
+                counts = _suite_counts(suite)
+                if isinstance(counts, str):
+                    report.malformed.append(f"{rel}: {counts}")
+                    break
+                parsed.append((suite, counts))
+            else:
+                if known is not None and (len(suites) != 1 or not _suite_matches(suites[0], known, xml.name)):
+                    report.unmatched.append(rel)
+                    continue
+                for suite, counts in parsed:
+                    report.tests += counts["tests"]
+                    report.failures += counts["failures"]
+                    report.errors += counts["errors"]
+                    report.skipped += counts["skipped"]
+                    for case in suite.iter("testcase"):
+                        if case.find("skipped") is not None:
+                            report.skipped_keys.append(
+                                case_key(case.get("classname", ""), case.get("name", ""))
+                            )
+                report.files += 1
+                module = xml.parent.parent.parent.relative_to(project_dir).as_posix()
+                modules.add("" if module == "." else module)
     report.modules = sorted(modules)
     return report

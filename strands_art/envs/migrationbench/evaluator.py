@@ -1,24 +1,35 @@
 """MigrationBench's minimal-migration check, re-implemented: build under JDK 17, then test equivalence.
 
-Rules (``docs/migrationbench.md``, section "Evaluator"):
+Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the reward"):
 
-* **Build success** (reward 0.5): ``mvn clean verify`` exits 0 under JDK 17 within the timeout,
-  and every main class of every module (``<module>/target/classes/**/*.class``) has class-file
-  major version 61; a module with main sources but no classes fails it.
-* **Test equivalence** (+0.5, checked only if the build passed): tests executed and passed
-  across all modules' surefire/failsafe reports ``>= num_test_cases``; no test newly skipped
-  (a skipped test case that was not disabled in the original) or newly disabled (``@Ignore`` /
-  ``@Disabled``); and the multiset of test methods (``pkg.Class#method``, all modules' test
-  sources, via :mod:`.javatests`) equals the original's.
+* **Build success** (reward 0.5): the *compile build* ``mvn clean verify -DskipTests`` exits 0
+  under JDK 17 within the timeout, and every main class of every module
+  (``<module>/target/classes/**/*.class``) has class-file major version 61; a module with main
+  sources but no classes fails it. The versions are read when that build's sandbox is gone and
+  before any test has run, and read again after the test build: a class file whose version
+  changed meanwhile fails the check (:data:`REASON_CLASSES_REWRITTEN`).
+* **Test equivalence** (+0.5, checked only if the build passed): the *test build* ``mvn
+  verify`` (same copy, failures made fatal whatever the project says: :mod:`.buildpolicy`)
+  exits 0; the surefire/failsafe reports are well-formed, name test classes of the sources, and
+  agree with that exit status; tests executed and passed ``>= num_test_cases``; no test newly
+  skipped (a skipped test case that was not disabled in the original) or newly disabled
+  (``@Ignore`` / ``@Disabled``); and the multiset of test methods (``pkg.Class#method``, all
+  modules' test sources, via :mod:`.javatests`) equals the original's (the task's ``repo/``,
+  or for a task without one the git objects of ``base_commit``, hash-checked:
+  :mod:`.gitorigin`).
+
+Every reason a fact failed is listed in ``details["reasons"]`` (the ``REASON_*`` codes of
+:mod:`.verdict`, re-exported here with :class:`EvalResult`).
 
 The evaluated repository is hostile (an agent wrote it, and its tests run during the build), so
 it is never built in place: it is copied (regular files, directories, and symlinks that stay
 inside it; FIFOs, sockets, devices and escaping symlinks are left out) into a fresh build
 directory owned by a fresh sandbox uid, without any ``target/`` next to a ``pom.xml`` (stale
-classes of a module dropped from the reactor cannot pass the bytecode check). The test methods
-are read from that copy *before* the build (a test cannot rewrite what is compared), ``mvn clean
-verify`` runs in the sandbox with no network (:mod:`.maven`), and the build outputs are read back
-without following symlinks, regular files only (:mod:`strands_art.envs.sandbox.files`).
+classes of a module dropped from the reactor cannot pass the bytecode check), and the switches
+that hide test failures are removed from that copy. The test methods are read from that copy
+*before* the builds (a test cannot rewrite what is compared), both builds run in the sandbox
+with no network (:mod:`.maven`), and the build outputs are read back without following
+symlinks, regular files only (:mod:`strands_art.envs.sandbox.files`).
 """
 
 from __future__ import annotations
@@ -29,26 +40,51 @@ import logging
 import os
 import re
 import sys
-import tarfile
 import tempfile
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench.buildoutputs import check_bytecode, read_test_reports
+from strands_art.envs.migrationbench.buildoutputs import (
+    JAVA17_MAJOR,
+    check_bytecode,
+    class_versions,
+)
+from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
+from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
-from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.envs.migrationbench.maven import MavenResult, run_maven
+from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
+    BUILD_REWARD,
+    REASON_BUILD_FAILED,
+    REASON_BUILD_TIMEOUT,
+    REASON_CLASSES_REWRITTEN,
+    REASON_MODULE_WITHOUT_CLASSES,
+    REASON_NEWLY_DISABLED,
+    REASON_NEWLY_SKIPPED,
+    REASON_NO_POM,
+    REASON_NOT_JAVA17,
+    REASON_ORIGINAL_UNAVAILABLE,
+    REASON_OUTPUTS_UNREADABLE,
+    REASON_REPORT_MALFORMED,
+    REASON_REPORT_UNREADABLE,
+    REASON_REPORTS_CONTRADICT_MAVEN,
+    REASON_TESTS_ADDED,
+    REASON_TESTS_FAILED,
+    REASON_TESTS_MISSING,
+    REASON_TESTS_TIMEOUT,
+    REASON_TOO_FEW_TESTS,
+    TEST_REWARD,
+    EvalResult,
+)
+from strands_art.envs.migrationbench.verdict import score as _score
 from strands_art.envs.migrationbench.workspace import maven_build_outputs
 from strands_art.envs.sandbox import (
     Identity,
-    Sandbox,
     allocate_identity,
-    chown_tree,
     release_identity,
     require_sandbox,
-    run_sync,
 )
 from strands_art.envs.sandbox.files import copy_tree
 from strands_art.envs.sandbox.removal import remove_tree
@@ -57,8 +93,18 @@ from strands_art.validation import check_float
 logger = logging.getLogger(__name__)
 
 MAX_BUILD_TIMEOUT_S = 86400.0
-BUILD_REWARD = 0.5
-TEST_REWARD = 0.5
+
+
+class BadTask(ValueError):
+    """The task directory is malformed (``task.json`` missing, not JSON, a field out of range):
+    nothing the evaluated repository did. ``strands-art evaluate`` exits 2."""
+
+
+class BadRepository(ValueError):
+    """The evaluated repository cannot be evaluated at all (not a directory; a tree the build copy
+    or the test-source reader refuses). Something the agent's work did: a runner scores it 0.
+    ``strands-art evaluate`` exits 3. (A repository that can be built but fails is not this: it
+    is scored, with its ``details["reasons"]``.)"""
 
 
 @dataclass(frozen=True)
@@ -78,25 +124,36 @@ class EvalTask:
     def from_dir(cls, task_dir: Path | str) -> EvalTask:
         """Load ``task_dir/task.json`` (needs ``num_test_cases``); original = ``task_dir/repo``.
 
-        Raises FileNotFoundError for a missing file; ValueError when ``task.json`` is not valid
-        UTF-8 JSON holding an object, ``num_test_cases`` is not an integer >= 0 (``true`` is not
-        one), or ``base_commit`` is needed (no ``repo/``) and is not a hex commit id.
+        Raises BadTask (a ValueError) when ``task.json`` is missing or not valid UTF-8 JSON
+        holding an object, ``num_test_cases`` is not an integer >= 0 (``true`` is not one), or
+        ``base_commit`` is needed (no ``repo/``) and is not a full hex commit id (40 or 64
+        digits: an abbreviated one could name an object the agent made, see :mod:`.gitorigin`).
         """
         task_dir = Path(task_dir)
         path = task_dir / "task.json"
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
         except RecursionError:
-            raise ValueError(f"{path}: JSON nested too deeply") from None
+            raise BadTask(f"{path}: JSON nested too deeply") from None
+        except (OSError, ValueError) as exc:
+            raise BadTask(f"{path}: {exc}") from None
         if not isinstance(meta, dict):
-            raise ValueError(f"{path} must hold a JSON object, got {type(meta).__name__}")
+            raise BadTask(f"{path} must hold a JSON object, got {type(meta).__name__}")
         num = meta.get("num_test_cases")
         if isinstance(num, bool) or not isinstance(num, int) or num < 0:
-            raise ValueError(f"{path}: num_test_cases must be an integer >= 0, got {num!r}")
+            raise BadTask(f"{path}: num_test_cases must be an integer >= 0, got {num!r}")
         repo = task_dir / "repo"
         base_commit = meta.get("base_commit")
         if not repo.is_dir():
-            base_commit = check_commit_id(base_commit, f"{path}: base_commit")
+            try:
+                base_commit = check_commit_id(base_commit, f"{path}: base_commit")
+            except ValueError as exc:
+                raise BadTask(str(exc)) from None
+            if len(base_commit) not in (40, 64):
+                raise BadTask(
+                    f"{path}: a task without repo/ needs the full base_commit id (40 or 64 hex "
+                    f"digits), got {base_commit!r}"
+                )
         name = meta.get("name")
         return cls(
             name=name if isinstance(name, str) and name else task_dir.name,
@@ -106,70 +163,27 @@ class EvalTask:
         )
 
 
-@dataclass
-class EvalResult:
-    """The evaluator's verdict; :meth:`to_json` gives the documented JSON object."""
-
-    build_success: bool
-    java17_bytecode: bool
-    tests_run: int
-    tests_required: int
-    tests_equivalent: bool
-    reward: float
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def _original_tests(
     repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
 ) -> TestInventory:
-    """The original's test methods: from ``task.original_dir``, else ``git archive base_commit`` of
-    ``repo_dir`` (the build copy, owned by ``identity``), run in the sandbox; the archive is made
-    in a directory under ``scratch_dir`` (default the system's temp directory; the sandbox uid
-    must be able to enter it)."""
+    """The original's test methods: from ``task.original_dir`` (the task's pristine ``repo/``,
+    which no rollout writes), else from the git objects of ``task.base_commit`` in ``repo_dir``
+    (the build copy, owned by ``identity``), each checked against its id, read in the sandbox
+    (:func:`.gitorigin.original_tests_from_git`; its scratch directory goes under
+    ``scratch_dir``, which the sandbox uid must be able to enter).
+
+    Raises:
+        ValueError: no original given, or ``base_commit`` is not hex (checked before git runs).
+        GitObjectError: the commit's objects are missing, forged, or the id is abbreviated.
+    """
     if task.original_dir is not None:
         return collect_tests(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
-    # git reads the repository's own config (filters, fsmonitor: commands): run it sandboxed,
-    # with the repository read-only and a hex-checked commit after `--end-of-options`.
+    # git reads the repository's own config: run it sandboxed, repository read-only, on a
+    # hex-checked commit (never an option), and believe nothing it says without the hash.
     commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
-    with tempfile.TemporaryDirectory(prefix="strands-art-orig-", dir=scratch_dir) as tmp:
-        os.chmod(tmp, 0o711)
-        out_dir = Path(tmp) / "out"
-        out_dir.mkdir()
-        chown_tree(out_dir, identity)
-        archive = out_dir / "orig.tar"
-        sandbox = None if unsafe else Sandbox(identity, writable=(out_dir,), readonly=(repo_dir,))
-        with open(Path(tmp) / "git.log", "w+b") as log:
-            code, timed_out = run_sync(
-                sandbox,
-                [
-                    "git",
-                    "-c",
-                    "safe.directory=*",
-                    "-C",
-                    str(repo_dir),
-                    "archive",
-                    "-o",
-                    str(archive),
-                    "--end-of-options",
-                    commit,
-                ],
-                cwd=out_dir,
-                env={"HOME": str(out_dir)},
-                timeout_s=120,
-                stdout=log,
-            )
-            log.seek(0)
-            said = log.read().decode("utf-8", errors="replace").strip().splitlines()[-1:] or [""]
-        if code != 0 or timed_out or archive.is_symlink() or not archive.is_file():
-            raise ValueError(f"task {task.name}: git archive {commit!r} failed (exit {code}): {said[0]}")
-        with tarfile.open(archive) as tar:
-            tar.extractall(Path(tmp) / "src", filter="data")
-        return collect_tests(Path(tmp) / "src")
+    return original_tests_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
 
 
 def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
@@ -190,10 +204,6 @@ def check_commit_id(value: object, what: str) -> str:
 _COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
-def _diff(a: Counter[str], b: Counter[str], limit: int = 50) -> list[str]:
-    return sorted((a - b).elements())[:limit]
-
-
 def evaluate(
     repo_dir: Path | str,
     task: EvalTask,
@@ -212,8 +222,8 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
-        scratch_dir: where the evaluation's directory (build copy, ``git archive`` of the
-            original, Maven's local repository and settings) is made, removed afterwards;
+        scratch_dir: where the evaluation's directory (build copy, the original's test sources
+            from git, Maven's local repository and settings) is made, removed afterwards;
             default the system's temp directory. The sandbox uid must be able to enter it
             (``migrate`` passes ``<run_dir>/workspaces``, so a killed run's build scratch goes
             with its workspaces).
@@ -234,21 +244,59 @@ def evaluate(
     try:
         os.chmod(top, 0o711)
         build = top / "repo"
-        left_out = _copy_for_build(repo, build, identity)
-        original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
-        current = collect_tests(build)  # before the build: what the tests are, not what they did
-        mvn = run_maven(
+        try:
+            left_out = _copy_for_build(repo, build, identity)
+            hardened = harden_build(build)
+            current = collect_tests(build)  # before the builds: what the tests are, not what they did
+        except (OSError, ValueError, RecursionError) as exc:
+            raise BadRepository(f"cannot prepare {repo} for the build: {type(exc).__name__}: {exc}") from exc
+        original: TestInventory | str
+        try:
+            original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
+        except GitObjectError as exc:  # the agent's .git lost or forged the base commit
+            original = str(exc)
+        run = {
+            "offline": offline,
+            "fork_count": fork_count,
+            "identity": identity,
+            "scratch_dir": top,
+            "unsafe_no_sandbox": unsafe_no_sandbox,
+        }
+        compile_log = log_path.with_name(f"{log_path.stem}.compile{log_path.suffix}") if log_path else None
+        # 1. compile build: no test runs; its sandbox (every process in it) is gone when it returns
+        built = run_maven(
             build,
-            ["clean", "verify"],
+            ["clean", "verify", "-DskipTests=true", *forced_args()],
             timeout_s,
-            offline=offline,
-            fork_count=fork_count,
-            log_path=log_path,
-            identity=identity,
-            scratch_dir=top,
-            unsafe_no_sandbox=unsafe_no_sandbox,
+            log_path=compile_log,
+            **run,
         )
-        result = _score(build, task, original, current, mvn, left_out)
+        tested, result = None, None
+        try:  # the build wrote this tree: a walk that fails scores, it does not raise
+            versions = class_versions(build)  # the bytecode evidence: written before any test ran
+            bytecode = check_bytecode(build, versions=versions)
+        except (OSError, RecursionError) as exc:
+            result = _unreadable_outputs(repo, task, built, None, exc)
+        if result is None:
+            if built.ok and bytecode.ok:
+                # 2. test build on the same copy: failures fatal, whatever the project says. Code
+                # the compile build ran (an annotation processor of the reactor) may have put an
+                # excuse back: harden again, now that nothing of the agent's is running.
+                again = harden_build(build)
+                hardened += [f"after the compile build: {entry}" for entry in again]
+                left = max(timeout_s - (time.monotonic() - t0), 1.0)
+                tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
+            try:
+                rewritten: list[str] = []
+                if tested is not None:
+                    after = class_versions(build)
+                    # a version changed, a class gone, or a new one that is not 61: not javac's work
+                    rewritten = sorted(p for p, v in after.items() if versions.get(p, JAVA17_MAJOR) != v)
+                    rewritten += sorted(p for p in versions if p not in after)
+                result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+            except (OSError, RecursionError) as exc:
+                result = _unreadable_outputs(repo, task, built, tested, exc)
+        result.details["hardened"] = hardened
     finally:
         try:
             remove_tree(top)  # what the build wrote may be any depth (no recursion limit here)
@@ -259,79 +307,19 @@ def evaluate(
     return result
 
 
-def _score(
-    build: Path,
-    task: EvalTask,
-    original: TestInventory,
-    current: TestInventory,
-    mvn: Any,
-    left_out: list[str],
+def _unreadable_outputs(
+    repo: Path, task: EvalTask, built: MavenResult, tested: MavenResult | None, exc: BaseException
 ) -> EvalResult:
-    """The verdict from a finished build in ``build`` (see the rules in the module doc)."""
-    repo = build
-    bytecode = check_bytecode(repo)
-    build_success = mvn.ok and bytecode.ok
-    details: dict[str, Any] = {
+    """0.0 with :data:`REASON_OUTPUTS_UNREADABLE`: a build left a tree too deep or too large to walk."""
+    logger.warning("build outputs of %s unreadable: %s", repo, exc)
+    details = {
         "task": task.name,
-        "maven_exit_code": mvn.exit_code,
-        "timed_out": mvn.timed_out,
-        "maven_offline": mvn.offline,
-        "maven_duration_s": round(mvn.duration_s, 2),
-        "left_out_of_build": left_out[:50],
-        "class_files": bytecode.total,
-        "class_major_versions": {str(k): v for k, v in bytecode.by_major.items()},
-        "wrong_major_version_count": bytecode.wrong_count,
-        "wrong_major_version": [f"{path} ({major})" for path, major in bytecode.wrong[:5]],
-        "modules_without_classes": bytecode.modules_without_classes,
-        "maven_errors": list(mvn.error_lines),
-        "log_tail": mvn.output_tail[-4000:],
+        "maven_exit_code": built.exit_code,
+        "test_maven_exit_code": tested.exit_code if tested else None,
+        "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+        "reasons": [REASON_OUTPUTS_UNREADABLE],
     }
-    tests_run = 0
-    tests_equivalent = False
-    if build_success:
-        reports = read_test_reports(repo)
-        tests_run = reports.passed
-        orig_keys, cur_keys = original.keys(), current.keys()
-        newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
-        orig_disabled = set(original.disabled_keys())
-        newly_skipped = sorted({k for k in reports.skipped_keys if k not in orig_disabled})
-        missing, added = _diff(orig_keys, cur_keys), _diff(cur_keys, orig_keys)
-        tests_equivalent = (
-            tests_run >= task.num_test_cases
-            and not newly_disabled
-            and not newly_skipped
-            and not missing
-            and not added
-            and not reports.unreadable
-        )
-        details.update(
-            {
-                "test_reports": reports.files,
-                "test_modules": reports.modules,
-                "tests_total": reports.tests,
-                "tests_failed": reports.failures,
-                "tests_errors": reports.errors,
-                "tests_skipped": reports.skipped,
-                "unreadable_reports": reports.unreadable,
-                "test_methods_original": sum(orig_keys.values()),
-                "test_methods_now": sum(cur_keys.values()),
-                "missing_tests": missing,
-                "added_tests": added,
-                "newly_disabled": newly_disabled,
-                "newly_skipped": newly_skipped,
-                "test_parse_errors": current.parse_errors,
-            }
-        )
-    reward = BUILD_REWARD * build_success + TEST_REWARD * (build_success and tests_equivalent)
-    return EvalResult(
-        build_success=build_success,
-        java17_bytecode=bytecode.ok,
-        tests_run=tests_run,
-        tests_required=task.num_test_cases,
-        tests_equivalent=tests_equivalent,
-        reward=float(reward),
-        details=details,
-    )
+    return EvalResult(False, False, 0, task.num_test_cases, False, 0.0, details)
 
 
 def evaluate_command(
@@ -344,15 +332,28 @@ def evaluate_command(
 ) -> dict[str, Any]:
     """``strands-art evaluate REPO_DIR --task TASK_DIR``: the result as a JSON-ready dict.
 
-    A repository without a root ``pom.xml`` scores 0 (``details.error`` says why) rather than
-    raising; a bad task directory raises (FileNotFoundError / ValueError). ``scratch_dir`` and
-    ``unsafe_no_sandbox``: see :func:`evaluate`.
+    A repository without a root ``pom.xml`` scores 0 (``details.error`` says why, reason
+    :data:`REASON_NO_POM`) rather than raising. ``scratch_dir`` and ``unsafe_no_sandbox``: see
+    :func:`evaluate`.
+
+    Raises:
+        BadTask: the task directory is malformed (the repository was not looked at).
+        BadRepository: ``repo_dir`` is not a directory, or its tree cannot be copied or read.
+        SandboxError / MavenNotFound: the machine cannot run the evaluation.
     """
     task = EvalTask.from_dir(task_dir)
     repo = Path(repo_dir)
+    if not repo.is_dir():
+        raise BadRepository(f"{repo} is not a directory")
     if not (repo / "pom.xml").is_file():
         return EvalResult(
-            False, False, 0, task.num_test_cases, False, 0.0, {"error": f"no pom.xml in {repo}"}
+            False,
+            False,
+            0,
+            task.num_test_cases,
+            False,
+            0.0,
+            {"error": f"no pom.xml in {repo}", "reasons": [REASON_NO_POM]},
         ).to_json()
     return evaluate(
         repo, task, timeout_s=timeout_s, scratch_dir=scratch_dir, unsafe_no_sandbox=unsafe_no_sandbox
@@ -370,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
         result = evaluate_command(args.repo, args.task, args.timeout)
+    except BadRepository as exc:
+        sys.stderr.write(f"evaluator: bad repository {args.repo}: {exc}\n")
+        return 3
     except (FileNotFoundError, ValueError) as exc:
         sys.stderr.write(f"evaluator: {exc}\n")
         return 2

@@ -67,6 +67,9 @@ class TestInventory:
     methods: list[TestMethod]
     files: int
     parse_errors: list[str]
+    #: every type declared in the test sources (dotted, fully qualified, nested ones too), with
+    #: or without test methods: what a surefire report may name
+    classes: frozenset[str] = frozenset()
 
     def keys(self) -> Counter[str]:
         """Multiset of ``pkg.Class#method`` (overloads count separately)."""
@@ -126,11 +129,21 @@ def _modifiers(node: Node) -> Node | None:
     return None
 
 
-def _walk_type(node: Node, outer: str, disabled: bool, module: str, rel: str, out: list[TestMethod]) -> None:
+def _walk_type(
+    node: Node,
+    outer: str,
+    disabled: bool,
+    module: str,
+    rel: str,
+    out: list[TestMethod],
+    types: list[str] | None = None,
+) -> None:
     name_node = node.child_by_field_name("name")
     if name_node is None:
         return
     qual = f"{outer}.{name_node.text.decode('utf-8')}" if outer else name_node.text.decode("utf-8")
+    if types is not None:
+        types.append(qual)
     disabled = disabled or bool(DISABLING_ANNOTATIONS.intersection(_annotation_names(_modifiers(node))))
     body = node.child_by_field_name("body")
     if body is None:
@@ -138,14 +151,22 @@ def _walk_type(node: Node, outer: str, disabled: bool, module: str, rel: str, ou
     for member in body.children:
         if member.type == "enum_body_declarations":  # enum constants first, then members
             for sub in member.children:
-                _member(sub, qual, disabled, module, rel, out)
+                _member(sub, qual, disabled, module, rel, out, types)
         else:
-            _member(member, qual, disabled, module, rel, out)
+            _member(member, qual, disabled, module, rel, out, types)
 
 
-def _member(member: Node, qual: str, disabled: bool, module: str, rel: str, out: list[TestMethod]) -> None:
+def _member(
+    member: Node,
+    qual: str,
+    disabled: bool,
+    module: str,
+    rel: str,
+    out: list[TestMethod],
+    types: list[str] | None = None,
+) -> None:
     if member.type in _TYPE_DECLS:
-        _walk_type(member, qual, disabled, module, rel, out)
+        _walk_type(member, qual, disabled, module, rel, out, types)
     elif member.type == "method_declaration":
         names = _annotation_names(_modifiers(member))
         test_ann = next((n for n in names if n in TEST_ANNOTATIONS), None)
@@ -164,9 +185,12 @@ def _member(member: Node, qual: str, disabled: bool, module: str, rel: str, out:
 
 
 def parse_test_methods(
-    source: bytes | str, *, module: str = "", file: str = ""
+    source: bytes | str, *, module: str = "", file: str = "", types: list[str] | None = None
 ) -> tuple[list[TestMethod], bool]:
-    """Test methods in one Java compilation unit; returns ``(methods, had_syntax_error)``."""
+    """Test methods in one Java compilation unit; returns ``(methods, had_syntax_error)``.
+
+    ``types``, when given, receives the dotted names of every class, interface, enum and record
+    declared in it (nested ones too)."""
     data = source.encode("utf-8") if isinstance(source, str) else source
     tree = _parser().parse(data)
     root = tree.root_node
@@ -178,7 +202,7 @@ def parse_test_methods(
                 if child.type in ("scoped_identifier", "identifier"):
                     package = child.text.decode("utf-8")
         elif node.type in _TYPE_DECLS:
-            _walk_type(node, package, False, module, file, out)
+            _walk_type(node, package, False, module, file, out, types)
     return out, root.has_error
 
 
@@ -206,6 +230,7 @@ def collect_tests(project_dir: Path | str) -> TestInventory:
         raise FileNotFoundError(f"not a directory: {root}")
     methods: list[TestMethod] = []
     errors: list[str] = []
+    types: list[str] = []
     files = 0
     for src_dir in find_test_source_dirs(root):
         module_path = src_dir.parent.parent.parent.relative_to(root).as_posix()
@@ -218,10 +243,10 @@ def collect_tests(project_dir: Path | str) -> TestInventory:
                 errors.append(rel)
                 logger.warning("unreadable test source %s: %s", rel, exc)
                 continue
-            found, had_error = parse_test_methods(data, module=module, file=rel)
+            found, had_error = parse_test_methods(data, module=module, file=rel, types=types)
             files += 1
             methods.extend(found)
             if had_error:
                 errors.append(rel)
                 logger.warning("syntax errors in %s (tree-sitter recovered what it could)", rel)
-    return TestInventory(methods=sorted(methods), files=files, parse_errors=errors)
+    return TestInventory(methods=sorted(methods), files=files, parse_errors=errors, classes=frozenset(types))

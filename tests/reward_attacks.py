@@ -1,0 +1,184 @@
+"""Projects that try to forge the MigrationBench reward (issue 22), built from the bundled
+``compiler-props`` task: helpers for tests/test_reward_attacks.py.
+
+Each builder returns a repository directory; the attack code is real Java that runs in the
+scoring build (a test class's ``static {}`` block, a JVM shutdown hook) or a git trick in the
+repository's ``.git``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+TASK = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks" / "compiler-props"
+TEST_DIR = "src/test/java/org/example/textstats"
+GIT = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "commit.gpgsign=false"]
+
+# Writes 61 (Java 17) at bytes 6-7 of every class file under target/classes while tests run.
+FORGE_CLASS_VERSIONS = """
+    static {
+        try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.walk(java.nio.file.Path.of("target/classes"))) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) s::iterator) {
+                if (!p.toString().endsWith(".class")) continue;
+                byte[] b = java.nio.file.Files.readAllBytes(p);
+                b[6] = 0; b[7] = (byte) %d;
+                java.nio.file.Files.write(p, b);
+            }
+        } catch (Throwable t) { }
+    }
+"""
+
+# At JVM exit (after the tests, before Maven reads on): every report says 0 failures and 0
+# errors, and extra reports appear: negative counts, a non-integer, a class that does not exist.
+REWRITE_REPORTS = """
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            java.nio.file.Path dir = java.nio.file.Path.of("target/surefire-reports");
+            try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(dir)) {
+                for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) s::iterator) {
+                    String name = p.getFileName().toString();
+                    if (!name.startsWith("TEST-")) continue;
+                    String x = new String(java.nio.file.Files.readAllBytes(p), "UTF-8");
+                    x = x.replaceAll("failures=\\"[0-9]+\\"", "failures=\\"0\\"")
+                         .replaceAll("errors=\\"[0-9]+\\"", "errors=\\"0\\"")
+                         .replaceAll("(?s)<failure.*?</failure>", "");
+                    java.nio.file.Files.write(p, x.getBytes("UTF-8"));
+                }
+                %s
+            } catch (Throwable t) { }
+        }));
+    }
+"""
+EXTRA_REPORTS = {
+    "TEST-zz-negative.xml": '<testsuite name="org.example.textstats.WordCounterTest" tests="0" '
+    'failures="-2" errors="0" skipped="0"/>',
+    "TEST-zz-abc.xml": '<testsuite name="org.example.textstats.SlugsTest" tests="abc" failures="0" '
+    'errors="0" skipped="0"/>',
+    "TEST-zz-ghost.xml": '<testsuite name="org.example.Ghost" tests="50" failures="0" errors="0" '
+    'skipped="0"/>',
+}
+
+# surefire told to ignore failures and to run tests even when asked to skip them.
+SUREFIRE_EXCUSES = """
+  <build>
+    <plugins>
+      <plugin>
+        <artifactId>maven-surefire-plugin</artifactId>
+        <configuration>
+          <testFailureIgnore>true</testFailureIgnore>
+          <skipTests>false</skipTests>
+          <skip>false</skip>
+        </configuration>
+      </plugin>
+    </plugins>
+  </build>
+</project>"""
+
+
+def copy_task_repo(dest: Path, migrated: bool) -> Path:
+    """``compiler-props``' ``repo/`` at ``dest``, with its reference patch applied if ``migrated``."""
+    shutil.copytree(TASK / "repo", dest, ignore=shutil.ignore_patterns("target"))
+    if migrated:
+        subprocess.run(["git", "apply", str(TASK / "reference.patch")], cwd=dest, check=True)
+    return dest
+
+
+def _inject(path: Path, code: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    head = f"public class {path.stem} {{"
+    assert head in text, path
+    path.write_text(text.replace(head, head + code, 1), encoding="utf-8")
+
+
+def _excuse_failures(repo: Path) -> None:
+    pom = repo / "pom.xml"
+    text = pom.read_text(encoding="utf-8")
+    text = text.replace(
+        "<properties>",
+        "<properties>\n    <maven.test.failure.ignore>true</maven.test.failure.ignore>"
+        "\n    <skipTests>false</skipTests>",
+        1,
+    )
+    pom.write_text(text.replace("</project>", SUREFIRE_EXCUSES, 1), encoding="utf-8")
+    (repo / ".mvn").mkdir(exist_ok=True)
+    (repo / ".mvn" / "maven.config").write_text("-fn -Dmaven.test.failure.ignore=true -B\n")
+
+
+def forged_class_versions(dest: Path, major: int = 61, migrated: bool = False) -> Path:
+    """The unmigrated project (Java 8 bytecode) whose tests rewrite every class to ``major``,
+    with a POM that insists on running the tests (``skipTests``/``skip`` false)."""
+    repo = copy_task_repo(dest, migrated)
+    _excuse_failures(repo)
+    _inject(repo / TEST_DIR / "SlugsTest.java", FORGE_CLASS_VERSIONS % major)
+    return repo
+
+
+def failing_tests_with_forged_reports(dest: Path, extra_reports: bool = True) -> Path:
+    """The migrated project with two failing tests, failures excused by the POM and
+    ``.mvn/maven.config``, and a shutdown hook that rewrites the reports (and, with
+    ``extra_reports``, adds :data:`EXTRA_REPORTS`). Honest score: 0.5."""
+    repo = copy_task_repo(dest, migrated=True)
+    _excuse_failures(repo)
+    test = repo / TEST_DIR / "WordCounterTest.java"
+    text = test.read_text(encoding="utf-8")
+    for method in ("splitsOnPunctuationAndLowercases() {", "emptyTextHasNoWords() {"):
+        text = text.replace(method, method + ' if (true) throw new AssertionError("still broken");', 1)
+    test.write_text(text, encoding="utf-8")
+    writes = ""
+    if extra_reports:
+        writes = " ".join(
+            f"java.nio.file.Files.write(dir.resolve({json.dumps(name)}), {json.dumps(body)}.getBytes());"
+            for name, body in EXTRA_REPORTS.items()
+        )
+    _inject(repo / TEST_DIR / "SlugsTest.java", REWRITE_REPORTS % writes)
+    return repo
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run([*GIT, "-C", str(repo), *args], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def git_replaced_original(dest: Path) -> tuple[Path, str]:
+    """A migrated repository whose ``.git`` lies about the original: two of the base commit's
+    tests deleted, two empty ones added, committed, and ``git replace BASE NEW``. Returns the
+    repository and the (genuine) base commit id. Honest score: 0.5 (two missing, two added)."""
+    repo = copy_task_repo(dest, migrated=False)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "original")
+    base = _git(repo, "rev-parse", "HEAD")
+    subprocess.run(["git", "apply", str(TASK / "reference.patch")], cwd=repo, check=True)
+    test = repo / TEST_DIR / "WordCounterTest.java"
+    text = test.read_text(encoding="utf-8")
+    for method in ("countsFrequencies", "mostFrequentBreaksTiesAlphabetically"):
+        text = text.replace(f"public void {method}()", f"public void {method}Gone()", 1)
+    text = text.replace(
+        "@Test\n    public void countsFrequenciesGone()", "public void countsFrequenciesGone()"
+    )
+    text = text.replace(
+        "@Test\n    public void mostFrequentBreaksTiesAlphabeticallyGone()",
+        "public void mostFrequentBreaksTiesAlphabeticallyGone()",
+    )
+    text = text.rstrip().removesuffix("}") + (
+        "    @Test public void alwaysPassesA() { }\n    @Test public void alwaysPassesB() { }\n}\n"
+    )
+    test.write_text(text, encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "migrated")
+    tree = _git(repo, "rev-parse", "HEAD^{tree}")
+    fake = _git(repo, "commit-tree", tree, "-m", "original")
+    _git(repo, "replace", base, fake)
+    return repo, base
+
+
+def task_without_repo(dest: Path, base_commit: str) -> Path:
+    """A task directory holding only ``task.json`` (a bare record) for ``compiler-props``."""
+    dest.mkdir(parents=True)
+    meta = json.loads((TASK / "task.json").read_text(encoding="utf-8"))
+    meta["base_commit"] = base_commit
+    (dest / "task.json").write_text(json.dumps(meta), encoding="utf-8")
+    return dest

@@ -1,0 +1,313 @@
+"""Issue 22: attacks on the reward's evidence, run through the real evaluator.
+
+The Maven tests (marked ``maven``) build real projects in the sandbox: forged class versions,
+failing tests hidden by the POM and by a shutdown hook that rewrites the reports, extra reports
+with negative or non-integer counts, and ``git replace`` of the base commit of a task given
+without ``repo/``. Each asserts the honest score. The honest migrated control (1.0) is
+tests/test_evaluator.py::test_reference_patch_scores_one. The rest checks the pieces without
+Maven: report validation, POM hardening, hash-checked git objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import zlib
+from pathlib import Path
+
+import pytest
+import reward_attacks as attacks
+
+from strands_art.envs.migrationbench import evaluator as ev
+from strands_art.envs.migrationbench.buildoutputs import read_test_reports
+from strands_art.envs.migrationbench.buildpolicy import harden_build, harden_pom
+from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate
+from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
+from strands_art.envs.sandbox import (
+    Identity,
+    SandboxUnavailable,
+    allocate_identity,
+    release_identity,
+    require_sandbox,
+)
+from strands_art.envs.sandbox.removal import remove_tree
+
+NEEDS_MVN = pytest.mark.skipif(
+    shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)"
+)
+
+
+def _score(repo: Path, task_dir: Path = attacks.TASK) -> dict:
+    return evaluate(repo, EvalTask.from_dir(task_dir), timeout_s=240, offline=True).to_json()
+
+
+# ---------------------------------------------------------------- real builds
+@pytest.mark.maven
+@NEEDS_MVN
+def test_forged_class_versions_score_zero_for_the_unmigrated_project(tmp_path: Path) -> None:
+    repo = attacks.forged_class_versions(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    # the compile build ran no test (the POM's skipTests/skip=false were removed), so the
+    # classes it left are javac's: major 52, and the test build never started
+    assert details["maven_exit_code"] == 0, details["log_tail"]
+    assert details["class_major_versions"] == {"52": 2}
+    assert details["test_maven_exit_code"] is None
+    assert "pom.xml: project/build/plugins/plugin/configuration/skipTests" in details["hardened"]
+    assert "pom.xml: project/build/plugins/plugin/configuration/skip" in details["hardened"]
+    assert ev.REASON_NOT_JAVA17 in details["reasons"]
+    assert result["java17_bytecode"] is False and result["reward"] == 0.0
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_class_files_rewritten_while_tests_run_score_zero(tmp_path: Path) -> None:
+    """The migrated project, but its tests write 52 into its classes: what the tests ran
+    against is not what the compiler made; the re-check after the test build catches it."""
+    repo = attacks.forged_class_versions(tmp_path / "repo", major=52, migrated=True)
+    result = _score(repo)
+    details = result["details"]
+    assert details["class_major_versions"] == {"61": 2}, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert len(details["class_files_rewritten"]) == 2
+    assert details["reasons"] == [ev.REASON_CLASSES_REWRITTEN]
+    assert result["java17_bytecode"] is False and result["reward"] == 0.0
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_failing_tests_hidden_by_pom_and_rewritten_reports_score_half(tmp_path: Path) -> None:
+    repo = attacks.failing_tests_with_forged_reports(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    # every excuse went before the build: POM parameter, property, maven.config options
+    for removed in (
+        "pom.xml: project/properties/maven.test.failure.ignore",
+        "pom.xml: project/build/plugins/plugin/configuration/testFailureIgnore",
+        ".mvn/maven.config: -fn",
+        ".mvn/maven.config: -Dmaven.test.failure.ignore=true",
+    ):
+        assert removed in details["hardened"]
+    # Maven itself failed the test build; the shutdown hook's rewritten reports say 0 failures
+    assert details["test_maven_exit_code"] not in (0, None)
+    assert ev.REASON_TESTS_FAILED in details["reasons"]
+    # the extra reports: negative and non-integer counts refused, an unknown class not counted
+    malformed = details["malformed_reports"]
+    assert any(m.startswith("target/surefire-reports/TEST-zz-negative.xml: failures='-2'") for m in malformed)
+    assert any(m.startswith("target/surefire-reports/TEST-zz-abc.xml: tests='abc'") for m in malformed)
+    assert ev.REASON_REPORT_MALFORMED in details["reasons"]
+    assert details["unmatched_reports"] == ["target/surefire-reports/TEST-zz-ghost.xml"]
+    assert details["tests_total"] == 6  # the two real reports only
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_git_replace_of_the_base_commit_scores_the_honest_half(tmp_path: Path) -> None:
+    repo, base = attacks.git_replaced_original(tmp_path / "repo")
+    task_dir = attacks.task_without_repo(tmp_path / "task", base)
+    result = _score(repo, task_dir)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0 and result["tests_run"] == 6
+    assert details["missing_tests"] == [
+        "org.example.textstats.WordCounterTest#countsFrequencies",
+        "org.example.textstats.WordCounterTest#mostFrequentBreaksTiesAlphabetically",
+    ]
+    assert details["added_tests"] == [
+        "org.example.textstats.WordCounterTest#alwaysPassesA",
+        "org.example.textstats.WordCounterTest#alwaysPassesB",
+    ]
+    assert details["reasons"] == [ev.REASON_TESTS_MISSING, ev.REASON_TESTS_ADDED]
+    assert result["reward"] == 0.5
+
+
+# ---------------------------------------------------------------- the pieces, without Maven
+def _report(root: Path, name: str, body: str) -> None:
+    d = root / "target" / "surefire-reports"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(body)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "why"),
+    [
+        ('tests="abc" failures="0"', "tests='abc' is not an integer >= 0"),
+        ('tests="3" failures="-2"', "failures='-2' is not an integer >= 0"),
+        ('tests="2" failures="1" errors="1" skipped="1"', "failures+errors+skipped exceed tests"),
+        ('tests="1e3"', "tests='1e3' is not an integer >= 0"),
+        ('tests="9999999999"', "is not an integer >= 0"),
+    ],
+)
+def test_malformed_report_counts_nothing_and_says_why(tmp_path: Path, attrs: str, why: str) -> None:
+    _report(tmp_path, "TEST-p.A.xml", '<testsuite name="p.A" tests="2" failures="1"/>')
+    _report(tmp_path, "TEST-p.B.xml", f'<testsuite name="p.B" {attrs}/>')
+    report = read_test_reports(tmp_path, {"p.A", "p.B"})
+    assert (report.files, report.tests, report.failures) == (1, 2, 1)
+    assert len(report.malformed) == 1 and report.malformed[0].startswith(
+        "target/surefire-reports/TEST-p.B.xml: "
+    )
+    assert why in report.malformed[0]
+
+
+def test_report_for_a_class_not_in_the_sources_or_in_a_second_file_is_not_counted(tmp_path: Path) -> None:
+    _report(tmp_path, "TEST-p.A$Inner.xml", '<testsuite name="p.A$Inner" tests="2"/>')
+    _report(tmp_path, "TEST-ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
+    _report(tmp_path, "TEST-p.Ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
+    _report(tmp_path, "TEST-zz-again.xml", '<testsuite name="p.A$Inner" tests="40"/>')  # a real class
+    report = read_test_reports(tmp_path, {"p.A", "p.A.Inner"})
+    assert (report.files, report.tests) == (1, 2)
+    assert report.unmatched == [
+        f"target/surefire-reports/{name}"
+        for name in ("TEST-ghost.xml", "TEST-p.Ghost.xml", "TEST-zz-again.xml")
+    ]
+    assert read_test_reports(tmp_path).tests == 142  # without the source list, as before
+    # TestNG's one report for all classes: matched by its test cases' classes
+    _report(
+        tmp_path,
+        "TEST-TestSuite.xml",
+        '<testsuite name="TestSuite" tests="1"><testcase classname="p.A" name="x"/></testsuite>',
+    )
+    assert read_test_reports(tmp_path, {"p.A", "p.A.Inner"}).tests == 3
+
+
+POM = """<?xml version="1.0"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<properties><maven.test.skip>true</maven.test.skip><keep.me>1</keep.me></properties>
+<build><pluginManagement><plugins><plugin><artifactId>${sf}</artifactId>
+<executions><execution><configuration><skip>true</skip></configuration></execution></executions>
+</plugin></plugins></pluginManagement>
+<plugins><plugin><artifactId>maven-jar-plugin</artifactId><configuration><skip>true</skip></configuration></plugin></plugins>
+</build>
+<profiles><profile><build><plugins><plugin><artifactId>maven-failsafe-plugin</artifactId>
+<configuration><testFailureIgnore>true</testFailureIgnore></configuration></plugin></plugins></build></profile></profiles>
+</project>"""
+
+
+def test_harden_pom_removes_every_excuse_and_keeps_the_rest() -> None:
+    out, removed = harden_pom(POM.encode())
+    assert removed == [
+        "project/properties/maven.test.skip",
+        "project/build/pluginManagement/plugins/plugin/executions/execution/configuration/skip",
+        "project/profiles/profile/build/plugins/plugin/configuration/testFailureIgnore",
+    ]
+    text = out.decode()
+    assert '<project xmlns="http://maven.apache.org/POM/4.0.0">' in text and "ns0:" not in text
+    assert "<keep.me>1</keep.me>" in text
+    assert "maven-jar-plugin</artifactId><configuration><skip>true</skip>" in text  # not a test plugin
+    assert harden_pom(b"<settings/>") is None and harden_pom(b"not xml") is None
+
+
+def test_harden_build_filters_mvn_configs_and_finds_poms_by_content(tmp_path: Path) -> None:
+    (tmp_path / ".mvn").mkdir()
+    (tmp_path / ".mvn/maven.config").write_text(
+        "-B -T2 -fn --fail-at-end -DskipTests -Dfoo=bar -pl core -Ptest\n"
+    )
+    (tmp_path / ".mvn/jvm.config").write_text(
+        "-Xmx1g -javaagent:lib/a.jar @args -XX:OnError=sh --add-opens java.base/java.lang=ALL-UNNAMED\n"
+    )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/build.xml").write_text(POM)  # a <module>sub/build.xml</module> POM
+    removed = harden_build(tmp_path)
+    assert (tmp_path / ".mvn/maven.config").read_text().split() == ["-B", "-T2", "-Dfoo=bar", "-Ptest"]
+    assert (tmp_path / ".mvn/jvm.config").read_text().split() == [
+        "-Xmx1g",
+        "--add-opens",
+        "java.base/java.lang=ALL-UNNAMED",
+    ]
+    assert ".mvn/maven.config: -fn" in removed and ".mvn/jvm.config: -javaagent:lib/a.jar" in removed
+    assert "sub/build.xml: project/properties/maven.test.skip" in removed
+
+
+def _identity_and_sandbox() -> tuple[Identity, bool]:
+    """A sandbox uid and git sandboxed where the machine allows it, else ourselves unconfined."""
+    try:
+        require_sandbox()
+    except SandboxUnavailable:
+        return Identity(os.getuid(), os.getgid(), drop=False), True
+    return allocate_identity(), False
+
+
+def test_git_objects_are_hash_checked(tmp_path: Path) -> None:
+    """``git replace`` is ignored, and a loose object rewritten in place is refused."""
+    repo, base = attacks.git_replaced_original(tmp_path / "repo")
+    identity, unsafe = _identity_and_sandbox()
+    top = Path(tempfile.mkdtemp(prefix="strands-art-test-"))
+    os.chmod(top, 0o711)
+    try:
+        build = top / "repo"
+        ev._copy_for_build(repo, build, identity)
+        original = original_tests_from_git(build, base, identity, unsafe, top)
+        assert sorted(original.keys()) == [
+            "org.example.textstats.SlugsTest#collapsesSeparators",
+            "org.example.textstats.SlugsTest#stripsAccentsAndPunctuation",
+            "org.example.textstats.WordCounterTest#countsFrequencies",
+            "org.example.textstats.WordCounterTest#emptyTextHasNoWords",
+            "org.example.textstats.WordCounterTest#mostFrequentBreaksTiesAlphabetically",
+            "org.example.textstats.WordCounterTest#splitsOnPunctuationAndLowercases",
+        ]
+        with pytest.raises(GitObjectError, match="not a full commit id"):
+            original_tests_from_git(build, base[:12], identity, unsafe, top)
+        # forge the base commit's loose object: same id, other content (the agent's tree)
+        fake_tree = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD^{tree}"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        body = f"tree {fake_tree}\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\noriginal\n".encode()
+        loose = build / ".git/objects" / base[:2] / base[2:]
+        loose.chmod(0o644)
+        loose.write_bytes(zlib.compress(b"commit %d\0" % len(body) + body))
+        with pytest.raises(
+            GitObjectError, match=f"object {base} is not the commit its id names|hash mismatch"
+        ):
+            original_tests_from_git(build, base, identity, unsafe, top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        if not unsafe:
+            release_identity(identity)
+
+
+def test_task_without_repo_needs_a_full_commit_id(tmp_path: Path) -> None:
+    task = attacks.task_without_repo(tmp_path / "task", "abcdef0")
+    with pytest.raises(ev.BadTask, match="full base_commit id"):
+        EvalTask.from_dir(task)
+
+
+def test_evaluate_cli_tells_a_bad_task_from_a_bad_repository(tmp_path: Path, capsys) -> None:
+    from strands_art.cli import main as cli_main
+
+    # a repository that is not there is the agent's fault: scored 0.0 with its reason, exit 0
+    assert cli_main(["evaluate", str(tmp_path / "nope"), "--task", str(attacks.TASK)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reward"] == 0.0 and out["evaluation_error"]["reason"] == "bad_repository"
+    assert "is not a directory" in out["evaluation_error"]["message"]
+    (tmp_path / "repo").mkdir()
+    assert cli_main(["evaluate", str(tmp_path / "repo"), "--task", str(tmp_path / "no-task")]) == 2
+    assert "bad task" in capsys.readouterr().err
+    # a repository that exists but is broken is scored, not refused
+    assert cli_main(["evaluate", str(tmp_path / "repo"), "--task", str(attacks.TASK)]) == 0
+    out = capsys.readouterr().out
+    assert '"reasons": [\n      "no_pom"\n    ]' in out and '"reward": 0.0' in out
+
+
+def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.buildoutputs import class_versions
+
+    (tmp_path / "pom.xml").write_text("<project/>")
+    top = deep = tmp_path / "target"
+    try:
+        (deep / "classes").mkdir(parents=True)
+        deep = deep / "classes"
+        for _ in range(1200):  # (pathlib's mkdir(parents=True) would recurse too deep itself)
+            deep = deep / "d"
+            deep.mkdir()
+        (deep / "X.class").write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x3d")
+        _report(deep, "TEST-p.A.xml", '<testsuite name="p.A" tests="1"/>')
+        versions = class_versions(tmp_path)
+        assert list(versions.values()) == [61] and next(iter(versions)).endswith("/d/d/X.class")
+        assert read_test_reports(tmp_path, {"p.A"}).tests == 1
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses: remove the tree iteratively
+        remove_tree(top)

@@ -76,12 +76,21 @@ def reason_of(exc: BaseException) -> str:
     """The reason code of an evaluation failure (``internal_error`` when no rule matches)."""
     if is_host_failure(exc):
         return "host_failure"
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+    chain = _cause_chain(exc)  # the evaluator wraps causes (BadRepository from UnsafeFile ...)
+    if any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain):
         return "disk_full"
     for code, types, _ in REASONS:
-        if isinstance(exc, types):
+        if any(isinstance(e, types) for e in chain):
             return code
     return "internal_error"
+
+
+def _cause_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its explicit causes (``raise ... from``), outermost first, at most 8."""
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 8:
+        chain.append(chain[-1].__cause__)
+    return chain
 
 
 def failed_evaluation(exc: BaseException, tests_required: int) -> dict[str, Any]:

@@ -178,6 +178,32 @@ def parse_record(line: str) -> dict[str, Any] | None:
     return rec
 
 
+def scan_results(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int, int, int]:
+    """Read ``results.jsonl`` from byte ``start``, for a reader following a live run.
+
+    Returns ``(records, next_start, unreadable, torn)``: the records of complete lines
+    (:func:`parse_record`), the offset after the last complete line (pass it back to continue),
+    how many complete lines were unreadable, and the size in bytes of a torn last line (written
+    without its newline; 0 if none). A missing file reads as empty.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return [], 0, 0, 0
+    body_end = data.rfind(b"\n") + 1
+    records, unreadable = [], 0
+    for line in data[:body_end].decode("utf-8", errors="replace").splitlines():
+        if line.strip():
+            rec = parse_record(line)
+            if rec is None:
+                unreadable += 1
+            else:
+                records.append(rec)
+    return records, start + body_end, unreadable, len(data) - body_end
+
+
 def reconcile(run_dir: Path) -> ReconcileReport:
     """Make results.jsonl and the trajectory store agree (see the module docstring).
 

@@ -132,6 +132,7 @@ def row_payload(view: RunView, rid: str, index: int) -> dict[str, Any]:
         "mask": mask,
         "logprobs": [round(float(x), 4) for x in lps],
         "texts": view.token_texts(ids),
+        "special": sorted(view.special_ids() & set(ids)),
         "turns": spans,
         "markers": _markers(t, index, spans),
         "sampled": sum(mask),

@@ -72,6 +72,7 @@ class RunView:
         self._lock = threading.Lock()
         self._texts: dict[int, str] = {}
         self._store: TrajectoryStore | None = None
+        self._special: set[int] | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -207,6 +208,14 @@ class RunView:
         if self.tokenizer is None:
             return None
         return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def special_ids(self) -> set[int]:
+        """IDs of the tokenizer's special and added tokens (shown as such); empty without one."""
+        if self._special is None:
+            tok = self.tokenizer
+            added = getattr(tok, "added_tokens_decoder", None) or {}
+            self._special = {int(i) for i in added} | set(getattr(tok, "all_special_ids", None) or [])
+        return self._special
 
     def token_texts(self, ids: list[int]) -> dict[str, str] | None:
         """``{str(id): decoded text}`` of each distinct id (cached per id), None without a

@@ -226,7 +226,7 @@ async def _live(request: web.Request) -> web.Response:
         {
             "rollouts": len(view.order),
             "stored": len(view.lines),
-            "version": [view._results_pos, view._store_pos],
+            "version": list(view._sizes),
             "inflight": view.live(),
             "problems": view.problems,
         }

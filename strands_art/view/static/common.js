@@ -15,7 +15,7 @@ SV.el = function (tag, attrs, ...children) {
     else if (k === "onclick" || k === "onchange" || k === "oninput" || k === "onkeydown") node[k] = v;
     else node.setAttribute(k, String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     node.appendChild(typeof c === "object" && c.nodeType ? c : document.createTextNode(String(c)));
   }
@@ -50,9 +50,14 @@ SV.truncNote = function (v) {
   }
   return null;
 };
+// control characters made visible: ESC as ␛ (an ANSI colour code reads "␛[31m"), others as \xNN
+SV.controls = function (s) {
+  return s.replace(/\x1b/g, "\u241b").replace(/[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g,
+    (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+};
 // pre block for a possibly clipped text
 SV.pre = function (v, cls) {
-  return [SV.el("pre", { class: "text " + (cls || "") }, SV.textOf(v)), SV.truncNote(v)];
+  return [SV.el("pre", { class: "text " + (cls || "") }, SV.controls(SV.textOf(v))), SV.truncNote(v)];
 };
 
 SV.fmt = function (x, digits) {
@@ -65,7 +70,7 @@ SV.fmt = function (x, digits) {
 };
 SV.rewardCell = function (r) {
   const cls = typeof r !== "number" ? "" : r >= 1 ? "r1" : r <= 0 ? "r0" : "rmid";
-  return SV.el("span", { class: "reward " + cls }, SV.fmt(r, 2));
+  return SV.el("span", { class: "reward " + cls }, typeof r === "number" ? r.toFixed(2) : SV.fmt(r));
 };
 SV.advCell = function (a) {
   if (typeof a !== "number") return SV.el("span", { class: "adv muted" }, "–");
@@ -78,9 +83,9 @@ SV.eventChips = function (events) {
 
 SV.header = function (crumbs) {
   const nav = SV.el("nav", {});
-  crumbs.forEach((c, i) => {
+  crumbs.filter((c) => c).forEach((c, i) => {
     if (i) nav.appendChild(SV.el("span", { class: "sep" }, "›"));
-    nav.appendChild(c);
+    nav.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
   });
   const live = SV.el("span", { class: "live", id: "live-state" }, "");
   document.body.prepend(SV.el("header", { class: "top" }, SV.el("span", { class: "brand" }, "strands-art view"), nav, live));
@@ -92,8 +97,7 @@ SV.fail = function (where, err) {
 
 // whitespace made visible for the token view
 SV.visible = function (s) {
-  return s.replace(/ /g, "·").replace(/\n/g, "↵").replace(/\t/g, "→").replace(/\r/g, "␍")
-    .replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+  return SV.controls(s.replace(/ /g, "·").replace(/\n/g, "↵").replace(/\t/g, "→").replace(/\r/g, "␍"));
 };
 
 // simple SVG charts, built with createElementNS (no HTML strings)

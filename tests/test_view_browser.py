@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from strands_art.envs.migrationbench.progress import LiveBoard
 from strands_art.store import TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages
 from tests.make_view_run import XSS
@@ -215,7 +216,14 @@ def test_live_view_picks_up_an_appended_rollout(server: str, run_dir: Path, page
     rec = next(r for r in results(run_dir) if r["rollout_id"] == "alpha-r1") | {"rollout_id": "alpha-r9", "reward": 0.5}
     with open(run_dir / "results.jsonl", "a") as f:
         f.write(json.dumps(rec) + "\n")
+    # and another is in flight (the runner's LiveBoard, as the terminal's live rows show it)
+    board = LiveBoard(run_dir / "live.json")
+    board.update("beta-r3", turn=3, last_call="shell: mvn -q clean verify")
     page.wait_for_selector('tr[data-rollout="alpha-r9"]', timeout=10_000)
+    page.wait_for_selector("#inflight li", timeout=10_000)
+    assert page.locator("#inflight li").inner_text().startswith("beta-r3  turn 3  shell: mvn -q clean verify")
+    board.close()
+    page.wait_for_selector("#inflight-card", state="hidden", timeout=10_000)
     assert page.locator("#stat-rollouts").inner_text() == "5"
     # alpha's rewards now differ: the group is no longer zero-variance
     page.wait_for_function("!document.querySelector('.group[data-group=\"alpha\"]').classList.contains('zero')")

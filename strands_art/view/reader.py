@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench.rundir import RESULTS_FILE, TRAJECTORIES_DIR, scan_results
+from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results
 from strands_art.store import StoredLine, TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
 from strands_art.training.metrics import read_metrics
@@ -31,8 +31,6 @@ logger = logging.getLogger(__name__)
 
 FIELD_LIMIT = 20_000
 """Characters of one text field sent to the page; longer ones are cut (:func:`clip`)."""
-LIVE_FILE = "live.json"
-"""Rollouts in flight, written by ``strands-art migrate`` (:class:`~.live.LiveBoard`)."""
 
 
 def clip(value: Any, limit: int = FIELD_LIMIT) -> Any:

@@ -45,6 +45,8 @@ LOCK_FILE = ".lock"
 RESULTS_FILE = "results.jsonl"
 TRAJECTORIES_DIR = "trajectories"
 WORKSPACES_DIR = "workspaces"
+LIVE_FILE = "live.json"
+"""The rollouts in flight (:class:`.progress.LiveBoard`), read by ``strands-art view``."""
 """Rollout workspaces and evaluation build copies live in ``<run_dir>/workspaces/`` (made by
 :meth:`.workspace.Workspace.copy_of`: mode 0711 as root so that each sandbox uid reaches only its
 own 0700 directory, or a symlink to the temp dir; see :mod:`.workspace`); a resume removes them."""

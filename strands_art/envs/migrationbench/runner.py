@@ -52,9 +52,9 @@ from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
 
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
-from .progress import RolloutProgress
+from .progress import LiveBoard, RolloutProgress
 from .report import plot_run, print_summary
-from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
+from .rundir import LIVE_FILE, WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
 from .runner_args import resolve_defaults, validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
@@ -150,6 +150,7 @@ async def run_rollout(
     make_model: Any,
     run_dir: Path,
     progress: Progress | None = None,
+    board: LiveBoard | None = None,
 ) -> dict:
     """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
 
@@ -172,7 +173,7 @@ async def run_rollout(
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
-        row = RolloutProgress(progress, spec.rollout_id) if progress is not None else None
+        row = RolloutProgress(progress, spec.rollout_id, board) if progress is not None else None
         agent = build_agent(
             model,
             ws,
@@ -371,12 +372,13 @@ async def _run(
                 raise SystemExit(f"strands-art migrate: the vLLM server is not usable: {exc}") from None
         sem = asyncio.Semaphore(max(1, args.concurrency))
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        board = LiveBoard(run_dir / LIVE_FILE)  # the rollouts in flight, for strands-art view
         with Progress(*columns, console=console) as progress:
             bar = progress.add_task("rollouts", total=len(todo))
 
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
-                    rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
+                    rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress, board)
                 with open(results_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
@@ -389,7 +391,10 @@ async def _run(
                     f"{rec['turns']} turns, {calls} tool calls, {rec['times']['wall_s']:.0f} s)"
                 )
 
-            await asyncio.gather(*(one(s) for s in todo))
+            try:
+                await asyncio.gather(*(one(s) for s in todo))
+            finally:
+                board.close()
         remove_base_if_empty(run_dir / WORKSPACES_DIR)
         if gateway is not None:
             await gateway.backend.aclose()
@@ -399,6 +404,9 @@ async def _run(
         path = plot_run(results, run_dir / "summary.png")
         console.print(f"plot: {path}")
     console.print(f"results: {results_path}")
+    from strands_art.view.cli import view_command
+
+    console.print(f"browse it: {view_command(run_dir)}", markup=False, highlight=False)
     return results
 
 

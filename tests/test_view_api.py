@@ -159,3 +159,23 @@ def test_scan_indexes_every_line_incrementally(tmp_path_factory, ids: list[str],
     assert [store.read_at(ln).rows[0].input_ids for ln in lines] == [[1, 2, 3]] * len(ids)
     assert tail == len(torn) and end == os.path.getsize(store.jsonl) - len(torn)
     assert store.scan() == (lines, end, tail)
+
+
+def test_decoder_decodes_as_the_tokenizer_without_torch(qwen3) -> None:
+    """The server's decoder (the tokenizer's Rust backend, loaded in a child process) gives the
+    same text as the transformers tokenizer, token by token and for a whole row, and the same
+    special tokens; the server process never imports torch for it."""
+    import subprocess
+    import sys
+
+    from strands_art.view.decoder import Decoder, load_decoder
+
+    dec = load_decoder("qwen3")
+    assert isinstance(dec, Decoder)
+    row = next(iter(TrajectoryStore(DATA / "trajectories"))).rows[0].input_ids
+    assert dec.decode(row) == qwen3.decode(row, skip_special_tokens=False)
+    assert [dec.decode([i]) for i in row[:300]] == [qwen3.decode([i]) for i in row[:300]]
+    assert {151644, 151645, 151657} <= set(dec.all_special_ids)  # <|im_start|>, <|im_end|>, <tool_call>
+    code = "import sys; from strands_art.view.decoder import load_decoder; load_decoder('qwen3'); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

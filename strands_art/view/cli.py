@@ -42,9 +42,9 @@ def add_view_parser(sub: Any) -> None:
 
 
 def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
-    """The tokenizer named by ``name``, else by the run's ``config.json``; None (with a warning)
-    when none is named or it cannot be loaded."""
-    from strands_art.registry import load_tokenizer
+    """The decoder (:func:`.decoder.load_decoder`) of the tokenizer named by ``name``, else by
+    the run's ``config.json``; None (with a warning) when none is named or it cannot be loaded."""
+    from .decoder import load_decoder
 
     if name is None:
         try:
@@ -55,7 +55,7 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
     if not name or not isinstance(name, str):
         return None
     try:
-        return load_tokenizer(name)
+        return load_decoder(name)
     except Exception as exc:  # noqa: BLE001 - any loader failure: show IDs, say why
         logger.warning("cannot load tokenizer %r (%s); tokens are shown as IDs (pass --tokenizer)", name, exc)
         return None

@@ -220,13 +220,16 @@ class RunView:
         tokenizer."""
         if self.tokenizer is None:
             return None
-        out = {}
-        for i in set(ids):
-            t = self._texts.get(i)
-            if t is None:
-                t = self._texts[i] = self.tokenizer.decode([i], skip_special_tokens=False)
-            out[str(i)] = t
-        return out
+        distinct = set(ids)
+        missing = [i for i in distinct if i not in self._texts]
+        if missing:
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)  # a fast tokenizer: one Rust call
+            if backend is not None:
+                texts = backend.decode_batch([[i] for i in missing], skip_special_tokens=False)
+            else:
+                texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in missing]
+            self._texts.update(zip(missing, texts, strict=True))
+        return {str(i): self._texts[i] for i in distinct}
 
 
 def _size(path: Path) -> int:

@@ -76,6 +76,7 @@ async function main() {
   const pos = parseInt(p.get("pos") || "", 10);
   if (Number.isInteger(pos) && pos >= 0 && pos < D.ids.length) goTo(pos);
   document.body.dataset.ready = "1";
+  performance.mark("row-interactive"); // read by bench/viewer.py
 }
 
 function tokSample(text, cls, lp) {

@@ -54,6 +54,7 @@ async function main() {
   if (runInfo.has_metrics) renderMetrics();
   version = JSON.stringify((await api("/api/live").catch(() => ({ version: null }))).version);
   await refresh(true);
+  performance.mark("run-rendered"); // read by bench/viewer.py
   setInterval(poll, 2000);
 }
 

@@ -69,9 +69,17 @@ def make_run(root: Path, rollouts: int, turns: int, big_row: int, seed: int = 0)
                 for j in range(s0, end):
                     mask[j], lps[j] = 1, round(-rng.expovariate(3.0), 4)
                 tns.append(
-                    Turn(t, row_ids[:s0], row_ids[s0:end], lps[s0:end], "tool_calls" if t < turns - 1 else "stop",
-                         row=0, timings={"total": 0.4, "sample": 0.35}, policy_version=i // 64,
-                         messages=[{"role": "user", "content": f"turn {t} of {rid}"}])  # fmt: skip
+                    Turn(
+                        t,
+                        row_ids[:s0],
+                        row_ids[s0:end],
+                        lps[s0:end],
+                        "tool_calls" if t < turns - 1 else "stop",
+                        row=0,
+                        timings={"total": 0.4, "sample": 0.35},
+                        policy_version=i // 64,
+                        messages=[{"role": "user", "content": f"turn {t} of {rid}"}],
+                    )  # fmt: skip
                 )
                 spans.append([s0, end])
                 row_turns.append(t)
@@ -79,7 +87,9 @@ def make_run(root: Path, rollouts: int, turns: int, big_row: int, seed: int = 0)
             reward = rng.choice([0.0, 0.5, 1.0])
             row = Row(row_ids, mask, lps, rid, task, row_turns, spans, reward, {"policy_versions": {}})
             events = [{"turn": 1, "kind": "heal", "reason": "closer", "lineage": 0}] if i % 7 == 0 else []
-            traj = Trajectory(rid, task, tns, [row], events, reward, {"task": task, "seed": i, "stop_reason": "completed"})
+            traj = Trajectory(
+                rid, task, tns, [row], events, reward, {"task": task, "seed": i, "stop_reason": "completed"}
+            )
             store.append(traj)
             total += size
             rec = {"rollout_id": rid, "task": task, "index": k, "seed": i, "reward": reward,
@@ -93,8 +103,14 @@ def make_run(root: Path, rollouts: int, turns: int, big_row: int, seed: int = 0)
             m.write(json.dumps({"kind": "train", "outer_batch": b, "reward_mean": 0.3 + 0.02 * b, "loss": 0.1 / (b + 1),
                                 "approx_kl": 0.001 * b, "clip_fraction": 0.05, "grad_norm": 1.0 + rng.random(),
                                 "lr": 1e-5, "rows_per_rollout": 1.0, "zero_advantage_groups": rng.randint(0, 4)}) + "\n")  # fmt: skip
-    (root / "config.json").write_text(json.dumps({"model": "qwen3", "history_mode": "tree", "synthetic": True}))
-    return {"rollouts": rollouts, "row_tokens": total, "jsonl_mb": round(store.jsonl.stat().st_size / 2**20, 1)}
+    (root / "config.json").write_text(
+        json.dumps({"model": "qwen3", "history_mode": "tree", "synthetic": True})
+    )
+    return {
+        "rollouts": rollouts,
+        "row_tokens": total,
+        "jsonl_mb": round(store.jsonl.stat().st_size / 2**20, 1),
+    }
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -127,7 +143,9 @@ def main() -> None:
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         url = re.search(r"at (http://\S+/)", line).group(1)  # type: ignore[union-attr]
-        print(f"server ready in {time.perf_counter() - t0:.1f} s (tokenizer load + index of the run): {line.strip()}")
+        print(
+            f"server ready in {time.perf_counter() - t0:.1f} s (tokenizer load + index of the run): {line.strip()}"
+        )
         big = "task-000-r0"
         runs, fcps, rows, frames = [], [], [], []
         with sync_playwright() as p:
@@ -136,14 +154,27 @@ def main() -> None:
                 ctx = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = ctx.new_page()
                 page.goto(url)
-                page.wait_for_function("() => performance.getEntriesByName('run-rendered').length > 0", timeout=60_000)
+                page.wait_for_function(
+                    "() => performance.getEntriesByName('run-rendered').length > 0", timeout=60_000
+                )
                 runs.append(page.evaluate("performance.getEntriesByName('run-rendered')[0].startTime") / 1000)
-                fcps.append(page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0]||{}).startTime||0") / 1000)
+                fcps.append(
+                    page.evaluate(
+                        "(performance.getEntriesByName('first-contentful-paint')[0]||{}).startTime||0"
+                    )
+                    / 1000
+                )
                 n_rows = page.locator("table#rollouts tbody tr").count()
                 page.goto(f"{url}row?id={big}&row=0")
-                page.wait_for_function("() => performance.getEntriesByName('row-interactive').length > 0", timeout=60_000)
-                rows.append(page.evaluate("performance.getEntriesByName('row-interactive')[0].startTime") / 1000)
-                n_tokens = page.locator("#stat-sampled").count() and page.evaluate("document.querySelectorAll('#tokens .tok').length")
+                page.wait_for_function(
+                    "() => performance.getEntriesByName('row-interactive').length > 0", timeout=60_000
+                )
+                rows.append(
+                    page.evaluate("performance.getEntriesByName('row-interactive')[0].startTime") / 1000
+                )
+                n_tokens = page.locator("#stat-sampled").count() and page.evaluate(
+                    "document.querySelectorAll('#tokens .tok').length"
+                )
                 frames.append(page.evaluate(
                     """async () => {
                         const pane = document.getElementById('tokens'); let worst = 0;
@@ -172,9 +203,13 @@ def main() -> None:
         return f"{statistics.median(xs):.3f} s (min {min(xs):.3f}, max {max(xs):.3f})"
 
     print(f"run page rendered: median {med(runs)}; first paint {med(fcps)}")
-    print(f"32K-token row interactive: median {med(rows)}; worst scroll frame median {statistics.median(frames):.0f} ms")
+    print(
+        f"32K-token row interactive: median {med(rows)}; worst scroll frame median {statistics.median(frames):.0f} ms"
+    )
     print(f"server peak RSS {rss:.1f} MB; goals: run page < 1 s, row page < 1 s, RSS < 300 MB")
-    print(f"RESULT run_page_s={statistics.median(runs):.3f} row_page_s={statistics.median(rows):.3f} server_rss_mb={rss:.1f}")
+    print(
+        f"RESULT run_page_s={statistics.median(runs):.3f} row_page_s={statistics.median(rows):.3f} server_rss_mb={rss:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ async def record(out: Path) -> None:
         argv += ["--rollouts-per-task", "2", "--concurrency", "1", "--model", "qwen3", "--no-plot"]
         argv += ["--run-dir", str(run_dir), "--max-turns", "10", "--seed", "3", "--history-mode", "tree"]
         args = build_parser().parse_args(argv)
-        await run_migration(args, Console(file=io.StringIO(), width=200), backend_factory=lambda a: (backend, qwen3))
+        await run_migration(
+            args, Console(file=io.StringIO(), width=200), backend_factory=lambda a: (backend, qwen3)
+        )
         if out.exists():
             shutil.rmtree(out)
         out.mkdir(parents=True)

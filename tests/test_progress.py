@@ -40,7 +40,7 @@ def test_live_board_mirrors_the_rows_for_the_viewer(tmp_path) -> None:
     board = LiveBoard(tmp_path / "live.json")
     progress = Progress(TextColumn("{task.description}"), console=Console(file=None, width=120))
     a = RolloutProgress(progress, "alpha-r0", board)
-    b = RolloutProgress(progress, "beta-r0", board)
+    RolloutProgress(progress, "beta-r0", board)  # stays in flight
     a._on_tool_call(SimpleNamespace(tool_use={"name": "shell", "input": {"command": "mvn -q verify"}}))
     a._on_model_call(SimpleNamespace(stop_response=object()))
     rows = {r["rollout_id"]: r for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]}
@@ -48,6 +48,8 @@ def test_live_board_mirrors_the_rows_for_the_viewer(tmp_path) -> None:
     assert rows["beta-r0"]["turn"] == 1 and rows["beta-r0"]["last_call"] == "(no tool call yet)"
     assert isinstance(rows["alpha-r0"]["started"], float)
     a.close()
-    assert [r["rollout_id"] for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]] == ["beta-r0"]
+    assert [r["rollout_id"] for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]] == [
+        "beta-r0"
+    ]
     board.close()
     assert not (tmp_path / "live.json").exists()

@@ -74,7 +74,9 @@ async def test_row_is_read_from_the_parquet_part(client: TestClient, run_dir: Pa
     assert d["sampled"] == sum(want["loss_mask"]) and not d["part_missing"]
     assert d["texts"] is None  # no tokenizer given to this view
     [fork] = [m for m in d["markers"] if m["kind"] == "fork"]
-    [ev] = [e for e in next(t for t in store if t.rollout_id == "compiler-props-r1").events if e["kind"] == "fork"]
+    [ev] = [
+        e for e in next(t for t in store if t.rollout_id == "compiler-props-r1").events if e["kind"] == "fork"
+    ]
     assert fork["pos"] == ev["position"]
     await get(client, "/api/rollout/compiler-props-r1/row/2", 404)
     await get(client, "/api/rollout/compiler-props-r1/row/x", 400)
@@ -136,13 +138,17 @@ IDS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size
 
 @settings(max_examples=25, deadline=None)
 @given(ids=st.lists(IDS, min_size=1, max_size=6), cut=st.integers(0, 5), torn=st.binary(max_size=40))
-def test_scan_indexes_every_line_incrementally(tmp_path_factory, ids: list[str], cut: int, torn: bytes) -> None:
+def test_scan_indexes_every_line_incrementally(
+    tmp_path_factory, ids: list[str], cut: int, torn: bytes
+) -> None:
     """Scanning in two steps (as a live view does) finds exactly the lines a full read finds,
     each line's id from its head, and read_at gives back the stored trajectory."""
     store = TrajectoryStore(tmp_path_factory.mktemp("s"))
     cut = min(cut, len(ids))
     trajs = [
-        Trajectory(rid, "g", [Turn(0, [1, 2], [3], [-0.5], "stop")], [Row([1, 2, 3], [0, 0, 1], [0, 0, -0.5], rid)])
+        Trajectory(
+            rid, "g", [Turn(0, [1, 2], [3], [-0.5], "stop")], [Row([1, 2, 3], [0, 0, 1], [0, 0, -0.5], rid)]
+        )
         for rid in ids
     ]
     for t in trajs[:cut]:

@@ -28,7 +28,9 @@ from tests.make_view_run import XSS
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/setup-system.sh)")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/setup-system.sh)"
+)
 DATA = Path(__file__).parent / "data" / "view-run"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -213,7 +215,10 @@ def test_live_view_picks_up_an_appended_rollout(server: str, run_dir: Path, page
     pq.write_table(table, src / "rows" / "part-alpha-r9.parquet")
     with open(src / "trajectories.jsonl", "a") as f:
         f.write(json.dumps(d) + "\n")
-    rec = next(r for r in results(run_dir) if r["rollout_id"] == "alpha-r1") | {"rollout_id": "alpha-r9", "reward": 0.5}
+    rec = next(r for r in results(run_dir) if r["rollout_id"] == "alpha-r1") | {
+        "rollout_id": "alpha-r9",
+        "reward": 0.5,
+    }
     with open(run_dir / "results.jsonl", "a") as f:
         f.write(json.dumps(rec) + "\n")
     # and another is in flight (the runner's LiveBoard, as the terminal's live rows show it)
@@ -226,7 +231,9 @@ def test_live_view_picks_up_an_appended_rollout(server: str, run_dir: Path, page
     page.wait_for_selector("#inflight-card", state="hidden", timeout=10_000)
     assert page.locator("#stat-rollouts").inner_text() == "5"
     # alpha's rewards now differ: the group is no longer zero-variance
-    page.wait_for_function("!document.querySelector('.group[data-group=\"alpha\"]').classList.contains('zero')")
+    page.wait_for_function(
+        "!document.querySelector('.group[data-group=\"alpha\"]').classList.contains('zero')"
+    )
     # a torn line (a writer killed mid-line) is reported, the page keeps working
     with open(run_dir / "results.jsonl", "a") as f:
         f.write('{"rollout_id": "alpha-r10", "rew')

@@ -29,7 +29,9 @@ def add_view_parser(sub: Any) -> None:
         "trajectory store (docs/viewer.md). Serves on loopback by default and prints the URL.",
     )
     p.add_argument("run_dir", help="the run directory (results.jsonl, trajectories/, metrics.jsonl)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)"
+    )
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in a browser, where one exists")
     p.add_argument(
@@ -82,7 +84,9 @@ def main_from_args(args: argparse.Namespace) -> int:
         port = runner.addresses[0][1]
         host = f"[{args.host}]" if ":" in args.host else args.host
         url = f"http://{host}:{port}/"
-        print(f"strands-art view: {len(view.order)} rollouts of {run_dir} at {url} (Ctrl-C stops)", flush=True)
+        print(
+            f"strands-art view: {len(view.order)} rollouts of {run_dir} at {url} (Ctrl-C stops)", flush=True
+        )
         if args.open and not webbrowser.open(url):
             print("strands-art view: no browser found here; open the URL yourself", flush=True)
         try:

@@ -76,7 +76,9 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
         "reward": t.reward,
         "result": clip(view.results.get(rid), 2000),
         "metadata": clip(meta, 4000),
-        "tools": [clip((spec.get("function") or spec), 600) for spec in (t.turns[0].tools or [])] if t.turns else [],
+        "tools": [clip((spec.get("function") or spec), 600) for spec in (t.turns[0].tools or [])]
+        if t.turns
+        else [],
         "turns": turns,
         "events": events,
         "rows": [
@@ -130,7 +132,7 @@ def row_payload(view: RunView, rid: str, index: int) -> dict[str, Any]:
         "reward": t.reward,
         "ids": ids,
         "mask": mask,
-        "logprobs": [round(float(x), 4) for x in lps],
+        "logprobs": _rounded(lps),
         "texts": view.token_texts(ids),
         "special": sorted(view.special_ids() & set(ids)),
         "turns": spans,
@@ -176,6 +178,16 @@ def _event_at(t: Trajectory, ev: dict[str, Any]) -> list[tuple[int, int, str]] |
     if kind == "reset" and isinstance(ev.get("kept_tokens"), int):
         start = ev["kept_tokens"]
     return [(row, start, f"{kind} before turn {turn}: {ev.get('reason')}")]
+
+
+def _rounded(xs: list[float]) -> list[Any]:
+    """Logprobs to 4 decimals (NaN and infinities as strings: JSON has none)."""
+    import numpy as np
+
+    arr = np.round(np.asarray(xs, dtype=np.float64), 4)
+    if np.isfinite(arr).all():
+        return arr.tolist()
+    return [x if math.isfinite(x) else str(x) for x in arr.tolist()]
 
 
 def _by_turn(items: Any) -> dict[int, dict[str, Any]]:

@@ -38,7 +38,9 @@ def clip(value: Any, limit: int = FIELD_LIMIT) -> Any:
     ``{"truncated": True, "head": first limit characters, "size": full length}`` (recursively
     through dicts and lists)."""
     if isinstance(value, str):
-        return value if len(value) <= limit else {"truncated": True, "head": value[:limit], "size": len(value)}
+        return (
+            value if len(value) <= limit else {"truncated": True, "head": value[:limit], "size": len(value)}
+        )
     if isinstance(value, dict):
         return {str(k): clip(v, limit) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -81,6 +83,7 @@ class RunView:
         self.problems: dict[str, Any] = {"unreadable_results": 0, "torn_results_bytes": 0}
         self._results_pos = self._store_pos = 0
         self._sizes: tuple[int, int] = (-1, -1)
+        self._items: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ index
     def _open_store(self) -> TrajectoryStore | None:
@@ -101,6 +104,7 @@ class RunView:
             if sizes[0] < self._results_pos or sizes[1] < self._store_pos:
                 self._reset()
             self._sizes = sizes
+            self._items = None
             records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
             self.problems["unreadable_results"] += bad
             self.problems["torn_results_bytes"] = torn
@@ -113,13 +117,17 @@ class RunView:
                 self.problems["torn_trajectory_bytes"] = torn
                 for line in lines:
                     if line.rollout_id is None:
-                        self.problems["unreadable_trajectories"] = self.problems.get("unreadable_trajectories", 0) + 1
+                        self.problems["unreadable_trajectories"] = (
+                            self.problems.get("unreadable_trajectories", 0) + 1
+                        )
                         continue
                     try:
                         summary = _summarize(store.read_at(line))
                     except ValueError as exc:
                         logger.warning("%s", exc)
-                        self.problems["unreadable_trajectories"] = self.problems.get("unreadable_trajectories", 0) + 1
+                        self.problems["unreadable_trajectories"] = (
+                            self.problems.get("unreadable_trajectories", 0) + 1
+                        )
                         continue
                     self._see(line.rollout_id)
                     self.lines[line.rollout_id] = line
@@ -154,10 +162,23 @@ class RunView:
 
     def rollouts(self) -> list[dict[str, Any]]:
         """One summary per rollout, in the order first seen, with its GRPO ``advantage`` within
-        its group (``group``: the trajectory's group id, else the task) and ``zero_variance``
-        (every reward of the group equal: no learning signal)."""
+        its group (``group``: the trajectory's group id, else the task), ``zero_variance``
+        (every reward of the group equal: no learning signal) and ``part_missing``. Computed
+        once per state of the files (:meth:`refresh`); the list is new, its dicts are shared."""
         with self._lock:
-            items = [self._item(rid) for rid in self.order]
+            if self._items is None:
+                self._items = self._compute_items()
+            items = list(self._items)
+        for item in items:  # a part can vanish without the JSONL files changing
+            item["part_missing"] = bool(
+                item["stored"]
+                and self._store is not None
+                and not self._store.part_path(item["rollout_id"]).is_file()
+            )
+        return items
+
+    def _compute_items(self) -> list[dict[str, Any]]:
+        items = [self._item(rid) for rid in self.order]
         groups: dict[str, list[dict[str, Any]]] = {}
         for item in items:
             groups.setdefault(str(item["group"]), []).append(item)
@@ -186,7 +207,6 @@ class RunView:
             item["turns"] = rec["turns"]
         item["wall_s"] = (rec.get("times") or {}).get("wall_s", summ.get("wall_s"))
         item["group"] = summ.get("group_id") or item.get("task") or rid
-        item["part_missing"] = self._store is not None and rid in self.lines and not self._store.part_path(rid).is_file()
         return clip(item, 500)
 
     # ------------------------------------------------------------------ one rollout
@@ -229,7 +249,7 @@ class RunView:
             else:
                 texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in missing]
             self._texts.update(zip(missing, texts, strict=True))
-        return {str(i): self._texts[i] for i in distinct}
+        return dict(zip(map(str, distinct), map(self._texts.__getitem__, distinct), strict=True))
 
 
 def _size(path: Path) -> int:

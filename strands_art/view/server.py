@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .payloads import row_payload, rollout_payload
+from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
 
 VIEW = web.AppKey("view", RunView)
@@ -69,9 +69,11 @@ async def _headers(request: web.Request, handler: Any) -> web.StreamResponse:
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        text=json.dumps(_finite(data), ensure_ascii=False), status=status, content_type="application/json"
-    )
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: sent as strings
+        text = json.dumps(_finite(data), ensure_ascii=False)
+    return web.Response(text=text, status=status, content_type="application/json")
 
 
 def _finite(x: Any) -> Any:
@@ -124,7 +126,9 @@ async def _run(request: web.Request) -> web.Response:
             "missing_parts": [r["rollout_id"] for r in stored if r["part_missing"]],
             "has_metrics": (view.root / "metrics.jsonl").exists(),
             "decoded": view.tokenizer is not None,
-            "tokenizer": getattr(view.tokenizer, "name_or_path", None) if view.tokenizer is not None else None,
+            "tokenizer": getattr(view.tokenizer, "name_or_path", None)
+            if view.tokenizer is not None
+            else None,
         }
     )
 
@@ -156,8 +160,10 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
     if key:
         if key not in SORT_KEYS:
             raise _error(web.HTTPBadRequest, f"sort must be one of {', '.join(SORT_KEYS)}")
-        present = [r for r in items if isinstance(r.get(key), (int, float, str)) and not isinstance(r.get(key), bool)]
-        absent = [r for r in items if r not in present]
+        present, absent = [], []
+        for r in items:
+            v = r.get(key)
+            (present if isinstance(v, (int, float, str)) and not isinstance(v, bool) else absent).append(r)
         present.sort(key=lambda r: r[key], reverse=q.get("desc") == "1")
         items = present + absent
     return items
@@ -168,7 +174,9 @@ async def _rollouts(request: web.Request) -> web.Response:
     every = view.rollouts()
     items = _filtered(request, every)
     offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, 1, MAX_LIMIT)
-    rewards = [r["reward"] for r in every if isinstance(r.get("reward"), (int, float)) and math.isfinite(r["reward"])]
+    rewards = [
+        r["reward"] for r in every if isinstance(r.get("reward"), (int, float)) and math.isfinite(r["reward"])
+    ]
     hist: dict[str, int] = {}
     for x in rewards:
         k = f"{round(x, 2):g}"
@@ -274,4 +282,11 @@ async def _file(request: web.Request) -> web.Response:
     size = target.stat().st_size
     with open(target, "rb") as f:
         head = f.read(FIELD_LIMIT * 4)
-    return _json({"path": rel, "size": size, "text": clip(head.decode("utf-8", errors="replace")), "cut": size > len(head)})
+    return _json(
+        {
+            "path": rel,
+            "size": size,
+            "text": clip(head.decode("utf-8", errors="replace")),
+            "cut": size > len(head),
+        }
+    )

@@ -51,7 +51,9 @@ class LiveBoard:
 
     def update(self, rollout_id: str, **fields: Any) -> None:
         with self._lock:
-            row = self._rows.setdefault(rollout_id, {"rollout_id": rollout_id, "started": round(time.time(), 3)})
+            row = self._rows.setdefault(
+                rollout_id, {"rollout_id": rollout_id, "started": round(time.time(), 3)}
+            )
             row.update(fields)
             self._write()
 

@@ -54,7 +54,16 @@ from strands_art.validation import UsageError
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
 from .progress import LiveBoard, RolloutProgress
 from .report import plot_run, print_summary
-from .rundir import LIVE_FILE, WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
+from .rundir import (
+    LIVE_FILE,
+    WORKSPACES_DIR,
+    RunDir,
+    RunDirBusy,
+    open_run_dir,
+    read_config,
+    run_token,
+    write_atomic,
+)
 from .runner_args import resolve_defaults, validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env

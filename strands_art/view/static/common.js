@@ -152,7 +152,7 @@ SV.short = function (y) {
 
 // bar chart of {label: count}
 SV.barChart = function (counts, title) {
-  const W = 420, H = 150, L = 30, B = 24, T = 8;
+  const W = 420, H = 150, L = 30, B = 24, T = 20;
   const labels = Object.keys(counts);
   const max = Math.max(1, ...Object.values(counts));
   const svg = SV.svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });

@@ -28,8 +28,10 @@ function slot(id) {
 async function main() {
   SV.header([link("/", {}, "run")]);
   const mainEl = document.getElementById("main");
+  let first;
   try {
-    runInfo = await api("/api/run");
+    // everything the first paint needs, in parallel
+    [runInfo, first] = await Promise.all([api("/api/run"), fetchLists(), api("/api/live").then((l) => { version = JSON.stringify(l.version); })]);
   } catch (e) {
     return SV.fail(mainEl, e);
   }
@@ -52,8 +54,7 @@ async function main() {
   renderConfig(runInfo.config);
   renderProblems(runInfo);
   if (runInfo.has_metrics) renderMetrics();
-  version = JSON.stringify((await api("/api/live").catch(() => ({ version: null }))).version);
-  await refresh(true);
+  await refresh(true, first);
   performance.mark("run-rendered"); // read by bench/viewer.py
   setInterval(poll, 2000);
 }
@@ -108,13 +109,17 @@ async function renderMetrics() {
       SV.lineChart(series, { title, xlabel: "outer batches trained" }))));
 }
 
-async function refresh(first) {
+function fetchLists() {
+  return Promise.all([
+    api("/api/rollouts?" + query({ offset: state.offset, limit: state.limit })),
+    api("/api/groups?" + query({ offset: state.gOffset, limit: state.gLimit })),
+  ]);
+}
+
+async function refresh(first, lists) {
   let data, groups;
   try {
-    [data, groups] = await Promise.all([
-      api("/api/rollouts?" + query({ offset: state.offset, limit: state.limit })),
-      api("/api/groups?" + query({ offset: state.gOffset, limit: state.gLimit })),
-    ]);
+    [data, groups] = lists || (await fetchLists());
   } catch (e) {
     return SV.fail(slot("table"), e);
   }

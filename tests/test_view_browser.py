@@ -24,6 +24,7 @@ import pytest
 from strands_art.envs.migrationbench.progress import LiveBoard
 from strands_art.store import TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages
+from strands_art.training.metrics import MetricsLog
 from tests.make_view_run import XSS
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -255,3 +256,25 @@ def test_unknown_rollout_is_a_clear_error(server: str, page) -> None:
     page.goto(server + "rollout?id=no-such-rollout")
     page.wait_for_selector(".banner.bad")
     assert "no stored trajectory for rollout 'no-such-rollout'" in page.locator("main").inner_text()
+
+
+def test_training_metrics_are_plotted_per_outer_batch(server: str, run_dir: Path, page) -> None:
+    """A training run's metrics.jsonl (written by the loop's MetricsLog) as plots on the run page."""
+    log = MetricsLog(run_dir / "metrics.jsonl")
+    log.write({"kind": "eval", "outer_batch": 0, "val_reward": 0.25})
+    for b in range(6):
+        log.write({"kind": "train", "outer_batch": b, "reward_mean": 0.2 + 0.1 * b, "loss": 0.5 / (b + 1),
+                   "approx_kl": 0.01 * b, "clip_fraction": 0.02 * b, "grad_norm": 1.5 - 0.1 * b, "lr": 1e-5,
+                   "rows_per_rollout": 1.5, "zero_advantage_groups": 6 - b})  # fmt: skip
+    log.write({"kind": "eval", "outer_batch": 6, "val_reward": 0.75})
+    page.goto(server)
+    page.wait_for_selector("#metrics-card .plot svg")
+    titles = page.locator("#metrics-card .plot h3").all_inner_texts()
+    assert [t.split(" (")[0] for t in titles][:6] == [
+        "reward", "loss", "KL", "clip fraction", "grad norm", "learning rate",
+    ]  # fmt: skip
+    # one dot per record: 6 training batches + 2 held-out evaluations on the reward plot
+    assert page.locator("#metrics-card .plot").nth(0).locator("circle").count() == 8
+    assert page.locator("#metrics-card .plot").nth(1).locator("circle").count() == 6
+    page.locator("#metrics-card").scroll_into_view_if_needed()
+    shot(page, "viewer-training.png")

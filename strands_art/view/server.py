@@ -21,7 +21,7 @@ from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
 
 VIEW = web.AppKey("view", RunView)
-PAGES = {"/": "run.html", "/rollout": "rollout.html", "/row": "row.html"}
+PAGES = ("/", "/rollout", "/row")  # one HTML shell; common.js loads the page's script
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -39,8 +39,8 @@ def make_app(view: RunView) -> web.Application:
     """The application over ``view`` (see the module docstring for the routes)."""
     app = web.Application(middlewares=[_headers])
     app[VIEW] = view
-    for path, name in PAGES.items():
-        app.router.add_get(path, _page(name))
+    for path in PAGES:
+        app.router.add_get(path, _page)
     app.router.add_get("/static/{name}", _static)
     app.router.add_get("/api/run", _run)
     app.router.add_get("/api/rollouts", _rollouts)
@@ -91,11 +91,8 @@ def _error(status: type[web.HTTPException], text: str) -> web.HTTPException:
     return status(text=text)
 
 
-def _page(name: str) -> Any:
-    async def handler(request: web.Request) -> web.FileResponse:
-        return web.FileResponse(static_dir() / name)
-
-    return handler
+async def _page(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(static_dir() / "page.html")
 
 
 async def _static(request: web.Request) -> web.FileResponse:

@@ -169,3 +169,15 @@ SV.barChart = function (counts, title) {
   svg.appendChild(SV.svg("line", { class: "axis", x1: L, y1: H - B, x2: W - 5, y2: H - B }));
   return svg;
 };
+
+// run a page's main once the document is parsed (page scripts are loaded after it)
+SV.start = function (main) {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", main);
+  else main();
+};
+
+// the one HTML shell (page.html) serves the three pages: load the script of this one
+(function () {
+  const script = { "/": "run.js", "/rollout": "rollout.js", "/row": "row.js" }[location.pathname];
+  if (script) document.head.appendChild(SV.el("script", { src: "/static/" + script }));
+})();

@@ -157,4 +157,4 @@ function eventBox(d, e) {
   return el("div", { class: "event " + kind, "data-kind": kind, "data-pos": pos === null ? "" : pos }, head, body);
 }
 
-document.addEventListener("DOMContentLoaded", main);
+SV.start(main);

@@ -203,4 +203,4 @@ function onKey(e) {
   }
 }
 
-document.addEventListener("DOMContentLoaded", main);
+SV.start(main);

@@ -245,4 +245,4 @@ async function poll() {
   }
 }
 
-document.addEventListener("DOMContentLoaded", main);
+SV.start(main);

@@ -188,7 +188,7 @@ async def _rollouts(request: web.Request) -> web.Response:
             "tasks": sorted({str(r.get("task") or r.get("group")) for r in every}),
             "stop_reasons": sorted({str(r.get("stop_reason")) for r in every}),
             "event_kinds": kinds,
-            "reward_hist": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
+            "reward_hist": sorted(hist.items(), key=lambda kv: float(kv[0])),
             "reward_mean": sum(rewards) / len(rewards) if rewards else None,
             "tokens": sum(r.get("tokens") or 0 for r in every),
             "sampled_tokens": sum(r.get("sampled_tokens") or 0 for r in every),

@@ -120,7 +120,7 @@ SV.lineChart = function (series, opts) {
   let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
   let [y0, y1] = [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
   if (x0 === x1) { x0 -= 1; x1 += 1; }
-  if (y0 === y1) { y0 -= Math.abs(y0) * 0.1 + 0.5; y1 += Math.abs(y1) * 0.1 + 0.5; }
+  if (y0 === y1) { const pad = Math.abs(y0) * 0.1 || 0.5; y0 -= pad; y1 += pad; }
   const X = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const Y = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
   svg.appendChild(SV.svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
@@ -150,8 +150,9 @@ SV.short = function (y) {
   return (+y.toPrecision(3)).toString();
 };
 
-// bar chart of {label: count}
-SV.barChart = function (counts, title) {
+// bar chart of [[label, count], ...] (in that order)
+SV.barChart = function (pairs, title) {
+  const counts = Object.fromEntries(pairs.map(([k, v]) => ["\u200b" + k, v]));
   const W = 420, H = 150, L = 30, B = 24, T = 20;
   const labels = Object.keys(counts);
   const max = Math.max(1, ...Object.values(counts));
@@ -161,9 +162,9 @@ SV.barChart = function (counts, title) {
     const h = (counts[lab] / max) * (H - B - T);
     const x = L + i * bw + bw * 0.15;
     const r = SV.svg("rect", { class: "barrect", x, y: H - B - h, width: bw * 0.7, height: h });
-    r.appendChild(SV.svg("title", {}, `reward ${lab}: ${counts[lab]} rollouts`));
+    r.appendChild(SV.svg("title", {}, `reward ${lab.slice(1)}: ${counts[lab]} rollouts`));
     svg.appendChild(r);
-    svg.appendChild(SV.svg("text", { x: x + bw * 0.35 - 8, y: H - 8 }, lab));
+    svg.appendChild(SV.svg("text", { x: x + bw * 0.35 - 8, y: H - 8 }, lab.slice(1)));
     svg.appendChild(SV.svg("text", { x: x + bw * 0.35 - 6, y: H - B - h - 3 }, String(counts[lab])));
   });
   svg.appendChild(SV.svg("line", { class: "axis", x1: L, y1: H - B, x2: W - 5, y2: H - B }));

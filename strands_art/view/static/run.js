@@ -105,7 +105,7 @@ async function renderMetrics() {
     ["zero-variance groups", [{ name: "zero_advantage_groups", points: pts(train, "zero_advantage_groups", 1) }]],
   ];
   slot("plots").replaceChildren(...plots.map(([title, series]) =>
-    el("div", { class: "plot" }, el("h3", {}, title, series.length > 1 ? el("span", { class: "muted" }, "  (solid: " + series[0].name + ", dashed: " + series[1].name + ")") : ""),
+    el("div", { class: "plot" }, el("h3", {}, title, series.length > 1 && series[1].points.length ? el("span", { class: "muted" }, "  (solid: " + series[0].name + ", dashed: " + series[1].name + ")") : ""),
       SV.lineChart(series, { title, xlabel: "outer batches trained" }))));
 }
 
@@ -124,7 +124,7 @@ async function refresh(first, lists) {
     return SV.fail(slot("table"), e);
   }
   renderStats(data, groups);
-  slot("hist").replaceChildren(Object.keys(data.reward_hist).length ? SV.barChart(data.reward_hist, "reward distribution") : el("p", { class: "muted" }, "no rewards yet"));
+  slot("hist").replaceChildren(data.reward_hist.length ? SV.barChart(data.reward_hist, "reward distribution") : el("p", { class: "muted" }, "no rewards yet"));
   if (first) renderControls(data);
   renderTable(data);
   renderGroups(groups);

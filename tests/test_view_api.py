@@ -185,3 +185,17 @@ def test_decoder_decodes_as_the_tokenizer_without_torch(qwen3) -> None:
     code = "import sys; from strands_art.view.decoder import load_decoder; load_decoder('qwen3'); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_bare_store_of_the_http_front(run_dir: Path) -> None:
+    """``strands-art serve --store DIR`` leaves only a trajectory store: rollouts, rewards and
+    advantages come from the trajectories themselves."""
+    view = RunView(run_dir / "trajectories")
+    async with TestClient(TestServer(make_app(view))) as c:
+        d = await get(c, "/api/rollouts?sort=rollout_id")
+        by = {r["rollout_id"]: r for r in d["items"]}
+        assert sorted(by) == ["alpha-r0", "alpha-r1", "compiler-props-r0", "compiler-props-r1"]
+        assert by["compiler-props-r0"]["reward"] == 1.0 and by["compiler-props-r0"]["advantage"] > 0
+        assert by["alpha-r0"]["events"] == {"fork": 1} and by["alpha-r0"]["rows"] == 2
+        row = await get(c, "/api/rollout/alpha-r0/row/1")
+        assert row["sampled"] == sum(row["mask"]) > 0

@@ -11,6 +11,7 @@ A run directory holds::
     results.jsonl      one line per finished rollout (task, reward, details, turns, rows, tokens, times)
     trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
     summary.png        rewards and rows per rollout
+    live.json          the rollouts in flight, for ``strands-art view`` (while the run is on)
     logs/              <rollout>.eval.json: the evaluator's result (details incl. the Maven log tail)
     workspaces/        the running rollouts' workspaces (mode 0700)
     .lock              the run-directory lock

@@ -179,10 +179,11 @@ def test_rollout_page_shows_fork_and_hostile_text_as_text(server: str, run_dir: 
     text = page.locator("main").inner_text()
     for payload in XSS:
         assert payload in text  # shown as characters
-    assert "\u241b[31mRED\u241b[0m" in text  # the ANSI escape as characters, not colour
+    assert "\\x1b[31mRED\\x1b[0m" in text  # the ANSI escape as characters, not colour
     assert page.locator("img").count() == 0
     assert page.locator("script").count() == 2  # ours: common.js and rollout.js
     assert page.evaluate("typeof window.alert") == "function"
+    box.evaluate("b => b.closest('.turn').scrollIntoView({block: 'start'})")
     shot(page, "viewer-rollout.png")
 
 

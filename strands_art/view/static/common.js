@@ -50,10 +50,9 @@ SV.truncNote = function (v) {
   }
   return null;
 };
-// control characters made visible: ESC as ␛ (an ANSI colour code reads "␛[31m"), others as \xNN
+// control characters made visible as \xNN (an ANSI colour code reads "\x1b[31m")
 SV.controls = function (s) {
-  return s.replace(/\x1b/g, "\u241b").replace(/[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g,
-    (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+  return s.replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
 };
 // pre block for a possibly clipped text
 SV.pre = function (v, cls) {

@@ -118,28 +118,51 @@ function layout() {
     if (disp[i].endsWith("↵") && i + 1 < D.ids.length) { lines.push(i + 1); w = 0; }
   }
   layer.style.height = lines.length * LINE_H + "px";
+  relayout();
   render();
 }
 
+// render the lines on screen (plus OVERSCAN either side); lines already in the DOM are kept,
+// so a small scroll adds and removes a few lines only
+const shown = new Map(); // line index -> element
 function render() {
   const first = Math.max(0, Math.floor(pane.scrollTop / LINE_H) - OVERSCAN);
   const last = Math.min(lines.length - 1, Math.ceil((pane.scrollTop + pane.clientHeight) / LINE_H) + OVERSCAN);
+  for (const [l, node] of shown) {
+    if (l < first || l > last) {
+      node.remove();
+      shown.delete(l);
+    }
+  }
   const frag = document.createDocumentFragment();
   for (let l = first; l <= last; l++) {
-    const start = lines[l], end = l + 1 < lines.length ? lines[l + 1] : D.ids.length;
-    const ln = el("div", { class: "ln" }, el("span", { class: "no", "aria-hidden": "true" }, String(start)));
-    ln.style.top = l * LINE_H + "px";
-    for (let i = start; i < end; i++) {
-      for (const m of markersAt.get(i) || []) {
-        ln.appendChild(el("span", { class: "marker " + m.kind, "data-kind": m.kind, "data-pos": m.pos, title: m.label }, m.kind));
-      }
-      const s = el("span", { class: "tok " + (D.mask[i] ? "s" : "p") + (D.isSpecial[i] ? " sp" : "") + (i === cur ? " cur" : ""), "data-i": i }, disp[i]);
-      if (D.mask[i]) s.style.backgroundColor = shade(D.logprobs[i]);
-      ln.appendChild(s);
+    if (!shown.has(l)) {
+      const node = lineNode(l);
+      shown.set(l, node);
+      frag.appendChild(node);
     }
-    frag.appendChild(ln);
   }
-  layer.replaceChildren(frag);
+  layer.appendChild(frag);
+}
+
+function lineNode(l) {
+  const start = lines[l], end = l + 1 < lines.length ? lines[l + 1] : D.ids.length;
+  const ln = el("div", { class: "ln" }, el("span", { class: "no", "aria-hidden": "true" }, String(start)));
+  ln.style.top = l * LINE_H + "px";
+  for (let i = start; i < end; i++) {
+    for (const m of markersAt.get(i) || []) {
+      ln.appendChild(el("span", { class: "marker " + m.kind, "data-kind": m.kind, "data-pos": m.pos, title: m.label }, m.kind));
+    }
+    const s = el("span", { class: "tok " + (D.mask[i] ? "s" : "p") + (D.isSpecial[i] ? " sp" : "") + (i === cur ? " cur" : ""), "data-i": i }, disp[i]);
+    if (D.mask[i]) s.style.backgroundColor = shade(D.logprobs[i]);
+    ln.appendChild(s);
+  }
+  return ln;
+}
+
+function relayout() {
+  for (const node of shown.values()) node.remove();
+  shown.clear();
 }
 
 function spanOf(i) {
@@ -167,12 +190,14 @@ function show(i) {
 }
 
 function setCur(i, scroll) {
+  layer.querySelector(".tok.cur")?.classList.remove("cur");
   cur = Math.max(0, Math.min(D.ids.length - 1, i));
   if (scroll) {
     const top = lineOf[cur] * LINE_H;
     if (top < pane.scrollTop || top > pane.scrollTop + pane.clientHeight - 2 * LINE_H) pane.scrollTop = Math.max(0, top - pane.clientHeight / 3);
   }
   render();
+  layer.querySelector(`.tok[data-i="${cur}"]`)?.classList.add("cur");
   show(cur);
 }
 

@@ -16,13 +16,16 @@ qwen3``), and in Debian's chromium (Playwright) loads, ``--loads`` times each:
   lines in the DOM, keyboard handlers attached: ``performance.mark("row-interactive")``;
   ``row_page_s``), then scrolls it through in 60 steps and records the longest frame;
 
-and reads the server's peak RSS (``VmHWM`` of /proc/PID/status) at the end. Times are from the
-navigation start, medians over the loads with their spread. Goals: run page < 1 s, row page < 1 s,
-RSS < 300 MB.
+and reads the server's peak RSS (``VmHWM`` of /proc/PID/status) at the end. Side by side, in
+the same browser and alternately with each load (so under the same machine load), a baseline run
+of 8 rollouts with a 2,048-token row on a second server: the ratios say what the run's size
+costs over the fixed cost of a page. Times are from the navigation start, medians over the loads
+with their spread. Goals: run page < 1 s, row page < 1 s, RSS < 300 MB.
 
     python bench/viewer.py [--rollouts 1000] [--turns 4] [--big-row 32768] [--loads 5] [--keep DIR]
 
-Ends with ``RESULT run_page_s=… row_page_s=… server_rss_mb=…``.
+Ends with ``RESULT run_page_s=… row_page_s=… server_rss_mb=… run_page_vs_baseline=…
+row_page_vs_2k=…``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory, Turn
@@ -118,6 +122,50 @@ def peak_rss_mb(pid: int) -> float:
     return int(re.search(r"VmHWM:\s+(\d+) kB", text).group(1)) / 1024  # type: ignore[union-attr]
 
 
+def start_server(root: Path) -> tuple[subprocess.Popen, str, float]:
+    """The real ``strands-art view`` command on ``root``: (process, URL, seconds until ready)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strands_art.cli", "view", str(root), "--port", "0", "--tokenizer", "qwen3"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    m = re.search(r"at (http://\S+/)", line)
+    if m is None:
+        proc.kill()
+        raise SystemExit(f"the server did not start: {line!r}")
+    return proc, m.group(1), time.perf_counter() - t0
+
+
+def measure(page: Any, url: str, row_id: str) -> dict[str, float]:
+    """One load of the run page and of ``row_id``'s row 0 (seconds from navigation start)."""
+    mark = "() => performance.getEntriesByName('{}').length > 0"
+    start = "performance.getEntriesByName('{}')[0].startTime"
+    page.goto(url)
+    page.wait_for_function(mark.format("run-rendered"), timeout=120_000)
+    out = {
+        "run": page.evaluate(start.format("run-rendered")) / 1000,
+        "fcp": page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0]||{}).startTime||0")
+        / 1000,
+    }
+    page.goto(f"{url}row?id={row_id}&row=0")
+    page.wait_for_function(mark.format("row-interactive"), timeout=120_000)
+    out["row"] = page.evaluate(start.format("row-interactive")) / 1000
+    out["frame"] = page.evaluate(
+        """async () => {
+            const pane = document.getElementById('tokens'); let worst = 0;
+            for (let k = 1; k <= 60; k++) {
+                const t0 = performance.now();
+                pane.scrollTop = pane.scrollHeight * k / 60;
+                await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+                worst = Math.max(worst, performance.now() - t0);
+            }
+            return worst;
+        }"""
+    )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rollouts", type=int, default=1000)
@@ -130,85 +178,58 @@ def main() -> None:
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="viewer-bench-"))
     root.mkdir(parents=True, exist_ok=True)
+    small = Path(tempfile.mkdtemp(prefix="viewer-bench-small-"))
     t0 = time.perf_counter()
     counts = make_run(root, args.rollouts, args.turns, args.big_row)
+    make_run(small, 8, args.turns, 2048, seed=1)
     print(f"synthetic run: {counts['rollouts']} rollouts, {counts['row_tokens']:,} row tokens, "
           f"trajectories.jsonl {counts['jsonl_mb']} MB, written in {time.perf_counter() - t0:.1f} s; "
-          f"cpus={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f}")  # fmt: skip
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "strands_art.cli", "view", str(root), "--port", "0", "--tokenizer", "qwen3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+          f"baseline beside it: 8 rollouts, a 2,048-token row; cpus={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f}")  # fmt: skip
+    procs = []
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        url = re.search(r"at (http://\S+/)", line).group(1)  # type: ignore[union-attr]
-        print(
-            f"server ready in {time.perf_counter() - t0:.1f} s (tokenizer load + index of the run): {line.strip()}"
-        )
-        big = "task-000-r0"
-        runs, fcps, rows, frames = [], [], [], []
+        proc, url, ready = start_server(root)
+        procs.append(proc)
+        print(f"server ready in {ready:.1f} s (tokenizer load + index of the run) at {url}")
+        sproc, surl, _ = start_server(small)
+        procs.append(sproc)
+        big, base = [], []
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            for n in range(args.loads):
-                ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-                page = ctx.new_page()
-                page.goto(url)
-                page.wait_for_function(
-                    "() => performance.getEntriesByName('run-rendered').length > 0", timeout=60_000
-                )
-                runs.append(page.evaluate("performance.getEntriesByName('run-rendered')[0].startTime") / 1000)
-                fcps.append(
-                    page.evaluate(
-                        "(performance.getEntriesByName('first-contentful-paint')[0]||{}).startTime||0"
-                    )
-                    / 1000
-                )
-                n_rows = page.locator("table#rollouts tbody tr").count()
-                page.goto(f"{url}row?id={big}&row=0")
-                page.wait_for_function(
-                    "() => performance.getEntriesByName('row-interactive').length > 0", timeout=60_000
-                )
-                rows.append(
-                    page.evaluate("performance.getEntriesByName('row-interactive')[0].startTime") / 1000
-                )
-                n_tokens = page.locator("#stat-sampled").count() and page.evaluate(
-                    "document.querySelectorAll('#tokens .tok').length"
-                )
-                frames.append(page.evaluate(
-                    """async () => {
-                        const pane = document.getElementById('tokens'); let worst = 0;
-                        for (let k = 1; k <= 60; k++) {
-                            const t0 = performance.now();
-                            pane.scrollTop = pane.scrollHeight * k / 60;
-                            await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-                            worst = Math.max(worst, performance.now() - t0);
-                        }
-                        return worst;
-                    }"""
-                ))  # fmt: skip
-                print(f"load {n}: run page first paint {fcps[-1]:.3f} s, rendered {runs[-1]:.3f} s ({n_rows} table rows); "
-                      f"32K row interactive {rows[-1]:.3f} s ({n_tokens} token elements in the DOM), "
-                      f"worst scroll frame {frames[-1]:.0f} ms")  # fmt: skip
-                ctx.close()
+            for n in range(args.loads):  # the big run and the baseline alternately: the same load
+                for target, u in ((big, url), (base, surl)):
+                    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+                    target.append(measure(ctx.new_page(), u, "task-000-r0"))
+                    ctx.close()
+                b, s0 = big[-1], base[-1]
+                print(f"load {n}: run page first paint {b['fcp']:.3f} s, rendered {b['run']:.3f} s "
+                      f"(baseline {s0['run']:.3f} s); 32K row interactive {b['row']:.3f} s (2K row {s0['row']:.3f} s); "
+                      f"worst scroll frame {b['frame']:.0f} ms (2K row {s0['frame']:.0f} ms); loadavg {os.getloadavg()[0]:.1f}")  # fmt: skip
             browser.close()
         rss = peak_rss_mb(proc.pid)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        for pr in procs:
+            pr.terminate()
+            pr.wait(timeout=10)
+        shutil.rmtree(small, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
-    def med(xs: list[float]) -> str:
-        return f"{statistics.median(xs):.3f} s (min {min(xs):.3f}, max {max(xs):.3f})"
+    def med(rows: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
 
-    print(f"run page rendered: median {med(runs)}; first paint {med(fcps)}")
-    print(
-        f"32K-token row interactive: median {med(rows)}; worst scroll frame median {statistics.median(frames):.0f} ms"
-    )
+    def spread(rows: list[dict[str, float]], key: str) -> str:
+        xs = [r[key] for r in rows]
+        return f"median {statistics.median(xs):.3f} s (min {min(xs):.3f}, max {max(xs):.3f})"
+
+    print(f"run page rendered: {spread(big, 'run')}; first paint {spread(big, 'fcp')}; "
+          f"baseline (8 rollouts) {spread(base, 'run')}: ratio {med(big, 'run') / med(base, 'run'):.2f}")  # fmt: skip
+    print(f"32K-token row interactive: {spread(big, 'row')}; 2K-token row {spread(base, 'row')}: "
+          f"ratio {med(big, 'row') / med(base, 'row'):.2f}; worst scroll frame median {med(big, 'frame'):.0f} ms "
+          f"(2K row {med(base, 'frame'):.0f} ms)")  # fmt: skip
     print(f"server peak RSS {rss:.1f} MB; goals: run page < 1 s, row page < 1 s, RSS < 300 MB")
     print(
-        f"RESULT run_page_s={statistics.median(runs):.3f} row_page_s={statistics.median(rows):.3f} server_rss_mb={rss:.1f}"
+        f"RESULT run_page_s={med(big, 'run'):.3f} row_page_s={med(big, 'row'):.3f} server_rss_mb={rss:.1f} "
+        f"run_page_vs_baseline={med(big, 'run') / med(base, 'run'):.2f} row_page_vs_2k={med(big, 'row') / med(base, 'row'):.2f}"
     )
 
 

@@ -101,6 +101,7 @@ async def test_paths_outside_the_run_directory_are_refused(client: TestClient, r
     (run_dir / "logs" / "escape.json").symlink_to("/etc/passwd")
     for bad in ("../../etc/passwd", "/etc/passwd", "logs/escape.json", "logs/../../x"):
         assert "outside the run directory" in (await get(client, f"/api/file?path={bad}", 403))["error"]
+    assert "not a usable path" in (await get(client, "/api/file?path=logs/a%00b", 400))["error"]
     r = await client.get("/static/..%2Fserver.py")
     assert r.status == 404
     r = await client.get("/static/run.js")

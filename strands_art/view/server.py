@@ -271,7 +271,10 @@ async def _file(request: web.Request) -> web.Response:
     directory (``..``, absolute paths, symlinks pointing out) are refused with 403."""
     view = request.app[VIEW]
     rel = request.query.get("path", "")
-    target = (view.root / rel).resolve()
+    try:
+        target = (view.root / rel).resolve()
+    except (ValueError, OSError, RuntimeError):  # a NUL byte, a symlink loop
+        raise _error(web.HTTPBadRequest, f"not a usable path: {rel[:200]!r}") from None
     if not rel or Path(rel).is_absolute() or not target.is_relative_to(view.root):
         raise _error(web.HTTPForbidden, f"{rel[:200]!r} is outside the run directory")
     if not target.is_file():

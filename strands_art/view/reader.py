@@ -163,13 +163,17 @@ class RunView:
     def rollouts(self) -> list[dict[str, Any]]:
         """One summary per rollout, in the order first seen, with its GRPO ``advantage`` within
         its group (``group``: the trajectory's group id, else the task), ``zero_variance``
-        (every reward of the group equal: no learning signal) and ``part_missing``. Computed
-        once per state of the files (:meth:`refresh`); the list is new, its dicts are shared."""
+        (every reward of the group equal: no learning signal). Computed once per state of the
+        files (:meth:`refresh`); the list is new, its dicts are shared."""
         with self._lock:
             if self._items is None:
                 self._items = self._compute_items()
-            items = list(self._items)
-        for item in items:  # a part can vanish without the JSONL files changing
+            return list(self._items)
+
+    def mark_parts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Set ``part_missing`` on ``items`` (a stat per stored rollout: a Parquet part can vanish
+        without the JSONL files changing, so it is checked for what is about to be shown)."""
+        for item in items:
             item["part_missing"] = bool(
                 item["stored"]
                 and self._store is not None

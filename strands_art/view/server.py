@@ -112,7 +112,7 @@ async def _fresh(request: web.Request) -> RunView:
 async def _run(request: web.Request) -> web.Response:
     view = await _fresh(request)
     rollouts = view.rollouts()
-    stored = [r for r in rollouts if r["stored"]]
+    stored = view.mark_parts([r for r in rollouts if r["stored"]])
     return _json(
         {
             "name": view.root.name,
@@ -184,7 +184,7 @@ async def _rollouts(request: web.Request) -> web.Response:
             "total": len(items),
             "all": len(every),
             "offset": offset,
-            "items": items[offset : offset + limit],
+            "items": view.mark_parts(items[offset : offset + limit]),
             "tasks": sorted({str(r.get("task") or r.get("group")) for r in every}),
             "stop_reasons": sorted({str(r.get("stop_reason")) for r in every}),
             "event_kinds": kinds,

@@ -200,3 +200,10 @@ async def test_a_bare_store_of_the_http_front(run_dir: Path) -> None:
         assert by["alpha-r0"]["events"] == {"fork": 1} and by["alpha-r0"]["rows"] == 2
         row = await get(c, "/api/rollout/alpha-r0/row/1")
         assert row["sampled"] == sum(row["mask"]) > 0
+
+
+def test_view_command_refuses_a_missing_directory(tmp_path: Path, capsys) -> None:
+    from strands_art.cli import main
+
+    assert main(["view", str(tmp_path / "nope")]) == 2
+    assert f"strands-art view: no run directory at {tmp_path / 'nope'}" in capsys.readouterr().err

@@ -31,6 +31,9 @@ PACKAGES=(
   libjaxb-api-java
   libjaxb-java  # JAXB runtime (org.glassfish.jaxb:jaxb-runtime) for projects that marshal
   libgeronimo-annotation-1.3-spec-java
+  # a real browser for the viewer's tests (tests/test_view_browser.py, bench/viewer.py; Playwright
+  # drives it, its own browser download is not used)
+  chromium
 )
 
 missing=()

@@ -231,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strands_art.serve.cli import add_serve_parser
 
     add_serve_parser(sub)
+
+    from strands_art.view.cli import add_view_parser
+
+    add_view_parser(sub)
     return parser
 
 

@@ -133,6 +133,14 @@ def human_view(traj, parsed: list[dict[str, Any]], tokenizer: Any, window: int =
         }
         for t, p in zip(traj.turns, parsed, strict=True)
     ]
+    forks = fork_texts(traj, tokenizer, window)
+    return {"conversation": conversation, "forks": forks}
+
+
+def fork_texts(traj, tokenizer: Any, window: int = 24) -> list[dict[str, Any]]:
+    """For each fork event with a position: ``turn``, ``position``, and the decoded text around
+    the first differing token (``window`` tokens either side) of the previous turn's row
+    (``row_text``: prompt + sampled output) and of the new prompt (``prompt_text``)."""
     forks = []
     for ev in traj.events:
         if ev.get("kind") != "fork" or "position" not in ev or not 0 < ev["turn"] < len(traj.turns):
@@ -149,7 +157,7 @@ def human_view(traj, parsed: list[dict[str, Any]], tokenizer: Any, window: int =
                 "prompt_text": tokenizer.decode(prompt[lo:hi], skip_special_tokens=False),
             }
         )
-    return {"conversation": conversation, "forks": forks}
+    return forks
 
 
 def _check_shape(spec: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -194,12 +195,89 @@ class TrajectoryStore:
                     removed += 1
         return dropped, removed
 
+    def scan(self, start: int = 0) -> tuple[list[StoredLine], int, int]:
+        """Index the JSONL file from byte ``start`` without parsing whole trajectories.
+
+        Returns ``(lines, next_start, torn)``: one :class:`StoredLine` per complete line
+        (``rollout_id`` read from the line's head, None when unreadable), the offset just after
+        the last complete line (pass it back to continue, e.g. while a run is still writing),
+        and the size in bytes of a torn tail (a last line without its newline; 0 if none).
+        Reads in 1 MiB blocks: memory stays bounded whatever the file size.
+        """
+        lines: list[StoredLine] = []
+        if not self.jsonl.exists():
+            return lines, 0, 0
+        pos = start
+        head, size = b"", 0  # the current line: its first bytes, its length so far
+        with open(self.jsonl, "rb") as f:
+            f.seek(start)
+            while block := f.read(1 << 20):
+                at = 0
+                while (nl := block.find(b"\n", at)) >= 0:
+                    if len(head) < 4200:
+                        head += block[at : at + 4200 - len(head)]
+                    length = size + nl - at
+                    lines.append(StoredLine(_head_id(head), pos, length))
+                    pos += length + 1
+                    head, size, at = b"", 0, nl + 1
+                if len(head) < 4200:
+                    head += block[at : at + 4200 - len(head)]
+                size += len(block) - at
+        return lines, pos, size
+
+    def read_at(self, line: StoredLine) -> Trajectory:
+        """The trajectory of one indexed line (:meth:`scan`).
+
+        Raises:
+            ValueError: the line is not a readable trajectory (with the reason).
+        """
+        with open(self.jsonl, "rb") as f:
+            f.seek(line.offset)
+            data = f.read(line.length)
+        try:
+            return Trajectory.from_dict(json.loads(data))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise ValueError(f"{self.jsonl} at byte {line.offset}: unreadable trajectory ({exc})") from None
+
+    def read_part(self, rollout_id: str, columns: list[str] | None = None) -> pa.Table:
+        """The Parquet rows of one rollout (``columns`` of :data:`ROW_SCHEMA`, default all).
+
+        Raises:
+            FileNotFoundError: the part is missing (a run killed before it was written).
+        """
+        return pq.read_table(self.part_path(rollout_id), columns=columns, schema=ROW_SCHEMA)
+
     def read_rows_table(self) -> pa.Table:
         """All stored rows as one pyarrow Table with :data:`ROW_SCHEMA`."""
         parts = sorted((self.root / "rows").glob("part-*.parquet"))
         if not parts:
             return ROW_SCHEMA.empty_table()
         return pa.concat_tables([pq.read_table(p, schema=ROW_SCHEMA) for p in parts])
+
+
+@dataclass(frozen=True)
+class StoredLine:
+    """Where one trajectory line sits in ``trajectories.jsonl`` (bytes, newline excluded)."""
+
+    rollout_id: str | None
+    offset: int
+    length: int
+
+
+_HEAD = re.compile(rb'^\{"rollout_id": ("(?:[^"\\]|\\.){0,1000}")')
+
+
+def _head_id(line: bytes) -> str | None:
+    """The rollout id at the head of a stored line (``to_dict`` writes it first); None if the
+    line does not start like a stored trajectory."""
+    m = _HEAD.match(line[:4200])
+    if m is None:
+        return None
+    try:
+        rid = json.loads(m.group(1))
+    except ValueError:
+        return None
+    return rid if isinstance(rid, str) else None
 
 
 def _safe(name: str) -> str:

@@ -100,6 +100,7 @@ async def test_litellm_baseline_runs_real_tools_without_token_capture(
     assert _results(run_dir) == results
     assert not (run_dir / "trajectories").exists() or not list(TrajectoryStore(run_dir / "trajectories"))
     assert "no token capture" in out.getvalue()
+    assert f"browse it: strands-art view {run_dir}" in out.getvalue()  # the viewer command for this run
 
     # what the hosted model was sent: streaming, the agent's tools, the run's sampling, then the
     # real `ls` output of the workspace as the tool result

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from strands_art.envs.migrationbench.progress import RolloutProgress, summarize_call
+from strands_art.envs.migrationbench.progress import LiveBoard, RolloutProgress, summarize_call
 
 
 def test_summarize_call() -> None:
@@ -32,3 +32,24 @@ def test_row_follows_turns_and_calls() -> None:
     assert "turn 2" in progress.tasks[0].description
     row.close()
     assert progress.tasks == []
+
+
+def test_live_board_mirrors_the_rows_for_the_viewer(tmp_path) -> None:
+    import json
+
+    board = LiveBoard(tmp_path / "live.json")
+    progress = Progress(TextColumn("{task.description}"), console=Console(file=None, width=120))
+    a = RolloutProgress(progress, "alpha-r0", board)
+    RolloutProgress(progress, "beta-r0", board)  # stays in flight
+    a._on_tool_call(SimpleNamespace(tool_use={"name": "shell", "input": {"command": "mvn -q verify"}}))
+    a._on_model_call(SimpleNamespace(stop_response=object()))
+    rows = {r["rollout_id"]: r for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]}
+    assert rows["alpha-r0"]["turn"] == 2 and rows["alpha-r0"]["last_call"] == "shell: mvn -q verify"
+    assert rows["beta-r0"]["turn"] == 1 and rows["beta-r0"]["last_call"] == "(no tool call yet)"
+    assert isinstance(rows["alpha-r0"]["started"], float)
+    a.close()
+    assert [r["rollout_id"] for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]] == [
+        "beta-r0"
+    ]
+    board.close()
+    assert not (tmp_path / "live.json").exists()

@@ -238,4 +238,8 @@ async def train(
             await asyncio.to_thread(trainer.save, run_dir)
         if last or (cfg.eval_every and trainer.outer_batch % cfg.eval_every == 0):
             await run_eval()
+    if progress:
+        from strands_art.view.cli import view_command
+
+        tqdm.write(f"browse the run: {view_command(run_dir)}")
     return log.read()

@@ -45,6 +45,8 @@ LOCK_FILE = ".lock"
 RESULTS_FILE = "results.jsonl"
 TRAJECTORIES_DIR = "trajectories"
 WORKSPACES_DIR = "workspaces"
+LIVE_FILE = "live.json"
+"""The rollouts in flight (:class:`.progress.LiveBoard`), read by ``strands-art view``."""
 """Rollout workspaces and evaluation build copies live in ``<run_dir>/workspaces/`` (made by
 :meth:`.workspace.Workspace.copy_of`: mode 0711 as root so that each sandbox uid reaches only its
 own 0700 directory, or a symlink to the temp dir; see :mod:`.workspace`); a resume removes them."""
@@ -176,6 +178,32 @@ def parse_record(line: str) -> dict[str, Any] | None:
     if not isinstance(rec, dict) or not isinstance(rec.get("rollout_id"), str):
         return None
     return rec
+
+
+def scan_results(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int, int, int]:
+    """Read ``results.jsonl`` from byte ``start``, for a reader following a live run.
+
+    Returns ``(records, next_start, unreadable, torn)``: the records of complete lines
+    (:func:`parse_record`), the offset after the last complete line (pass it back to continue),
+    how many complete lines were unreadable, and the size in bytes of a torn last line (written
+    without its newline; 0 if none). A missing file reads as empty.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return [], 0, 0, 0
+    body_end = data.rfind(b"\n") + 1
+    records, unreadable = [], 0
+    for line in data[:body_end].decode("utf-8", errors="replace").splitlines():
+        if line.strip():
+            rec = parse_record(line)
+            if rec is None:
+                unreadable += 1
+            else:
+                records.append(rec)
+    return records, start + body_end, unreadable, len(data) - body_end
 
 
 def reconcile(run_dir: Path) -> ReconcileReport:

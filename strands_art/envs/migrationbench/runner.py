@@ -11,6 +11,7 @@ A run directory holds::
     results.jsonl      one line per finished rollout (task, reward, details, turns, rows, tokens, times)
     trajectories/      the trajectory store (JSONL + Parquet rows with rewards)
     summary.png        rewards and rows per rollout
+    live.json          the rollouts in flight, for ``strands-art view`` (while the run is on)
     logs/              <rollout>.eval.json: the evaluator's result (details incl. the Maven log tail)
     workspaces/        the running rollouts' workspaces (mode 0700)
     .lock              the run-directory lock
@@ -55,9 +56,18 @@ from strands_art.validation import UsageError
 
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
 from .evalguard import guarded_evaluation, one_line, reason_of
-from .progress import RolloutProgress
+from .progress import LiveBoard, RolloutProgress
 from .report import plot_run, print_summary
-from .rundir import WORKSPACES_DIR, RunDir, RunDirBusy, open_run_dir, read_config, run_token, write_atomic
+from .rundir import (
+    LIVE_FILE,
+    WORKSPACES_DIR,
+    RunDir,
+    RunDirBusy,
+    open_run_dir,
+    read_config,
+    run_token,
+    write_atomic,
+)
 from .runner_args import resolve_defaults, validate_migrate_args, validate_rollout_limits
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
@@ -153,6 +163,7 @@ async def run_rollout(
     make_model: Any,
     run_dir: Path,
     progress: Progress | None = None,
+    board: LiveBoard | None = None,
 ) -> dict:
     """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
 
@@ -175,7 +186,7 @@ async def run_rollout(
         stats = ToolStats()
         limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
         model = make_model(spec)
-        row = RolloutProgress(progress, spec.rollout_id) if progress is not None else None
+        row = RolloutProgress(progress, spec.rollout_id, board) if progress is not None else None
         agent = build_agent(
             model,
             ws,
@@ -408,13 +419,14 @@ async def _run(
                 raise SystemExit(f"strands-art migrate: the vLLM server is not usable: {exc}") from None
         sem = asyncio.Semaphore(max(1, args.concurrency))
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        board = LiveBoard(run_dir / LIVE_FILE)  # the rollouts in flight, for strands-art view
         with Progress(*columns, console=console) as progress:
             bar = progress.add_task("rollouts", total=len(todo))
 
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
                     try:
-                        rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress)
+                        rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress, board)
                     except UsageError:
                         raise
                     except Exception as exc:  # noqa: BLE001 - one rollout never ends the run
@@ -431,7 +443,10 @@ async def _run(
                     f"{rec['turns']} turns, {calls} tool calls, {rec['times']['wall_s']:.0f} s)"
                 )
 
-            await asyncio.gather(*(one(s) for s in todo))
+            try:
+                await asyncio.gather(*(one(s) for s in todo))
+            finally:
+                board.close()
         remove_base_if_empty(run_dir / WORKSPACES_DIR)
         if gateway is not None:
             await gateway.backend.aclose()
@@ -441,6 +456,9 @@ async def _run(
         path = plot_run(results, run_dir / "summary.png")
         console.print(f"plot: {path}")
     console.print(f"results: {results_path}")
+    from strands_art.view.cli import view_command
+
+    console.print(f"browse it: {view_command(run_dir)}", markup=False, highlight=False)
     return results
 
 

@@ -1,0 +1,104 @@
+"""``strands-art view RUN_DIR [--host 127.0.0.1] [--port 8765] [--open] [--tokenizer NAME]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def view_command(run_dir: str | Path) -> str:
+    """The command line that opens ``run_dir`` in the viewer (printed at the end of a run)."""
+    import shlex
+
+    return f"strands-art view {shlex.quote(str(run_dir))}"
+
+
+def add_view_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "view",
+        help="browse a run directory in a web page: rollouts, conversations, rows token by token",
+        description="A read-only web viewer of a strands-art migrate / training run directory or a "
+        "trajectory store (docs/viewer.md). Serves on loopback by default and prints the URL.",
+    )
+    p.add_argument("run_dir", help="the run directory (results.jsonl, trajectories/, metrics.jsonl)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)"
+    )
+    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in a browser, where one exists")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer alias or directory that decodes the tokens (default: the run's config.json "
+        "tokenizer or model; without one, token IDs are shown undecoded)",
+    )
+    p.set_defaults(func=main_from_args)
+
+
+def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
+    """The decoder (:func:`.decoder.load_decoder`) of the tokenizer named by ``name``, else by
+    the run's ``config.json``; None (with a warning) when none is named or it cannot be loaded."""
+    from .decoder import load_decoder
+
+    if name is None:
+        try:
+            cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            name = cfg.get("tokenizer") or cfg.get("model") if isinstance(cfg, dict) else None
+        except (OSError, ValueError):
+            name = None
+    if not name or not isinstance(name, str):
+        return None
+    try:
+        return load_decoder(name)
+    except Exception as exc:  # noqa: BLE001 - any loader failure: show IDs, say why
+        logger.warning("cannot load tokenizer %r (%s); tokens are shown as IDs (pass --tokenizer)", name, exc)
+        return None
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from .reader import RunView
+    from .server import make_app
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        print(f"strands-art view: no run directory at {run_dir}", file=sys.stderr)
+        return 2
+    view = RunView(run_dir, load_run_tokenizer(run_dir, args.tokenizer))
+    view.refresh()
+
+    async def serve() -> None:
+        runner = web.AppRunner(make_app(view), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        url = f"http://{host}:{port}/"
+        print(
+            f"strands-art view: {len(view.order)} rollouts of {run_dir} at {url} (Ctrl-C stops)", flush=True
+        )
+        if args.open and not webbrowser.open(url):
+            print("strands-art view: no browser found here; open the URL yourself", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        print(f"strands-art view: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,288 @@
+"""A run directory as the viewer reads it: indexed once, followed while it grows, read lazily.
+
+:class:`RunView` keeps only small things in memory: each rollout's results record, where its
+trajectory line sits in ``trajectories.jsonl`` (:meth:`TrajectoryStore.scan`) and a summary of
+it (counts, event kinds, policy versions), computed once when the line is first seen. A
+rollout's turns, messages and tokens are read from disk when asked for (:meth:`rollout`,
+:meth:`row`). :meth:`refresh` reads only what was appended since the last call, so a page
+polling a live run costs a ``stat`` and the new lines.
+
+Everything here reads through the project's own readers: the trajectory store
+(:mod:`strands_art.store`), :func:`~strands_art.envs.migrationbench.rundir.scan_results` and
+:func:`~strands_art.training.metrics.read_metrics`; advantages come from
+:func:`~strands_art.training.grpo.group_advantages`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results
+from strands_art.store import StoredLine, TrajectoryStore
+from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
+from strands_art.training.metrics import read_metrics
+from strands_art.trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+FIELD_LIMIT = 20_000
+"""Characters of one text field sent to the page; longer ones are cut (:func:`clip`)."""
+
+
+def clip(value: Any, limit: int = FIELD_LIMIT) -> Any:
+    """``value`` with every string longer than ``limit`` characters replaced by
+    ``{"truncated": True, "head": first limit characters, "size": full length}`` (recursively
+    through dicts and lists)."""
+    if isinstance(value, str):
+        return (
+            value if len(value) <= limit else {"truncated": True, "head": value[:limit], "size": len(value)}
+        )
+    if isinstance(value, dict):
+        return {str(k): clip(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clip(v, limit) for v in value]
+    return value
+
+
+class RunView:
+    """A read-only view of one run directory (``strands-art migrate``, the training loop, or a
+    trajectory store of the HTTP front).
+
+    Args:
+        root: the run directory (or a store directory holding ``trajectories.jsonl``).
+        tokenizer: a tokenizer with ``decode`` (None: token text is not shown).
+
+    Raises:
+        FileNotFoundError: ``root`` is not a directory.
+    """
+
+    def __init__(self, root: str | Path, tokenizer: Any = None) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"no run directory at {root}")
+        store_dir = self.root / TRAJECTORIES_DIR
+        if not (store_dir / "trajectories.jsonl").exists() and (self.root / "trajectories.jsonl").exists():
+            store_dir = self.root  # a bare store (strands-art serve --store DIR)
+        self._store_dir = store_dir
+        self.tokenizer = tokenizer
+        self._lock = threading.Lock()
+        self._texts: dict[int, str] = {}
+        self._store: TrajectoryStore | None = None
+        self._special: set[int] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.results: dict[str, dict[str, Any]] = {}
+        self.lines: dict[str, StoredLine] = {}
+        self.summaries: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+        self.problems: dict[str, Any] = {"unreadable_results": 0, "torn_results_bytes": 0}
+        self._results_pos = self._store_pos = 0
+        self._sizes: tuple[int, int] = (-1, -1)
+        self._items: list[dict[str, Any]] | None = None
+
+    # ------------------------------------------------------------------ index
+    def _open_store(self) -> TrajectoryStore | None:
+        """The trajectory store, once its JSONL file exists (never created by the viewer)."""
+        if self._store is None and (self._store_dir / "trajectories.jsonl").exists():
+            self._store = TrajectoryStore(self._store_dir)
+        return self._store
+
+    def refresh(self) -> bool:
+        """Read what was appended since the last call; True if anything changed. A file that
+        shrank (a resume reconciled it) is read again from the start."""
+        with self._lock:
+            results_path = self.root / RESULTS_FILE
+            jsonl = self._store_dir / "trajectories.jsonl"
+            sizes = (_size(results_path), _size(jsonl))
+            if sizes == self._sizes:
+                return False
+            if sizes[0] < self._results_pos or sizes[1] < self._store_pos:
+                self._reset()
+            self._sizes = sizes
+            self._items = None
+            records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
+            self.problems["unreadable_results"] += bad
+            self.problems["torn_results_bytes"] = torn
+            for rec in records:
+                self._see(rec["rollout_id"])
+                self.results[rec["rollout_id"]] = rec
+            store = self._open_store()
+            if store is not None:
+                lines, self._store_pos, torn = store.scan(self._store_pos)
+                self.problems["torn_trajectory_bytes"] = torn
+                for line in lines:
+                    if line.rollout_id is None:
+                        self.problems["unreadable_trajectories"] = (
+                            self.problems.get("unreadable_trajectories", 0) + 1
+                        )
+                        continue
+                    try:
+                        summary = _summarize(store.read_at(line))
+                    except ValueError as exc:
+                        logger.warning("%s", exc)
+                        self.problems["unreadable_trajectories"] = (
+                            self.problems.get("unreadable_trajectories", 0) + 1
+                        )
+                        continue
+                    self._see(line.rollout_id)
+                    self.lines[line.rollout_id] = line
+                    self.summaries[line.rollout_id] = summary
+            return True
+
+    def _see(self, rid: str) -> None:
+        if rid not in self.results and rid not in self.lines:
+            self.order.append(rid)
+
+    # ------------------------------------------------------------------ run
+    def config(self) -> dict[str, Any] | None:
+        """``config.json`` of the run (clipped), None if absent or unreadable."""
+        try:
+            data = json.loads((self.root / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+        return clip(data, 2000) if isinstance(data, dict) else None
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """Records of ``metrics.jsonl`` (a training run), [] if there is none."""
+        return read_metrics(self.root / "metrics.jsonl")
+
+    def live(self) -> list[dict[str, Any]]:
+        """Rollouts in flight (``live.json``: rollout_id, turn, last_call, started), [] if none."""
+        try:
+            data = json.loads((self.root / LIVE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return []
+        items = data.get("rollouts") if isinstance(data, dict) else None
+        return [clip(i, 200) for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    def rollouts(self) -> list[dict[str, Any]]:
+        """One summary per rollout, in the order first seen, with its GRPO ``advantage`` within
+        its group (``group``: the trajectory's group id, else the task), ``zero_variance``
+        (every reward of the group equal: no learning signal). Computed once per state of the
+        files (:meth:`refresh`); the list is new, its dicts are shared."""
+        with self._lock:
+            if self._items is None:
+                self._items = self._compute_items()
+            return list(self._items)
+
+    def mark_parts(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Set ``part_missing`` on ``items`` (a stat per stored rollout: a Parquet part can vanish
+        without the JSONL files changing, so it is checked for what is about to be shown)."""
+        for item in items:
+            item["part_missing"] = bool(
+                item["stored"]
+                and self._store is not None
+                and not self._store.part_path(item["rollout_id"]).is_file()
+            )
+        return items
+
+    def _compute_items(self) -> list[dict[str, Any]]:
+        items = [self._item(rid) for rid in self.order]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for item in items:
+            groups.setdefault(str(item["group"]), []).append(item)
+        cfg = GRPOConfig()
+        for members in groups.values():
+            usable = [m for m in members if not m.get("failed") and reward_problem(m.get("reward")) is None]
+            advantages = group_advantages([m["reward"] for m in usable], cfg)
+            zero = len({m["reward"] for m in usable}) <= 1
+            for m, a in zip(usable, advantages, strict=True):
+                m["advantage"] = a
+            for m in members:
+                m["group_size"] = len(members)
+                m["zero_variance"] = zero
+        return items
+
+    def _item(self, rid: str) -> dict[str, Any]:
+        rec = self.results.get(rid, {})
+        summ = self.summaries.get(rid, {})
+        item: dict[str, Any] = {"rollout_id": rid, "advantage": None, "stored": rid in self.lines}
+        item.update(summ)
+        for key in ("task", "index", "seed", "reward", "build_success", "java17_bytecode", "tests_run",
+                    "tests_required", "tests_equivalent", "stop_reason", "error", "failed"):  # fmt: skip
+            if key in rec:
+                item[key] = rec[key]
+        if "turns" in rec and "turns" not in item:
+            item["turns"] = rec["turns"]
+        item["wall_s"] = (rec.get("times") or {}).get("wall_s", summ.get("wall_s"))
+        item["group"] = summ.get("group_id") or item.get("task") or rid
+        return clip(item, 500)
+
+    # ------------------------------------------------------------------ one rollout
+    def trajectory(self, rid: str) -> Trajectory:
+        """The stored trajectory of ``rid``.
+
+        Raises:
+            KeyError: no stored trajectory of that id.
+            ValueError: its line is unreadable.
+        """
+        self.refresh()
+        line = self.lines[rid]
+        return self._store.read_at(line)  # type: ignore[union-attr]  # a line implies a store
+
+    def text(self, ids: list[int]) -> str | None:
+        """Decoded text of ``ids`` with special tokens kept; None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def special_ids(self) -> set[int]:
+        """IDs of the tokenizer's special and added tokens (shown as such); empty without one."""
+        if self._special is None:
+            tok = self.tokenizer
+            added = getattr(tok, "added_tokens_decoder", None) or {}
+            self._special = {int(i) for i in added} | set(getattr(tok, "all_special_ids", None) or [])
+        return self._special
+
+    def token_texts(self, ids: list[int]) -> dict[str, str] | None:
+        """``{str(id): decoded text}`` of each distinct id (cached per id), None without a
+        tokenizer."""
+        if self.tokenizer is None:
+            return None
+        distinct = set(ids)
+        missing = [i for i in distinct if i not in self._texts]
+        if missing:
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)  # a fast tokenizer: one Rust call
+            if backend is not None:
+                texts = backend.decode_batch([[i] for i in missing], skip_special_tokens=False)
+            else:
+                texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in missing]
+            self._texts.update(zip(missing, texts, strict=True))
+        return dict(zip(map(str, distinct), map(self._texts.__getitem__, distinct), strict=True))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
+def _summarize(t: Trajectory) -> dict[str, Any]:
+    kinds: dict[str, int] = {}
+    for ev in t.events:
+        kinds[str(ev.get("kind"))] = kinds.get(str(ev.get("kind")), 0) + 1
+    ill = len(t.metadata.get("ill_formed_turns", []) or [])
+    if ill:
+        kinds["ill_formed"] = ill
+    versions = sorted({tn.policy_version for tn in t.turns if tn.policy_version is not None})
+    meta = t.metadata
+    return {
+        "group_id": t.group_id,
+        "task": meta.get("task"),
+        "reward": t.reward,
+        "turns": len(t.turns),
+        "rows": len(t.rows),
+        "tokens": t.num_tokens,
+        "sampled_tokens": sum(r.num_sampled for r in t.rows),
+        "events": kinds,
+        "policy_versions": versions,
+        "stop_reason": meta.get("stop_reason") or (t.turns[-1].finish_reason if t.turns else None),
+        "wall_s": round(sum(tn.timings.get("total", 0.0) for tn in t.turns), 3),
+        "failed": bool(meta.get("failed")),
+    }

@@ -1,0 +1,292 @@
+"""The viewer's aiohttp application: three pages and the JSON API under ``/api/`` (docs/viewer.md).
+
+Read-only: every handler reads through :class:`~.reader.RunView`; nothing under the run
+directory is written. Pages are static files shipped in the package (``view/static``), served
+with a Content-Security-Policy that allows only this origin's scripts and styles (no inline
+script runs, whatever a rollout holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from .payloads import rollout_payload, row_payload
+from .reader import FIELD_LIMIT, RunView, clip
+
+VIEW = web.AppKey("view", RunView)
+PAGES = ("/", "/rollout", "/row")  # one HTML shell; common.js loads the page's script
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SORT_KEYS = ("reward", "advantage", "turns", "rows", "tokens", "wall_s", "rollout_id", "task", "stop_reason")
+MAX_LIMIT = 1000
+
+
+def static_dir() -> Path:
+    """Where the page files are (inside the installed package)."""
+    return Path(str(resources.files("strands_art.view") / "static"))
+
+
+def make_app(view: RunView) -> web.Application:
+    """The application over ``view`` (see the module docstring for the routes)."""
+    app = web.Application(middlewares=[_headers])
+    app[VIEW] = view
+    for path in PAGES:
+        app.router.add_get(path, _page)
+    app.router.add_get("/static/{name}", _static)
+    app.router.add_get("/api/run", _run)
+    app.router.add_get("/api/rollouts", _rollouts)
+    app.router.add_get("/api/groups", _groups)
+    app.router.add_get("/api/metrics", _metrics)
+    app.router.add_get("/api/live", _live)
+    app.router.add_get("/api/rollout/{rid}", _rollout)
+    app.router.add_get("/api/rollout/{rid}/row/{k}", _row)
+    app.router.add_get("/api/file", _file)
+    return app
+
+
+@web.middleware
+async def _headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    try:
+        resp = await handler(request)
+    except web.HTTPException as exc:
+        if not request.path.startswith("/api/"):
+            raise
+        resp = _json({"error": exc.reason if exc.text is None else exc.text}, status=exc.status)
+    resp.headers["Content-Security-Policy"] = CSP
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: sent as strings
+        text = json.dumps(_finite(data), ensure_ascii=False)
+    return web.Response(text=text, status=status, content_type="application/json")
+
+
+def _finite(x: Any) -> Any:
+    """NaN and infinities as strings (JSON has none; a NaN reward is data to show)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
+
+
+def _error(status: type[web.HTTPException], text: str) -> web.HTTPException:
+    return status(text=text)
+
+
+async def _page(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(static_dir() / "page.html")
+
+
+async def _static(request: web.Request) -> web.FileResponse:
+    name = request.match_info["name"]
+    files = {p.name for p in static_dir().iterdir() if p.is_file()}
+    if name not in files:  # only the shipped files, never a path
+        raise web.HTTPNotFound()
+    return web.FileResponse(static_dir() / name)
+
+
+async def _fresh(request: web.Request) -> RunView:
+    view = request.app[VIEW]
+    await asyncio.to_thread(view.refresh)
+    return view
+
+
+async def _run(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    rollouts = view.rollouts()
+    stored = view.mark_parts([r for r in rollouts if r["stored"]])
+    return _json(
+        {
+            "name": view.root.name,
+            "config": view.config(),
+            "problems": view.problems,
+            "rollouts": len(rollouts),
+            "stored": len(stored),
+            "missing_parts": [r["rollout_id"] for r in stored if r["part_missing"]],
+            "has_metrics": (view.root / "metrics.jsonl").exists(),
+            "decoded": view.tokenizer is not None,
+            "tokenizer": getattr(view.tokenizer, "name_or_path", None)
+            if view.tokenizer is not None
+            else None,
+        }
+    )
+
+
+def _int(request: web.Request, key: str, default: int, lo: int = 0, hi: int = 10**9) -> int:
+    raw = request.query.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _error(web.HTTPBadRequest, f"{key} must be an integer, got {raw[:40]!r}") from None
+    if not lo <= value <= hi:
+        raise _error(web.HTTPBadRequest, f"{key} must be in [{lo}, {hi}], got {value}")
+    return value
+
+
+def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    q = request.query
+    if q.get("task"):
+        items = [r for r in items if str(r.get("task") or r.get("group")) == q["task"]]
+    if q.get("stop"):
+        items = [r for r in items if str(r.get("stop_reason")) == q["stop"]]
+    if q.get("event"):
+        items = [r for r in items if (r.get("events") or {}).get(q["event"])]
+    if q.get("q"):
+        items = [r for r in items if q["q"].lower() in r["rollout_id"].lower()]
+    key = q.get("sort") or ""
+    if key:
+        if key not in SORT_KEYS:
+            raise _error(web.HTTPBadRequest, f"sort must be one of {', '.join(SORT_KEYS)}")
+        present, absent = [], []
+        for r in items:
+            v = r.get(key)
+            (present if isinstance(v, (int, float, str)) and not isinstance(v, bool) else absent).append(r)
+        present.sort(key=lambda r: r[key], reverse=q.get("desc") == "1")
+        items = present + absent
+    return items
+
+
+async def _rollouts(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    every = view.rollouts()
+    items = _filtered(request, every)
+    offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, 1, MAX_LIMIT)
+    rewards = [
+        r["reward"] for r in every if isinstance(r.get("reward"), (int, float)) and math.isfinite(r["reward"])
+    ]
+    hist: dict[str, int] = {}
+    for x in rewards:
+        k = f"{round(x, 2):g}"
+        hist[k] = hist.get(k, 0) + 1
+    kinds = sorted({k for r in every for k in (r.get("events") or {})})
+    return _json(
+        {
+            "total": len(items),
+            "all": len(every),
+            "offset": offset,
+            "items": view.mark_parts(items[offset : offset + limit]),
+            "tasks": sorted({str(r.get("task") or r.get("group")) for r in every}),
+            "stop_reasons": sorted({str(r.get("stop_reason")) for r in every}),
+            "event_kinds": kinds,
+            "reward_hist": sorted(hist.items(), key=lambda kv: float(kv[0])),
+            "reward_mean": sum(rewards) / len(rewards) if rewards else None,
+            "tokens": sum(r.get("tokens") or 0 for r in every),
+            "sampled_tokens": sum(r.get("sampled_tokens") or 0 for r in every),
+        }
+    )
+
+
+async def _groups(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in _filtered(request, view.rollouts()):
+        groups.setdefault(str(r["group"]), []).append(r)
+    offset, limit = _int(request, "offset", 0), _int(request, "limit", 50, 1, MAX_LIMIT)
+    names = list(groups)
+    keys = ("rollout_id", "reward", "advantage", "stop_reason", "turns", "rows", "events", "failed")
+    return _json(
+        {
+            "total": len(names),
+            "zero_variance": sum(1 for n in names if groups[n][0]["zero_variance"]),
+            "items": [
+                {
+                    "group": n,
+                    "zero_variance": groups[n][0]["zero_variance"],
+                    "members": [{k: m.get(k) for k in keys} for m in groups[n]],
+                }
+                for n in names[offset : offset + limit]
+            ],
+        }
+    )
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    view = request.app[VIEW]
+    return _json({"records": clip(await asyncio.to_thread(view.metrics), 200)})
+
+
+async def _live(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    return _json(
+        {
+            "rollouts": len(view.order),
+            "stored": len(view.lines),
+            "version": list(view._sizes),
+            "inflight": view.live(),
+            "problems": view.problems,
+        }
+    )
+
+
+async def _rollout(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    rid = request.match_info["rid"]
+    if rid not in view.lines:
+        raise _error(web.HTTPNotFound, f"no stored trajectory for rollout {rid[:200]!r}")
+    try:
+        return _json(await asyncio.to_thread(rollout_payload, view, rid))
+    except ValueError as exc:
+        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+
+
+async def _row(request: web.Request) -> web.Response:
+    view = await _fresh(request)
+    rid = request.match_info["rid"]
+    try:
+        k = int(request.match_info["k"])
+    except ValueError:
+        raise _error(web.HTTPBadRequest, "the row index must be an integer") from None
+    if rid not in view.lines:
+        raise _error(web.HTTPNotFound, f"no stored trajectory for rollout {rid[:200]!r}")
+    try:
+        return _json(await asyncio.to_thread(row_payload, view, rid, k))
+    except KeyError as exc:
+        raise _error(web.HTTPNotFound, str(exc.args[0])[:500]) from None
+    except ValueError as exc:
+        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+
+
+async def _file(request: web.Request) -> web.Response:
+    """A text file of the run directory (an evaluation log), clipped; paths that leave the run
+    directory (``..``, absolute paths, symlinks pointing out) are refused with 403."""
+    view = request.app[VIEW]
+    rel = request.query.get("path", "")
+    try:
+        target = (view.root / rel).resolve()
+    except (ValueError, OSError, RuntimeError):  # a NUL byte, a symlink loop
+        raise _error(web.HTTPBadRequest, f"not a usable path: {rel[:200]!r}") from None
+    if not rel or Path(rel).is_absolute() or not target.is_relative_to(view.root):
+        raise _error(web.HTTPForbidden, f"{rel[:200]!r} is outside the run directory")
+    if not target.is_file():
+        raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
+    size = target.stat().st_size
+    with open(target, "rb") as f:
+        head = f.read(FIELD_LIMIT * 4)
+    return _json(
+        {
+            "path": rel,
+            "size": size,
+            "text": clip(head.decode("utf-8", errors="replace")),
+            "cut": size > len(head),
+        }
+    )

@@ -165,7 +165,12 @@ class RolloutGateway:
         tokenizer: a tokenizer alias ("qwen3", "smollm2"), a local directory, or a
             ``transformers`` tokenizer object.
         backend: a :class:`~strands_art.backends.base.SamplingBackend`.
-        config: :class:`GatewayConfig` keys.
+        config: :class:`GatewayConfig` keys (``history_mode`` ``"tree"`` or ``"linear"``, default
+            ``"tree"``; ``max_context_tokens`` in tokens, default the model's context window).
+
+    Raises:
+        TypeError: an unknown config key.
+        ValueError: an invalid ``history_mode``; an unknown tokenizer alias (from the registry).
     """
 
     def __init__(self, tokenizer: Any, backend: SamplingBackend, **config: Any) -> None:

@@ -204,7 +204,12 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
 
 @runtime_checkable
 class SamplingBackend(Protocol):
-    """One generation from token IDs. Implementations must be safe to call concurrently."""
+    """One generation from token IDs. Implementations must be safe to call concurrently.
+
+    ``sample(prompt_ids, params)`` takes the prompt's token IDs (``list[int]``, length <= the
+    backend's context window) and returns a :class:`SampleResult` (output IDs and one logprob per
+    output token, natural log); errors are :class:`BackendError` subclasses.
+    """
 
     name: str
 

@@ -6,7 +6,7 @@ named variant (its rollout function and options) in the YAML file that
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` points to (see docs/setup-verl.md).
 
 One :meth:`StrandsAgentLoop.run` = one rollout: a :class:`~strands_art.gateway.RolloutGateway`
-over :class:`~strands_art.training.verl_backend.VerlServerBackend` (verl's ``server_manager``,
+over :class:`~strands_art.verl.backend.VerlServerBackend` (verl's ``server_manager``,
 sticky per rollout), an *episode function* that drives the agent and returns the finished
 :class:`~strands_art.trajectory.Trajectory` with its reward, then :func:`trajectory_outputs`.
 
@@ -41,15 +41,15 @@ try:
     )
 except ImportError as exc:  # pragma: no cover - exercised only without verl
     raise ImportError(
-        "strands_art.training.verl_agent_loop needs verl==0.9.1: pip install 'strands-art[verl]'"
+        "strands_art.verl.agent_loop needs verl==0.9.1: pip install 'strands-art[verl]'"
     ) from exc
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
 from strands_art.training.batching import BatchRow
 from strands_art.training.grpo import GRPOConfig, exclude_tagged_turns, reward_problem
-from strands_art.training.verl_adapter import _split_point
-from strands_art.training.verl_backend import VerlServerBackend, from_verl_sampling_params
+from strands_art.verl.adapter import split_point
+from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_params
 from strands_art.trajectory import Row, Trajectory
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def row_output(
 ) -> AgentLoopOutput:
     """One captured row as verl's ``AgentLoopOutput``.
 
-    The row is split at its first sampled token (as in :mod:`.verl_adapter`): ``prompt_ids`` =
+    The row is split at its first sampled token (as in :mod:`.adapter`): ``prompt_ids`` =
     the tokens before it, ``response_ids`` / ``response_mask`` / ``response_logprobs`` = the rest
     (tool results inside have mask 0 and logprob 0.0). ``reward_score`` = the rollout's reward
     (verl puts it on the last response token). ``extra_fields``: ``extra`` plus
@@ -76,7 +76,7 @@ def row_output(
         ValueError: the row starts with a sampled token or its aligned lists disagree.
     """
     row.check()
-    s = _split_point(BatchRow(row))
+    s = split_point(BatchRow(row))
     fields = {
         **extra,
         "strands_row": index,
@@ -142,7 +142,7 @@ class StrandsAgentLoop(AgentLoopBase):
     def __init__(
         self,
         *args: Any,
-        episode: str = "strands_art.training.verl_agent_loop.migrationbench_episode",
+        episode: str = "strands_art.verl.agent_loop.migrationbench_episode",
         episode_kwargs: Mapping[str, Any] | None = None,
         history_mode: str = "linear",
         **kwargs: Any,

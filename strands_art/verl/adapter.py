@@ -38,14 +38,20 @@ try:
     from verl.workers.utils.padding import left_right_2_no_padding
 except ImportError as exc:  # pragma: no cover - exercised only without verl
     raise ImportError(
-        "strands_art.training.verl_adapter needs verl==0.9.1: pip install 'strands-art[verl]'"
+        "strands_art.verl.adapter needs verl==0.9.1: pip install 'strands-art[verl]'"
     ) from exc
 
 from strands_art.training.batching import BatchRow, OuterBatch
 
 
-def _split_point(br: BatchRow) -> int:
-    """Index of the row's first sampled token (>= 1); for a row without one, its last token."""
+def split_point(br: BatchRow) -> int:
+    """Where the row's prompt ends: the index of its first sampled token (>= 1), or, for a row
+    without one (a padding row), its last token. ``prompts`` = ``input_ids[:split]``, ``responses``
+    = the rest; :mod:`.agent_loop` splits its ``AgentLoopOutput`` at the same point.
+
+    Raises:
+        ValueError: the row starts with a sampled token (no prompt).
+    """
     mask = br.row.loss_mask
     first = mask.index(1) if 1 in mask else len(mask) - 1
     if first == 0:
@@ -88,7 +94,7 @@ def rows_to_dataproto(
     if not rows:
         raise ValueError("no rows")
     rows = [_padded(br, pad_token_id) for br in rows]
-    splits = [_split_point(br) for br in rows]
+    splits = [split_point(br) for br in rows]
     p_len = max(splits)
     r_len = max(br.num_tokens - s for br, s in zip(rows, splits, strict=True))
     b = len(rows)

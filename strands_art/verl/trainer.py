@@ -43,7 +43,7 @@ try:
     from verl.trainer.ppo.v1 import PPOTrainerSync, register_trainer
 except ImportError as exc:  # pragma: no cover - exercised only without verl
     raise ImportError(
-        "strands_art.training.verl_trainer needs verl==0.9.1 with TransferQueue: "
+        "strands_art.verl.trainer needs verl==0.9.1 with TransferQueue: "
         "pip install 'strands-art[verl]' 'TransferQueue>=0.1.10'"
     ) from exc
 

@@ -37,9 +37,7 @@ try:
     from verl.utils.model import compute_position_id_with_mask
     from verl.workers.utils.padding import left_right_2_no_padding
 except ImportError as exc:  # pragma: no cover - exercised only without verl
-    raise ImportError(
-        "strands_art.verl.adapter needs verl==0.9.1: pip install 'strands-art[verl]'"
-    ) from exc
+    raise ImportError("strands_art.verl.adapter needs verl==0.9.1: pip install 'strands-art[verl]'") from exc
 
 from strands_art.training.batching import BatchRow, OuterBatch
 

@@ -48,9 +48,9 @@ from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
 from strands_art.training.batching import BatchRow
 from strands_art.training.grpo import GRPOConfig, exclude_tagged_turns, reward_problem
+from strands_art.trajectory import Row, Trajectory
 from strands_art.verl.adapter import split_point
 from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_params
-from strands_art.trajectory import Row, Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
+from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
 
@@ -536,9 +537,9 @@ def policy_version(sample: SampleResult) -> int | None:
     version = sample.info.get("policy_version")
     if version is None:
         return None
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+    if not is_int(version) or version < 0:
         raise InvalidSample(f"backend reported policy version {version!r}; expected an integer >= 0")
-    return version
+    return int(version)
 
 
 def _replay_arguments(call: ToolCall) -> str | dict[str, Any]:

@@ -145,7 +145,7 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
     base = module if is_package else module.rpartition(".")[0]
-    edges = []
+    edges: dict[Edge, None] = {}  # ordered, without repeats (``from m import a, b``)
     for node in ast.walk(tree):
         targets: list[str] = []
         if isinstance(node, ast.Import):
@@ -163,8 +163,8 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
                 continue
             resolved = _resolve(target, known)
             if resolved is not None and resolved != module:
-                edges.append(Edge(module, resolved, node.lineno))
-    return edges
+                edges[Edge(module, resolved, node.lineno)] = None
+    return list(edges)
 
 
 def layer_of(module: str) -> tuple[int, str] | None:

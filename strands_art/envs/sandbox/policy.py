@@ -22,8 +22,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from strands_art.validation import is_int
-
 #: Outside uids handed to sandboxes: [UID_BASE, UID_BASE + UID_SPAN). No account or subuid
 #: range of a Debian system uses them (``/etc/subuid`` ranges start at 100000, 65536 wide each).
 UID_BASE = 1_500_000_000
@@ -81,7 +79,7 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("processes", "data_bytes", "file_bytes", "open_files", "cpu_s", "tmp_bytes"):
             value = getattr(self, name)
-            if not is_int(value) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"sandbox limit {name} must be a positive int, got {value!r}")
 
     def prlimit_args(self) -> list[str]:

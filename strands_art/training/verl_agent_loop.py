@@ -1,17 +1,9 @@
 """Deprecated alias of :mod:`strands_art.verl.agent_loop` (moved in issue 26; kept for one release).
 
 Users' verl YAML (``_target_``), ``VERL_USE_EXTERNAL_MODULES`` and scripts may still name
-``strands_art.training.verl_agent_loop``: importing it emits a DeprecationWarning and makes this name the
-same module object as the new one (classes, verl registrations and pickles are shared).
+``strands_art.training.verl_agent_loop``: importing it warns and makes this name the new module.
 """
 
-import importlib
-import sys
-import warnings
+from strands_art.training._moved import alias
 
-warnings.warn(
-    "strands_art.training.verl_agent_loop moved to strands_art.verl.agent_loop; the old path will be removed in the next release",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = importlib.import_module("strands_art.verl.agent_loop")
+alias(__name__, "strands_art.verl.agent_loop")

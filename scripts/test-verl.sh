@@ -27,5 +27,5 @@ if [ "${1:-}" = "--prepare" ]; then
   echo "test-verl: .venv-verl ready" >&2
   exit 0
 fi
-exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py \
+exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py tests/test_verl_shims.py \
   tests/test_verl_real_vllm.py "$@"

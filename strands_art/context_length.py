@@ -21,6 +21,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from strands_art.validation import is_int
+
 logger = logging.getLogger(__name__)
 
 FALLBACK_CONTEXT_TOKENS = 32768
@@ -44,8 +46,8 @@ def config_context_length(directory: str | Path) -> int | None:
             continue
         for key in CONFIG_KEYS:
             value = scope.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
+            if is_int(value) and value > 0:
+                return int(value)
     return None
 
 
@@ -81,8 +83,8 @@ def default_context_tokens(backend: Any, tokenizer: Any, name: str | None = None
     """The gateway's default context budget and where it came from (``"backend"``,
     ``"model"`` or ``"fallback"``); see the module docstring for the order."""
     from_backend = getattr(backend, "max_context_tokens", None)
-    if isinstance(from_backend, int) and not isinstance(from_backend, bool) and from_backend > 0:
-        return from_backend, "backend"
+    if is_int(from_backend) and from_backend > 0:
+        return int(from_backend), "backend"
     from_model = tokenizer_context_length(tokenizer, name)
     if from_model is not None:
         return from_model, "model"

@@ -36,6 +36,7 @@ from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
+from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,12 @@ class RolloutGateway:
         tokenizer: a tokenizer alias ("qwen3", "smollm2"), a local directory, or a
             ``transformers`` tokenizer object.
         backend: a :class:`~strands_art.backends.base.SamplingBackend`.
-        config: :class:`GatewayConfig` keys.
+        config: :class:`GatewayConfig` keys (``history_mode`` ``"tree"`` or ``"linear"``, default
+            ``"tree"``; ``max_context_tokens`` in tokens, default the model's context window).
+
+    Raises:
+        TypeError: an unknown config key.
+        ValueError: an invalid ``history_mode``; an unknown tokenizer alias (from the registry).
     """
 
     def __init__(self, tokenizer: Any, backend: SamplingBackend, **config: Any) -> None:
@@ -531,9 +537,9 @@ def policy_version(sample: SampleResult) -> int | None:
     version = sample.info.get("policy_version")
     if version is None:
         return None
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+    if not is_int(version) or version < 0:
         raise InvalidSample(f"backend reported policy version {version!r}; expected an integer >= 0")
-    return version
+    return int(version)
 
 
 def _replay_arguments(call: ToolCall) -> str | dict[str, Any]:

@@ -22,6 +22,7 @@ import types
 from typing import Any
 
 from strands_art.literal import ESC
+from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
 
@@ -398,7 +399,7 @@ def _generation_config_eos(directory: str) -> list[int]:
         logger.warning("unreadable %s; its end tokens are not used", path)
         return []
     eos = eos if isinstance(eos, list) else [eos]
-    return [int(i) for i in eos if isinstance(i, int) and not isinstance(i, bool)]
+    return [int(i) for i in eos if is_int(i)]
 
 
 def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:

@@ -48,7 +48,13 @@ ROW_SCHEMA = pa.schema(
 
 
 class TrajectoryStore:
-    """Append-only store of finished trajectories under ``root`` (created if missing)."""
+    """Append-only store of finished trajectories under ``root`` (created if missing).
+
+    Layout: ``root/trajectories.jsonl`` (one :meth:`Trajectory.to_dict` line per rollout, with
+    messages) and ``root/rows/*.parquet`` (one row per training sequence: ``input_ids``,
+    ``loss_mask``, ``logprobs`` as lists of equal length, ``reward``). Writes are fsynced; ``OSError``
+    from the filesystem propagates.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -155,8 +155,11 @@ class Row:
 class Trajectory:
     """One rollout: its turns, rows, events, reward and metadata.
 
-    ``events`` holds fork / heal / reset / rewrite events, each a dict with at least
-    ``turn``, ``kind`` and ``reason``.
+    ``turns`` holds one :class:`Turn` per generation, in order; ``rows`` one :class:`Row` per
+    training sequence (one in linear mode, one per fork in tree mode), each row's ``turns`` indexing
+    into ``turns``. ``events`` holds fork / heal / reset / rewrite events, each a dict with at least
+    ``turn``, ``kind`` and ``reason``. ``reward`` is a float set by :meth:`set_reward` (None until
+    then); ``metadata`` is JSON-serializable.
     """
 
     rollout_id: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import numbers
 from typing import Any
 
 
@@ -17,16 +18,32 @@ class UsageError(ValueError):
     """A command-line or config value is out of range (exit status 2, no traceback)."""
 
 
+def is_int(value: Any) -> bool:
+    """True for an integer: ``int`` or any :class:`numbers.Integral` (numpy integers), never a
+    ``bool`` (``True`` would pass a range check and mean 1)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: Any, *, finite: bool = True) -> bool:
+    """True for a real number (:class:`numbers.Real`: int, float, numpy numbers), never a ``bool``;
+    with ``finite`` (the default) also never ``nan`` or ``±inf``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return not finite or math.isfinite(value)
+
+
 def check_int(flag: str, value: Any, lo: int, hi: int) -> int:
-    """``value`` if it is an int (not a bool) in ``[lo, hi]``; else :class:`UsageError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    """``int(value)`` if it is an integer (:func:`is_int`: numpy integers too, not a bool) in
+    ``[lo, hi]``; else :class:`UsageError`."""
+    if not is_int(value) or not lo <= value <= hi:
         raise UsageError(f"{flag} must be an integer from {lo:,} to {hi:,}, got {_show(value)}")
-    return value
+    return int(value)
 
 
 def check_float(flag: str, value: Any, lo: float, hi: float, *, lo_open: bool = False) -> float:
-    """``value`` as a float if it is a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    """``value`` as a float if it is a finite real number (:func:`is_real`: numpy numbers too, not a
+    bool) in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); else :class:`UsageError`."""
+    ok = is_real(value)
     if ok:
         ok = (lo < value if lo_open else lo <= value) and value <= hi
     if not ok:

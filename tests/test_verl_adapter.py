@@ -24,12 +24,12 @@ from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.engine_workers import TrainingWorker  # noqa: E402
 
 from strands_art.training.batching import BatchingConfig, BatchRow, build_batch  # noqa: E402
-from strands_art.training.verl_adapter import (  # noqa: E402
+from strands_art.trajectory import Row  # noqa: E402
+from strands_art.verl.adapter import (  # noqa: E402
     actor_update_meta,
     rows_to_dataproto,
     to_actor_tensordict,
 )
-from strands_art.trajectory import Row  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -59,13 +59,13 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 from strands_art.backends.base import BackendError, SamplingParams  # noqa: E402
 from strands_art.model import ARTModel  # noqa: E402
 from strands_art.training.grpo import GRPOConfig, group_advantages  # noqa: E402
-from strands_art.training.verl_agent_loop import StrandsAgentLoop, trajectory_outputs  # noqa: E402
-from strands_art.training.verl_backend import (  # noqa: E402
+from strands_art.verl.agent_loop import StrandsAgentLoop, trajectory_outputs  # noqa: E402
+from strands_art.verl.backend import (  # noqa: E402
     VerlServerBackend,
     from_verl_sampling_params,
     to_vllm_sampling_params,
 )
-from strands_art.training.verl_trainer import TRAINER_NAME, StepStablePPOTrainer, plan_layout  # noqa: E402
+from strands_art.verl.trainer import TRAINER_NAME, StepStablePPOTrainer, plan_layout  # noqa: E402
 
 IM_END = 151645
 VERL_SAMPLING = {"temperature": 0.7, "top_p": 0.95, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}

@@ -57,8 +57,8 @@ from verl_vllm_replica import VLLMHTTPReplica  # noqa: E402
 from strands_art.backends.vllm_server import free_port  # noqa: E402
 from strands_art.model import ARTModel  # noqa: E402
 from strands_art.registry import load_tokenizer, smollm2_dir  # noqa: E402
-from strands_art.training.verl_agent_loop import StrandsAgentLoop  # noqa: E402
-from strands_art.training.verl_trainer import TRAINER_NAME  # noqa: E402
+from strands_art.verl.agent_loop import StrandsAgentLoop  # noqa: E402
+from strands_art.verl.trainer import TRAINER_NAME  # noqa: E402
 
 pytestmark = pytest.mark.real_vllm
 

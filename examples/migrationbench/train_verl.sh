@@ -25,7 +25,7 @@ NNODES=${NNODES:-1}
 TP=${TP:-2}
 # verl imports these in every Ray process (verl/__init__.py): they register the trainer mode
 # "strands_sync" and the agent loop "strands_agent".
-export VERL_USE_EXTERNAL_MODULES=strands_art.training.verl_trainer,strands_art.training.verl_agent_loop
+export VERL_USE_EXTERNAL_MODULES=strands_art.verl.trainer,strands_art.verl.agent_loop
 
 python -m verl.trainer.main_ppo \
   "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES='$VERL_USE_EXTERNAL_MODULES'" \

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from strands_art.validation import is_int, is_real
+
 FinishReason = Literal["stop", "length"]
 TokenSink = Callable[[list[int]], None]
 """Streaming callback: called with each batch of newly sampled token IDs, in order, possibly from
@@ -108,9 +110,7 @@ class SamplingParams:
         if not isinstance(stop, tuple | list) or not all(isinstance(x, str) for x in stop):
             raise TypeError(f"stop must be a string or a sequence of strings, got {self.stop!r}")
         ids = self.stop_token_ids
-        if not isinstance(ids, tuple | list) or not all(
-            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in ids
-        ):
+        if not isinstance(ids, tuple | list) or not all(is_int(x) for x in ids):
             raise TypeError(f"stop_token_ids must be a sequence of token IDs (integers), got {ids!r}")
         if any(x < 0 for x in ids):
             raise ValueError(f"stop_token_ids must be >= 0, got {list(ids)}")
@@ -130,7 +130,7 @@ class SamplingParams:
 
 
 def _check_type(name: str, value: Any, kind: type, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, kind):
+    if not (is_int(value) if kind is numbers.Integral else is_real(value, finite=False)):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
 
 
@@ -204,7 +204,12 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
 
 @runtime_checkable
 class SamplingBackend(Protocol):
-    """One generation from token IDs. Implementations must be safe to call concurrently."""
+    """One generation from token IDs. Implementations must be safe to call concurrently.
+
+    ``sample(prompt_ids, params)`` takes the prompt's token IDs (``list[int]``, length <= the
+    backend's context window) and returns a :class:`SampleResult` (output IDs and one logprob per
+    output token, natural log); errors are :class:`BackendError` subclasses.
+    """
 
     name: str
 

@@ -63,6 +63,7 @@ from strands_art.backends.base import (
     TokenSink,
 )
 from strands_art.backends.vllm_stream import read_stream
+from strands_art.validation import is_int, is_real
 
 logger = logging.getLogger(__name__)
 
@@ -111,11 +112,11 @@ def format_request(model: str, prompt_ids: Sequence[int], params: SamplingParams
     prompt = list(prompt_ids)
     if not prompt:
         raise ValueError("cannot sample from an empty prompt")
-    if any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in prompt):
+    if any(not is_int(t) or t < 0 for t in prompt):
         raise ValueError("prompt_ids must be non-negative integers")
     body: dict[str, Any] = {
         "model": model,
-        "prompt": prompt,
+        "prompt": [int(t) for t in prompt],  # numpy integers -> JSON
         "max_tokens": params.max_new_tokens,
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -157,7 +158,7 @@ def _token_ids_from_strings(tokens: Any) -> list[int] | None:
 
 
 def _check_ids(ids: Any, what: str) -> list[int]:
-    if not isinstance(ids, list) or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in ids):
+    if not isinstance(ids, list) or any(not is_int(t) or t < 0 for t in ids):
         raise BackendError(f"vLLM response: {what} is not a list of token IDs: {str(ids)[:80]}")
     return ids
 
@@ -194,7 +195,7 @@ def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
         )
     logprobs = []
     for value in lp["token_logprobs"]:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        if not is_real(value, finite=False) or math.isnan(value):
             raise BackendError(f"vLLM response has a non-numeric logprob: {value!r}")
         logprobs.append(float(value))
 
@@ -356,9 +357,9 @@ class VLLMBackend:
         label their samples with policy ``version`` (optimizer steps behind the weights)."""
         if not name:
             raise ValueError("adapter name must be a non-empty string")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        if not is_int(version) or version < 0:
             raise ValueError(f"policy version must be an integer >= 0, got {version!r}")
-        self.model, self.policy_version = name, version
+        self.model, self.policy_version = name, int(version)
 
     @property
     def max_context_tokens(self) -> int | None:
@@ -375,7 +376,7 @@ class VLLMBackend:
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 logger.warning("could not read max_model_len from %s: %r", url, exc)
                 return None
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            if is_int(value) and value > 0:
                 self._max_model_len = value
             else:
                 logger.warning("%s names no max_model_len for %r", url, self.model)

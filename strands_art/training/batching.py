@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from strands_art.trajectory import Row
+from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ MAX_DP_SIZE = 1 << 20
 
 
 def _check_count(name: str, value: object, most: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+    if not is_int(value) or not 1 <= value <= most:
         raise ValueError(f"{name} must be a positive integer of at most {most:,}, got {value!r}")
 
 
@@ -75,11 +76,18 @@ class BatchingConfig:
     micro_batch_max_tokens: int = 16384
 
     def __post_init__(self) -> None:
-        for name in ("prompt_batch_size", "ppo_mini_batch_size", "ppo_epochs", "dp_size"):
+        for name in (
+            "prompt_batch_size",
+            "ppo_mini_batch_size",
+            "ppo_epochs",
+            "dp_size",
+            "micro_batch_max_tokens",
+        ):
             _check_count(name, getattr(self, name), MAX_DP_SIZE if name == "dp_size" else MAX_COUNT)
-        _check_count("micro_batch_max_tokens", self.micro_batch_max_tokens, MAX_COUNT)
+            object.__setattr__(self, name, int(getattr(self, name)))  # numpy ints -> int (JSON)
         if self.rows_per_mini_batch is not None:
             _check_count("rows_per_mini_batch", self.rows_per_mini_batch, MAX_COUNT)
+            object.__setattr__(self, "rows_per_mini_batch", int(self.rows_per_mini_batch))
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.ppo_mini_batch_size > self.prompt_batch_size:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from strands_art.training.batching import BatchRow
 from strands_art.trajectory import Row, Trajectory
+from strands_art.validation import is_real
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def reward_problem(reward: object) -> str | None:
     "reward is -inf", "reward is not a number: ..."), or None for a finite real number."""
     if reward is None:
         return "no reward"
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+    if not is_real(reward, finite=False):
         return f"reward is not a number: {reward!r:.60}"
     if math.isnan(reward):
         return "reward is NaN"

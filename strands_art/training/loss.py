@@ -43,7 +43,6 @@ gradients (gradient accumulation) gives exactly the mini-batch gradient.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -51,6 +50,7 @@ from typing import Literal
 import torch
 
 from strands_art.training.batching import MiniBatch
+from strands_art.validation import is_real
 
 LossAggMode = Literal["seq-mean-token-sum", "token-mean"]
 LOSS_AGG_MODES: tuple[str, ...] = ("seq-mean-token-sum", "token-mean")
@@ -81,7 +81,7 @@ class LossConfig:
             raise ValueError("need 0 <= clip_ratio_low < 1 and clip_ratio_high >= 0")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be positive or None, got {self.tis_cap}")
-        if isinstance(self.kl_coef, bool) or not isinstance(self.kl_coef, numbers.Real):
+        if not is_real(self.kl_coef, finite=False):
             raise ValueError(f"kl_coef must be a real number (not a bool), got {self.kl_coef!r}")
         object.__setattr__(self, "kl_coef", float(self.kl_coef))  # numpy scalars -> float (JSON)
         if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):  # inf * a zero KL term is nan

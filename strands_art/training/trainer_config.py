@@ -11,8 +11,6 @@ belongs to.
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -20,6 +18,7 @@ from strands_art.backends.base import SamplingParams
 from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
+from strands_art.validation import is_int, is_real
 
 _INT_FIELDS = (
     "prompt_batch_size",
@@ -116,14 +115,14 @@ class TrainerConfig:
     def __post_init__(self) -> None:
         for name in _INT_FIELDS:  # 2.0 or True would pass the range checks and mislead
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if not is_int(value):
                 raise ValueError(f"{name} must be an int, got {value!r}")
             object.__setattr__(self, name, int(value))  # numpy ints -> int (JSON)
         for name in _REAL_FIELDS:
             value = getattr(self, name)
             if value is None and name == "max_grad_norm":
                 continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            if not is_real(value):
                 raise ValueError(f"{name} must be a finite real number (not a bool), got {value!r}")
             object.__setattr__(self, name, float(value))
         if self.weight_decay < 0 or (self.max_grad_norm is not None and self.max_grad_norm <= 0):

@@ -39,6 +39,7 @@ from strands.tools.executors import SequentialToolExecutor
 from strands.types.exceptions import ContextWindowOverflowException, MaxTokensReachedException
 
 from strands_art.envs.sandbox import Sandbox
+from strands_art.validation import is_int
 
 from .commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from .tools import ToolStats, make_tools
@@ -120,8 +121,8 @@ def num_tests_of(task: Any) -> int:
     Raises:
         ValueError: no test count found.
     """
-    if isinstance(task, int) and not isinstance(task, bool):
-        return task
+    if is_int(task):
+        return int(task)
     value = task.get("num_test_cases") if isinstance(task, Mapping) else getattr(task, "num_test_cases", None)
     if value is None:
         raise ValueError(f"task has no num_test_cases: {task!r}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strands_art.validation import is_int
+
 from .evaluator import check_commit_id
 
 logger = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ def check_record(record: dict[str, Any], where: str) -> None:
     except ValueError as exc:
         raise TaskError(str(exc)) from None
     num = record.get("num_test_cases")  # the evaluator needs it: refuse now, not after the rollout
-    if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+    if not is_int(num) or num < 0:
         raise TaskError(
             f"{where}: num_test_cases must be an integer >= 0 (the evaluator compares the tests run "
             f"with it), got {num!r}"

@@ -1,0 +1,1 @@
+"""Tools for the project's developers (not part of the public API)."""

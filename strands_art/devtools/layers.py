@@ -1,0 +1,236 @@
+"""The package's import graph and the edges that point up its layers.
+
+``python -m strands_art.devtools.layers`` walks every module of ``strands_art`` (``ast``: imports
+at module level *and* inside functions, ``TYPE_CHECKING`` blocks included), maps each module to
+its layer by folder or file (:data:`LAYERS`, first matching prefix wins, so a new module in a
+folder inherits the folder's layer) and prints every edge that goes from a lower layer to a
+higher one, minus the :data:`KNOWN_EXCEPTIONS`. Exit status 1 when there is a new upward edge,
+when a known exception no longer occurs, or when a module matches no layer.
+
+Data flows down (docs/architecture.md): apps and environments use the package; fronts turn a
+harness's messages into gateway calls; the gateway drives history, rendering and capture, which
+use the leaves. ``training/`` reads trajectories: it sits beside history, so it never imports the
+gateway, a front or ``envs``. Imports within one layer are allowed.
+
+Not seen: ``importlib.import_module("...")`` with a string (the deprecated
+``strands_art.training.verl_*`` aliases of :mod:`strands_art.verl` use it, for one release) and
+the lazy table of ``strands_art/__init__.py`` (the public API, an app-layer module).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "strands_art"
+
+# (layer number, name, module prefixes). Higher imports lower; a prefix is a dotted module path
+# matching itself and everything below it. Order of the rows is the order of matching.
+LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
+    (5, "apps", ("strands_art", "strands_art.cli", "strands_art.demo", "strands_art.devtools")),
+    (5, "envs", ("strands_art.envs",)),
+    (
+        4,
+        "fronts",
+        (
+            "strands_art.model",
+            "strands_art.formats",
+            "strands_art.canonical",
+            "strands_art.streaming",
+            "strands_art.turn_tags",
+            "strands_art.serve",
+            "strands_art.verl",
+            "strands_art.view",
+            "strands_art.replay",
+        ),
+    ),
+    (3, "gateway", ("strands_art.gateway",)),
+    (
+        2,
+        "history/render/capture, training",
+        (
+            "strands_art.history",
+            "strands_art.render",
+            "strands_art.capture",
+            "strands_art.rowcheck",
+            "strands_art.literal",
+            "strands_art.context_length",
+            "strands_art.training",
+        ),
+    ),
+    (
+        1,
+        "leaves",
+        (
+            "strands_art.backends",
+            "strands_art.toolcalls",
+            "strands_art.families",
+            "strands_art.trajectory",
+            "strands_art.store",
+            "strands_art.registry",
+            "strands_art.models_gguf",
+            "strands_art.validation",
+        ),
+    ),
+]
+
+# (importer, imported) -> why it stays for now. The test fails on any upward edge not listed here
+# and on any listed edge that no longer occurs.
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("strands_art.families.base", "strands_art.history.normalize"): (
+        "arguments_dict decodes with the normalizer's parser (MessageError on bad JSON), imported in "
+        "the function; moving MessageError and the parser into a leaf module is the cycles step "
+        "(issue 26 item 5), left out here because history/normalize.py is being reworked in parallel"
+    ),
+    ("strands_art.training.rollouts", "strands_art.envs.migrationbench.runner"): (
+        "migrationbench_rollout (a public training entry point) bridges the loop to the MigrationBench "
+        "runner; it moves to envs/migrationbench with the RolloutConfig step (issue 26 item 4)"
+    ),
+    ("strands_art.training.rollouts", "strands_art.model"): (
+        "migrationbench_rollout builds the Strands provider for the runner; moves with the above"
+    ),
+    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.runner"): (
+        "migrationbench_episode (named in users' verl YAML) builds the runner's Namespace; it moves "
+        "to envs/migrationbench with the RolloutConfig step (issue 26 item 4)"
+    ),
+    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.runner_args"): ("as above"),
+    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.tasks"): ("as above"),
+}
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One import: ``importer`` imports ``imported`` (both dotted module names) at ``line``."""
+
+    importer: str
+    imported: str
+    line: int
+
+
+def package_root() -> Path:
+    """The folder of the ``strands_art`` package this module belongs to."""
+    return Path(__file__).resolve().parents[1]
+
+
+def module_name(path: Path, root: Path) -> str:
+    """``root/a/b.py`` -> ``strands_art.a.b``; ``root/a/__init__.py`` -> ``strands_art.a``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([PACKAGE, *parts])
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package: dotted name -> file."""
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The longest known module that ``name`` (a module or ``module.attribute``) lies in."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
+    """The package-internal imports of one module, at any depth of its AST.
+
+    ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``; relative
+    imports are resolved against the module's package.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    base = module if is_package else module.rpartition(".")[0]
+    edges: dict[Edge, None] = {}  # ordered, without repeats (``from m import a, b``)
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                source = ".".join([*anchor, node.module] if node.module else anchor)
+            else:
+                source = node.module or ""
+            targets = [f"{source}.{alias.name}" for alias in node.names]
+        for target in targets:
+            if not target.startswith(PACKAGE):
+                continue
+            resolved = _resolve(target, known)
+            if resolved is not None and resolved != module:
+                edges[Edge(module, resolved, node.lineno)] = None
+    return list(edges)
+
+
+def layer_of(module: str) -> tuple[int, str] | None:
+    """``(number, name)`` of the first :data:`LAYERS` row with a prefix covering ``module``."""
+    for number, name, prefixes in LAYERS:
+        for prefix in prefixes:
+            if module == prefix or (prefix != PACKAGE and module.startswith(prefix + ".")):
+                return number, name
+    return None
+
+
+@dataclass
+class Report:
+    """What :func:`check` found: upward edges beyond the exceptions, stale exceptions, modules
+    without a layer, and the number of modules and edges walked."""
+
+    upward: list[Edge]
+    stale: list[tuple[str, str]]
+    unplaced: list[str]
+    num_modules: int
+    num_edges: int
+
+    @property
+    def ok(self) -> bool:
+        return not (self.upward or self.stale or self.unplaced)
+
+
+def check(root: Path | None = None) -> Report:
+    """Walk the package under ``root`` (default: this installation) and compare with the layers."""
+    root = root or package_root()
+    known = modules(root)
+    edges = [e for m, p in known.items() for e in imports_of(m, p, known)]
+    unplaced = sorted(m for m in known if layer_of(m) is None)
+    upward, excepted = [], set()
+    for e in edges:
+        a, b = layer_of(e.importer), layer_of(e.imported)
+        if a is None or b is None or b[0] <= a[0]:
+            continue
+        if (e.importer, e.imported) in KNOWN_EXCEPTIONS:
+            excepted.add((e.importer, e.imported))
+        else:
+            upward.append(e)
+    stale = sorted(set(KNOWN_EXCEPTIONS) - excepted)
+    return Report(upward, stale, unplaced, len(known), len(edges))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the upward edges (``importer:line -> imported``) and a summary; 1 if any problem."""
+    report = check()
+    for e in report.upward:
+        a, b = layer_of(e.importer), layer_of(e.imported)
+        print(f"UPWARD {e.importer}:{e.line} ({a[1]}) -> {e.imported} ({b[1]})")
+    for importer, imported in report.stale:
+        print(
+            f"STALE exception {importer} -> {imported}: no longer imported; remove it from KNOWN_EXCEPTIONS"
+        )
+    for m in report.unplaced:
+        print(f"UNPLACED {m}: add its folder or file to LAYERS")
+    for (importer, imported), why in KNOWN_EXCEPTIONS.items():
+        print(f"known exception {importer} -> {imported}: {why}")
+    print(
+        f"{report.num_modules} modules, {report.num_edges} import edges, {len(report.upward)} upward "
+        f"(+{len(KNOWN_EXCEPTIONS) - len(report.stale)} known exceptions)"
+    )
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

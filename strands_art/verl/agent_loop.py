@@ -1,0 +1,235 @@
+"""A verl agent loop that runs a Strands agent through our gateway on verl's rollout servers.
+
+Registered as ``strands_agent`` (verl's ``@register``, ``verl/experimental/agent_loop/
+agent_loop.py``); select it per dataset row with the ``agent_name`` column, or configure a
+named variant (its rollout function and options) in the YAML file that
+``actor_rollout_ref.rollout.agent.agent_loop_config_path`` points to (see docs/setup-verl.md).
+
+One :meth:`StrandsAgentLoop.run` = one rollout: a :class:`~strands_art.gateway.RolloutGateway`
+over :class:`~strands_art.verl.backend.VerlServerBackend` (verl's ``server_manager``,
+sticky per rollout), an *episode function* that drives the agent and returns the finished
+:class:`~strands_art.trajectory.Trajectory` with its reward, then :func:`trajectory_outputs`.
+
+Several rows per rollout: verl 0.9.1's V1 trainer (``trainer.use_v1=True``, the default) accepts
+a ``list[AgentLoopOutput]`` from ``run`` (``AgentLoopWorkerTQ._agent_loop_postprocess`` in
+``verl/trainer/ppo/v1/agent_loop_tq.py``) and stores each under the key
+``{uid}_{session_id}_{index}``; the reward of the last one is copied to the others and GRPO
+computes the group advantage from the last output of each session and broadcasts it to all of
+them (``compute_advantage_for_multi_trajectories``, ``verl/trainer/ppo/v1/utils.py``). So we
+return **one AgentLoopOutput per row**, in capture order. The legacy trainer
+(``trainer.use_v1=False``, ``AgentLoopWorker._postprocess``) takes one output per sample and
+fails on a list; it is not supported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+try:
+    from hydra.utils import get_object
+    from verl.experimental.agent_loop.agent_loop import (
+        AgentLoopBase,
+        AgentLoopMetrics,
+        AgentLoopOutput,
+        register,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without verl
+    raise ImportError(
+        "strands_art.verl.agent_loop needs verl==0.9.1: pip install 'strands-art[verl]'"
+    ) from exc
+
+from strands_art.backends.base import SamplingParams
+from strands_art.gateway import RolloutGateway
+from strands_art.training.batching import BatchRow
+from strands_art.training.grpo import GRPOConfig, exclude_tagged_turns, reward_problem
+from strands_art.trajectory import Row, Trajectory
+from strands_art.verl.adapter import split_point
+from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_params
+
+logger = logging.getLogger(__name__)
+
+Episode = Callable[[RolloutGateway, SamplingParams, Mapping[str, Any]], Awaitable[Trajectory]]
+"""``(gateway, sampling, sample) -> finished trajectory``: opens a session on ``gateway`` with
+``sampling``, runs the agent, closes the session with the reward. ``sample`` holds the dataset
+row's fields plus verl's ``uid`` (the prompt group) and ``session_id`` (0..n-1)."""
+
+
+def row_output(
+    row: Row, index: int, num_rows: int, reward: float, extra: Mapping[str, Any]
+) -> AgentLoopOutput:
+    """One captured row as verl's ``AgentLoopOutput``.
+
+    The row is split at its first sampled token (as in :mod:`.adapter`): ``prompt_ids`` =
+    the tokens before it, ``response_ids`` / ``response_mask`` / ``response_logprobs`` = the rest
+    (tool results inside have mask 0 and logprob 0.0). ``reward_score`` = the rollout's reward
+    (verl puts it on the last response token). ``extra_fields``: ``extra`` plus
+    ``strands_row`` (index), ``strands_num_rows``, ``strands_rollout_id``, ``strands_group_id``,
+    ``reward_extra_info`` ({}), ``turn_scores`` / ``tool_rewards`` ([]).
+
+    Raises:
+        ValueError: the row starts with a sampled token or its aligned lists disagree.
+    """
+    row.check()
+    s = split_point(BatchRow(row))
+    fields = {
+        **extra,
+        "strands_row": index,
+        "strands_num_rows": num_rows,
+        "strands_rollout_id": row.rollout_id,
+        "strands_group_id": row.group_id,
+        "reward_extra_info": {},
+        "turn_scores": [],
+        "tool_rewards": [],
+    }
+    return AgentLoopOutput(
+        prompt_ids=list(row.input_ids[:s]),
+        response_ids=list(row.input_ids[s:]),
+        response_mask=list(row.loss_mask[s:]),
+        response_logprobs=list(row.logprobs[s:]),
+        reward_score=reward,
+        num_turns=len(row.turns),
+        metrics=AgentLoopMetrics(),
+        extra_fields=fields,
+    )
+
+
+def trajectory_outputs(traj: Trajectory, extra: Mapping[str, Any] | None = None) -> list[AgentLoopOutput]:
+    """A finished trajectory as one ``AgentLoopOutput`` per row, in capture order.
+
+    Args:
+        traj: a closed trajectory with a reward.
+        extra: added to every output's ``extra_fields`` (e.g. ``min_global_steps``).
+
+    Turns tagged ``discarded`` (strands_art/turn_tags.py) get loss mask 0, as in the embedded
+    trainer's default (``GRPOConfig.exclude_turn_tags``); a row left with no sampled token is
+    dropped.
+
+    Raises:
+        ValueError: no reward (None, NaN, ±inf, not a number), or no rows (a failed rollout:
+            raise in the episode instead; verl then marks the prompt group failed and evicts it).
+    """
+    problem = reward_problem(traj.reward)
+    if problem is not None:
+        raise ValueError(f"rollout {traj.rollout_id!r} has no reward ({problem})")
+    exclude = frozenset(GRPOConfig().exclude_turn_tags)
+    rows = [exclude_tagged_turns(r, exclude)[0] for r in traj.rows]
+    rows = [r for r in rows if any(r.loss_mask)]
+    if not rows:
+        raise ValueError(f"rollout {traj.rollout_id!r} has no rows with sampled tokens to train on")
+    n = len(rows)
+    return [row_output(r, i, n, traj.reward, extra or {}) for i, r in enumerate(rows)]
+
+
+@register("strands_agent")
+class StrandsAgentLoop(AgentLoopBase):
+    """verl agent loop: one Strands rollout through our gateway, one output per row.
+
+    Keyword args (from the agent-loop YAML entry, besides verl's own):
+        episode: dotted path of an :data:`Episode` (default: :func:`migrationbench_episode`).
+        episode_kwargs: keyword arguments for it.
+        history_mode: ``"tree"`` or ``"linear"`` (gateway capture mode; default ``"linear"``).
+
+    The per-turn budget is ``rollout.response_length`` tokens and the context budget
+    ``rollout.max_model_len`` (or ``prompt_length + response_length``).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        episode: str = "strands_art.verl.agent_loop.migrationbench_episode",
+        episode_kwargs: Mapping[str, Any] | None = None,
+        history_mode: str = "linear",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.episode: Episode = get_object(episode)
+        self.episode_kwargs = dict(episode_kwargs or {})
+        self.history_mode = history_mode
+        rc = self.rollout_config
+        self.max_new_tokens = int(rc.response_length)
+        self.max_context_tokens = int(rc.get("max_model_len") or rc.prompt_length + rc.response_length)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
+        """Run one rollout; ``kwargs`` are the dataset row plus ``uid`` and ``session_id``."""
+        request_id = f"{kwargs.get('uid', 'sample')}-{kwargs.get('session_id', 0)}"
+        backend = VerlServerBackend(self.server_manager, request_id)
+        gateway = RolloutGateway(
+            self.tokenizer,
+            backend,
+            history_mode=self.history_mode,
+            max_context_tokens=self.max_context_tokens,
+        )
+        sampling = from_verl_sampling_params(sampling_params, self.max_new_tokens)
+        traj = await self.episode(gateway, sampling, {**kwargs, **self.episode_kwargs})
+        steps = [s for s in backend.global_steps if s is not None]
+        extra = {"min_global_steps": min(steps), "max_global_steps": max(steps)} if steps else {}
+        outputs = trajectory_outputs(traj, extra)
+        logger.info(
+            "rollout %s: %d turns, %d rows, reward %s", request_id, len(traj.turns), len(outputs), traj.reward
+        )
+        return outputs
+
+
+class _KeepClosed:
+    """The ``gateway`` the MigrationBench runner sees: keeps the trajectory it closes."""
+
+    def __init__(self, gateway: RolloutGateway) -> None:
+        self.gateway = gateway
+        self.trajectory: Trajectory | None = None
+
+    def close_session(self, rollout_id: str, reward: float | None = None) -> Trajectory:
+        self.trajectory = self.gateway.close_session(rollout_id, reward)
+        return self.trajectory
+
+
+async def migrationbench_episode(
+    gateway: RolloutGateway, sampling: SamplingParams, sample: Mapping[str, Any]
+) -> Trajectory:
+    """One MigrationBench rollout (the ``strands-art migrate`` agent, evaluator and limits).
+
+    ``sample["extra_info"]["task_dir"]`` names the task directory (``task.json`` + ``repo/``;
+    ``examples/migrationbench/make_verl_dataset.py`` writes it). Options in ``sample`` (from
+    ``episode_kwargs``): ``run_dir`` (default ``$STRANDS_ART_RUN_DIR`` or ``runs/verl``; each
+    worker writes logs and trajectories under ``run_dir/<host>-<pid>``) and any
+    ``strands-art migrate`` rollout limit (``max_turns``, ``time_limit``, ``command_timeout``,
+    ``max_output_bytes``, ``build_timeout``; same defaults).
+
+    Raises:
+        KeyError: no ``task_dir``; TaskError: not a task directory; RuntimeError: the rollout
+        ended without a trajectory.
+    """
+    from strands_art.envs.migrationbench.runner import RolloutSpec, run_rollout
+    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments, resolve_defaults
+    from strands_art.envs.migrationbench.tasks import load_task
+    from strands_art.model import ARTModel
+
+    task = load_task(sample["extra_info"]["task_dir"])
+    parser = argparse.ArgumentParser()
+    add_migrate_arguments(parser)
+    args = parser.parse_args([])
+    args.backend = "verl"  # the policy is verl's server: the full prompt and the standard limits
+    resolve_defaults(args)
+    for key in ("max_turns", "time_limit", "command_timeout", "max_output_bytes", "build_timeout"):
+        if key in sample:
+            setattr(args, key, type(getattr(args, key))(sample[key]))
+    base = Path(sample.get("run_dir") or os.environ.get("STRANDS_ART_RUN_DIR", "runs/verl"))
+    run_dir = base / f"{socket.gethostname()}-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec = RolloutSpec(task=task, index=int(sample.get("session_id", 0)), seed=0)
+    group = str(sample.get("uid", task.name))
+    gateway.open_session(spec.rollout_id, group, sampling)
+    keep = _KeepClosed(gateway)
+
+    def make_model(s: RolloutSpec) -> ARTModel:
+        return ARTModel(gateway=gateway, session_id=s.rollout_id, group_id=group, model_id="verl")
+
+    await run_rollout(spec, args, keep, make_model, run_dir)
+    if keep.trajectory is None:
+        raise RuntimeError(f"rollout {spec.rollout_id} ended without a trajectory")
+    return keep.trajectory

@@ -1,0 +1,63 @@
+"""The import graph points down the layers (issue 26 item 2; docs/architecture.md, "Layers").
+
+``strands_art.devtools.layers`` walks every module's imports (module level and inside
+functions); the first test is the repository's own check, the others show that the walker sees
+what it must: an upward edge at function level, a relative import, a new module in a folder
+(``training/``, ``view/``) by its folder, and a module that no layer covers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from strands_art.devtools import layers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_no_upward_edges_beyond_the_known_exceptions():
+    report = layers.check()
+    assert [(e.importer, e.line, e.imported) for e in report.upward] == []
+    assert report.stale == [] and report.unplaced == []
+    assert report.num_modules > 100 and report.num_edges > 300
+
+
+def test_command_prints_the_summary_and_exits_zero():
+    out = subprocess.run(
+        [sys.executable, "-m", "strands_art.devtools.layers"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " 0 upward " in out.stdout.splitlines()[-1]
+
+
+def write(root: Path, module: str, text: str = "") -> None:
+    path = root / Path(*module.split(".")[1:])
+    path = path / "__init__.py" if module.count(".") == 0 or text == "package" else path.with_suffix(".py")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("" if text == "package" else text)
+
+
+def test_walker_finds_function_level_relative_and_new_folder_edges(tmp_path):
+    root = tmp_path / "strands_art"
+    write(root, "strands_art", "package")
+    write(root, "strands_art.gateway", "")
+    write(root, "strands_art.model", "from strands_art.gateway import RolloutGateway\n")  # down: fine
+    write(root, "strands_art.trajectory", "def f():\n    from strands_art import gateway\n")
+    write(root, "strands_art.training", "package")
+    write(root, "strands_art.training.trainmod", "from ..model import ARTModel\n")
+    write(root, "strands_art.view", "package")
+    write(root, "strands_art.view.reader", "import strands_art.envs.lookup\n")
+    write(root, "strands_art.envs", "package")
+    write(root, "strands_art.envs.lookup", "from strands_art.view import reader\n")  # envs use the package
+    write(root, "strands_art.newthing", "")
+    report = layers.check(root)
+    found = sorted((e.importer, e.imported, e.line) for e in report.upward)
+    assert found == [
+        ("strands_art.training.trainmod", "strands_art.model", 1),
+        ("strands_art.trajectory", "strands_art.gateway", 2),
+        ("strands_art.view.reader", "strands_art.envs.lookup", 1),
+    ]
+    assert report.unplaced == ["strands_art.newthing"]
+    assert len(report.stale) == len(layers.KNOWN_EXCEPTIONS)  # none of them occurs in this tree
+    assert not report.ok

@@ -3,7 +3,7 @@
 ``strands_art.devtools.layers`` walks every module's imports (module level and inside
 functions); the first test is the repository's own check, the others show that the walker sees
 what it must: an upward edge at function level, a relative import, a new module in a folder
-(``training/``, ``view/``) by its folder, and a module that no layer covers."""
+(``training/``, ``serve/``) by its folder, and a module that no layer covers."""
 
 from __future__ import annotations
 
@@ -21,6 +21,23 @@ def test_no_upward_edges_beyond_the_known_exceptions():
     assert [(e.importer, e.line, e.imported) for e in report.upward] == []
     assert report.stale == [] and report.unplaced == []
     assert report.num_modules > 100 and report.num_edges > 300
+
+
+def test_the_viewer_reads_stores_and_never_the_gateway():
+    root = layers.package_root()
+    known = layers.modules(root)
+    view_edges = [
+        e.imported
+        for m, path in known.items()
+        if m.startswith("strands_art.view")
+        for e in layers.imports_of(m, path, known)
+    ]
+    assert "strands_art.store" in view_edges
+    assert not [
+        m
+        for m in view_edges
+        if m.startswith(("strands_art.gateway", "strands_art.model", "strands_art.serve.app"))
+    ]
 
 
 def test_command_prints_the_summary_and_exits_zero():
@@ -46,17 +63,17 @@ def test_walker_finds_function_level_relative_and_new_folder_edges(tmp_path):
     write(root, "strands_art.trajectory", "def f():\n    from strands_art import gateway\n")
     write(root, "strands_art.training", "package")
     write(root, "strands_art.training.trainmod", "from ..model import ARTModel\n")
-    write(root, "strands_art.view", "package")
-    write(root, "strands_art.view.reader", "import strands_art.envs.lookup\n")
+    write(root, "strands_art.serve", "package")
+    write(root, "strands_art.serve.newmod", "import strands_art.envs.lookup\n")
     write(root, "strands_art.envs", "package")
-    write(root, "strands_art.envs.lookup", "from strands_art.view import reader\n")  # envs use the package
+    write(root, "strands_art.envs.lookup", "from strands_art.serve import newmod\n")  # envs use the package
     write(root, "strands_art.newthing", "")
     report = layers.check(root)
     found = sorted((e.importer, e.imported, e.line) for e in report.upward)
     assert found == [
+        ("strands_art.serve.newmod", "strands_art.envs.lookup", 1),
         ("strands_art.training.trainmod", "strands_art.model", 1),
         ("strands_art.trajectory", "strands_art.gateway", 2),
-        ("strands_art.view.reader", "strands_art.envs.lookup", 1),
     ]
     assert report.unplaced == ["strands_art.newthing"]
     assert len(report.stale) == len(layers.KNOWN_EXCEPTIONS)  # none of them occurs in this tree

@@ -29,7 +29,13 @@ PACKAGE = "strands_art"
 # (layer number, name, module prefixes). Higher imports lower; a prefix is a dotted module path
 # matching itself and everything below it. Order of the rows is the order of matching.
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
-    (5, "apps", ("strands_art", "strands_art.cli", "strands_art.demo", "strands_art.devtools")),
+    # view/ reads every kind of run directory (migrate's, the training loop's, the HTTP front's
+    # store): an app over stored files; it never imports the gateway (tests/test_layers.py)
+    (
+        5,
+        "apps",
+        ("strands_art", "strands_art.cli", "strands_art.demo", "strands_art.devtools", "strands_art.view"),
+    ),
     (5, "envs", ("strands_art.envs",)),
     (
         4,
@@ -42,7 +48,6 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.turn_tags",
             "strands_art.serve",
             "strands_art.verl",
-            "strands_art.view",
             "strands_art.replay",
         ),
     ),

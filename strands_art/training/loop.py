@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import shlex
 import statistics
 import time
 import zlib
@@ -239,7 +240,5 @@ async def train(
         if last or (cfg.eval_every and trainer.outer_batch % cfg.eval_every == 0):
             await run_eval()
     if progress:
-        from strands_art.view.cli import view_command
-
-        tqdm.write(f"browse the run: {view_command(run_dir)}")
+        tqdm.write(f"browse the run: strands-art view {shlex.quote(str(run_dir))}")
     return log.read()

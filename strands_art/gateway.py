@@ -30,7 +30,7 @@ from strands_art.backends.base import (
 from strands_art.capture import RowCapture
 from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
-from strands_art.history.normalize import normalize_messages, tools_key
+from strands_art.history.normalize import KnownMessages, normalize_message, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ToolCall
@@ -156,6 +156,8 @@ class _Session:
     capture: RowCapture
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tools_key: str | None = None
+    #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
+    known: KnownMessages = field(default_factory=KnownMessages)
 
 
 class RolloutGateway:
@@ -337,7 +339,7 @@ class RolloutGateway:
         s = self._session(rollout_id)
         async with s.lock:
             t0 = time.perf_counter()
-            norm = normalize_messages(messages)
+            norm = s.known.normalize(messages)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
             budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
@@ -497,6 +499,7 @@ class RolloutGateway:
                 {"turn": index, "how": list(result.recovered)}
             )
         s.history.commit(plan, turn.output_ids, sample.finish_reason, result.assistant_message)
+        s.known.remember(turn.messages + [normalize_message(len(turn.messages), result.assistant_message)])
         traj.turns.append(turn)
         t_end = time.perf_counter()
         turn.timings = {

@@ -37,6 +37,7 @@ from strands_art.families.base import (
 )
 from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
+from strands_art.toolcalls.callobj import CallShapeError, read_call
 from strands_art.toolcalls.hermes import _raw_value
 
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -83,24 +84,13 @@ class MistralParser:
 
 
 def _call(item: Any, json_text: str) -> ToolCall | str:
-    if not isinstance(item, dict):
-        return f"a Mistral tool call must be a JSON object, got {type(item).__name__}"
-    name = item.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return 'missing or empty "name" in a Mistral tool call'
-    args = item.get("arguments", {})
-    raw = _raw_value(json_text, args) if "arguments" in item else None
-    if isinstance(args, str):
-        try:
-            args = strictjson.loads(args)
-        except json.JSONDecodeError:
-            return f"arguments of {name!r} is a string that is not JSON"
-    if not isinstance(args, dict):
-        return f"arguments of {name!r} is a {type(args).__name__}, not a JSON object"
-    sampled = item.get("id")
-    return ToolCall(
-        name=name, arguments=args, raw_arguments=raw, id=sampled if isinstance(sampled, str) else ""
-    )
+    try:
+        call = read_call(item, "Mistral")
+    except CallShapeError as exc:
+        return str(exc)
+    key = call.arguments_key
+    raw = _raw_value(json_text, item[key], key) if key else None
+    return ToolCall(name=call.name, arguments=call.arguments, raw_arguments=raw, id=call.id)
 
 
 def _objects(body: str) -> list[tuple[Any, str]] | str:

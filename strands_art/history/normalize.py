@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -112,8 +113,22 @@ def _reasoning(index: int, msg: dict[str, Any]) -> str | None:
     return next(iter(found.values()), None)
 
 
-def normalize_message(index: int, msg: Any) -> dict[str, Any]:
-    """One message in canonical form; raises MessageError naming ``index``."""
+@dataclass
+class NormalizeWork:
+    """Work done by normalization (the heal path's share that must not grow with the history).
+
+    ``messages``: messages normalized in full; ``chars``: characters scanned for lone surrogates.
+    """
+
+    messages: int = 0
+    chars: int = 0
+
+
+def normalize_message(index: int, msg: Any, work: NormalizeWork | None = None) -> dict[str, Any]:
+    """One message in canonical form; raises MessageError naming ``index``.
+
+    ``work``, when given, is incremented by what this call did (one message, the characters scanned).
+    """
     if not isinstance(msg, dict):
         raise MessageError(index, f"expected a dict, got {type(msg).__name__}")
     role = msg.get("role")
@@ -159,18 +174,25 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         name = _optional_str(index, "name", msg.get("name"))
         if name:
             out["name"] = name
-    _refuse_lone_surrogates(index, out)
+    scanned = _refuse_lone_surrogates(index, out)
+    if work is not None:
+        work.messages += 1
+        work.chars += scanned
     return out
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> None:
+def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> int:
     """A lone surrogate (e.g. JSON ``"\\ud800"`` decoded, or a file name read with
     ``surrogateescape``) cannot be encoded as UTF-8, so it can be neither tokenized nor stored:
-    refuse it here with the place it was found, before anything is rendered or recorded."""
+    refuse it here with the place it was found, before anything is rendered or recorded.
+
+    Returns the number of characters scanned."""
     if isinstance(value, str):
+        if value.isascii():  # no surrogate possible; a word-at-a-time C scan
+            return len(value)
         m = _SURROGATE.search(value)
         if m:
             raise MessageError(
@@ -178,13 +200,16 @@ def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> None:
                 f"{where or 'text'} holds a lone surrogate U+{ord(m.group()):04X} at character "
                 f"{m.start()} (not valid Unicode; replace it, e.g. with U+FFFD)",
             )
-    elif isinstance(value, dict):
+        return len(value)
+    n = 0
+    if isinstance(value, dict):
         for k, v in value.items():
-            _refuse_lone_surrogates(index, k, where)
-            _refuse_lone_surrogates(index, v, f"{where}.{k}" if where else str(k))
+            n += _refuse_lone_surrogates(index, k, where)
+            n += _refuse_lone_surrogates(index, v, f"{where}.{k}" if where else str(k))
     elif isinstance(value, list):
         for k, v in enumerate(value):
-            _refuse_lone_surrogates(index, v, f"{where}[{k}]")
+            n += _refuse_lone_surrogates(index, v, f"{where}[{k}]")
+    return n
 
 
 def normalize_messages(messages: Any) -> list[dict[str, Any]]:
@@ -192,6 +217,105 @@ def normalize_messages(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise MessageError(0, "messages must be a non-empty list")
     return [normalize_message(i, m) for i, m in enumerate(messages)]
+
+
+class KnownMessages:
+    """Normalization proportional to a turn's new messages.
+
+    A harness re-sends the whole history every turn. The messages of the last request (and the
+    answer the gateway gave to it) were normalized and checked then; a request message that is
+    *the same* as the known message at its position (:func:`same_as_normalized`: its fields
+    compared as strings, no scan, no parse) is taken as that known message. Only new or changed
+    messages are normalized (and scanned for lone surrogates); ``work`` counts what was done.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.work = NormalizeWork()
+
+    def normalize(self, messages: Any) -> list[dict[str, Any]]:
+        """Like :func:`normalize_messages`, reusing the known messages that are unchanged."""
+        if not isinstance(messages, list) or not messages:
+            raise MessageError(0, "messages must be a non-empty list")
+        known = self.messages
+        out = []
+        for i, m in enumerate(messages):
+            if i < len(known) and same_as_normalized(m, known[i]):
+                out.append(known[i])
+            else:
+                out.append(normalize_message(i, m, self.work))
+        return out
+
+    def remember(self, messages: list[dict[str, Any]]) -> None:
+        """Record normalized messages (a committed request plus its answer) as known-good."""
+        self.messages = list(messages)
+
+
+_NO_REASONING = (None, "")
+
+
+def same_as_normalized(raw: Any, norm: dict[str, Any]) -> bool:
+    """True only when ``normalize_message(i, raw) == norm`` for a ``norm`` that normalize_message
+    produced: every field normalization reads is compared, as exact strings, to ``norm``'s.
+
+    Conservative: any form that normalization would change (content parts, arguments given as
+    an object, reasoning under a name or in a form other than the stored one) answers False, and
+    the message is normalized in full. Cost: string comparisons (memcmp), no scan or parse.
+    """
+    if type(raw) is not dict or raw.get("role") != norm["role"]:
+        return False
+    content = raw.get("content")
+    if content is None:
+        content = ""
+    if type(content) is not str or content != norm["content"]:
+        return False
+    role = norm["role"]
+    if role == "tool":
+        call_id, name = raw.get("tool_call_id"), raw.get("name")
+        return (
+            (call_id is None or type(call_id) is str)
+            and (call_id or "") == norm["tool_call_id"]
+            and (name is None or type(name) is str)
+            and (name or None) == norm.get("name")
+        )
+    if role != "assistant":
+        return True
+    reasoning = norm.get("reasoning_content")
+    seen = reasoning is None
+    for field_name in REASONING_FIELDS:
+        value = raw.get(field_name)
+        if value is None or value == "" and type(value) is str:
+            continue  # no reasoning under this name
+        if type(value) is not str or value != reasoning:
+            return False
+        seen = True
+    if not seen:
+        return False
+    calls = raw.get("tool_calls")
+    known_calls = norm.get("tool_calls") or []
+    if calls is None or (type(calls) is list and not calls):
+        return not known_calls
+    if type(calls) is not list or len(calls) != len(known_calls):
+        return False
+    for tc, known in zip(calls, known_calls, strict=True):
+        if type(tc) is not dict:
+            return False
+        fn = tc.get("function", tc)
+        if type(fn) is not dict:
+            return False
+        call_id, name, args = tc.get("id"), fn.get("name"), fn.get("arguments")
+        kfn = known["function"]
+        if not (
+            (call_id is None or type(call_id) is str)
+            and (call_id or "") == known["id"]
+            and type(name) is str
+            and name == kfn["name"]
+            and type(args) is str
+            and type(kfn["arguments"]) is str
+            and args == kfn["arguments"]
+        ):
+            return False
+    return True
 
 
 def message_key(msg: dict[str, Any]) -> str:

@@ -45,6 +45,8 @@ from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names
 
 RETURN, CALL, END = "<|return|>", "<|call|>", "<|end|>"
+#: the model's other end token (GPT-OSS generation_config.json: eos_token_id [200002, 199999, 200012])
+EOT = "<|endoftext|>"
 
 
 def harmony_encoding() -> Any:
@@ -192,9 +194,9 @@ class HarmonyFamily(ModelFamily):
     """GPT-OSS (Harmony) rendered and parsed by ``openai-harmony`` (see the module docstring)."""
 
     name = "harmony"
-    end_tokens = (RETURN, CALL, END)
+    end_tokens = (RETURN, CALL, END, EOT)
     closer_end_tokens = (RETURN, CALL, END)
-    stop_tokens = (RETURN, CALL)
+    stop_tokens = (RETURN, CALL, EOT)
     other_turn_closers = (CALL,)
 
     def __init__(self) -> None:

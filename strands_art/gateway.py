@@ -30,7 +30,7 @@ from strands_art.backends.base import (
 from strands_art.capture import RowCapture
 from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
-from strands_art.history.normalize import KnownMessages, normalize_message, tools_key
+from strands_art.history.normalize import KnownMessages, MessageError, normalize_message, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ToolCall
@@ -158,6 +158,27 @@ class _Session:
     tools_key: str | None = None
     #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
     known: KnownMessages = field(default_factory=KnownMessages)
+
+
+def refuse_prefill(messages: list[dict[str, Any]]) -> None:
+    """Refuse a conversation that ends in an assistant message (a *prefill*: the harness starts
+    the answer and wants it continued).
+
+    Rendering it with a generation prompt would close the prefill as a finished turn and open a
+    second, empty assistant turn: a shape the model never saw, silently recorded as a row. The
+    gateway does not continue partial assistant messages, so it says so before anything is
+    rendered, sampled or recorded (the HTTP front answers 400, the Strands provider raises).
+
+    Raises:
+        MessageError: naming the last message.
+    """
+    if messages and messages[-1].get("role") == "assistant":
+        raise MessageError(
+            len(messages) - 1,
+            "the conversation ends in an assistant message (a prefill); continuing a partial "
+            "assistant message is not supported: end the request with a user or tool message "
+            "(e.g. put the answer's required start in the instructions)",
+        )
 
 
 class RolloutGateway:
@@ -327,7 +348,8 @@ class RolloutGateway:
                 cancelled while sampling records nothing. See :meth:`preview`.
 
         Raises:
-            MessageError / TemplateError: bad input; nothing recorded.
+            MessageError / TemplateError: bad input; nothing recorded. A conversation that ends
+                in an assistant message (a prefill) is refused (:func:`refuse_prefill`).
             ContextBudgetExceeded: no room to generate; nothing recorded.
             BackendError / BackendTimeout: the backend failed; nothing recorded.
             InvalidSample (a BackendError): the backend's answer had a token ID outside the
@@ -340,6 +362,7 @@ class RolloutGateway:
         async with s.lock:
             t0 = time.perf_counter()
             norm = s.known.normalize(messages)
+            refuse_prefill(norm)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
             budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)

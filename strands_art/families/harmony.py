@@ -18,8 +18,11 @@ Format (``HarmonyEncodingName.HARMONY_GPT_OSS``)::
   The system message's "Current date" is fixed when the renderer is built ("%Y-%m-%d");
   ``chat_template_kwargs`` may set ``current_date`` and ``reasoning_effort`` ("low", "medium"
   (default), "high").
-- Stop tokens: ``<|return|>`` and ``<|call|>`` only (``stop_tokens_for_assistant_actions``):
-  ``<|end|>`` ends a message inside the turn (the analysis), not the turn.
+- Stop tokens: ``<|return|>`` and ``<|call|>`` (``stop_tokens_for_assistant_actions``) and
+  ``<|endoftext|>``, which GPT-OSS's ``generation_config.json`` lists as an end token too
+  (``eos_token_id: [200002, 199999, 200012]``); ``<|end|>`` ends a message inside the turn (the
+  analysis), not the turn. A turn sampled to ``<|endoftext|>`` gets the closer ``<|end|>`` after
+  it in linear history.
 - End tokens for parsing and closers: ``<|return|>``, ``<|call|>``, ``<|end|>``. Harmony renders
   history differently from what was sampled: a final answer's ``<|return|>`` becomes ``<|end|>``
   and analysis messages before a final answer are dropped. Linear mode keeps the sampled tokens

@@ -30,6 +30,7 @@ class QwenFamily(ModelFamily):
     """ChatML templates: Qwen2.5/3 (Hermes JSON), Qwen3-Coder/3.5/3.6 (XML), SmolLM2."""
 
     name = "qwen"
+    inline_reasoning = True
     end_tokens = ("<|im_end|>", "<|endoftext|>")
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:

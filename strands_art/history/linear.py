@@ -59,7 +59,7 @@ from strands_art.history.lineage import (
     match_request,
     omits_reasoning,
 )
-from strands_art.history.normalize import normalize_message, tools_key
+from strands_art.history.normalize import normalize_message, split_inline_reasoning, tools_key
 from strands_art.render import ChatRenderer
 
 __all__ = ["HistoryDivergence", "LinearHistory", "token_distance"]
@@ -139,6 +139,8 @@ class LinearHistory:
     # ------------------------------------------------------------------ protocol
     async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
         """Prompt token IDs for this request (see module docstring). Raises HistoryDivergence."""
+        if self.renderer.family.inline_reasoning:  # <think>R</think>C echoed: the same message
+            messages = split_inline_reasoning(messages)
         keys = [comparison_key(m) for m in messages]
         if self.disabled:
             return await self._plain(messages, keys, tools, keep=False)
@@ -262,6 +264,7 @@ class LinearHistory:
         canonical = stored + messages[len(stored) :]
         if not shape.resolved:
             return await self._diverge("closer_unresolved", lin, None, messages, keys, tools, drop=lin)
+        sent_tools, tools = tools, lin.tools  # equal (tools_key); the form the history was rendered with
         text = await self._render(canonical, tools, True)
         segments = None
         dropped: tuple[str, ...] = ()
@@ -315,7 +318,7 @@ class LinearHistory:
                 counters["drift_turns"] += 1
 
         if self.measure_drift:
-            plain = await self.renderer.encode(await self._render(messages, tools, True))
+            plain = await self.renderer.encode(await self._render(messages, sent_tools, True))
             event["plain_distance"] = token_distance(lin.tokens + suffix, plain)
             counters["plain_distance"] += event["plain_distance"]
         seg = Segment(
@@ -425,6 +428,7 @@ class LinearHistory:
             return None
         j = cands[-1]
         seg = lin.segments[j]
+        tools = lin.tools  # equal to the request's ("edited" matches on tools_key)
         canonical = lin.messages[: seg.msg_start] + messages[seg.msg_start :]
         text = await self._render(canonical, tools, True)
         if not text.startswith(lin.text[: seg.char_start]):

@@ -318,6 +318,37 @@ def same_as_normalized(raw: Any, norm: dict[str, Any]) -> bool:
     return True
 
 
+_INLINE_THINK = re.compile(r"\s*<think>")
+
+
+def split_inline_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Normalized messages with reasoning echoed inline moved to ``reasoning_content``.
+
+    A harness may send an answer back with its reasoning inline in the content
+    (``<think>\nR\n</think>\n\nC``) instead of a reasoning field. For families whose templates
+    write reasoning that way (:attr:`ModelFamily.inline_reasoning`: Qwen3, DeepSeek-R1) that is
+    the same message as ``{"reasoning_content": R, "content": C}``, split exactly as the templates
+    split it (:func:`~strands_art.toolcalls.reasoning.split_reasoning`). Only an assistant message
+    without reasoning whose content *starts* with a closed ``<think>`` block is changed (a copy);
+    the others are returned as they are.
+    """
+    from strands_art.toolcalls.reasoning import THINK_CLOSE, split_reasoning
+
+    out = messages
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant" or m.get("reasoning_content") or not _INLINE_THINK.match(m["content"]):
+            continue
+        if THINK_CLOSE not in m["content"]:
+            continue
+        split = split_reasoning(m["content"])
+        if out is messages:
+            out = list(messages)
+        out[i] = {**m, "content": split.content}
+        if split.reasoning and split.reasoning.strip("\n"):
+            out[i]["reasoning_content"] = split.reasoning
+    return out
+
+
 def message_key(msg: dict[str, Any]) -> str:
     """A comparison key for a normalized message: ignores wire-only ids and argument key order."""
     d: dict[str, Any] = {"role": msg["role"], "content": msg.get("content", "")}
@@ -332,5 +363,11 @@ def message_key(msg: dict[str, Any]) -> str:
 
 
 def tools_key(tools: list[dict[str, Any]] | None) -> str:
-    """A comparison key for a tools list (order-sensitive, key-order-insensitive)."""
-    return json.dumps(tools or [], sort_keys=True, ensure_ascii=False)
+    """A comparison key for a tools list: semantically equal lists have equal keys.
+
+    Each tool compares as a JSON object (key order at every level does not matter: JSON-schema
+    objects are objects); arrays inside a tool compare in order (``required``, ``enum``); the
+    list of tools compares as a multiset (its order does not matter: it offers the same tools,
+    and a call names its tool). docs/linear-history.md, "Tool definitions".
+    """
+    return json.dumps(sorted(json.dumps(t, sort_keys=True, ensure_ascii=False) for t in tools or []))

@@ -10,6 +10,7 @@ backend samples from those IDs; (3) the capture extends or forks a row
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 import uuid
@@ -33,6 +34,7 @@ from strands_art.history.base import HistoryPolicy
 from strands_art.history.normalize import KnownMessages, MessageError, normalize_message, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
+from strands_art.render_inputs import render_inputs
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
@@ -225,6 +227,7 @@ class RolloutGateway:
                 backend, tokenizer, tokenizer_name
             )
         self._sessions: dict[str, _Session] = {}
+        self._render_inputs: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ sessions
     def open_session(
@@ -236,8 +239,15 @@ class RolloutGateway:
         """Start a rollout; returns its id (a new uuid4 hex if none given). Idempotent per id."""
         rollout_id = rollout_id or uuid.uuid4().hex
         if rollout_id not in self._sessions:
+            if self._render_inputs is None:  # once per gateway: the renderer does not change
+                self._render_inputs = render_inputs(self.renderer)
             self._sessions[rollout_id] = _Session(
-                trajectory=Trajectory(rollout_id=rollout_id, group_id=group_id),
+                trajectory=Trajectory(
+                    rollout_id=rollout_id,
+                    group_id=group_id,
+                    # every input of a render, so replay --from-run rebuilds the rows on another day
+                    metadata={"render": copy.deepcopy(self._render_inputs)},
+                ),
                 sampling=sampling or self.config["sampling"],
                 history=self._make_history(),
                 capture=RowCapture(rollout_id, group_id),

@@ -162,6 +162,12 @@ class _Session:
     known: KnownMessages = field(default_factory=KnownMessages)
 
 
+def _cached_prompt_tokens(sample: SampleResult) -> int | None:
+    """``SampleResult.info["cached_prompt_tokens"]`` when the backend reported an int, else None."""
+    n = sample.info.get("cached_prompt_tokens")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 def refuse_prefill(messages: list[dict[str, Any]]) -> None:
     """Refuse a conversation that ends in an assistant message (a *prefill*: the harness starts
     the answer and wants it continued).
@@ -478,6 +484,7 @@ class RolloutGateway:
             messages=norm,
             tools=tools,
             policy_version=policy_version(sample),
+            cached_prompt_tokens=_cached_prompt_tokens(sample),
         )
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:

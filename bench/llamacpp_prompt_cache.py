@@ -33,9 +33,9 @@ def prompt(tok, tokens: int) -> list[int]:
     text = "Summarize this build log in one line.\n"
     while len(tok.encode(text + LOG_LINE, add_special_tokens=False)) < tokens:
         text += LOG_LINE
-    return tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True)[
-        "input_ids"
-    ]
+    return tok.apply_chat_template(
+        [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+    )["input_ids"]
 
 
 async def run(cache: bool, ids: list[int], params: SamplingParams, repeats: int, threads: int):
@@ -70,7 +70,9 @@ async def main() -> None:
     tok = load_tokenizer(MODEL)
     ids = prompt(tok, args.prompt_tokens)
     params = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=args.new_tokens, seed=4242)
-    print(f"{MODEL}, 1 slot, {args.threads} threads, prompt {len(ids)} tokens, {args.new_tokens} new tokens, seed 4242")
+    print(
+        f"{MODEL}, 1 slot, {args.threads} threads, prompt {len(ids)} tokens, {args.new_tokens} new tokens, seed 4242"
+    )
     out = {}
     for cache in (True, False):
         cold, rows = await run(cache, ids, params, args.repeats, args.threads)

@@ -152,3 +152,39 @@ def test_a_message_is_the_same_as_its_own_plain_normalized_form(raw: dict) -> No
     resent = json.loads(json.dumps(known))
     if all(isinstance(tc["function"]["arguments"], str) for tc in known.get("tool_calls", [])):
         assert normalize_mod.same_as_normalized(resent, known)
+
+
+def test_a_heal_extends_the_saved_history_in_place_and_takes_it_back_when_not_committed(qwen3) -> None:
+    """The heal hands the saved tokens over without a copy and appends the new ones in place;
+    a turn that fails is not committed and the next request sees the saved history unchanged;
+    recorded prompts never change afterwards."""
+    from strands_art.backends.base import BackendError
+
+    script = [{"text": CALL}, {"error": "backend down"}, {"text": CALL}, {"text": "3<|im_end|>"}]
+    backend = ScriptedBackend(qwen3, script)
+    gw = RolloutGateway(qwen3, backend, history_mode="linear")
+    gw.open_session("r")
+    base = [{"role": "system", "content": "calc"}, {"role": "user", "content": "add"}]
+
+    async def run():
+        r0 = await gw.generate("r", base, [ADD_TOOL])
+        saved = list(r0.turn.prompt_ids) + list(r0.turn.output_ids)
+        echo = json.loads(json.dumps(r0.assistant_message))
+        msgs = base + [echo, {"role": "tool", "tool_call_id": echo["tool_calls"][0]["id"], "content": "3"}]
+        with pytest.raises(BackendError):
+            await gw.generate("r", msgs, [ADD_TOOL])
+        failed = list(backend.prompts[1])
+        r1 = await gw.generate("r", msgs, [ADD_TOOL])  # the same request again: the same prompt
+        assert r1.turn.prompt_ids == failed and backend.prompts[1] == failed  # nothing was changed
+        assert r1.turn.prompt_ids[: len(saved)] == saved
+        p1 = list(r1.turn.prompt_ids)
+        echo1 = json.loads(json.dumps(r1.assistant_message))
+        msgs2 = msgs + [echo1, {"role": "tool", "tool_call_id": echo1["tool_calls"][0]["id"], "content": "6"}]
+        r2 = await gw.generate("r", msgs2, [ADD_TOOL])
+        assert r1.turn.prompt_ids == p1  # not extended by the next heal
+        assert r2.turn.prompt_ids[: len(p1) + len(r1.turn.output_ids)] == p1 + list(r1.turn.output_ids)
+        return gw.close_session("r")
+
+    traj = asyncio.run(run())
+    assert len(traj.turns) == 3 and len(traj.rows) == 1
+    assert [e["kind"] for e in traj.events] == ["heal", "heal"]

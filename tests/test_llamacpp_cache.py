@@ -18,16 +18,18 @@ PARAMS = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=6, seed=4242)
 
 
 def _prompt(tok, text: str) -> list[int]:
-    return tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True)[
-        "input_ids"
-    ]
+    return tok.apply_chat_template(
+        [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+    )["input_ids"]
 
 
 def test_without_prompt_cache_a_repeat_samples_exactly_like_a_cold_run() -> None:
     tok = load_tokenizer(MODEL)
     p = _prompt(tok, "Why do unit tests matter?")
     other = _prompt(tok, "Name three colours.")
-    backend = make_backend("llamacpp", model=MODEL, context_tokens=256, parallel=1, threads=2, cache_prompt=False)
+    backend = make_backend(
+        "llamacpp", model=MODEL, context_tokens=256, parallel=1, threads=2, cache_prompt=False
+    )
 
     async def go():
         try:

@@ -135,10 +135,23 @@ class LinearHistory:
         self._counters: Counter = Counter()
         self._ids = itertools.count()
         self._clock = itertools.count(1)
+        #: (lineage, its saved length) whose token list the last heal handed over to be extended
+        self._handed: tuple[Lineage, int] | None = None
+
+    def _take_back(self) -> None:
+        """Undo the in-place extension of a heal whose turn was not committed (a failed or
+        cancelled generation): the lineage's tokens are its saved history again, as a new list
+        (O(history), on this rare path only); the extended list is left as it was handed out."""
+        if self._handed is not None:
+            lin, n = self._handed
+            if len(lin.tokens) != n:  # a copy: the extended list may still be held (a failed prompt)
+                lin.tokens = lin.tokens[:n]
+            self._handed = None
 
     # ------------------------------------------------------------------ protocol
     async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
         """Prompt token IDs for this request (see module docstring). Raises HistoryDivergence."""
+        self._take_back()
         if self.renderer.family.inline_reasoning:  # <think>R</think>C echoed: the same message
             messages = split_inline_reasoning(messages)
         keys = [comparison_key(m) for m in messages]
@@ -175,6 +188,7 @@ class LinearHistory:
     ) -> None:
         """Advance the saved history with the recorded turn (only recorded turns are committed)."""
         p: _Pending = plan.state
+        self._handed = None  # the handed-over list is this turn's prompt now; lin.tokens is replaced
         plan.finish_now(self.renderer.encode_sync)  # metrics nobody awaited plan.finish() for
         self._counters.update(p.counters)
         self._counters["turns"] += 1
@@ -330,7 +344,9 @@ class LinearHistory:
             char_end=self._stable_end(text),
         )
         state = _Pending(lin, canonical, keys, text, seg, segments=segments, counters=counters)
-        # the saved history is handed over uncopied (PromptPlan.prefix); commit replaces lin.tokens
+        # the saved history is handed over uncopied and extended in place (PromptPlan.extend_prefix):
+        # commit replaces lin.tokens with a new list; an uncommitted turn is taken back (_take_back)
+        self._handed = (lin, len(lin.tokens))
         return PromptPlan(
             lin.tokens,
             lineage=lin.id,
@@ -338,6 +354,7 @@ class LinearHistory:
             state=state,
             suffix=suffix,
             deferred=[(text[region_start:end], drift)],
+            extend_prefix=True,
         )
 
     def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:

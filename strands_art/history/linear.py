@@ -138,6 +138,11 @@ class LinearHistory:
         #: (lineage, its saved length) whose token list the last heal handed over to be extended
         self._handed: tuple[Lineage, int] | None = None
 
+    def abandon(self) -> None:
+        """The last plan will not be committed: restore the saved history now (see
+        :meth:`_take_back`; :meth:`plan` does it anyway before the next request)."""
+        self._take_back()
+
     def _take_back(self) -> None:
         """Undo the in-place extension of a heal whose turn was not committed (a failed or
         cancelled generation): the lineage's tokens are its saved history again, as a new list

@@ -46,8 +46,9 @@ import time
 
 from common import LOG_LINE, SHELL_TOOL
 
+from strands_art.history.known import KnownMessages
 from strands_art.history.linear import LinearHistory
-from strands_art.history.normalize import KnownMessages, normalize_messages
+from strands_art.history.normalize import normalize_messages
 from strands_art.registry import load_tokenizer
 from strands_art.render import ChatRenderer
 

@@ -31,7 +31,8 @@ from strands_art.backends.base import (
 from strands_art.capture import RowCapture
 from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
-from strands_art.history.normalize import KnownMessages, MessageError, normalize_message, tools_key
+from strands_art.history.known import KnownMessages
+from strands_art.history.normalize import MessageError, normalize_message, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import strands_art.history.normalize as normalize_mod
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
+from strands_art.history.known import same_as_normalized
 from strands_art.history.normalize import MessageError, normalize_message
 
 CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call><|im_end|>'
@@ -138,7 +139,7 @@ def test_same_as_normalized_implies_normalizing_gives_the_known_message(raw: dic
     known = _normalized(other)
     if known is None:
         return
-    if normalize_mod.same_as_normalized(raw, known):
+    if same_as_normalized(raw, known):
         assert _normalized(raw) == known
 
 
@@ -151,7 +152,7 @@ def test_a_message_is_the_same_as_its_own_plain_normalized_form(raw: dict) -> No
         return
     resent = json.loads(json.dumps(known))
     if all(isinstance(tc["function"]["arguments"], str) for tc in known.get("tool_calls", [])):
-        assert normalize_mod.same_as_normalized(resent, known)
+        assert same_as_normalized(resent, known)
 
 
 def test_a_heal_extends_the_saved_history_in_place_and_takes_it_back_when_not_committed(qwen3) -> None:

@@ -15,8 +15,9 @@ earlier and last turns alike and the reference does not reset):
 
 Timed side by side in one run, on the same conversation and tokenizer (medians):
 
-- ``heal``: what the gateway does from request to prompt token IDs: ``normalize_messages`` of the
-  request, :meth:`LinearHistory.plan` (one render of the stored history plus the delta, text
+- ``heal``: what the gateway does from request to prompt token IDs: normalizing the request
+  (:class:`KnownMessages`, as the gateway's session does: the messages re-sent unchanged since
+  the last turn are compared, not normalized or scanned again), :meth:`LinearHistory.plan` (one render of the stored history plus the delta, text
   slicing, tokenization of the delta only; the saved tokens are handed over as the plan's prefix),
   and building the prompt list the backend receives (``PromptPlan.prompt_ids``: one copy of the
   saved tokens; the reference's ``heal`` also returns a built list);
@@ -45,6 +46,7 @@ import time
 
 from common import LOG_LINE, SHELL_TOOL
 
+from strands_art.history.known import KnownMessages
 from strands_art.history.linear import LinearHistory
 from strands_art.history.normalize import normalize_messages
 from strands_art.registry import load_tokenizer
@@ -109,33 +111,44 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
 
 
-async def prepare_ours(renderer, msgs, out_ids) -> tuple[LinearHistory, list[dict]]:
-    """A linear history after the conversation's first turn, and the next request (+ DELTA)."""
+async def prepare_ours(renderer, msgs, out_ids) -> tuple[LinearHistory, KnownMessages, list[dict]]:
+    """A linear history after the conversation's first turn, the session's known messages (that
+    turn's request and answer, as the gateway remembers them), and the next request (+ DELTA)."""
     h = LinearHistory(renderer)
-    plan = await h.plan(normalize_messages(msgs[:-1]), [TOOL])
+    known = KnownMessages()
+    plan = await h.plan(known.normalize(msgs[:-1]), [TOOL])
     h.commit(plan, out_ids, "stop", msgs[-1])
-    return h, msgs + [DELTA]
+    known.remember(normalize_messages(msgs))
+    # a request as a harness sends it: fresh objects, equal text (nothing shared with the stored)
+    request = json.loads(json.dumps(msgs + [DELTA]))
+    return h, known, request
 
 
-async def heal_once(h: LinearHistory, request: list[dict]):
+async def heal_once(h: LinearHistory, known: KnownMessages, request: list[dict]):
     """(heal seconds, drift seconds, plan): normalize + plan + the prompt list, then the deferred drift."""
     t = time.perf_counter()
-    plan = await h.plan(normalize_messages(request), [TOOL])
+    plan = await h.plan(known.normalize(request), [TOOL])
     plan.prompt_ids  # noqa: B018 - the list the gateway sends (prefix + suffix), built once
     t1 = time.perf_counter()
     await plan.finish(h.renderer.encode)
-    return t1 - t, time.perf_counter() - t1, plan
+    t2 = time.perf_counter()
+    # the same request is healed again next round without a commit: restore the saved history
+    # (a real turn commits instead; either is O(history) list work after the prompt went out)
+    h.abandon()
+    return t1 - t, t2 - t1, plan
 
 
-async def time_ours(states: dict[int, tuple[LinearHistory, list[dict]]], repeats: int) -> dict[int, tuple]:
+async def time_ours(
+    states: dict[int, tuple[LinearHistory, KnownMessages, list[dict]]], repeats: int
+) -> dict[int, tuple]:
     """Per size (heal ms, drift ms, prompt length, heal path); sizes interleaved round by round so
     machine noise hits them alike."""
     heal: dict[int, list[float]] = {n: [] for n in states}
     drift: dict[int, list[float]] = {n: [] for n in states}
     plans = {}
     for _ in range(repeats):
-        for n, (h, request) in states.items():
-            dt_heal, dt_drift, plans[n] = await heal_once(h, request)
+        for n, (h, known, request) in states.items():
+            dt_heal, dt_drift, plans[n] = await heal_once(h, known, request)
             heal[n].append(dt_heal)
             drift[n].append(dt_drift)
     for plan in plans.values():

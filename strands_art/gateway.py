@@ -10,6 +10,7 @@ backend samples from those IDs; (3) the capture extends or forks a row
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 import uuid
@@ -30,9 +31,11 @@ from strands_art.backends.base import (
 from strands_art.capture import RowCapture
 from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
-from strands_art.history.normalize import normalize_messages, tools_key
+from strands_art.history.known import KnownMessages
+from strands_art.history.normalize import MessageError, normalize_message, tools_key
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
+from strands_art.render_inputs import render_inputs
 from strands_art.toolcalls.base import ToolCall
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
@@ -157,6 +160,35 @@ class _Session:
     capture: RowCapture
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tools_key: str | None = None
+    #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
+    known: KnownMessages = field(default_factory=KnownMessages)
+
+
+def _cached_prompt_tokens(sample: SampleResult) -> int | None:
+    """``SampleResult.info["cached_prompt_tokens"]`` when the backend reported an int, else None."""
+    n = sample.info.get("cached_prompt_tokens")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
+def refuse_prefill(messages: list[dict[str, Any]]) -> None:
+    """Refuse a conversation that ends in an assistant message (a *prefill*: the harness starts
+    the answer and wants it continued).
+
+    Rendering it with a generation prompt would close the prefill as a finished turn and open a
+    second, empty assistant turn: a shape the model never saw, silently recorded as a row. The
+    gateway does not continue partial assistant messages, so it says so before anything is
+    rendered, sampled or recorded (the HTTP front answers 400, the Strands provider raises).
+
+    Raises:
+        MessageError: naming the last message.
+    """
+    if messages and messages[-1].get("role") == "assistant":
+        raise MessageError(
+            len(messages) - 1,
+            "the conversation ends in an assistant message (a prefill); continuing a partial "
+            "assistant message is not supported: end the request with a user or tool message "
+            "(e.g. put the answer's required start in the instructions)",
+        )
 
 
 class RolloutGateway:
@@ -208,6 +240,7 @@ class RolloutGateway:
                 backend, tokenizer, tokenizer_name
             )
         self._sessions: dict[str, _Session] = {}
+        self._render_inputs: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ sessions
     def open_session(
@@ -219,8 +252,15 @@ class RolloutGateway:
         """Start a rollout; returns its id (a new uuid4 hex if none given). Idempotent per id."""
         rollout_id = rollout_id or uuid.uuid4().hex
         if rollout_id not in self._sessions:
+            if self._render_inputs is None:  # once per gateway: the renderer does not change
+                self._render_inputs = render_inputs(self.renderer)
             self._sessions[rollout_id] = _Session(
-                trajectory=Trajectory(rollout_id=rollout_id, group_id=group_id),
+                trajectory=Trajectory(
+                    rollout_id=rollout_id,
+                    group_id=group_id,
+                    # every input of a render, so replay --from-run rebuilds the rows on another day
+                    metadata={"render": copy.deepcopy(self._render_inputs)},
+                ),
                 sampling=sampling or self.config["sampling"],
                 history=self._make_history(),
                 capture=RowCapture(rollout_id, group_id),
@@ -331,7 +371,8 @@ class RolloutGateway:
                 cancelled while sampling records nothing. See :meth:`preview`.
 
         Raises:
-            MessageError / TemplateError: bad input; nothing recorded.
+            MessageError / TemplateError: bad input; nothing recorded. A conversation that ends
+                in an assistant message (a prefill) is refused (:func:`refuse_prefill`).
             ContextBudgetExceeded: no room to generate; nothing recorded.
             BackendError / BackendTimeout: the backend failed; nothing recorded.
             InvalidSample (a BackendError): the backend's answer had a token ID outside the
@@ -343,7 +384,8 @@ class RolloutGateway:
         s = self._session(rollout_id)
         async with s.lock:
             t0 = time.perf_counter()
-            norm = normalize_messages(messages)
+            norm = s.known.normalize(messages)
+            refuse_prefill(norm)
             self._check_overrides(s, sampling_overrides)
             plan = await s.history.plan(norm, tools)
             budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
@@ -449,6 +491,7 @@ class RolloutGateway:
             messages=norm,
             tools=tools,
             policy_version=policy_version(sample),
+            cached_prompt_tokens=_cached_prompt_tokens(sample),
         )
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
         if parsed.reasoning is not None:
@@ -503,6 +546,7 @@ class RolloutGateway:
                 {"turn": index, "how": list(result.recovered)}
             )
         s.history.commit(plan, turn.output_ids, sample.finish_reason, result.assistant_message)
+        s.known.remember(turn.messages + [normalize_message(len(turn.messages), result.assistant_message)])
         traj.turns.append(turn)
         t_end = time.perf_counter()
         turn.timings = {

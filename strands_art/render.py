@@ -269,6 +269,13 @@ class ChatRenderer:
         """The vocabulary string of each ID (for divergence reports)."""
         return [self.backend.id_to_token(i) or f"<{i}>" for i in ids]
 
+    @property
+    def render_vars(self) -> dict[str, Any]:
+        """The variables every render gets: the family's fixed ones (e.g. Llama 3.x's
+        ``date_string``, GPT-OSS's ``current_date``), then the user's ``chat_template_kwargs``.
+        Recorded with each trajectory (:mod:`strands_art.render_inputs`)."""
+        return dict(self._render_kwargs)
+
     # ------------------------------------------------------------------ template
     def _end_of_turn_ids(self) -> tuple[int, ...]:
         """Token IDs that end an assistant turn (the stop IDs), read from the template.

@@ -18,6 +18,7 @@ from strands_art.gateway import RolloutGateway
 from strands_art.history.normalize import MessageError
 from strands_art.registry import family_of, load_tokenizer
 from strands_art.render import TemplateError
+from strands_art.render_inputs import RenderInputsMismatch, check_render_inputs
 from strands_art.trajectory import Trajectory
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
@@ -69,6 +70,10 @@ async def replay(
         sampling=SamplingParams(max_new_tokens=1 << 20),
         max_context_tokens=1 << 30,
     )
+    try:
+        check_render_inputs(spec.get("render"), gateway.renderer)
+    except RenderInputsMismatch as exc:
+        raise ReplayInputError(str(exc)) from exc
     sid = gateway.open_session("replay")
     parsed = []
     for k, t in enumerate(spec["turns"]):
@@ -165,8 +170,9 @@ def _check_shape(spec: dict[str, Any]) -> None:
     for key in ("tokenizer", "mode"):
         if spec.get(key) is not None and not isinstance(spec[key], str):
             raise ReplayInputError(f"'{key}' must be a string, got {type(spec[key]).__name__}")
-    if spec.get("chat_template_kwargs") is not None and not isinstance(spec["chat_template_kwargs"], dict):
-        raise ReplayInputError("'chat_template_kwargs' must be an object")
+    for key in ("chat_template_kwargs", "render"):
+        if spec.get(key) is not None and not isinstance(spec[key], dict):
+            raise ReplayInputError(f"'{key}' must be an object")
     _check_list_of_objects("'tools'", spec.get("tools"))
     for k, t in enumerate(spec["turns"]):
         _check_list_of_objects(f"turn {k}: 'tools'", t.get("tools"))
@@ -213,7 +219,10 @@ def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = 
     ``trajectories/trajectories.jsonl``) or a store directory itself. Each turn replays the
     stored chat messages and tools with the sampled token IDs, logprobs and finish reason; the
     tokenizer and history mode come from the run's ``config.json`` (``tokenizer`` or
-    ``model``, ``history_mode``) unless ``tokenizer`` is given.
+    ``model``, ``history_mode``) unless ``tokenizer`` is given. The render inputs recorded with
+    the rollout (``metadata["render"]``: template variables such as the pinned date, template
+    and tokenizer hashes; :mod:`strands_art.render_inputs`) become the spec's
+    ``chat_template_kwargs`` (over the config's) and ``render``, which :func:`replay` checks.
 
     Raises:
         ReplayInputError: no store there, no such rollout (the stored ids are named), a rollout
@@ -255,9 +264,17 @@ def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = 
     name = tokenizer or config.get("tokenizer") or config.get("model")
     if not name:
         raise ReplayInputError(f"{run_dir}: no tokenizer in config.json; pass --tokenizer")
+    render = found.metadata.get("render") if isinstance(found.metadata.get("render"), dict) else None
+    kwargs = dict(config.get("chat_template_kwargs") or {})
+    if render is not None:  # the variables the rollout was rendered with (its pinned date)
+        kwargs.update(render.get("template_vars") or {})
+    spec_extra: dict[str, Any] = {"chat_template_kwargs": kwargs} if kwargs else {}
+    if render is not None:
+        spec_extra["render"] = render
     return {
         "tokenizer": name,
         "mode": config.get("history_mode") or "tree",
+        **spec_extra,
         "rollout_id": rollout_id,
         "reward": found.reward,
         "turns": [

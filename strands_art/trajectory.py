@@ -51,6 +51,9 @@ class Turn:
             the backend sampled from (0: the initial weights), as the backend reported it in
             ``SampleResult.info["policy_version"]``; None when the backend does not say. The
             row holding the turn has it too, ``row.metadata["policy_versions"][str(index)]``.
+        cached_prompt_tokens: how many of the prompt's tokens the backend took from its prompt
+            cache instead of evaluating them (``SampleResult.info["cached_prompt_tokens"]``;
+            llama.cpp reports it); 0: evaluated cold; None when the backend does not say.
     """
 
     index: int
@@ -66,6 +69,7 @@ class Turn:
     tools: list[dict] | None = None
     tags: list[str] = field(default_factory=list)
     policy_version: int | None = None
+    cached_prompt_tokens: int | None = None
 
     def to_dict(self, full: bool = False) -> dict[str, Any]:
         return _plain(self, () if full else ("messages", "tools"))

@@ -140,9 +140,15 @@ WRITERS: dict[str, Writer] = {
 }
 
 
-def reserialize(assistant: dict[str, Any], drift: str) -> dict[str, Any]:
+def harness_id(turn: int, k: int) -> str:
+    """A call id as a harness assigns its own (OpenAI-style), replacing the model's."""
+    return f"call_{turn}x{k}abc123"
+
+
+def reserialize(assistant: dict[str, Any], drift: str, turn: int | None = None) -> dict[str, Any]:
     """The assistant message as a harness sends it back: arguments re-serialized, empty content
-    as None (reasoning is kept, as the Strands provider keeps it)."""
+    as None (reasoning is kept, as the Strands provider keeps it); with ``turn`` given, the call
+    ids replaced by the harness's own (:func:`harness_id`)."""
     msg: dict[str, Any] = {"role": "assistant", "content": assistant.get("content") or None}
     if assistant.get("reasoning_content"):
         msg["reasoning_content"] = assistant["reasoning_content"]
@@ -157,9 +163,8 @@ def reserialize(assistant: dict[str, Any], drift: str) -> dict[str, Any]:
             "indent": json.dumps(args, indent=2),
             "dict": args,
         }[drift]
-        calls.append(
-            {"id": call["id"], "type": "function", "function": {"name": fn["name"], "arguments": text}}
-        )
+        call_id = call["id"] if turn is None else harness_id(turn, len(calls))
+        calls.append({"id": call_id, "type": "function", "function": {"name": fn["name"], "arguments": text}})
     if calls:
         msg["tool_calls"] = calls
     return msg
@@ -182,12 +187,15 @@ async def tool_loop(
     mode: str,
     drifts: list[str] | None = None,
     tokenizer: Any = None,
+    harness_ids: bool = False,
     **config: Any,
 ) -> Loop:
     """Play ``turns`` (calls, text, reasoning, end token) through a gateway on ``alias``.
 
     The harness answers each call with ``result {turn}.{k}`` and re-serializes arguments with
     ``drifts[turn]`` (default "compact"); the loop stops after the first turn without calls.
+    With ``harness_ids`` the harness replaces every call id with its own (:func:`harness_id`)
+    in the echoed message and the tool results.
     ``config`` goes to the gateway (e.g. ``chat_template``).
     """
     from strands_art.registry import load_tokenizer
@@ -206,7 +214,9 @@ async def tool_loop(
         results.append(r)
         if not r.tool_calls:
             break
-        msgs = msgs + [reserialize(r.assistant_message, (drifts or [])[i] if drifts else "compact")]
+        drift = (drifts or [])[i] if drifts else "compact"
+        msgs = msgs + [reserialize(r.assistant_message, drift, i if harness_ids else None)]
         for k, call in enumerate(r.tool_calls):
-            msgs.append({"role": "tool", "tool_call_id": call.id, "content": f"result {i}.{k}"})
+            call_id = harness_id(i, k) if harness_ids else call.id
+            msgs.append({"role": "tool", "tool_call_id": call_id, "content": f"result {i}.{k}"})
     return Loop(gw, backend, results, gw.close_session(sid), first)

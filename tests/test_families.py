@@ -321,9 +321,14 @@ def test_harmony_keeps_sampled_analysis_and_end_tokens_and_stops_on_return_or_ca
     loop = asyncio.run(tool_loop("gpt-oss", loop_turns("gpt-oss"), "linear"))
     gw, traj = loop.gateway, loop.trajectory
     tok = gw.renderer.tokenizer
-    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|return|>", "<|call|>", "<|end|>", "<|start|>")}
-    # <|end|> ends the analysis message inside a turn: it must not stop sampling
-    assert set(loop.backend.params[0].stop_token_ids) == {ids["<|return|>"], ids["<|call|>"]}
+    ids = {
+        t: tok.convert_tokens_to_ids(t)
+        for t in ("<|return|>", "<|call|>", "<|end|>", "<|start|>", "<|endoftext|>")
+    }
+    # <|end|> ends the analysis message inside a turn: it must not stop sampling; <|endoftext|>
+    # is the model's other end token (generation_config.json) and does
+    stop = {ids["<|return|>"], ids["<|call|>"], ids["<|endoftext|>"]}
+    assert set(loop.backend.params[0].stop_token_ids) == stop
     t0, t1 = traj.turns[0], traj.turns[1]
     assert t0.output_ids[-1] == ids["<|call|>"] and ids["<|end|>"] in t0.output_ids  # analysis, then the call
     at = len(t0.prompt_ids) + len(t0.output_ids)
@@ -400,20 +405,20 @@ def test_replay_cli_accepts_each_family_alias(alias, tmp_path, capsys):
 
 def test_generation_config_end_tokens_become_stop_ids(tmp_path):
     """A model directory's generation_config.json end-token list is honoured (here: Qwen3.5's
-    tokenizer with an extra end token, <|endoftext|>, listed only there)."""
+    tokenizer with an extra end token listed only there; <|endoftext|>, the model's real second
+    end token, is a family end token since issue 28, so the extra one is an arbitrary special)."""
     import json
 
     src = load_tokenizer("qwen3.5")
     src.save_pretrained(tmp_path)
-    endoftext = src.convert_tokens_to_ids("<|endoftext|>")
-    (tmp_path / "generation_config.json").write_text(
-        json.dumps({"eos_token_id": [src.eos_token_id, endoftext]})
-    )
+    extra = src.convert_tokens_to_ids("<|im_start|>")
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [src.eos_token_id, extra]}))
     from transformers import AutoTokenizer
 
     r = ChatRenderer(AutoTokenizer.from_pretrained(str(tmp_path)))
-    assert endoftext in r.end_of_turn_ids and src.eos_token_id in r.end_of_turn_ids
-    assert endoftext not in ChatRenderer(src).end_of_turn_ids
+    assert extra in r.end_of_turn_ids and src.eos_token_id in r.end_of_turn_ids
+    assert extra not in ChatRenderer(src).end_of_turn_ids
+    assert src.convert_tokens_to_ids("<|endoftext|>") in ChatRenderer(src).end_of_turn_ids
 
 
 def test_harmony_date_and_reasoning_effort_come_from_template_kwargs():

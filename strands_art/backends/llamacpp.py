@@ -9,6 +9,17 @@ against the number of IDs sent). With ``cache_prompt`` a slot keeps its KV cache
 turn of the same rollout re-reads only the tokens after the longest common prefix (llama.cpp picks
 the slot whose cached prompt is most similar).
 
+Determinism and the prompt cache: a prompt whose prefix a slot already holds is evaluated only
+from where the cache ends, in a smaller batch than a cold evaluation, and llama.cpp's CPU kernels
+do not give bit-identical logits across batch shapes; with the same seed, a cached repeat can
+sample other tokens than a cold run (issue 28, t10; a cold run repeats exactly). With
+``cache_prompt=False`` every request evaluates its whole prompt cold, so the same prompt, seed
+and settings give the same tokens and logprobs whatever the slot held before, at the price of
+re-reading the prompt every turn (``bench/llamacpp_prompt_cache.py`` measures it). Each
+:class:`~strands_art.backends.base.SampleResult` says how many prompt tokens came from the cache
+(``info["cached_prompt_tokens"]``, llama.cpp's ``usage.prompt_tokens_details.cached_tokens``); the
+gateway records it on the turn (``Turn.cached_prompt_tokens``).
+
 Logprobs (measured on Qwen2.5-Coder-0.5B, see docs/setup-llamacpp.md): llama.cpp's default
 ``logprob`` is taken from the **raw** distribution (``log_softmax`` of the logits: the same value
 at temperature 1 and 0.7, and unchanged by top-p). Asked with ``"post_sampling_probs": true`` it
@@ -84,6 +95,9 @@ class LlamaCppBackend:
         threads: CPU threads for decoding and prompt processing; default :func:`default_threads`.
         batch_tokens: prompt tokens processed per step (llama.cpp ``n_batch``). Default 512.
         logprobs_mode: ``"processed"`` (default, after temperature/top-k/top-p) or ``"raw"``.
+        cache_prompt: reuse a slot's KV cache for a prompt's common prefix (default True: fast,
+            but a cached repeat may sample differently from a cold run with the same seed);
+            False: every prompt evaluated cold (reproducible; see the module docstring).
         verbosity: llama.cpp log verbosity (-1 silences it; default -1).
 
     Raises:
@@ -105,6 +119,7 @@ class LlamaCppBackend:
         threads: int | None = None,
         batch_tokens: int = 512,
         logprobs_mode: LogprobsMode = "processed",
+        cache_prompt: bool = True,
         verbosity: int = -1,
     ) -> None:
         if context_tokens is not None and context_tokens < 16:
@@ -134,6 +149,9 @@ class LlamaCppBackend:
         self.parallel = parallel
         self.threads = threads
         self.logprobs_mode: LogprobsMode = logprobs_mode
+        if not isinstance(cache_prompt, bool):
+            raise ValueError(f"cache_prompt must be True or False, got {cache_prompt!r}")
+        self.cache_prompt = cache_prompt
         p = xllamacpp.CommonParams()
         p.model.path = str(self.model_path)
         p.n_ctx = context_tokens * parallel  # llama.cpp splits n_ctx evenly over the slots
@@ -142,7 +160,7 @@ class LlamaCppBackend:
         p.n_ubatch = batch_tokens
         p.cpuparams.n_threads = threads
         p.cpuparams_batch.n_threads = threads
-        p.cache_prompt = True
+        p.cache_prompt = cache_prompt
         p.ctx_shift = False  # never drop tokens from a full context: that would break the row
         p.warmup = False
         p.verbosity = verbosity
@@ -210,7 +228,7 @@ class LlamaCppBackend:
             "min_p": 0.0,
             "samplers": list(SAMPLER_CHAIN),
             "seed": int(seed) % _SEED_MAX,
-            "cache_prompt": True,
+            "cache_prompt": self.cache_prompt,
             "return_tokens": True,
         }
 
@@ -239,6 +257,7 @@ class _Call:
         self.finish: str | None = None
         self.error: dict | None = None
         self.prompt_tokens: int | None = None  # as llama.cpp counted them (final chunk's usage)
+        self.cached_tokens: int | None = None  # of them, taken from the slot's prompt cache
 
     def run(self, server: Any) -> None:
         if server is None:
@@ -253,6 +272,8 @@ class _Call:
             return True
         if "usage" in chunk:
             self.prompt_tokens = int(chunk["usage"].get("prompt_tokens", -1))
+            cached = (chunk["usage"].get("prompt_tokens_details") or {}).get("cached_tokens")
+            self.cached_tokens = int(cached) if isinstance(cached, int) else None
         choice = (chunk.get("choices") or [{}])[0]
         before = len(self.ids)
         for tok in (choice.get("logprobs") or {}).get("content") or ():
@@ -290,5 +311,6 @@ class _Call:
             output_ids=self.ids,
             logprobs=self.logprobs,
             finish_reason=self.finish,  # type: ignore[arg-type]
-            info={"logprobs_mode": mode},
+            info={"logprobs_mode": mode}
+            | ({"cached_prompt_tokens": self.cached_tokens} if self.cached_tokens is not None else {}),
         )

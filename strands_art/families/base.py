@@ -50,9 +50,13 @@ class ModelFamily:
             results with ``<｜tool▁outputs▁end｜>`` only at the end). Linear mode accepts exactly
             this change to earlier text, at the end of the previous request's messages; any other
             change is ``template_prefix_unstable`` (docs/linear-history.md).
+        inline_reasoning: the template writes reasoning inline as ``<think>R</think>`` before the
+            content (Qwen3, DeepSeek-R1), so an answer echoed that way is the same message as one
+            with a reasoning field (:func:`~strands_art.history.normalize.split_inline_reasoning`).
     """
 
     name = "generic"
+    inline_reasoning = False
     end_tokens: tuple[str, ...] = ()
     closer_end_tokens: tuple[str, ...] = ()
     tools_in_template = True

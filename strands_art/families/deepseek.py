@@ -153,6 +153,7 @@ class DeepSeekFamily(ModelFamily):
     """DeepSeek R1 / V3 templates with full-width tool-call markers (see the module docstring)."""
 
     name = "deepseek"
+    inline_reasoning = True
     end_tokens = (EOS,)
     closer_end_tokens = (EOS,)
     tools_in_template = False

@@ -18,8 +18,11 @@ Format (``HarmonyEncodingName.HARMONY_GPT_OSS``)::
   The system message's "Current date" is fixed when the renderer is built ("%Y-%m-%d");
   ``chat_template_kwargs`` may set ``current_date`` and ``reasoning_effort`` ("low", "medium"
   (default), "high").
-- Stop tokens: ``<|return|>`` and ``<|call|>`` only (``stop_tokens_for_assistant_actions``):
-  ``<|end|>`` ends a message inside the turn (the analysis), not the turn.
+- Stop tokens: ``<|return|>`` and ``<|call|>`` (``stop_tokens_for_assistant_actions``) and
+  ``<|endoftext|>``, which GPT-OSS's ``generation_config.json`` lists as an end token too
+  (``eos_token_id: [200002, 199999, 200012]``); ``<|end|>`` ends a message inside the turn (the
+  analysis), not the turn. A turn sampled to ``<|endoftext|>`` gets the closer ``<|end|>`` after
+  it in linear history.
 - End tokens for parsing and closers: ``<|return|>``, ``<|call|>``, ``<|end|>``. Harmony renders
   history differently from what was sampled: a final answer's ``<|return|>`` becomes ``<|end|>``
   and analysis messages before a final answer are dropped. Linear mode keeps the sampled tokens
@@ -45,6 +48,8 @@ from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names
 
 RETURN, CALL, END = "<|return|>", "<|call|>", "<|end|>"
+#: the model's other end token (GPT-OSS generation_config.json: eos_token_id [200002, 199999, 200012])
+EOT = "<|endoftext|>"
 
 
 def harmony_encoding() -> Any:
@@ -192,9 +197,9 @@ class HarmonyFamily(ModelFamily):
     """GPT-OSS (Harmony) rendered and parsed by ``openai-harmony`` (see the module docstring)."""
 
     name = "harmony"
-    end_tokens = (RETURN, CALL, END)
+    end_tokens = (RETURN, CALL, END, EOT)
     closer_end_tokens = (RETURN, CALL, END)
-    stop_tokens = (RETURN, CALL)
+    stop_tokens = (RETURN, CALL, EOT)
     other_turn_closers = (CALL,)
 
     def __init__(self) -> None:

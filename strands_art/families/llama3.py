@@ -11,9 +11,16 @@ Format (Meta's templates, e.g. ``trl/chat_templates/llama3_1.jinja``)::
   tool result, ipython mode) and ``<|end_of_text|>`` (EOS). A turn sampled to ``<|eom_id|>`` is
   closed: the closer logic does not append ``<|eot_id|>`` after it.
 - Tool calls: the whole content is one JSON object ``{"name": ..., "parameters": {...}}``
-  (``"arguments"`` is accepted too), optionally after ``<|python_tag|>``; several calls may be
-  separated by ``;`` (vLLM's ``llama3_json`` parser reads the same). Content that starts like a
-  call but does not parse is ill-formed; any other content is text.
+  (``"arguments"`` and ``"type": "function"`` are accepted too, keys in any order:
+  :mod:`strands_art.toolcalls.callobj`), optionally after ``<|python_tag|>``; several calls may
+  be separated by ``;`` (vLLM's ``llama3_json`` parser reads the same). Without
+  ``<|python_tag|>`` a JSON answer is a call only when every object names an offered tool (no
+  tools offered: always text, e.g. structured output with a ``"name"`` field); an attempted call
+  that is broken (invalid JSON starting like a call to an offered tool, bad arguments, extra
+  keys, a call-shaped object naming a tool not offered) is ill-formed
+  (:func:`~strands_art.toolcalls.callobj.classify`); any other content is text. After
+  ``<|python_tag|>`` the model declared a call: a broken one is ill-formed, an unknown name is
+  kept and flagged.
 - History rewrites: the 3.1/3.2 templates print ``Today Date: <date_string>``; 3.2 fills it from
   ``strftime_now`` at every render, so a rollout crossing midnight would change its first
   tokens. The family fixes ``date_string`` when the renderer is built (override it with
@@ -38,12 +45,14 @@ from strands_art.toolcalls.base import (
     resolve_tool_names,
     strip_end_markers,
 )
+from strands_art.toolcalls.callobj import CallShapeError, read_call, untagged_calls
 
 PYTHON_TAG = "<|python_tag|>"
 END_TOKENS = ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")
 _DECODER = strictjson.DECODER
 _SEP = re.compile(r"\s*;\s*")
-_CALL_START = re.compile(r'\{\s*"name"\s*:')
+#: an untagged object that starts like a call (``"type"`` may come first): group 1 is the name
+_CALL_START = re.compile(r'\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"([^"\\]*)"')
 
 
 class Llama3JsonParser:
@@ -68,53 +77,52 @@ class Llama3JsonParser:
         tagged = body.startswith(PYTHON_TAG)
         if tagged:
             body = body[len(PYTHON_TAG) :].lstrip()
-        if not tagged and not _CALL_START.match(body):
-            return finish(content, None, [], names)
+        elif not body.startswith("{") or names == set():
+            return finish(content, None, [], names)  # no tool offered: a JSON answer is text
+        values = _values(body)
+        if not tagged:  # a JSON answer is a call only when it names an offered tool
+            if isinstance(values, str):
+                m = _CALL_START.match(body)
+                if m and (names is None or m.group(1) in names):
+                    return ill_formed(content, None, f"invalid JSON in a Llama 3 tool call: {values}")
+                return finish(content, None, [], names)
+            found = untagged_calls(values, names)
+            if found is None:
+                return finish(content, None, [], names)
+            if isinstance(found, str):
+                return ill_formed(content, None, found)
+            return finish("", None, [ToolCall(name=c.name, arguments=c.arguments) for c in found], names)
+        if isinstance(values, str):
+            what = "<|python_tag|> code (built-in tools are not supported)"
+            return ill_formed(content, None, f"invalid {what} in a Llama 3 tool call: {values}")
         calls: list[ToolCall] = []
-        pos = 0
-        while True:
+        for value in values:
             try:
-                obj, end = _DECODER.raw_decode(body, pos)
-            except json.JSONDecodeError as exc:
-                what = (
-                    "<|python_tag|> code (built-in tools are not supported)"
-                    if tagged and not calls
-                    else "JSON"
-                )
-                return ill_formed(content, None, f"invalid {what} in a Llama 3 tool call: {exc.msg}")
-            call = _call(obj)
-            if isinstance(call, str):
-                return ill_formed(content, None, call)
-            calls.append(call)
-            sep = _SEP.match(body, end)
-            if end == len(body):
-                break
-            if sep is None or sep.end() == len(body):
-                if sep is not None:  # a trailing ";"
-                    break
-                return ill_formed(
-                    content, None, f"unexpected text after a tool call: {body[end : end + 40]!r}"
-                )
-            pos = sep.end()
+                call = read_call(value, "Llama 3")
+            except CallShapeError as exc:
+                return ill_formed(content, None, str(exc))
+            calls.append(ToolCall(name=call.name, arguments=call.arguments))
         return finish("", None, calls, names)
 
 
-def _call(obj: Any) -> ToolCall | str:
-    """A ToolCall from one decoded object, or what is wrong with it."""
-    if not isinstance(obj, dict):
-        return f"a Llama 3 tool call must be a JSON object, got {type(obj).__name__}"
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return 'missing or empty "name" in a Llama 3 tool call'
-    args = obj.get("parameters", obj.get("arguments", {}))
-    if isinstance(args, str):
+def _values(body: str) -> list[Any] | str:
+    """The JSON values of ``body`` separated by ``;`` (a trailing ``;`` allowed), or what is wrong."""
+    values: list[Any] = []
+    pos = 0
+    while True:
         try:
-            args = strictjson.loads(args)
-        except json.JSONDecodeError:
-            return f"parameters of {name!r} is a string that is not JSON"
-    if not isinstance(args, dict):
-        return f"parameters of {name!r} is a {type(args).__name__}, not a JSON object"
-    return ToolCall(name=name, arguments=args)
+            value, end = _DECODER.raw_decode(body, pos)
+        except json.JSONDecodeError as exc:
+            return exc.msg
+        values.append(value)
+        if end == len(body):
+            return values
+        sep = _SEP.match(body, end)
+        if sep is None:
+            return f"unexpected text after a tool call: {body[end : end + 40]!r}"
+        if sep.end() == len(body):
+            return values  # a trailing ";"
+        pos = sep.end()
 
 
 class Llama3Family(ModelFamily):

@@ -37,6 +37,7 @@ from strands_art.families.base import (
 )
 from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
+from strands_art.toolcalls.callobj import CallShapeError, read_call
 from strands_art.toolcalls.hermes import _raw_value
 
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -83,24 +84,69 @@ class MistralParser:
 
 
 def _call(item: Any, json_text: str) -> ToolCall | str:
-    if not isinstance(item, dict):
-        return f"a Mistral tool call must be a JSON object, got {type(item).__name__}"
-    name = item.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return 'missing or empty "name" in a Mistral tool call'
-    args = item.get("arguments", {})
-    raw = _raw_value(json_text, args) if "arguments" in item else None
-    if isinstance(args, str):
-        try:
-            args = strictjson.loads(args)
-        except json.JSONDecodeError:
-            return f"arguments of {name!r} is a string that is not JSON"
-    if not isinstance(args, dict):
-        return f"arguments of {name!r} is a {type(args).__name__}, not a JSON object"
-    sampled = item.get("id")
-    return ToolCall(
-        name=name, arguments=args, raw_arguments=raw, id=sampled if isinstance(sampled, str) else ""
-    )
+    try:
+        call = read_call(item, "Mistral")
+    except CallShapeError as exc:
+        return str(exc)
+    key = call.arguments_key
+    raw = _raw_value(json_text, item[key], key) if key else None
+    return ToolCall(name=call.name, arguments=call.arguments, raw_arguments=raw, id=call.id)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) and _ID.fullmatch(value) is not None
+
+
+def mistral_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages whose tool-call ids and ``tool_call_id``s the Mistral template accepts.
+
+    A harness often replaces the model's nine-character ids with its own (``call_abc123``,
+    ``toolu_...``), which the template refuses. Ids are mapped, not refused:
+
+    - a call id that is not nine alphanumerics gets a derived one (a hash of the harness id, or
+      of the message position when there is none: the same every turn, so renders stay stable);
+    - a tool result naming a mapped id gets the mapped id; one naming no earlier call answers the
+      latest assistant's calls by position (as the Harmony family does), so a result the harness
+      re-labelled still follows the call the model made (with the id the model sampled).
+
+    Messages needing no change are shared, not copied. A tool result that names no earlier call
+    and has no call left to answer keeps its id (the template then says what is wrong).
+    """
+    mapped: dict[str, str] = {}
+    known: set[str] = set()
+    last: list[str] = []
+    answered = 0
+    out = []
+    for i, m in enumerate(messages):
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        if calls:
+            new_calls = []
+            for k, tc in enumerate(calls):
+                cid = tc.get("id") or ""
+                if _valid_id(cid):
+                    new = cid
+                else:  # derived from the harness id, or the position when there is none
+                    new = mapped.get(cid) or alnum_id(f"harness-id:{cid}" if cid else f"position:{i}", 0, k)
+                if cid:
+                    mapped[cid] = new
+                known.add(new)
+                new_calls.append(tc if new == cid else {**tc, "id": new})
+            last, answered = [tc["id"] for tc in new_calls], 0
+            m = (
+                {**m, "tool_calls": new_calls}
+                if any(a is not b for a, b in zip(new_calls, calls, strict=True))
+                else m
+            )
+        elif m.get("role") == "tool":
+            tid = m.get("tool_call_id") or ""
+            new = tid if tid in known else mapped.get(tid)
+            if new is None and answered < len(last):
+                new = last[answered]
+            answered += 1
+            if new is not None and new != tid:
+                m = {**m, "tool_call_id": new}
+        out.append(m)
+    return out
 
 
 def _objects(body: str) -> list[tuple[Any, str]] | str:
@@ -147,8 +193,9 @@ class MistralFamily(ModelFamily):
         return MistralParser(end_markers)
 
     def prepare_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Tool-call arguments as dicts (rendered ``| tojson``, as mistral_common writes them)."""
-        return with_arguments(messages, arguments_dict)
+        """Tool-call arguments as dicts (rendered ``| tojson``, as mistral_common writes them);
+        call ids the template would refuse mapped to nine-character ids (:func:`mistral_ids`)."""
+        return mistral_ids(with_arguments(messages, arguments_dict))
 
     def __init__(self) -> None:
         self._issued: OrderedDict[str, set[str]] = OrderedDict()  # rollout -> ids given out

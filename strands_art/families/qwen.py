@@ -4,8 +4,11 @@
 - Qwen3-Coder, Qwen3.5, Qwen3.6 (``<tool_call><function=NAME><parameter=P>``): the XML
   :class:`~strands_art.toolcalls.qwen3_coder.Qwen3CoderParser`. Qwen3.5/3.6 generation prompts
   open ``<think>\\n``; the parser is told so (``think_open``).
-- End tokens: ``<|im_end|>`` (the closer) and the tokenizer's EOS (``<|endoftext|>``); an output
-  ending on EOS gets the whole closer after it, as before (it is not the template's closer).
+- End tokens: ``<|im_end|>`` (the closer) and ``<|endoftext|>``, the model's other end token
+  (Qwen2.5/Qwen3 ``generation_config.json``: ``eos_token_id: [151645, 151643]``; the tokenizer
+  names only ``<|im_end|>``); both are stop IDs, so a turn sampled to ``<|endoftext|>`` is a stop,
+  not a truncation. An output ending on ``<|endoftext|>`` gets the whole closer after it (it is
+  not the template's closer).
 - History rewrites: Qwen3.5/3.6 templates iterate ``arguments | items``, so string arguments
   (as a harness sends them) are decoded to a dict first (vLLM does the same); Qwen2.5/3 templates
   insert a string verbatim, so it is kept (the sampled JSON text re-renders exactly).
@@ -27,7 +30,8 @@ class QwenFamily(ModelFamily):
     """ChatML templates: Qwen2.5/3 (Hermes JSON), Qwen3-Coder/3.5/3.6 (XML), SmolLM2."""
 
     name = "qwen"
-    end_tokens = ("<|im_end|>",)
+    inline_reasoning = True
+    end_tokens = ("<|im_end|>", "<|endoftext|>")
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         return "<|im_start|>" in chat_template

@@ -24,7 +24,10 @@ class PromptPlan:
     The prompt is ``prefix + suffix``: a linear heal hands over the saved token history as
     ``prefix`` without copying it and only the closer and new tokens as ``suffix``, so planning a
     turn costs O(new tokens), not O(history). :attr:`prompt_ids` builds the list once, when the
-    gateway sends it to the backend. Policies never mutate a list they handed out as ``prefix``.
+    gateway sends it to the backend. Policies never mutate a list they handed out as ``prefix``,
+    except with ``extend_prefix``: the prefix is a list the policy owns and hands over for good,
+    so :attr:`prompt_ids` appends the suffix to it in place (no O(history) copy on the way to the
+    backend); if the turn is not committed the policy keeps a copy of its saved part instead.
 
     Attributes:
         prefix: list[int], the leading prompt token IDs (shared, read-only).
@@ -34,6 +37,7 @@ class PromptPlan:
             (a linear reset), so the capture need not compute its own explanation.
         state: policy-private data carried from plan() to commit().
         suffix: list[int], the token IDs after ``prefix``.
+        extend_prefix: :attr:`prompt_ids` extends ``prefix`` in place (see above).
         deferred: metrics that need not delay the prompt (e.g. a heal's drift), as (text,
             callback) pairs: the text is tokenized after the prompt went to the backend and the
             callback gets its IDs, before ``events`` are recorded (:meth:`finish`,
@@ -47,18 +51,23 @@ class PromptPlan:
     state: Any = None
     suffix: list[int] = field(default_factory=list)
     deferred: list[tuple[str, Callable[[list[int]], None]]] = field(default_factory=list)
+    extend_prefix: bool = False
     _ids: list[int] | None = field(default=None, init=False, repr=False)
 
     @property
     def prompt_ids(self) -> list[int]:
         """list[int] of length len(prefix) + len(suffix): the exact token IDs to send to the backend."""
         if self._ids is None:
-            self._ids = self.prefix + self.suffix if self.suffix else self.prefix
+            if self.extend_prefix and self.suffix:
+                self.prefix.extend(self.suffix)
+                self._ids = self.prefix
+            else:
+                self._ids = self.prefix + self.suffix if self.suffix else self.prefix
         return self._ids
 
     def __len__(self) -> int:
         """Prompt length in tokens, without building the list."""
-        return len(self.prefix) + len(self.suffix)
+        return len(self._ids) if self._ids is not None else len(self.prefix) + len(self.suffix)
 
     async def finish(self, encode: Callable[[str], Awaitable[list[int]]]) -> None:
         """Run the deferred metrics with ``encode`` (e.g. :meth:`ChatRenderer.encode`), each once.

@@ -59,7 +59,7 @@ from strands_art.history.lineage import (
     match_request,
     omits_reasoning,
 )
-from strands_art.history.normalize import normalize_message, tools_key
+from strands_art.history.normalize import normalize_message, split_inline_reasoning, tools_key
 from strands_art.render import ChatRenderer
 
 __all__ = ["HistoryDivergence", "LinearHistory", "token_distance"]
@@ -135,10 +135,30 @@ class LinearHistory:
         self._counters: Counter = Counter()
         self._ids = itertools.count()
         self._clock = itertools.count(1)
+        #: (lineage, its saved length) whose token list the last heal handed over to be extended
+        self._handed: tuple[Lineage, int] | None = None
+
+    def abandon(self) -> None:
+        """The last plan will not be committed: restore the saved history now (see
+        :meth:`_take_back`; :meth:`plan` does it anyway before the next request)."""
+        self._take_back()
+
+    def _take_back(self) -> None:
+        """Undo the in-place extension of a heal whose turn was not committed (a failed or
+        cancelled generation): the lineage's tokens are its saved history again, as a new list
+        (O(history), on this rare path only); the extended list is left as it was handed out."""
+        if self._handed is not None:
+            lin, n = self._handed
+            if len(lin.tokens) != n:  # a copy: the extended list may still be held (a failed prompt)
+                lin.tokens = lin.tokens[:n]
+            self._handed = None
 
     # ------------------------------------------------------------------ protocol
     async def plan(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PromptPlan:
         """Prompt token IDs for this request (see module docstring). Raises HistoryDivergence."""
+        self._take_back()
+        if self.renderer.family.inline_reasoning:  # <think>R</think>C echoed: the same message
+            messages = split_inline_reasoning(messages)
         keys = [comparison_key(m) for m in messages]
         if self.disabled:
             return await self._plain(messages, keys, tools, keep=False)
@@ -173,6 +193,7 @@ class LinearHistory:
     ) -> None:
         """Advance the saved history with the recorded turn (only recorded turns are committed)."""
         p: _Pending = plan.state
+        self._handed = None  # the handed-over list is this turn's prompt now; lin.tokens is replaced
         plan.finish_now(self.renderer.encode_sync)  # metrics nobody awaited plan.finish() for
         self._counters.update(p.counters)
         self._counters["turns"] += 1
@@ -262,6 +283,7 @@ class LinearHistory:
         canonical = stored + messages[len(stored) :]
         if not shape.resolved:
             return await self._diverge("closer_unresolved", lin, None, messages, keys, tools, drop=lin)
+        sent_tools, tools = tools, lin.tools  # equal (tools_key); the form the history was rendered with
         text = await self._render(canonical, tools, True)
         segments = None
         dropped: tuple[str, ...] = ()
@@ -315,7 +337,7 @@ class LinearHistory:
                 counters["drift_turns"] += 1
 
         if self.measure_drift:
-            plain = await self.renderer.encode(await self._render(messages, tools, True))
+            plain = await self.renderer.encode(await self._render(messages, sent_tools, True))
             event["plain_distance"] = token_distance(lin.tokens + suffix, plain)
             counters["plain_distance"] += event["plain_distance"]
         seg = Segment(
@@ -327,7 +349,9 @@ class LinearHistory:
             char_end=self._stable_end(text),
         )
         state = _Pending(lin, canonical, keys, text, seg, segments=segments, counters=counters)
-        # the saved history is handed over uncopied (PromptPlan.prefix); commit replaces lin.tokens
+        # the saved history is handed over uncopied and extended in place (PromptPlan.extend_prefix):
+        # commit replaces lin.tokens with a new list; an uncommitted turn is taken back (_take_back)
+        self._handed = (lin, len(lin.tokens))
         return PromptPlan(
             lin.tokens,
             lineage=lin.id,
@@ -335,6 +359,7 @@ class LinearHistory:
             state=state,
             suffix=suffix,
             deferred=[(text[region_start:end], drift)],
+            extend_prefix=True,
         )
 
     def _retry(self, m: Match, messages: list[dict[str, Any]], keys: list[tuple[str, str]]) -> PromptPlan:
@@ -425,6 +450,7 @@ class LinearHistory:
             return None
         j = cands[-1]
         seg = lin.segments[j]
+        tools = lin.tools  # equal to the request's ("edited" matches on tools_key)
         canonical = lin.messages[: seg.msg_start] + messages[seg.msg_start :]
         text = await self._render(canonical, tools, True)
         if not text.startswith(lin.text[: seg.char_start]):

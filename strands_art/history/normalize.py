@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -112,8 +113,22 @@ def _reasoning(index: int, msg: dict[str, Any]) -> str | None:
     return next(iter(found.values()), None)
 
 
-def normalize_message(index: int, msg: Any) -> dict[str, Any]:
-    """One message in canonical form; raises MessageError naming ``index``."""
+@dataclass
+class NormalizeWork:
+    """Work done by normalization (the heal path's share that must not grow with the history).
+
+    ``messages``: messages normalized in full; ``chars``: characters scanned for lone surrogates.
+    """
+
+    messages: int = 0
+    chars: int = 0
+
+
+def normalize_message(index: int, msg: Any, work: NormalizeWork | None = None) -> dict[str, Any]:
+    """One message in canonical form; raises MessageError naming ``index``.
+
+    ``work``, when given, is incremented by what this call did (one message, the characters scanned).
+    """
     if not isinstance(msg, dict):
         raise MessageError(index, f"expected a dict, got {type(msg).__name__}")
     role = msg.get("role")
@@ -159,18 +174,25 @@ def normalize_message(index: int, msg: Any) -> dict[str, Any]:
         name = _optional_str(index, "name", msg.get("name"))
         if name:
             out["name"] = name
-    _refuse_lone_surrogates(index, out)
+    scanned = _refuse_lone_surrogates(index, out)
+    if work is not None:
+        work.messages += 1
+        work.chars += scanned
     return out
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> None:
+def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> int:
     """A lone surrogate (e.g. JSON ``"\\ud800"`` decoded, or a file name read with
     ``surrogateescape``) cannot be encoded as UTF-8, so it can be neither tokenized nor stored:
-    refuse it here with the place it was found, before anything is rendered or recorded."""
+    refuse it here with the place it was found, before anything is rendered or recorded.
+
+    Returns the number of characters scanned."""
     if isinstance(value, str):
+        if value.isascii():  # no surrogate possible; a word-at-a-time C scan
+            return len(value)
         m = _SURROGATE.search(value)
         if m:
             raise MessageError(
@@ -178,13 +200,16 @@ def _refuse_lone_surrogates(index: int, value: Any, where: str = "") -> None:
                 f"{where or 'text'} holds a lone surrogate U+{ord(m.group()):04X} at character "
                 f"{m.start()} (not valid Unicode; replace it, e.g. with U+FFFD)",
             )
-    elif isinstance(value, dict):
+        return len(value)
+    n = 0
+    if isinstance(value, dict):
         for k, v in value.items():
-            _refuse_lone_surrogates(index, k, where)
-            _refuse_lone_surrogates(index, v, f"{where}.{k}" if where else str(k))
+            n += _refuse_lone_surrogates(index, k, where)
+            n += _refuse_lone_surrogates(index, v, f"{where}.{k}" if where else str(k))
     elif isinstance(value, list):
         for k, v in enumerate(value):
-            _refuse_lone_surrogates(index, v, f"{where}[{k}]")
+            n += _refuse_lone_surrogates(index, v, f"{where}[{k}]")
+    return n
 
 
 def normalize_messages(messages: Any) -> list[dict[str, Any]]:
@@ -192,6 +217,37 @@ def normalize_messages(messages: Any) -> list[dict[str, Any]]:
     if not isinstance(messages, list) or not messages:
         raise MessageError(0, "messages must be a non-empty list")
     return [normalize_message(i, m) for i, m in enumerate(messages)]
+
+
+_INLINE_THINK = re.compile(r"\s*<think>")
+
+
+def split_inline_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Normalized messages with reasoning echoed inline moved to ``reasoning_content``.
+
+    A harness may send an answer back with its reasoning inline in the content
+    (``<think>\nR\n</think>\n\nC``) instead of a reasoning field. For families whose templates
+    write reasoning that way (:attr:`ModelFamily.inline_reasoning`: Qwen3, DeepSeek-R1) that is
+    the same message as ``{"reasoning_content": R, "content": C}``, split exactly as the templates
+    split it (:func:`~strands_art.toolcalls.reasoning.split_reasoning`). Only an assistant message
+    without reasoning whose content *starts* with a closed ``<think>`` block is changed (a copy);
+    the others are returned as they are.
+    """
+    from strands_art.toolcalls.reasoning import THINK_CLOSE, split_reasoning
+
+    out = messages
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant" or m.get("reasoning_content") or not _INLINE_THINK.match(m["content"]):
+            continue
+        if THINK_CLOSE not in m["content"]:
+            continue
+        split = split_reasoning(m["content"])
+        if out is messages:
+            out = list(messages)
+        out[i] = {**m, "content": split.content}
+        if split.reasoning and split.reasoning.strip("\n"):
+            out[i]["reasoning_content"] = split.reasoning
+    return out
 
 
 def message_key(msg: dict[str, Any]) -> str:
@@ -208,5 +264,11 @@ def message_key(msg: dict[str, Any]) -> str:
 
 
 def tools_key(tools: list[dict[str, Any]] | None) -> str:
-    """A comparison key for a tools list (order-sensitive, key-order-insensitive)."""
-    return json.dumps(tools or [], sort_keys=True, ensure_ascii=False)
+    """A comparison key for a tools list: semantically equal lists have equal keys.
+
+    Each tool compares as a JSON object (key order at every level does not matter: JSON-schema
+    objects are objects); arrays inside a tool compare in order (``required``, ``enum``); the
+    list of tools compares as a multiset (its order does not matter: it offers the same tools,
+    and a call names its tool). docs/linear-history.md, "Tool definitions".
+    """
+    return json.dumps(sorted(json.dumps(t, sort_keys=True, ensure_ascii=False) for t in tools or []))

@@ -9,8 +9,9 @@ Strictness (a botched call is text plus ``ill_formed``, never a guessed call):
 
 - the block must close with ``</tool_call>`` (an output cut off by the length limit is ill-formed);
 - the body must be exactly one JSON object (surrounding whitespace allowed);
-- ``name`` must be a non-empty string; ``arguments`` must be an object (or a string holding one).
-  A missing ``arguments`` key reads as ``{}`` and is noted in ``problems``.
+- ``name`` must be a non-empty string; ``arguments`` (or ``parameters``) must be an object (or a
+  string holding one); keys in any order (:mod:`strands_art.toolcalls.callobj`). A missing
+  ``arguments`` key reads as ``{}`` and is noted in ``problems``.
 
 :attr:`ToolCall.raw_arguments` is the exact JSON text the model wrote for the arguments value, so
 the gateway can hand it to a template that inserts string arguments verbatim (Qwen3 does) and
@@ -26,6 +27,7 @@ from typing import Any
 
 from strands_art.toolcalls import strictjson
 from strands_art.toolcalls.base import ToolCall
+from strands_art.toolcalls.callobj import CallShapeError, read_call
 from strands_art.toolcalls.scan import CLOSE, CallSyntaxError, TaggedCallParser
 
 _DECODER = strictjson.DECODER
@@ -53,39 +55,27 @@ class HermesParser(TaggedCallParser):
             raise CallSyntaxError(f"unexpected text after the JSON object: {content[m : m + 40]!r}")
         if not isinstance(obj, dict):
             raise CallSyntaxError(f"the JSON in <tool_call> is a {type(obj).__name__}, not an object")
-        name = obj.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise CallSyntaxError('missing or empty "name"')
+        try:
+            shape = read_call(obj)
+        except CallShapeError as exc:
+            raise CallSyntaxError(str(exc)) from None
+        name, arguments, key = shape.name, shape.arguments, shape.arguments_key
         notes: list[str] = []
-        extra_keys = sorted(set(obj) - {"name", "arguments"})
-        if extra_keys:
-            notes.append(f"ignored keys {extra_keys} in tool call {name!r}")
+        if shape.extra_keys:
+            notes.append(f"ignored keys {list(shape.extra_keys)} in tool call {name!r}")
         raw_args: str | None = None
-        if "arguments" not in obj:
-            arguments: Any = {}
+        if key is None:
             notes.append(f'tool call {name!r} has no "arguments"; read as {{}}')
         else:
-            arguments = obj["arguments"]
-            raw_args = _raw_value(content[j:k], arguments)
-            if isinstance(arguments, str):
-                try:
-                    arguments = strictjson.loads(arguments)
-                except json.JSONDecodeError:
-                    raise CallSyntaxError(
-                        f"arguments of {name!r} is a string that is not JSON: {arguments[:40]!r}"
-                    ) from None
-            if not isinstance(arguments, dict):
-                raise CallSyntaxError(
-                    f"arguments of {name!r} is a {type(arguments).__name__}, not a JSON object"
-                )
+            raw_args = _raw_value(content[j:k], obj[key], key)
         call = ToolCall(name=name, arguments=arguments, raw_arguments=raw_args)
         return call, m + len(CLOSE), notes
 
 
-def _raw_value(json_text: str, value: Any) -> str | None:
-    """The exact source text of the top-level ``"arguments"`` value inside ``json_text``."""
+def _raw_value(json_text: str, value: Any, key: str = "arguments") -> str | None:
+    """The exact source text of the top-level ``key`` value inside ``json_text``."""
     found = None
-    for m in _ARGS_KEY.finditer(json_text):
+    for m in (_ARGS_KEY if key == "arguments" else re.compile(rf'"{key}"\s*:\s*')).finditer(json_text):
         try:
             candidate, end = _DECODER.raw_decode(json_text, m.end())
         except json.JSONDecodeError:

@@ -7,8 +7,9 @@ Qwen2.5(-Coder)-Instruct's template asks for ``<tool_call>{"name": ..., "argumen
 ``<tool_call>`` tag at all, recovers the untagged forms when they are unambiguous:
 
 - **fenced**: one or more fenced blocks (language ``json`` or none) whose whole body is one JSON
-  object with a ``name`` among the offered tools, ``arguments`` an object (or a JSON string
-  holding one) and no other keys (or several such objects separated by whitespace); only
+  object with a ``name`` among the offered tools, ``arguments`` (or ``parameters``) an object (or
+  a JSON string holding one), optionally ``"type": "function"``, keys in any order, and no other
+  keys (:mod:`strands_art.toolcalls.callobj`) (or several such objects separated by whitespace); only
   whitespace between the blocks. Text may stand *before*
   the first block or *after* the last one, not both: a fenced JSON example with prose on both
   sides is prose.
@@ -37,6 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, flag_unknown, resolve_tool_names
+from strands_art.toolcalls.callobj import CallShapeError, classify, read_call
 from strands_art.toolcalls.hermes import HermesParser
 from strands_art.toolcalls.scan import CLOSE, OPEN
 
@@ -116,30 +118,28 @@ def calls_from_json_sequence(body: str, tool_names: set[str] | None) -> list[Too
 
 
 def _call_from_obj(obj: Any, tool_names: set[str] | None, raw: str) -> ToolCall:
-    if not isinstance(obj, dict):
-        raise NotACall(f"a JSON {type(obj).__name__}, not an object")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise NotACall('no "name"')
-    extra = sorted(set(obj) - {"name", "arguments"})
-    if extra:
-        raise NotACall(f"unexpected keys {extra}")
-    if tool_names is not None and name not in tool_names:
-        raise NotACall(f"{name!r} is not an offered tool")
-    args = obj.get("arguments", {})
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            raise NotACall(f"arguments of {name!r} is a string that is not JSON") from None
-    if not isinstance(args, dict):
-        raise NotACall(f"arguments of {name!r} is a {type(args).__name__}, not an object")
-    return ToolCall(name=name, arguments=args, raw=raw)
+    try:
+        call = read_call(obj)
+    except CallShapeError as exc:
+        raise NotACall(str(exc)) from None
+    if call.extra_keys:
+        raise NotACall(f"unexpected keys {list(call.extra_keys)}")
+    if tool_names is not None and call.name not in tool_names:
+        raise NotACall(f"{call.name!r} is not an offered tool")
+    return ToolCall(name=call.name, arguments=call.arguments, raw=raw)
 
 
-def _looks_like_call(body: str) -> bool:
-    s = body.lstrip()
-    return s.startswith("{") and '"name"' in s
+def _looks_like_call(body: str, names: set[str] | None) -> bool:
+    """A fenced body that tried to be a call (:func:`~strands_art.toolcalls.callobj.classify`):
+    invalid JSON that starts like one, or an object it calls broken. Never when no tool was offered."""
+    if names is not None and not names:
+        return False
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError:
+        s = body.lstrip()
+        return s.startswith("{") and '"name"' in s
+    return isinstance(classify(obj, names), str)
 
 
 class Qwen25JsonParser(HermesParser):
@@ -183,7 +183,7 @@ class Qwen25JsonParser(HermesParser):
             try:
                 block_calls = calls_from_json_sequence(body, names)
             except NotACall as exc:
-                if not _looks_like_call(body):
+                if not _looks_like_call(body, names):
                     return None  # a code block that is not JSON-call-like: plain content
                 return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])
             raw = content[start:end] if len(block_calls) == 1 else None

@@ -293,6 +293,7 @@ def _safe(name: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _valid_utf8(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (encodable as UTF-8)."""
-    return _SURROGATE.sub("\ufffd", text)
+def _valid_utf8(text: str | None) -> str | None:
+    """``text`` with lone surrogates replaced by U+FFFD (encodable as UTF-8); None stays None
+    (a trajectory without a group)."""
+    return None if text is None else _SURROGATE.sub("\ufffd", text)

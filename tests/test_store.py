@@ -78,3 +78,16 @@ def test_a_non_utf8_file_name_in_metadata_is_stored_as_replacement(tmp_path):
     with pytest.raises(IsADirectoryError):
         other.append(traj("b", 1.0))
     assert list((other.root / "rows").iterdir()) == []
+
+
+def test_a_trajectory_without_a_group_round_trips(tmp_path):
+    """A rollout outside any GRPO group (``group_id=None``: a replay, an HTTP-front session without
+    one) is stored with a null group, not refused by the UTF-8 clean-up of the text columns."""
+    store = TrajectoryStore(tmp_path)
+    t = traj("solo", 1.0)
+    t.group_id = None
+    t.rows[0].group_id = None
+    store.append(t)
+    [back] = list(store)
+    assert back.group_id is None and back.rows[0].input_ids == [1, 2, 3]
+    assert store.read_rows_table().column("group_id").to_pylist() == [None]

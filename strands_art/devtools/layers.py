@@ -58,6 +58,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
         (
             "strands_art.history",
             "strands_art.render",
+            "strands_art.render_inputs",
             "strands_art.capture",
             "strands_art.rowcheck",
             "strands_art.literal",

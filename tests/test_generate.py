@@ -207,3 +207,30 @@ def test_cli_makes_a_split_that_migrate_can_load(tmp_path: Path, capsys: pytest.
     assert cli_main(["make-tasks", str(tmp_path / "x"), "--kinds", "jaxb,bogus", "--no-verify"]) == 2
     assert "unknown kind(s) ['bogus']" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--timeout", "-1"], "--timeout"),
+        (["--fork-count", "-2"], "--fork-count"),
+        (["--n", "0"], "--n must be >= 1"),
+        (["--split", "heldout-kind", "--kinds", "nashorn"], "only the held-out kind base64"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_writes_nothing(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert cli_main(["make-tasks", str(out), "--no-verify", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and "Traceback" not in err[0]
+    assert not out.exists()
+
+
+def test_cli_refuses_a_file_as_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "file"
+    target.write_text("mine")
+    assert cli_main(["make-tasks", str(target), "--no-verify", "--n", "1"]) == 2
+    assert "is not an empty directory" in capsys.readouterr().err
+    assert target.read_text() == "mine"

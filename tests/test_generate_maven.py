@@ -22,7 +22,9 @@ pytestmark = [
 
 
 @pytest.mark.parametrize(("kind", "seed"), [("parent-pom", 3), ("surefire-argline", 7), ("nashorn", 10)])
-def test_generated_task_scores_zero_untouched_and_one_with_its_reference(kind: str, seed: int, tmp_path: Path) -> None:
+def test_generated_task_scores_zero_untouched_and_one_with_its_reference(
+    kind: str, seed: int, tmp_path: Path
+) -> None:
     task_dir = generate_task(kind, seed, tmp_path / "tasks")
     work = tmp_path / "work"
     work.mkdir()

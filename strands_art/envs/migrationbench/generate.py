@@ -347,13 +347,22 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
 def make_tasks_command(args: argparse.Namespace) -> int:
     """``strands-art make-tasks``: 0 when every task was made (and verified), 1 when a check
     failed, 2 for bad arguments."""
+    from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S
+    from strands_art.validation import UsageError, check_float, check_int
+
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     t0 = time.monotonic()
     try:
+        check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+        if args.fork_count is not None:
+            check_int("--fork-count", args.fork_count, 0, 1024)
         dirs = make_tasks(args.out_dir, kinds, args.n, args.seed, args.split)
-    except GenerateError as exc:
+    except (GenerateError, UsageError) as exc:
         print(f"strands-art make-tasks: {exc}", file=sys.stderr)
         return 2
+    except (RuntimeError, OSError) as exc:  # git failed, or the disk
+        print(f"strands-art make-tasks: {' '.join(str(exc).split())[:500]}", file=sys.stderr)
+        return 1
     made = {d.name: json.loads((d / "task.json").read_text(encoding="utf-8")) for d in dirs}
     kinds_made = sorted({r["generated"]["kind"] for r in made.values()})
     print(

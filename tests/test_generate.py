@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +80,32 @@ def test_same_seed_gives_byte_identical_tasks(tmp_path: Path) -> None:
     assert _files(c[0]) != _files(a[1])
     # ... and so does the same seed of another kind
     assert task_rng("jaxb", 3).random() != task_rng("base64", 3).random()
+
+
+def test_same_seed_same_tasks_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    """Two CLI processes with different PYTHONHASHSEED write the same bytes (sets never order output)."""
+    for h in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": h}
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "strands_art.cli",
+                "make-tasks",
+                str(tmp_path / h),
+                "--n",
+                "4",
+                "--seed",
+                "9",
+                "--kinds",
+                "profile,parent-pom,jaxb,surefire-argline",
+                "--no-verify",
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    assert _files(tmp_path / "1") == _files(tmp_path / "2")
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

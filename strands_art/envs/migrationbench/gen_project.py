@@ -15,14 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strands_art.envs.migrationbench import gen_layout as lay
-from strands_art.envs.migrationbench.gen_hazards import HAZARDS, Hazard
-from strands_art.envs.migrationbench.gen_java import (
-    JUNIT4,
-    JUNIT5,
-    Component,
-    domain_components,
-    render_test_class,
-)
+from strands_art.envs.migrationbench.gen_domain import domain_components
+from strands_art.envs.migrationbench.gen_hazards import HAZARDS
+from strands_art.envs.migrationbench.gen_java import JUNIT4, JUNIT5, Component, Hazard, render_test_class
 from strands_art.envs.migrationbench.gen_pom import Dep, Plugin, Pom
 
 MIXED = "mixed"

@@ -4,6 +4,7 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 
 - ``migrate``        the main job: the MigrationBench agent over the bundled tasks, real Maven builds;
 - ``evaluate``       score a migrated repository against its task (JSON to stdout);
+- ``make-tasks``     generate Java 8 MigrationBench tasks from a seed, each verified in the sandbox;
 - ``sandbox-check``  prove the command sandbox holds on this machine (one line per check);
 - ``replay``         replay a logged conversation, or a stored rollout of a run, through the gateway
                      (JSON to stdout);
@@ -223,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_migrate_arguments(p)
     p.set_defaults(func=_cmd_migrate)
+
+    from strands_art.envs.migrationbench.generate import add_make_tasks_parser
+
+    add_make_tasks_parser(sub)
 
     from strands_art.training.cli import add_batching_plan_parser
 

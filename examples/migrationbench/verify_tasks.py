@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from strands_art.envs.migrationbench.evaluator import EvalResult, EvalTask, evaluate
+from strands_art.envs.migrationbench import verify
+from strands_art.envs.migrationbench.verify import TaskCheck
 
 logger = logging.getLogger(__name__)
 
@@ -58,53 +57,16 @@ UNTOUCHED_BUILDS: dict[str, bool] = {
 UNTOUCHED_BUILDS_IN_PROCESS: dict[str, bool] = {"legacy-plugins": True}
 
 
-@dataclass
-class TaskCheck:
-    """Outcome of one task: the two scores and what went wrong (empty when all is well)."""
-
-    name: str
-    untouched: EvalResult | None = None
-    reference: EvalResult | None = None
-    problems: list[str] | None = None
-
-
-def apply_patch(repo: Path, patch: Path) -> None:
-    """``git apply PATCH`` inside ``repo`` (need not be a git repository). Raises on failure."""
-    proc = subprocess.run(["git", "apply", str(patch)], cwd=repo, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"git apply {patch} failed in {repo}: {proc.stderr.strip()}")
-
-
-def check_task(task_dir: Path, work: Path, *, fork_count: int | None, timeout_s: float) -> TaskCheck:
-    """Score the untouched and the reference-patched project of ``task_dir`` in copies under ``work``."""
-    task = EvalTask.from_dir(task_dir)
-    out = TaskCheck(task_dir.name, problems=[])
-    untouched_dir = work / f"{task_dir.name}-untouched"
-    shutil.copytree(task_dir / "repo", untouched_dir)
-    out.untouched = evaluate(untouched_dir, task, timeout_s=timeout_s, fork_count=fork_count)
-    if out.untouched.reward != 0.0:
-        out.problems.append(f"untouched reward {out.untouched.reward} != 0.0")
+def check_task(
+    task_dir: Path, work: Path, *, fork_count: int | None, timeout_s: float, keep: bool
+) -> TaskCheck:
+    """:func:`strands_art.envs.migrationbench.verify.check_task` with this task's known untouched outcome."""
     expected = UNTOUCHED_BUILDS.get(task_dir.name)
     if fork_count == 0:
         expected = UNTOUCHED_BUILDS_IN_PROCESS.get(task_dir.name, expected)
-    maven_ok = out.untouched.details.get("maven_exit_code") == 0
-    if expected is not None and maven_ok != expected:
-        out.problems.append(f"untouched Maven {'succeeded' if maven_ok else 'failed'}, expected the opposite")
-    if maven_ok and out.untouched.java17_bytecode:
-        out.problems.append("untouched project already has Java 17 bytecode")
-
-    patched_dir = work / f"{task_dir.name}-reference"
-    shutil.copytree(task_dir / "repo", patched_dir)
-    apply_patch(patched_dir, task_dir / "reference.patch")
-    out.reference = evaluate(patched_dir, task, timeout_s=timeout_s, fork_count=fork_count)
-    if out.reference.reward != 1.0:
-        d = out.reference.details
-        out.problems.append(
-            f"reference reward {out.reference.reward} != 1.0 (maven exit {d.get('maven_exit_code')}, "
-            f"majors {d.get('class_major_versions')}, tests {out.reference.tests_run}/"
-            f"{out.reference.tests_required}, missing {d.get('missing_tests')}, errors {d.get('maven_errors')})"
-        )
-    return out
+    return verify.check_task(
+        task_dir, work, fork_count=fork_count, timeout_s=timeout_s, untouched_builds=expected, keep=keep
+    )
 
 
 def find_tasks(names: list[str]) -> list[Path]:
@@ -134,22 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     try:
         for task_dir in find_tasks(args.tasks):
-            res = check_task(task_dir, work, fork_count=args.fork_count, timeout_s=args.timeout)
-            u, r = res.untouched, res.reference
-            assert u is not None and r is not None
-            logger.info(
-                "%-18s untouched %.1f (maven exit %s, majors %s)  reference %.1f (tests %d/%d, majors %s)  %s",
-                res.name,
-                u.reward,
-                u.details.get("maven_exit_code"),
-                u.details.get("class_major_versions"),
-                r.reward,
-                r.tests_run,
-                r.tests_required,
-                r.details.get("class_major_versions"),
-                "OK" if not res.problems else "FAIL: " + "; ".join(res.problems),
+            res = check_task(
+                task_dir, work, fork_count=args.fork_count, timeout_s=args.timeout, keep=args.keep
             )
-            failed += bool(res.problems)
+            logger.info("%s", res.line())
+            failed += not res.ok
     finally:
         if args.keep:
             logger.info("build copies kept in %s", work)

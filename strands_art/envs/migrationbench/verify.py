@@ -75,7 +75,7 @@ def check_task(
             ``<name>-reference`` are made in it (the caller removes it).
         fork_count: surefire's ``forkCount`` (None: surefire's default, a forked JVM).
         timeout_s: per-build limit, seconds.
-        untouched_builds: whether ``mvn clean verify`` must exit 0 on the untouched project
+        untouched_builds: whether the compile build (tests skipped) must exit 0 on the untouched project
             (None: not checked).
         keep: leave the two copies in ``work`` (default: removed once scored).
 

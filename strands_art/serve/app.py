@@ -46,6 +46,7 @@ from strands_art.gateway import (
 )
 from strands_art.history.divergence import HistoryDivergence
 from strands_art.history.normalize import MessageError, normalize_message
+from strands_art.history.pairing import check_tool_pairing
 from strands_art.render import TemplateError
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
@@ -57,6 +58,7 @@ from strands_art.serve.wire import (
     models_list,
     parse_chat_request,
     sse,
+    token_logprobs,
 )
 
 logger = logging.getLogger(__name__)
@@ -195,14 +197,32 @@ async def _body(request: web.Request) -> Any:
         raise RequestError(400, "the request body is nested too deeply to be read as JSON") from None
 
 
-def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[dict[str, Any]]:
-    """The request's messages, validated, with each assistant message the gateway produced
-    replaced by what it produced (so the prompt tokens are the ones the model saw)."""
-    out = []
+def request_messages(messages: list[Any]) -> tuple[list[dict[str, Any]], list[list[str]]]:
+    """The request's messages validated and normalized (non-text parts as placeholders) and
+    each one's placeholders; tool results checked against the calls they answer. Records
+    nothing: a request refused here leaves no trace.
+
+    Raises:
+        MessageError: a malformed message or an unpaired tool result (400 ``invalid_message``).
+    """
+    normalized, placeholders = [], []
     for index, raw in enumerate(messages):
-        raw, placeholders = replace_non_text_parts(raw)
-        message = normalize_message(index, raw)
-        history.report_non_text(index, placeholders)
+        raw, found = replace_non_text_parts(raw)
+        normalized.append(normalize_message(index, raw))
+        placeholders.append(found)
+    check_tool_pairing(normalized)
+    return normalized, placeholders
+
+
+def canonical_messages(
+    history: CanonicalHistory, messages: list[dict[str, Any]], placeholders: list[list[str]]
+) -> list[dict[str, Any]]:
+    """The messages of :func:`request_messages` with each assistant message the gateway
+    produced replaced by what it produced (so the prompt tokens are the ones the model saw);
+    rewrites and non-text content are recorded as events."""
+    out = []
+    for index, message in enumerate(messages):
+        history.report_non_text(index, placeholders[index])
         if message["role"] == "assistant":
             message = history.assistant(index, message)
         elif message["role"] == "tool":
@@ -211,14 +231,37 @@ def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[d
     return out
 
 
+def _logprobs(gateway: RolloutGateway, result: GenerateResult) -> dict[str, Any]:
+    turn = result.turn
+    return token_logprobs([gateway.renderer.decode([t]) for t in turn.output_ids], turn.logprobs)
+
+
+def _record_ignored(gateway: RolloutGateway, rollout_id: str, req: Any, turn: int) -> None:
+    """Events for the request fields the front did not apply (:mod:`strands_art.serve.fields`)."""
+    if req.tool_choice not in (None, "auto"):
+        gateway.record_event(
+            rollout_id,
+            "tool_choice_ignored",
+            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
+            turn=turn,
+            field="tool_choice",
+        )
+    for name, reason in req.ignored:
+        gateway.record_event(rollout_id, "request_field_ignored", reason, turn=turn, field=name)
+
+
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     registry, config = request.app[REGISTRY], request.app[CONFIG]
-    req = parse_chat_request(await _body(request))
+    gateway = registry.gateway
+    req = parse_chat_request(
+        await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None)
+    )
+    normalized, placeholders = request_messages(req.messages)  # refused before anything is opened
     rollout_id = registry.resolve(
         request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER), req.user
     )
     history = registry.canonical(rollout_id)
-    messages = canonical_messages(history, req.messages)
+    messages = canonical_messages(history, normalized, placeholders)
     model = req.model or config["model_name"]
     cid = completion_id()
     response: web.StreamResponse
@@ -229,7 +272,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
         async def deliver(result: GenerateResult) -> None:
             await response.prepare(request)
-            for chunk in completion_chunks(result, model, cid, req.include_usage):
+            lps = _logprobs(gateway, result) if req.logprobs else None
+            for chunk in completion_chunks(result, model, cid, req.include_usage, lps):
                 await response.write(sse(chunk))
             await response.write(sse("[DONE]"))
             await response.write_eof()
@@ -238,29 +282,22 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         response = web.Response(content_type="application/json")
 
         async def deliver(result: GenerateResult) -> None:
-            response.body = json.dumps(completion(result, model, cid), ensure_ascii=False).encode()
+            lps = _logprobs(gateway, result) if req.logprobs else None
+            response.body = json.dumps(completion(result, model, cid, lps), ensure_ascii=False).encode()
             await response.prepare(request)
             await response.write_eof()
 
     try:
-        result = await registry.gateway.generate(
-            rollout_id, messages, req.tools, req.overrides or None, deliver=deliver
-        )
+        result = await gateway.generate(rollout_id, messages, req.tools, req.overrides or None, deliver=deliver)
     except ConnectionResetError:  # the client left while the response was written: nothing recorded
         logger.info("client of rollout %s disconnected; the turn was not recorded", rollout_id)
         if response.prepared:
             return response
         raise
-    if not registry.gateway.is_open(rollout_id):  # closed while the response was written
+    if not gateway.is_open(rollout_id):  # closed while the response was written
         return response
     history.remember(result.assistant_message)
-    if req.tool_choice not in (None, "auto"):
-        registry.gateway.record_event(
-            rollout_id,
-            "tool_choice_ignored",
-            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
-            turn=result.turn.index,
-        )
+    _record_ignored(gateway, rollout_id, req, result.turn.index)
     return response
 
 

@@ -54,10 +54,26 @@ class TrajectoryStore:
         self.jsonl = self.root / "trajectories.jsonl"
         self._lock = threading.Lock()
 
+    def encode(self, trajectory: Trajectory) -> tuple[str, pa.Table]:
+        """The JSONL line and the Parquet table :meth:`append` writes, without writing them: a
+        trajectory this raises on (a lone surrogate in a string, a value out of a column's
+        range) can be refused before its rollout is given up.
+
+        Raises:
+            ValueError: UnicodeEncodeError or a pyarrow conversion error (ArrowInvalid,
+                ArrowTypeError/OverflowError are re-raised as ValueError naming the rollout).
+        """
+        line = json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False) + "\n"
+        line.encode("utf-8")
+        try:
+            return line, self._table(trajectory)
+        except (pa.ArrowException, OverflowError, TypeError) as exc:
+            raise ValueError(f"rollout {trajectory.rollout_id!r} cannot be stored: {exc}") from exc
+
     def append(self, trajectory: Trajectory) -> None:
         """Persist one finished rollout (JSONL line + Parquet part), durably."""
-        line = json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False) + "\n"
-        self._write_parquet(trajectory)
+        line, table = self.encode(trajectory)
+        self._write_parquet(trajectory, table)
         with self._lock, open(self.jsonl, "a+b") as f:
             if f.tell() > 0:  # a torn line from a killed writer must not swallow this one
                 f.seek(-1, os.SEEK_END)
@@ -67,8 +83,9 @@ class TrajectoryStore:
             f.flush()
             os.fsync(f.fileno())
 
-    def _write_parquet(self, t: Trajectory) -> None:
-        table = pa.Table.from_pylist(
+    @staticmethod
+    def _table(t: Trajectory) -> pa.Table:
+        return pa.Table.from_pylist(
             [
                 {
                     "rollout_id": t.rollout_id,
@@ -85,6 +102,9 @@ class TrajectoryStore:
             ],
             schema=ROW_SCHEMA,
         )
+
+    def _write_parquet(self, t: Trajectory, table: pa.Table | None = None) -> None:
+        table = self._table(t) if table is None else table
         final = self.part_path(t.rollout_id)
         tmp = final.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp)

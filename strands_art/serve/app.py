@@ -57,6 +57,7 @@ from strands_art.serve.wire import (
     completion_id,
     models_list,
     parse_chat_request,
+    check_unicode,
     sse,
     token_logprobs,
 )
@@ -79,6 +80,9 @@ class ServeConfig(TypedDict, total=False):
         store: a :class:`~strands_art.store.TrajectoryStore`; each closed rollout is appended.
         max_open_sessions: sessions open through the front at once (default 10,000; one more is
             a 429 ``too_many_sessions``).
+        header_timeout: seconds a connection may take to send a request's headers, from when it
+            opens or its previous response ends (default 30): a client that drips its headers
+            (or sits idle) is disconnected then, so slow-header connections cannot pile up.
     """
 
     model_name: str
@@ -87,6 +91,10 @@ class ServeConfig(TypedDict, total=False):
     max_body_bytes: int
     store: Any
     max_open_sessions: int
+    header_timeout: float
+
+
+DEFAULT_HEADER_TIMEOUT = 30.0
 
 
 def error_for(exc: BaseException) -> RequestError | None:
@@ -140,8 +148,18 @@ def error_for(exc: BaseException) -> RequestError | None:
     return None
 
 
+def _dumps(data: Any) -> str:
+    """JSON text; escaped to ASCII when it holds a lone surrogate (not encodable as UTF-8)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
+    return web.json_response(data, status=status, dumps=_dumps)
 
 
 @web.middleware
@@ -315,6 +333,7 @@ async def open_session(request: web.Request) -> web.Response:
     group_id = body.get("group_id")
     if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
         raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
+    check_unicode("group_id", group_id)  # stored with every row: refused before anything opens
     defaults = request.app[REGISTRY].gateway.config["sampling"]
     sampling = sampling_from_json(body["sampling"], defaults) if body.get("sampling") is not None else None
     rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
@@ -345,8 +364,15 @@ async def close_session(request: web.Request) -> web.Response:
         raise RequestError(400, "'reward' must be a finite number", param="reward")
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)
-    traj = request.app[REGISTRY].close(rollout_id, reward)
-    store = request.app[CONFIG].get("store")
+    registry, store = request.app[REGISTRY], request.app[CONFIG].get("store")
+    if store is not None:  # a trajectory the store cannot write is refused while the session is open
+        try:
+            store.encode(registry.trajectory(rollout_id))
+        except ValueError as exc:
+            raise RequestError(
+                500, f"the rollout stays open: the store cannot write it: {exc}", type="server_error"
+            ) from None
+    traj = registry.close(rollout_id, reward)
     if store is not None:
         await asyncio.to_thread(store.append, traj)
     return _json(traj.to_dict())
@@ -385,13 +411,21 @@ def create_app(gateway: RolloutGateway, **config: Any) -> web.Application:
     return app
 
 
-async def start(app: web.Application, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> web.AppRunner:
-    """Serve ``app`` on ``host:port`` (port 0 picks a free one) until the runner is cleaned up.
+async def start(
+    app: web.Application, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, sock: Any = None
+) -> web.AppRunner:
+    """Serve ``app`` on ``host:port`` (port 0 picks a free one), or on an already bound listening
+    ``sock``, until the runner is cleaned up.
 
     Handlers are cancelled when their client disconnects (``handler_cancellation``), which
-    cancels the turn's sampling. Returns the runner; ``runner.addresses`` holds the bound address.
+    cancels the turn's sampling; a connection that has not sent a whole request's headers
+    within ``header_timeout`` (:class:`ServeConfig`) is closed. Returns the runner; ``runner.addresses`` holds the bound address.
     """
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    # aiohttp closes a connection still waiting for a whole request when its keep-alive timer
+    # fires, which starts at connect and after each response: that is the header-read timeout
+    timeout = float(app[CONFIG].get("header_timeout") or DEFAULT_HEADER_TIMEOUT)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=timeout)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
+    await site.start()
     return runner

@@ -104,6 +104,9 @@ def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRe
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "'messages' must be a non-empty list", param="messages")
+    for key, value in body.items():  # echoed or stored: refused before anything is opened
+        if key not in ("messages", "tools"):  # messages: normalize_message names the message
+            check_unicode(key, value)
     tools = body.get("tools") or None
     if tools is not None:
         _check_tools(tools)

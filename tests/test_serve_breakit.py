@@ -140,7 +140,7 @@ def test_serve_offers_llamacpp_and_defaults_to_the_models_preferred_backend(caps
     args = argparse.Namespace(
         backend=None, model=next(iter(LLAMACPP_ALIASES)), port=0, parallel=2, header_timeout=30.0,
         max_body_bytes=1024, max_open_sessions=10, temperature=1.0, top_p=1.0, max_new_tokens=8,
-        max_context_tokens=None,
+        max_context_tokens=None, base_url=None,
     )
     validate_serve_args(args)
     assert args.backend == "llamacpp"

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
-from strands_art.validation import UsageError, check_float, check_int, check_sampling_args
+from strands_art.validation import (
+    UsageError,
+    check_float,
+    check_http_url,
+    check_int,
+    check_sampling_args,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +275,8 @@ def validate_serve_args(args: argparse.Namespace) -> None:
     check_int("--port", args.port, 0, 65535)
     check_int("--parallel", args.parallel, 1, 64)
     check_float("--header-timeout", args.header_timeout, 0, 3600, lo_open=True)
+    if args.base_url is not None:
+        check_http_url("--base-url", args.base_url)
     check_int("--max-body-bytes", args.max_body_bytes, 1, 1 << 30)
     check_int("--max-open-sessions", args.max_open_sessions, 1, 10_000_000)
     check_sampling_args(args)

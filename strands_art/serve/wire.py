@@ -109,7 +109,7 @@ def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRe
             check_unicode(key, value)
     tools = body.get("tools") or None
     if tools is not None:
-        _check_tools(tools)
+        check_tools(tools)
     n = body.get("n")
     if n is not None and (isinstance(n, bool) or n != 1):
         raise RequestError(
@@ -155,7 +155,9 @@ def check_unicode(name: str, value: Any) -> None:
         ) from None
 
 
-def _check_tools(tools: Any) -> None:
+def check_tools(tools: Any) -> None:
+    """A 400 :class:`RequestError` (``param="tools"``) unless ``tools`` is a list of OpenAI
+    function tools, each with a non-empty name and a JSON-Schema object (or no) ``parameters``."""
     if not isinstance(tools, list):
         raise RequestError(400, "'tools' must be a list", param="tools")
     check_unicode("tools", tools)

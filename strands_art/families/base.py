@@ -50,6 +50,9 @@ class ModelFamily:
             results with ``<｜tool▁outputs▁end｜>`` only at the end). Linear mode accepts exactly
             this change to earlier text, at the end of the previous request's messages; any other
             change is ``template_prefix_unstable`` (docs/linear-history.md).
+        call_list_closers: texts that close a list of calls once its last complete call is
+            written (DeepSeek's ``<｜tool▁calls▁end｜>``, Mistral's ``]``): a turn cut at the token
+            limit ends at its last complete call with this added (strands_art/toolcalls/cut.py).
     """
 
     name = "generic"
@@ -59,6 +62,7 @@ class ModelFamily:
     stop_tokens: tuple[str, ...] | None = None
     other_turn_closers: tuple[str, ...] = ()
     end_only_texts: tuple[str, ...] = ()
+    call_list_closers: tuple[str, ...] = ()
 
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool

@@ -205,8 +205,8 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
     for i, x in enumerate(lps):
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not -FLOAT32_MAX <= x <= 0:
             raise InvalidSample(
-                f"backend returned logprob {x!r} at position {i}; a logprob is a number <= 0 that is "
-                "finite as float32 (the store's precision)"
+                f"backend returned logprob {x!r} at position {i}; a logprob is a finite number <= 0 "
+                "(finite as float32, the store's precision)"
             )
 
 

@@ -52,9 +52,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         return 2
     if args.export:
         try:
-            Path(args.export).write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            Path(args.export).write_text(
+                json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+            )
         except (OSError, UnicodeEncodeError) as exc:
-            print(f"strands-art replay: cannot write --export {args.export}: {_one_line(exc)}", file=sys.stderr)
+            print(
+                f"strands-art replay: cannot write --export {args.export}: {_one_line(exc)}", file=sys.stderr
+            )
             return 2
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))

@@ -543,7 +543,11 @@ class RolloutGateway:
         return self._parse(prompt_ids, output_ids, tools)
 
     def _parse(
-        self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None, suffix: str = ""
+        self,
+        prompt_ids: list[int],
+        output_ids: list[int],
+        tools: list[dict[str, Any]] | None,
+        suffix: str = "",
     ):
         eot = set(self.renderer.end_of_turn_ids)
         ids = list(output_ids)

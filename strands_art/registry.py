@@ -222,7 +222,9 @@ def load_tokenizer(name: str) -> Any:
     else:
         path = resolve_dir(name)
         if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-            raise ModelNotFound(f"{name!r} is not a tokenizer directory (no tokenizer.json or tokenizer_config.json)")
+            raise ModelNotFound(
+                f"{name!r} is not a tokenizer directory (no tokenizer.json or tokenizer_config.json)"
+            )
         try:
             tok = AutoTokenizer.from_pretrained(str(path))
         except (OSError, ValueError, KeyError, TypeError) as exc:  # a broken or foreign directory

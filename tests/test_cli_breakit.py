@@ -50,7 +50,11 @@ def test_replay_refuses_outputs_the_backend_would_misread(tmp_path, capsys, outp
 @pytest.mark.parametrize("where", ["spec", "turn"])
 def test_replay_refuses_a_tool_without_a_name(tmp_path, capsys, where):
     nameless = {"type": "function", "function": {"description": "adds", "parameters": {"type": "object"}}}
-    spec = {"tools": [TOOL, nameless], "turns": [TURN]} if where == "spec" else {"turns": [{**TURN, "tools": [nameless]}]}
+    spec = (
+        {"tools": [TOOL, nameless], "turns": [TURN]}
+        if where == "spec"
+        else {"turns": [{**TURN, "tools": [nameless]}]}
+    )
     code = _replay(tmp_path, spec)
     _one_line(capsys, code, "strands-art replay:", "needs a name")
 
@@ -60,7 +64,9 @@ def test_replay_still_plays_valid_outputs(tmp_path, capsys):
     spec = {"tools": [TOOL], "turns": [{**TURN, "output": {"token_ids": ids}, "logprobs": [-1] * len(ids)}]}
     assert _replay(tmp_path, spec) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["turns"][0]["output_ids"] == ids and result["rows"][0]["logprobs"][-len(ids) :] == [-1.0] * len(ids)
+    assert result["turns"][0]["output_ids"] == ids and result["rows"][0]["logprobs"][-len(ids) :] == [
+        -1.0
+    ] * len(ids)
 
 
 @pytest.mark.parametrize("target", ["missing/out.json", "adir"])
@@ -88,7 +94,14 @@ def _migrate(capsys, run_dir: Path, *extra: str) -> str:
 
 def test_migrate_refuses_a_tokenizer_that_is_not_one_before_writing(tmp_path, capsys):
     line = _migrate(
-        capsys, tmp_path / "run", "--backend", "vllm", "--base-url", "http://127.0.0.1:9", "--tokenizer", "/etc"
+        capsys,
+        tmp_path / "run",
+        "--backend",
+        "vllm",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--tokenizer",
+        "/etc",
     )
     assert "--tokenizer /etc" in line and not (tmp_path / "run").exists()
 
@@ -104,8 +117,16 @@ def test_migrate_checks_the_server_before_writing_config(tmp_path, capsys):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     line = _migrate(
-        capsys, tmp_path / "run", "--backend", "vllm", "--base-url", f"http://127.0.0.1:{port}",
-        "--tokenizer", "qwen3", "--model", "m",
+        capsys,
+        tmp_path / "run",
+        "--backend",
+        "vllm",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--tokenizer",
+        "qwen3",
+        "--model",
+        "m",
     )
     assert "the vLLM server is not usable" in line and not (tmp_path / "run").exists()
 

@@ -38,7 +38,10 @@ def test_the_gateway_ends_a_cut_turn_at_its_last_complete_call(qwen3):
     gw.open_session("s")
     result = asyncio.run(gw.generate("s", USER, TOOLS))
     assert result.finish_reason == "tool_calls" and not result.ill_formed
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("add", {"a": 1, "b": 2}),
+        ("add", {"a": 3, "b": 4}),
+    ]
     traj = gw.trajectory("s")
     turn, [row] = traj.turns[0], traj.rows
     assert turn.finish_reason == "length" and traj.metadata["truncated_turns"] == [0]
@@ -83,7 +86,10 @@ def test_every_family_keeps_the_calls_before_the_cut(alias, data):
     cut = data.draw(st.integers(shared + 3, shared + (len(more) - len(done)) // 2), label="cut")
     text = ("R</think>\n\n" if writer.think else "") + more[:cut]
     gw = RolloutGateway(
-        tok, ScriptedBackend(tok, [_length(text)]), family=family_of(alias), sampling=SamplingParams(max_new_tokens=4096)
+        tok,
+        ScriptedBackend(tok, [_length(text)]),
+        family=family_of(alias),
+        sampling=SamplingParams(max_new_tokens=4096),
     )
     gw.open_session("s")
     result = asyncio.run(gw.generate("s", [{"role": "user", "content": "go"}], FAMILY_TOOLS))

@@ -27,7 +27,9 @@ async def test_lone_surrogate_in_group_id_is_400_and_opens_nothing(qwen3, tmp_pa
     store = TrajectoryStore(tmp_path / "store")
     async with running_front(gw, store=store) as base, httpx.AsyncClient(base_url=base) as http:
         r = await http.post(
-            "/sessions", content=b'{"rollout_id": "r1", "group_id": "g\\ud800"}', headers={"Content-Type": "application/json"}
+            "/sessions",
+            content=b'{"rollout_id": "r1", "group_id": "g\\ud800"}',
+            headers={"Content-Type": "application/json"},
         )
         assert r.status_code == 400 and r.json()["error"]["param"] == "group_id"
         assert "U+D800" in r.json()["error"]["message"] and not gw.is_open("r1")
@@ -66,7 +68,9 @@ async def test_a_trajectory_the_store_cannot_write_keeps_its_session_open(qwen3,
     gw.open_session("r", "g\ud800")  # the Python API does not check group ids
     store = TrajectoryStore(tmp_path / "store")
     async with running_front(gw, store=store) as base, httpx.AsyncClient(base_url=base) as http:
-        assert (await http.post("/rollouts/r/v1/chat/completions", json={"messages": USER})).status_code == 200
+        assert (
+            await http.post("/rollouts/r/v1/chat/completions", json={"messages": USER})
+        ).status_code == 200
         r = await http.post("/sessions/r/close", json={"reward": 0.5})
     assert r.status_code == 500 and "stays open" in r.json()["error"]["message"]
     assert gw.is_open("r") and len(gw.trajectory("r").turns) == 1 and list(store) == []
@@ -87,7 +91,9 @@ async def test_slow_header_connections_are_closed_after_the_header_timeout(qwen3
         for _, writer in conns:
             writer.close()
         async with httpx.AsyncClient(base_url=base) as http:  # a normal client is served
-            assert (await http.post("/rollouts/r/v1/chat/completions", json={"messages": USER})).status_code == 200
+            assert (
+                await http.post("/rollouts/r/v1/chat/completions", json={"messages": USER})
+            ).status_code == 200
 
 
 def _serve(capsys, tmp_path: Path, *extra: str) -> tuple[int, str]:
@@ -138,9 +144,18 @@ def test_serve_offers_llamacpp_and_defaults_to_the_models_preferred_backend(caps
         main(["serve", "--help"])
     assert "llamacpp" in capsys.readouterr().out
     args = argparse.Namespace(
-        backend=None, model=next(iter(LLAMACPP_ALIASES)), port=0, parallel=2, header_timeout=30.0,
-        max_body_bytes=1024, max_open_sessions=10, temperature=1.0, top_p=1.0, max_new_tokens=8,
-        max_context_tokens=None, base_url=None,
+        backend=None,
+        model=next(iter(LLAMACPP_ALIASES)),
+        port=0,
+        parallel=2,
+        header_timeout=30.0,
+        max_body_bytes=1024,
+        max_open_sessions=10,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=8,
+        max_context_tokens=None,
+        base_url=None,
     )
     validate_serve_args(args)
     assert args.backend == "llamacpp"

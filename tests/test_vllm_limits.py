@@ -54,7 +54,10 @@ async def sse_line(request):  # one 200 MB line
 async def sse_text(request):  # 300 MB of small chunks with text and no tokens
     chunk = b'data: {"id": "c", "choices": [{"index": 0, "text": "' + b"y" * 4000 + b'"}]}\n\n'
     return await _send(
-        request, "text", [chunk * 256] * (300 * MB // (len(chunk) * 256)), {"Content-Type": "text/event-stream"}
+        request,
+        "text",
+        [chunk * 256] * (300 * MB // (len(chunk) * 256)),
+        {"Content-Type": "text/event-stream"},
     )
 
 
@@ -102,7 +105,9 @@ def server():
         box["runner"] = runner
         ready.set()
 
-    thread = threading.Thread(target=lambda: (loop.run_until_complete(run()), loop.run_forever()), daemon=True)
+    thread = threading.Thread(
+        target=lambda: (loop.run_until_complete(run()), loop.run_forever()), daemon=True
+    )
     thread.start()
     assert ready.wait(30)
     yield f"http://127.0.0.1:{box['port']}"

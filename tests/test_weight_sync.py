@@ -135,7 +135,8 @@ def test_a_refused_adapter_stops_and_keeps_the_previous_policy(tmp_path, peft_mo
     n1 = sync.sync(peft_model, 1)
     routes.refuse = "LoRA rank 32 is greater than max_lora_rank 16."
     with pytest.raises(
-        WeightSyncError, match=r"refused to load adapter 'smollm2-lora-t-v2-[0-9a-f]{12}' \(HTTP 500\).*LoRA rank 32"
+        WeightSyncError,
+        match=r"refused to load adapter 'smollm2-lora-t-v2-[0-9a-f]{12}' \(HTTP 500\).*LoRA rank 32",
     ):
         sync.sync(peft_model, 2)
     assert (backend.model, backend.policy_version) == (n1, 1)
@@ -152,7 +153,9 @@ def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model
 
 def test_a_timeout_is_a_sync_error(tmp_path, peft_model):
     sync, backend = make_sync(tmp_path, RuntimeLoRARoutes(hang=True), timeout_s=3)
-    with pytest.raises(WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1-[0-9a-f]{12}' within 3 s"):
+    with pytest.raises(
+        WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1-[0-9a-f]{12}' within 3 s"
+    ):
         sync.sync(peft_model, 1)
     assert backend.model == "smollm2"
 
@@ -244,7 +247,9 @@ def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
                   metadata={"policy_versions": {"0": 0}})  # fmt: skip
         trajs.append(Trajectory(f"r{k}", "g", rows=[row], reward=reward))
     m = trainer.update(trajs)
-    assert trainer.step == 1 and backend.model.startswith("smollm2-lora-t-v1-") and backend.policy_version == 1
+    assert (
+        trainer.step == 1 and backend.model.startswith("smollm2-lora-t-v1-") and backend.policy_version == 1
+    )
     assert m["sync_s"] > 0 and m["policy_lag_max"] == 0.0
     trainer.save(tmp_path / "run")
 
@@ -297,7 +302,12 @@ def test_a_second_trainer_with_the_same_run_tag_is_refused(tmp_path):
     assert list(routes.loaded) == [name]
     assert (Path(routes.loaded[name]) / "adapter_model.safetensors").read_text() == "weights of first"
     first.close()  # releases the directory: a resumed trainer may take the tag
-    third = LoRASync(VLLMBackend(URL, "smollm2"), tmp_path, run="same", client=httpx.Client(transport=httpx.MockTransport(routes)))
+    third = LoRASync(
+        VLLMBackend(URL, "smollm2"),
+        tmp_path,
+        run="same",
+        client=httpx.Client(transport=httpx.MockTransport(routes)),
+    )
     assert third.sync(StubPeft("first"), 2).startswith("smollm2-lora-same-v2-")
 
 
@@ -307,7 +317,12 @@ def test_an_adapter_name_never_stands_for_other_weights(tmp_path):
     routes = RuntimeLoRARoutes()
     names = []
     for label in ("old", "new", "new"):
-        sync = LoRASync(VLLMBackend(URL, "smollm2"), tmp_path, run="r", client=httpx.Client(transport=httpx.MockTransport(routes)))
+        sync = LoRASync(
+            VLLMBackend(URL, "smollm2"),
+            tmp_path,
+            run="r",
+            client=httpx.Client(transport=httpx.MockTransport(routes)),
+        )
         names.append(sync.sync(StubPeft(label), 1))
         sync.close(unload=True)
     assert names[0] != names[1] and names[1] == names[2]

@@ -115,7 +115,9 @@ def test_the_server_refuses_a_rank_above_its_max(real_vllm, tmp_path):
         sync.sync(model, 1)
     assert (backend.model, backend.policy_version) == ("smollm2", 0)
     assert not any((tmp_path / "adapters").rglob("v1-*"))
-    assert not any(m.startswith(sync.adapter_name(1)) for m in served(real_vllm.base_url))  # nothing half-loaded
+    assert not any(
+        m.startswith(sync.adapter_name(1)) for m in served(real_vllm.base_url)
+    )  # nothing half-loaded
     # the server still serves
     assert score_tokens(real_vllm.base_url, "smollm2", [1, 2, 3], 1)[0] < 0
     sync.close()

@@ -73,6 +73,4 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
 def _check_answered(pending: dict[str, int], index: int) -> None:
     if pending:
         call_id, owner = next(iter(pending.items()))
-        raise MessageError(
-            owner, f"tool call {call_id!r} has no tool result before message {index}"
-        )
+        raise MessageError(owner, f"tool call {call_id!r} has no tool result before message {index}")

@@ -52,12 +52,12 @@ from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
 from strands_art.serve.wire import (
     RequestError,
+    check_unicode,
     completion,
     completion_chunks,
     completion_id,
     models_list,
     parse_chat_request,
-    check_unicode,
     sse,
     token_logprobs,
 )
@@ -271,9 +271,7 @@ def _record_ignored(gateway: RolloutGateway, rollout_id: str, req: Any, turn: in
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     registry, config = request.app[REGISTRY], request.app[CONFIG]
     gateway = registry.gateway
-    req = parse_chat_request(
-        await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None)
-    )
+    req = parse_chat_request(await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None))
     normalized, placeholders = request_messages(req.messages)  # refused before anything is opened
     rollout_id = registry.resolve(
         request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER), req.user
@@ -306,7 +304,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             await response.write_eof()
 
     try:
-        result = await gateway.generate(rollout_id, messages, req.tools, req.overrides or None, deliver=deliver)
+        result = await gateway.generate(
+            rollout_id, messages, req.tools, req.overrides or None, deliver=deliver
+        )
     except ConnectionResetError:  # the client left while the response was written: nothing recorded
         logger.info("client of rollout %s disconnected; the turn was not recorded", rollout_id)
         if response.prepared:

@@ -105,9 +105,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "model (the default for other models); vllm: a vLLM server (--base-url); scripted: replies "
         "from --script (try a harness without a model)",
     )
-    g.add_argument(
-        "--parallel", type=int, default=2, help="llamacpp: slots decoded together (default 2)"
-    )
+    g.add_argument("--parallel", type=int, default=2, help="llamacpp: slots decoded together (default 2)")
     g.add_argument("--model", default="smollm2", help="model alias/dir (transformers) or served name (vllm)")
     g.add_argument(
         "--tokenizer", default=None, help="tokenizer alias/dir for vllm and scripted (default: --model)"
@@ -214,9 +212,8 @@ def check_store(path: str | None) -> None:
 
 
 async def _serve(args: argparse.Namespace, api_key: str | None, sock: socket.socket) -> None:
-    from strands_art.backends.base import SamplingParams
+    from strands_art.backends.base import BackendError, SamplingParams
     from strands_art.gateway import RolloutGateway
-    from strands_art.backends.base import BackendError
     from strands_art.registry import ModelNotFound
     from strands_art.serve.app import create_app, start
 

@@ -56,7 +56,7 @@ FIELDS: dict[str, str] = {
     "else ignored (event): the prompt is the trainer's",
     "verbosity": "ignored (event)",
     "response_format": "honoured for `text`; a JSON format ignored (event): sampling is unconstrained",
-    "modalities": "honoured for `[\"text\"]`; audio refused",
+    "modalities": 'honoured for `["text"]`; audio refused',
     "audio": "refused: text output only",
     "functions": "refused: the deprecated form of `tools`",
     "function_call": "refused: the deprecated form of `tool_choice`",
@@ -119,7 +119,9 @@ def classify(body: dict[str, Any], reasoning_effort: str | None = None) -> Field
         if policy == SAMPLING:
             plan.overrides[name] = value
         elif policy is None:
-            plan.ignored.append((name, f"{name}={_shown(value)} is not a field this front knows; not applied"))
+            plan.ignored.append(
+                (name, f"{name}={_shown(value)} is not a field this front knows; not applied")
+            )
         elif policy.startswith("refused"):
             if name == "function_call" and value in ("auto",):
                 continue  # the default: nothing to refuse
@@ -152,9 +154,7 @@ def _conditional(body: dict[str, Any], plan: FieldPlan, reasoning_effort: str | 
             ("response_format", f"response_format={_shown(fmt)} is not enforced: sampling is unconstrained")
         )
     modalities = body.get("modalities")
-    if modalities is not None and (
-        not isinstance(modalities, list) or any(m != "text" for m in modalities)
-    ):
+    if modalities is not None and (not isinstance(modalities, list) or any(m != "text" for m in modalities)):
         raise _refuse("modalities", f"modalities={_shown(modalities)}: text output only")
     effort = _field(body, "reasoning_effort", str, "a string")
     if effort is not None and effort != reasoning_effort:

@@ -28,6 +28,7 @@ from typing import Any
 
 from strands_art.gateway import GenerateResult
 
+
 class RequestError(ValueError):
     """A request the front cannot serve; carries the HTTP status and OpenAI error fields.
 

@@ -275,7 +275,9 @@ class LoRASync:
         else:
             staging.rename(local)
         try:
-            self._post("load", {"lora_name": name, "lora_path": str(self.server_adapter_dir / self.run / dirname)})
+            self._post(
+                "load", {"lora_name": name, "lora_path": str(self.server_adapter_dir / self.run / dirname)}
+            )
         except WeightSyncError:
             shutil.rmtree(local, ignore_errors=True)
             raise

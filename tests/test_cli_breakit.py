@@ -92,17 +92,12 @@ def _migrate(capsys, run_dir: Path, *extra: str) -> str:
     return _one_line(capsys, code, "strands-art migrate:")
 
 
+def _migrate_vllm(capsys, run_dir: Path, base_url: str, tokenizer: str) -> str:
+    return _migrate(capsys, run_dir, "--backend", "vllm", "--base-url", base_url, "--tokenizer", tokenizer)
+
+
 def test_migrate_refuses_a_tokenizer_that_is_not_one_before_writing(tmp_path, capsys):
-    line = _migrate(
-        capsys,
-        tmp_path / "run",
-        "--backend",
-        "vllm",
-        "--base-url",
-        "http://127.0.0.1:9",
-        "--tokenizer",
-        "/etc",
-    )
+    line = _migrate_vllm(capsys, tmp_path / "run", "http://127.0.0.1:9", "/etc")
     assert "--tokenizer /etc" in line and not (tmp_path / "run").exists()
 
 
@@ -116,18 +111,7 @@ def test_migrate_checks_the_server_before_writing_config(tmp_path, capsys):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    line = _migrate(
-        capsys,
-        tmp_path / "run",
-        "--backend",
-        "vllm",
-        "--base-url",
-        f"http://127.0.0.1:{port}",
-        "--tokenizer",
-        "qwen3",
-        "--model",
-        "m",
-    )
+    line = _migrate_vllm(capsys, tmp_path / "run", f"http://127.0.0.1:{port}", "qwen3")
     assert "the vLLM server is not usable" in line and not (tmp_path / "run").exists()
 
 

@@ -4,7 +4,6 @@ timeout, `serve` checks its address and --store before creating anything."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import socket
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from serve_helpers import gateway, running_front
 
 from strands_art.backends.base import InvalidSample, SampleResult, check_sample
-from strands_art.cli import main
+from strands_art.cli import build_parser, main
 from strands_art.serve.cli import validate_serve_args
 from strands_art.store import TrajectoryStore
 
@@ -143,20 +142,7 @@ def test_serve_offers_llamacpp_and_defaults_to_the_models_preferred_backend(caps
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     assert "llamacpp" in capsys.readouterr().out
-    args = argparse.Namespace(
-        backend=None,
-        model=next(iter(LLAMACPP_ALIASES)),
-        port=0,
-        parallel=2,
-        header_timeout=30.0,
-        max_body_bytes=1024,
-        max_open_sessions=10,
-        temperature=1.0,
-        top_p=1.0,
-        max_new_tokens=8,
-        max_context_tokens=None,
-        base_url=None,
-    )
+    args = build_parser().parse_args(["serve", "--model", next(iter(LLAMACPP_ALIASES))])
     validate_serve_args(args)
     assert args.backend == "llamacpp"
     args.backend, args.model = None, "smollm2"

@@ -34,6 +34,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if (args.file is None) == (args.from_run is None) or (args.from_run is None) != (args.rollout is None):
         print("strands-art replay: give FILE, or --from-run RUN_DIR with --rollout ID", file=sys.stderr)
         return 2
+    problem = _export_problem(args.export)
+    if problem:
+        print(f"strands-art replay: --export {args.export}: {problem}", file=sys.stderr)
+        return 2
     try:  # ValueError covers invalid UTF-8 and invalid JSON; RecursionError: nesting too deep
         if args.from_run is not None:
             spec = spec_from_run(args.from_run, args.rollout, args.tokenizer)
@@ -48,7 +52,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         )
         return 2
     if args.export:
-        Path(args.export).write_text(json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        try:
+            Path(args.export).write_text(
+                json.dumps(spec, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+            )
+        except (OSError, UnicodeEncodeError) as exc:
+            print(
+                f"strands-art replay: cannot write --export {args.export}: {_one_line(exc)}", file=sys.stderr
+            )
+            return 2
     try:
         result = asyncio.run(replay(spec, mode=args.mode, tokenizer=args.tokenizer))
     except (ReplayInputError, ValueError, FileNotFoundError, BackendError, RecursionError) as exc:
@@ -59,6 +71,19 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     json.dump(result, sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
+
+
+def _export_problem(path: str | None) -> str | None:
+    """Why ``--export PATH`` cannot be written (checked before anything is read or written), or None."""
+    if not path:
+        return None
+    target = Path(path)
+    if target.is_dir():
+        return "is a directory"
+    parent = target.parent
+    if not parent.is_dir():
+        return f"its directory {parent} does not exist"
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

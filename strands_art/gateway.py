@@ -37,6 +37,7 @@ from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs
 from strands_art.toolcalls.base import ToolCall
+from strands_art.toolcalls.cut import last_complete_calls
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Trajectory, Turn
 from strands_art.validation import is_int
@@ -126,7 +127,8 @@ class GenerateResult:
         text: assistant content without reasoning or tool-call markup.
         reasoning: the ``<think>`` content, or None.
         tool_calls: parsed calls with gateway-assigned ids (unique within the session).
-        finish_reason: "stop", "length" or "tool_calls".
+        finish_reason: "stop", "length" or "tool_calls" (also for a turn cut at the token limit
+            after complete calls: see ``tail_start``).
         ill_formed: a tool call in the output could not be parsed (the raw text is in ``text``).
         problems: what was wrong (unparseable call, unknown tool name, ...).
         turn: the recorded Turn (token IDs, logprobs, timings).
@@ -134,6 +136,10 @@ class GenerateResult:
             history: the provider replays it).
         recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
             :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
+        tail_start: for a turn cut at the token limit after complete calls
+            (:mod:`strands_art.toolcalls.cut`), where the tail after its last complete call
+            starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls", the turn's
+            own "length"); None otherwise.
     """
 
     text: str
@@ -145,6 +151,7 @@ class GenerateResult:
     turn: Turn
     assistant_message: dict[str, Any]
     recovered: list[str] = field(default_factory=list)
+    tail_start: int | None = None
 
     @property
     def usage(self) -> dict[str, int]:
@@ -474,12 +481,23 @@ class RolloutGateway:
         traj = s.trajectory
         index = len(traj.turns)
         parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
+        cut = None
+        if sample.finish_reason == "length" and tools:  # end at the last complete call (toolcalls/cut.py)
+            cut = last_complete_calls(
+                sample.output_ids,
+                lambda ids, suffix: self._parse(plan.prompt_ids, ids, tools, suffix),
+                lambda t: self.renderer.decode([t]),
+                self.renderer.family.call_list_closers,
+            )
+            if cut is not None:
+                parsed = cut[1]
         family = self.renderer.family
         calls = [
             replace(c, id=family.call_id(traj.rollout_id, index, k, c.id))
             for k, c in enumerate(parsed.tool_calls)
         ]
         finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
+        result_finish = "tool_calls" if cut is not None else finish
         turn = Turn(
             index=index,
             prompt_ids=plan.prompt_ids,
@@ -509,12 +527,13 @@ class RolloutGateway:
             text=parsed.text,
             reasoning=parsed.reasoning,
             tool_calls=calls,
-            finish_reason=finish,
+            finish_reason=result_finish,
             ill_formed=parsed.ill_formed,
             problems=list(parsed.problems),
             turn=turn,
             assistant_message=assistant,
             recovered=list(parsed.recovered),
+            tail_start=None if cut is None else cut[0],
         )
 
     def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
@@ -539,6 +558,18 @@ class RolloutGateway:
             )
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
+        if result.tail_start is not None:  # cut at the token limit after complete calls: mark the tail
+            span = [result.tail_start, len(turn.output_ids)]
+            traj.metadata.setdefault("cut_turns", []).append({"turn": index, "tail": span})
+            traj.events.append(
+                {
+                    "turn": index,
+                    "kind": "length_cut_at_calls",
+                    "reason": f"cut at the token limit: ended at its last complete call ({len(result.tool_calls)} "
+                    f"kept); output tokens {span[0]}-{span[1]} are the tail after it",
+                    "tail": span,
+                }
+            )
         if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
             traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
         if result.recovered:
@@ -561,12 +592,20 @@ class RolloutGateway:
         records nothing. For streaming: see :mod:`strands_art.streaming`."""
         return self._parse(prompt_ids, output_ids, tools)
 
-    def _parse(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
+    def _parse(
+        self,
+        prompt_ids: list[int],
+        output_ids: list[int],
+        tools: list[dict[str, Any]] | None,
+        suffix: str = "",
+    ):
         eot = set(self.renderer.end_of_turn_ids)
         ids = list(output_ids)
         while ids and ids[-1] in eot:
             ids.pop()
         text = self.renderer.decode(ids)
+        if suffix:  # a call-list closer after a cut (toolcalls/cut.py): no dangling separator before it
+            text = text.rstrip(", \n") + suffix
         think_open = prompt_opens_think(self.renderer.decode(prompt_ids[-8:]))
         names = {(t.get("function", t)).get("name") for t in tools or []}
         return self.renderer.tool_parser.parse(text, names, tools=tools or [], think_open=think_open)

@@ -217,7 +217,19 @@ def load_tokenizer(name: str) -> Any:
     from strands_art.families.sources import SOURCES
 
     source = SOURCES.get(name)
-    tok = source.load() if source is not None else AutoTokenizer.from_pretrained(str(resolve_dir(name)))
+    if source is not None:
+        tok = source.load()
+    else:
+        path = resolve_dir(name)
+        if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+            raise ModelNotFound(
+                f"{name!r} is not a tokenizer directory (no tokenizer.json or tokenizer_config.json)"
+            )
+        try:
+            tok = AutoTokenizer.from_pretrained(str(path))
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a broken or foreign directory
+            first = " ".join(str(exc).split())[:200]
+            raise ModelNotFound(f"cannot load a tokenizer from {name!r}: {first}") from None
     with _lock:
         _tokenizers[name] = tok
     return tok

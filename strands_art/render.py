@@ -1,9 +1,14 @@
 """Chat-template rendering and tokenization.
 
 Messages are rendered with the model's own Hugging Face chat template
-(``apply_chat_template(..., tokenize=False)``, tools passed as ``tools=``), then encoded with the
-tokenizers library's native ``Tokenizer.async_encode`` so the event loop is never blocked by a
-long prompt. Special tokens in rendered text (``<|im_end|>``, ``<tool_call>``) are added tokens
+(``apply_chat_template(..., tokenize=False)``, tools passed as ``tools=``), then encoded in a
+worker thread (``asyncio.to_thread``) so the event loop is never blocked by a long prompt. Not
+with ``Tokenizer.async_encode``: it completes its futures from a tokio runtime inside the
+tokenizers extension whose threads outlive ``asyncio.run`` and touch the interpreter while it
+shuts down: 3 of 40 processes making 200 concurrent ``async_encode`` calls crashed at exit
+(SIGSEGV) on the development machine, none of 40 with threads, which ``asyncio.run`` joins; the
+SIGABRT in ``PyGILState_Release`` at the exit of ``strands-art replay`` (4 of 24 runs, two at
+once) is that kind of crash. tests/test_native_threads.py checks that no tokio thread is left. Special tokens in rendered text (``<|im_end|>``, ``<tool_call>``) are added tokens
 of the tokenizer, so they are recognised as single IDs, never split.
 
 Templates that do not support tools (e.g. SmolLM2's ChatML template) get the Hermes tool
@@ -248,12 +253,12 @@ class ChatRenderer:
     async def encode(self, text: str) -> list[int]:
         """Token IDs of ``text`` (list[int]); special tokens recognised, none added.
 
-        Uses ``tokenizers.Tokenizer.async_encode`` (runs off the event loop).
+        Runs in a worker thread (``asyncio.to_thread``), off the event loop (not with
+        ``Tokenizer.async_encode``: see the module docstring).
         """
         if self.literal is not None and ESC in text:  # escaped request text: control tokens as text
             return await asyncio.to_thread(self.literal.encode, text)
-        enc = await self.backend.async_encode(text, add_special_tokens=False)
-        return list(enc.ids)
+        return await asyncio.to_thread(self.encode_sync, text)
 
     def encode_sync(self, text: str) -> list[int]:
         """Blocking variant of :meth:`encode`, for tools and benchmarks."""

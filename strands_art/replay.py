@@ -51,6 +51,7 @@ async def replay(
         for key in ("logprobs", "finish_reason"):
             if key in t:
                 item[key] = t[key]
+        _check_output(k, item)
         finish = item.get("finish_reason")
         if finish is not None and finish not in FINISH_REASONS:
             raise ReplayInputError(f"turn {k}: finish_reason must be one of {FINISH_REASONS}, got {finish!r}")
@@ -165,6 +166,37 @@ def fork_texts(traj, tokenizer: Any, window: int = 24) -> list[dict[str, Any]]:
     return forks
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _check_output(k: int, item: dict[str, Any]) -> None:
+    """A turn's output as the scripted backend would play it: ``text`` a string, ``token_ids`` a
+    list of integers (not floats or booleans, which would be truncated to other tokens),
+    ``logprobs`` a list of numbers."""
+    if item.get("token_ids") is not None:
+        ids = item["token_ids"]
+        if not isinstance(ids, list) or not all(type(x) is int for x in ids):
+            bad = ids if not isinstance(ids, list) else next(x for x in ids if type(x) is not int)
+            raise ReplayInputError(f"turn {k}: output 'token_ids' must be a list of integers, got {bad!r}")
+    elif not isinstance(item.get("text"), str):
+        raise ReplayInputError(f"turn {k}: output 'text' must be a string, got {_kind(item.get('text'))}")
+    lps = item.get("logprobs")
+    if lps is not None and (not isinstance(lps, list) or not all(_is_number(x) for x in lps)):
+        raise ReplayInputError(f"turn {k}: 'logprobs' must be a list of numbers, got {_kind(lps)}")
+
+
+def _check_tools(what: str, tools: Any) -> None:
+    from strands_art.serve.wire import RequestError, check_tools
+
+    if tools is None:
+        return
+    try:
+        check_tools(tools)
+    except RequestError as exc:
+        raise ReplayInputError(f"{what}: {exc}") from None
+
+
 def _check_shape(spec: dict[str, Any]) -> None:
     """Refuse wrong JSON types before anything uses them (each message names the key)."""
     for key in ("tokenizer", "mode"):
@@ -174,8 +206,10 @@ def _check_shape(spec: dict[str, Any]) -> None:
         if spec.get(key) is not None and not isinstance(spec[key], dict):
             raise ReplayInputError(f"'{key}' must be an object")
     _check_list_of_objects("'tools'", spec.get("tools"))
+    _check_tools("'tools'", spec.get("tools"))
     for k, t in enumerate(spec["turns"]):
         _check_list_of_objects(f"turn {k}: 'tools'", t.get("tools"))
+        _check_tools(f"turn {k}: 'tools'", t.get("tools"))
         if not isinstance(t.get("messages"), list):
             raise ReplayInputError(f"turn {k}: 'messages' must be a list, got {_kind(t.get('messages'))}")
         _check_list_of_objects(f"turn {k}: 'messages'", t["messages"])
@@ -189,7 +223,7 @@ def _check_list_of_objects(what: str, value: Any) -> None:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, list):
+    if isinstance(value, list) and any(not isinstance(x, dict) for x in value):
         bad = next(x for x in value if not isinstance(x, dict))
         return f"a list holding a {type(bad).__name__}"
     return f"a {type(value).__name__}"

@@ -62,19 +62,33 @@ class TrajectoryStore:
         self.jsonl = self.root / "trajectories.jsonl"
         self._lock = threading.Lock()
 
+    def encode(self, trajectory: Trajectory) -> tuple[str, pa.Table]:
+        """The JSONL line and the Parquet table :meth:`append` writes, without writing them: a
+        trajectory this raises on (a value out of a column's range) can be refused before its
+        rollout is given up. Lone surrogates (a non-UTF-8 file name read with
+        ``surrogateescape``, e.g. in the evaluation's details) are stored as U+FFFD.
+
+        Raises:
+            ValueError: a pyarrow conversion error (ArrowInvalid, ArrowTypeError/OverflowError are
+                re-raised as ValueError naming the rollout).
+        """
+        line = _valid_utf8(json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False)) + "\n"
+        try:
+            return line, self._rows_table(trajectory)
+        except (pa.ArrowException, OverflowError, TypeError) as exc:
+            raise ValueError(f"rollout {trajectory.rollout_id!r} cannot be stored: {exc}") from exc
+
     def append(self, trajectory: Trajectory) -> None:
         """Persist one finished rollout (JSONL line + Parquet part), durably.
 
-        Both are serialized before anything is written, and a failed JSONL append removes the
-        part again, so a failure leaves no orphan. Lone surrogates (a non-UTF-8 file name read with
-        ``surrogateescape``, e.g. in the evaluation's details) cannot be encoded as UTF-8: they
-        are stored as U+FFFD.
+        Both are serialized (:meth:`encode`) before anything is written, and a failed JSONL append
+        removes the part again, so a failure leaves no orphan.
 
         Raises:
+            ValueError: from :meth:`encode` (nothing written).
             OSError: writing failed (nothing of this rollout is left in the store).
         """
-        line = _valid_utf8(json.dumps(trajectory.to_dict(messages=True), ensure_ascii=False)) + "\n"
-        table = self._rows_table(trajectory)
+        line, table = self.encode(trajectory)
         final = self.part_path(trajectory.rollout_id)
         try:
             self._write_parquet(trajectory, table)

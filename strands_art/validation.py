@@ -60,6 +60,22 @@ def check_bool(flag: str, value: Any) -> bool:
     return value
 
 
+def check_http_url(flag: str, value: Any) -> str:
+    """``value`` if it is an ``http://`` or ``https://`` URL with a host; else :class:`UsageError`."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        ok = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+        if ok:
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number in range
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"{flag} must be an http:// or https:// URL with a host, got {_show(value)}")
+    return value
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -76,8 +76,9 @@ def _task(tmp_path: Path, meta: object, with_repo: bool = True) -> Path:
     [
         ([], "must hold a JSON object, got list"),
         (None, "must hold a JSON object, got NoneType"),
-        ({"num_test_cases": True}, "num_test_cases must be an integer >= 0, got True"),
-        ({"num_test_cases": "3"}, "num_test_cases must be an integer >= 0, got '3'"),
+        ({"num_test_cases": True}, "num_test_cases must be an integer from 0 to 10,000,000, got True"),
+        ({"num_test_cases": "3"}, "num_test_cases must be an integer from 0 to 10,000,000, got '3'"),
+        ({"num_test_cases": 10**30}, "num_test_cases must be an integer from 0 to 10,000,000, got 1000000"),
     ],
 )
 def test_evaluate_malformed_task_json(tmp_path: Path, capsys, meta: object, message: str) -> None:
@@ -122,9 +123,9 @@ def test_base_commit_is_never_read_as_an_option_by_git(tmp_path: Path, capsys) -
         ("base_commit", "--output=/x", "base_commit must be a hex git commit id"),
         ("repo", "../../etc", "repo must be OWNER/NAME"),
         ("repo", "--upload-pack=touch /x/y", "repo must be OWNER/NAME"),
-        ("num_test_cases", True, "num_test_cases must be an integer >= 0"),
-        ("num_test_cases", -1, "num_test_cases must be an integer >= 0"),
-        ("num_test_cases", None, "num_test_cases must be an integer >= 0"),
+        ("num_test_cases", True, "num_test_cases must be an integer from 0 to 10,000,000"),
+        ("num_test_cases", -1, "num_test_cases must be an integer from 0 to 10,000,000"),
+        ("num_test_cases", None, "num_test_cases must be an integer from 0 to 10,000,000"),
     ],
 )
 def test_task_records_are_checked_before_git_sees_them(tmp_path: Path, field, value, message) -> None:
@@ -160,6 +161,9 @@ def test_task_records_are_checked_before_git_sees_them(tmp_path: Path, field, va
         ("--seed", "-1", "--seed must be an integer from 0"),
         ("--max-context-tokens", "1", "--max-context-tokens must be an integer from 2"),
         ("--backend", "vllm", "--backend vllm needs --base-url"),
+        ("--base-url", "ftp://127.0.0.1:1/", "--base-url must be an http:// or https:// URL with a host"),
+        ("--base-url", "http://", "--base-url must be an http:// or https:// URL with a host"),
+        ("--base-url", "http://h:99999", "--base-url must be an http:// or https:// URL with a host"),
     ],
 )
 def test_migrate_refuses_bad_values_before_writing(tmp_path: Path, capsys, flag, value, message) -> None:

@@ -7,6 +7,7 @@ exercised in ``tests/test_onpolicy_vllm.py``."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from strands_art.backends.vllm import VLLMBackend
 from strands_art.training.local import LocalTrainer
 from strands_art.training.lora import lora_model
 from strands_art.training.trainer_config import TrainerConfig
-from strands_art.training.weight_sync import LoRASync, WeightSyncError, check_adapter_config
+from strands_art.training.weight_sync import LoRASync, WeightSyncError, adapter_digest, check_adapter_config
 
 URL = "http://127.0.0.1:8000"
 
@@ -83,24 +84,24 @@ def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
     routes = RuntimeLoRARoutes()
     sync, backend = make_sync(tmp_path, routes)
     assert (backend.model, backend.policy_version) == ("smollm2", 0)
-    assert sync.sync(peft_model, 2) == "smollm2-lora-t-v2"
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v2", 2)
-    v2 = tmp_path / "adapters" / "v2"
+    n2 = sync.sync(peft_model, 2)
+    assert re.fullmatch(r"smollm2-lora-t-v2-[0-9a-f]{12}", n2)
+    assert (backend.model, backend.policy_version) == (n2, 2)
+    v2 = tmp_path / "adapters" / "t" / f"v2-{n2[-12:]}"
+    assert n2[-12:] == adapter_digest(v2)
     cfg = json.loads((v2 / "adapter_config.json").read_text())
     assert cfg["r"] == 4 and (v2 / "adapter_model.safetensors").exists()
-    assert routes.calls == [
-        ("/v1/load_lora_adapter", {"lora_name": "smollm2-lora-t-v2", "lora_path": str(v2)})
-    ]
-    sync.sync(peft_model, 4)
-    assert list(routes.loaded) == ["smollm2-lora-t-v4"]
-    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v2"})
-    assert not v2.exists() and (tmp_path / "adapters" / "v4").is_dir()
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v4", 4)
+    assert routes.calls == [("/v1/load_lora_adapter", {"lora_name": n2, "lora_path": str(v2)})]
+    n4 = sync.sync(peft_model, 4)
+    assert list(routes.loaded) == [n4] and n4.startswith("smollm2-lora-t-v4-")
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": n2})
+    assert not v2.exists() and (tmp_path / "adapters" / "t" / f"v4-{n4[-12:]}").is_dir()
+    assert (backend.model, backend.policy_version) == (n4, 4)
     with pytest.raises(ValueError, match="must grow"):
         sync.sync(peft_model, 4)
     sync.close(unload=True)
     assert routes.loaded == {} and (backend.model, backend.policy_version) == ("smollm2", 0)
-    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": "smollm2-lora-t-v4"})
+    assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": n4})
 
 
 def test_the_server_is_sent_absolute_adapter_paths(tmp_path, peft_model, monkeypatch):
@@ -111,9 +112,10 @@ def test_the_server_is_sent_absolute_adapter_paths(tmp_path, peft_model, monkeyp
     backend = VLLMBackend(URL, "smollm2")
     client = httpx.Client(transport=httpx.MockTransport(routes))
     sync = LoRASync(backend, "runs/adapters", run="t", client=client)
-    sync.sync(peft_model, 1)
-    assert routes.calls[0][1]["lora_path"] == str(tmp_path / "runs" / "adapters" / "v1")
-    assert (tmp_path / "runs" / "adapters" / "v1" / "adapter_config.json").exists()
+    name = sync.sync(peft_model, 1)
+    path = tmp_path / "runs" / "adapters" / "t" / f"v1-{name[-12:]}"
+    assert routes.calls[0][1]["lora_path"] == str(path)
+    assert (path / "adapter_config.json").exists()
     with pytest.raises(ValueError, match="server_adapter_dir must be an absolute path"):
         LoRASync(backend, "runs/adapters", server_adapter_dir="mnt/adapters", client=client)
 
@@ -130,15 +132,16 @@ def test_adapter_names_carry_a_run_tag(tmp_path):
 def test_a_refused_adapter_stops_and_keeps_the_previous_policy(tmp_path, peft_model):
     routes = RuntimeLoRARoutes()
     sync, backend = make_sync(tmp_path, routes)
-    sync.sync(peft_model, 1)
+    n1 = sync.sync(peft_model, 1)
     routes.refuse = "LoRA rank 32 is greater than max_lora_rank 16."
     with pytest.raises(
-        WeightSyncError, match=r"refused to load adapter 'smollm2-lora-t-v2' \(HTTP 500\).*LoRA rank 32"
+        WeightSyncError,
+        match=r"refused to load adapter 'smollm2-lora-t-v2-[0-9a-f]{12}' \(HTTP 500\).*LoRA rank 32",
     ):
         sync.sync(peft_model, 2)
-    assert (backend.model, backend.policy_version) == ("smollm2-lora-t-v1", 1)
-    assert not (tmp_path / "adapters" / "v2").exists() and (tmp_path / "adapters" / "v1").is_dir()
-    assert list(routes.loaded) == ["smollm2-lora-t-v1"]
+    assert (backend.model, backend.policy_version) == (n1, 1)
+    assert [p.name for p in (tmp_path / "adapters" / "t").iterdir() if p.is_dir()] == [f"v1-{n1[-12:]}"]
+    assert list(routes.loaded) == [n1]
 
 
 def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model):
@@ -150,7 +153,9 @@ def test_a_server_without_runtime_lora_says_how_to_start_it(tmp_path, peft_model
 
 def test_a_timeout_is_a_sync_error(tmp_path, peft_model):
     sync, backend = make_sync(tmp_path, RuntimeLoRARoutes(hang=True), timeout_s=3)
-    with pytest.raises(WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1' within 3 s"):
+    with pytest.raises(
+        WeightSyncError, match="did not load adapter 'smollm2-lora-t-v1-[0-9a-f]{12}' within 3 s"
+    ):
         sync.sync(peft_model, 1)
     assert backend.model == "smollm2"
 
@@ -242,7 +247,9 @@ def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
                   metadata={"policy_versions": {"0": 0}})  # fmt: skip
         trajs.append(Trajectory(f"r{k}", "g", rows=[row], reward=reward))
     m = trainer.update(trajs)
-    assert trainer.step == 1 and backend.model == "smollm2-lora-t-v1" and backend.policy_version == 1
+    assert (
+        trainer.step == 1 and backend.model.startswith("smollm2-lora-t-v1-") and backend.policy_version == 1
+    )
     assert m["sync_s"] > 0 and m["policy_lag_max"] == 0.0
     trainer.save(tmp_path / "run")
 
@@ -250,4 +257,74 @@ def test_trainer_syncs_after_its_update_and_on_resume(tmp_path, smollm2_tok):
     sync2, backend2 = make_sync(tmp_path / "second", routes2)
     resumed = LocalTrainer(tiny_llama(), smollm2_tok, cfg, weight_sync=sync2)
     resumed.resume(tmp_path / "run")
-    assert backend2.model == "smollm2-lora-t-v1" and list(routes2.loaded) == ["smollm2-lora-t-v1"]
+    assert backend2.model == backend.model and list(routes2.loaded) == [backend.model]  # the same weights
+
+
+class StubPeft:
+    """A peft model whose adapter files hold its label (save_pretrained as peft writes them)."""
+
+    def __init__(self, label: str) -> None:
+        from peft import LoraConfig
+
+        self.label = label
+        self.peft_config = {"default": LoraConfig(r=4, target_modules=["q_proj", "v_proj"])}
+
+    def save_pretrained(self, path: str) -> None:
+        p = Path(path)
+        p.mkdir(parents=True, exist_ok=True)
+        (p / "adapter_config.json").write_text(json.dumps({"r": 4, "peft_type": "LORA"}))
+        (p / "adapter_model.safetensors").write_text(f"weights of {self.label}")
+
+
+def test_two_trainers_sharing_an_adapter_dir_keep_each_others_files(tmp_path):
+    """Issue 28 item 8: the server re-reads an evicted adapter from its path, so every loaded
+    adapter's files must stay what they were while another trainer syncs into the same dir."""
+    routes = RuntimeLoRARoutes()
+    client = httpx.Client(transport=httpx.MockTransport(routes))
+    syncs = {k: LoRASync(VLLMBackend(URL, "smollm2"), tmp_path, run=f"run{k}", client=client) for k in "AB"}
+    a1 = syncs["A"].sync(StubPeft("A1"), 1)
+    b1 = syncs["B"].sync(StubPeft("B1"), 1)
+    a2 = syncs["A"].sync(StubPeft("A2"), 2)
+    assert set(routes.loaded) == {b1, a2}
+    for name, label in ((b1, "B1"), (a2, "A2")):
+        assert (Path(routes.loaded[name]) / "adapter_model.safetensors").read_text() == f"weights of {label}"
+    assert a1 not in routes.loaded
+
+
+def test_a_second_trainer_with_the_same_run_tag_is_refused(tmp_path):
+    routes = RuntimeLoRARoutes()
+    client = httpx.Client(transport=httpx.MockTransport(routes))
+    first = LoRASync(VLLMBackend(URL, "smollm2"), tmp_path, run="same", client=client)
+    second = LoRASync(VLLMBackend(URL, "smollm2"), tmp_path, run="same", client=client)
+    name = first.sync(StubPeft("first"), 1)
+    with pytest.raises(WeightSyncError, match="held by another trainer with run tag 'same'"):
+        second.sync(StubPeft("second"), 1)
+    assert list(routes.loaded) == [name]
+    assert (Path(routes.loaded[name]) / "adapter_model.safetensors").read_text() == "weights of first"
+    first.close()  # releases the directory: a resumed trainer may take the tag
+    third = LoRASync(
+        VLLMBackend(URL, "smollm2"),
+        tmp_path,
+        run="same",
+        client=httpx.Client(transport=httpx.MockTransport(routes)),
+    )
+    assert third.sync(StubPeft("first"), 2).startswith("smollm2-lora-same-v2-")
+
+
+def test_an_adapter_name_never_stands_for_other_weights(tmp_path):
+    """A restarted run syncing version 1 again with other weights gets another name (and path);
+    the same weights get the same name."""
+    routes = RuntimeLoRARoutes()
+    names = []
+    for label in ("old", "new", "new"):
+        sync = LoRASync(
+            VLLMBackend(URL, "smollm2"),
+            tmp_path,
+            run="r",
+            client=httpx.Client(transport=httpx.MockTransport(routes)),
+        )
+        names.append(sync.sync(StubPeft(label), 1))
+        sync.close(unload=True)
+    assert names[0] != names[1] and names[1] == names[2]
+    paths = [body["lora_path"] for route, body in routes.calls if route == "/v1/load_lora_adapter"]
+    assert paths[0] != paths[1] and paths[1] == paths[2]

@@ -171,11 +171,18 @@ class SampleResult:
             raise BackendError(f"unknown finish_reason {self.finish_reason!r}")
 
 
+#: the largest magnitude a logprob may have: the store keeps logprobs as float32
+#: (strands_art/store.py), where anything beyond it becomes -inf
+FLOAT32_MAX = 3.4028234663852886e38
+
+
 def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> None:
     """Refuse a sample whose values no correct backend produces, before anything records it.
 
     Checks: every output ID is an ``int`` in ``[0, vocab_size)`` (so it also fits the int32
-    columns of the store); every logprob is a finite float ``<= 0`` (a log-probability); at most
+    columns of the store); every logprob is a float ``<= 0`` (a log-probability) that is finite
+    in the float32 the store keeps (``>= -FLOAT32_MAX``: -1e300 is finite as a Python float but
+    -inf in the Parquet column); at most
     ``max_new_tokens`` tokens (what was asked for).
 
     Raises:
@@ -185,7 +192,7 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
     if (
         len(ids) <= max_new_tokens
         and all(type(t) is int and 0 <= t < vocab_size for t in ids)
-        and all(type(x) in (float, int) and -math.inf < x <= 0 for x in lps)
+        and all(type(x) in (float, int) and -FLOAT32_MAX <= x <= 0 for x in lps)
     ):
         return  # the common case, in one pass each; below: find the first violation for the message
     if len(ids) > max_new_tokens:
@@ -196,9 +203,10 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
                 f"backend returned token ID {t!r} at position {i}, outside the vocabulary [0, {vocab_size})"
             )
     for i, x in enumerate(lps):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x > 0:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not -FLOAT32_MAX <= x <= 0:
             raise InvalidSample(
-                f"backend returned logprob {x!r} at position {i}; a logprob is a finite number <= 0"
+                f"backend returned logprob {x!r} at position {i}; a logprob is a finite number <= 0 "
+                "(finite as float32, the store's precision)"
             )
 
 

@@ -45,6 +45,7 @@ after it started is not retried (:class:`BackendUnavailable` / :class:`BackendEr
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
@@ -61,6 +62,12 @@ from strands_art.backends.base import (
     SampleResult,
     SamplingParams,
     TokenSink,
+)
+from strands_art.backends.http_limits import (
+    MAX_LINE_BYTES,
+    MAX_RESPONSE_BYTES,
+    read_body,
+    read_body_sync,
 )
 from strands_art.backends.vllm_stream import read_stream
 from strands_art.validation import is_int, is_real
@@ -299,6 +306,12 @@ class VLLMBackend:
         max_model_len: the server's context length in tokens; default: read once from
             ``GET /v1/models`` (vLLM's ``max_model_len`` for ``model``) when first asked for
             (:attr:`max_context_tokens`, which the gateway reads for its default budget).
+        max_response_bytes: the most bytes (decoded: after gzip) one answer or one whole stream
+            may have (default 64 MiB); more is a :class:`~strands_art.backends.http_limits.ResponseTooLarge`
+            (a BackendError), and reading stops there (:mod:`strands_art.backends.http_limits`).
+        max_line_bytes: the most bytes one line of a stream may have (default 16 MiB).
+        models_deadline_s: seconds :meth:`models` and :attr:`max_context_tokens` may take in all
+            (default 30): a server that drips ``/v1/models`` cannot hold the caller.
 
     Policy version (on-policy training, :mod:`strands_art.training.weight_sync`): requests go to
     :attr:`model`, the served base model (:attr:`base_model`, policy version 0) until
@@ -326,6 +339,9 @@ class VLLMBackend:
         api_key: str | None = None,
         max_connections: int = 256,
         max_model_len: int | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        models_deadline_s: float = 30.0,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
@@ -351,6 +367,9 @@ class VLLMBackend:
         self._max_model_len = max_model_len
         self._connect_timeout_s = connect_timeout_s
         self._headers = headers
+        self.max_response_bytes = max_response_bytes
+        self.max_line_bytes = max_line_bytes
+        self.models_deadline_s = models_deadline_s
 
     def use_adapter(self, name: str, version: int) -> None:
         """Send later requests to the server's LoRA adapter ``name`` (already loaded there) and
@@ -369,11 +388,12 @@ class VLLMBackend:
         if self._max_model_len is None:
             url = self.url[: -len("/completions")] + "/models"
             try:
-                resp = httpx.get(url, headers=self._headers, timeout=self._connect_timeout_s)
-                resp.raise_for_status()
-                cards = [m for m in resp.json()["data"] if m.get("id") == self.base_model]
+                with httpx.stream("GET", url, headers=self._headers, timeout=self._connect_timeout_s) as r:
+                    r.raise_for_status()
+                    body = read_body_sync(r, self.max_response_bytes, url, self.models_deadline_s)
+                cards = [m for m in json.loads(body)["data"] if m.get("id") == self.base_model]
                 value = cards[0].get("max_model_len") if cards else None
-            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            except (httpx.HTTPError, BackendError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 logger.warning("could not read max_model_len from %s: %r", url, exc)
                 return None
             if is_int(value) and value > 0:
@@ -442,7 +462,7 @@ class VLLMBackend:
             last = attempt == attempts - 1
             try:
                 if on_tokens is None:
-                    outcome = self._outcome(await self._client.post(self.url, json=payload))
+                    outcome = await self._answer(payload)
                 else:
                     outcome = await self._stream(payload, on_tokens)
             except httpx.ConnectTimeout as exc:
@@ -478,6 +498,12 @@ class VLLMBackend:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    async def _answer(self, payload: dict[str, Any]) -> Any:
+        """One non-streamed attempt, its body read within :attr:`max_response_bytes`."""
+        async with self._client.stream("POST", self.url, json=payload) as resp:
+            body = await read_body(resp, self.max_response_bytes, self.url)
+        return self._outcome(httpx.Response(resp.status_code, content=body, request=resp.request))
+
     def _outcome(self, resp: httpx.Response) -> Any:
         """A read answer → its JSON body, a :class:`_Rejected` 4xx or a retryable :class:`_Failed`."""
         status = resp.status_code
@@ -496,21 +522,29 @@ class VLLMBackend:
         """One streamed attempt; leaving the ``async with`` (done, failed or cancelled) closes it."""
         async with self._client.stream("POST", self.url, json=payload) as resp:
             if resp.status_code >= 400:
-                await resp.aread()
-                return self._outcome(resp)
-            return await read_stream(resp, on_tokens, self.url)
+                body = await read_body(resp, self.max_response_bytes, self.url)
+                return self._outcome(httpx.Response(resp.status_code, content=body, request=resp.request))
+            return await read_stream(
+                resp, on_tokens, self.url, max_line=self.max_line_bytes, limit=self.max_response_bytes
+            )
 
     async def models(self) -> list[str]:
         """The model names the server serves (``GET /v1/models``), to check ``model`` early.
 
         Raises:
-            BackendError: the server cannot be reached or answers badly.
+            BackendError: the server cannot be reached or answers badly, or too much
+                (:attr:`max_response_bytes`).
+            BackendTimeout: no whole answer within :attr:`models_deadline_s`.
         """
         url = self.url[: -len("/completions")] + "/models"
         try:
-            resp = await self._client.get(url)
-            resp.raise_for_status()
-            return [m["id"] for m in resp.json()["data"]]
+            async with asyncio.timeout(self.models_deadline_s):
+                async with self._client.stream("GET", url) as resp:
+                    resp.raise_for_status()
+                    body = await read_body(resp, self.max_response_bytes, url)
+            return [m["id"] for m in json.loads(body)["data"]]
+        except TimeoutError as exc:
+            raise BackendTimeout(f"{url} did not answer within {self.models_deadline_s:g} s") from exc
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
             raise BackendError(f"could not list models at {url}: {exc!r}") from exc
 

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable, TokenSink
+from strands_art.backends.http_limits import MAX_LINE_BYTES, MAX_RESPONSE_BYTES, iter_lines
 
 DONE = "[DONE]"
 _LOGPROB_LISTS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
@@ -108,20 +109,29 @@ class StreamAssembler:
         return {"id": self._id, "object": "text_completion", "choices": [choice], "usage": self._usage}
 
 
-async def read_stream(resp: httpx.Response, on_tokens: TokenSink, url: str) -> dict[str, Any]:
+async def read_stream(
+    resp: httpx.Response,
+    on_tokens: TokenSink,
+    url: str,
+    *,
+    max_line: int = MAX_LINE_BYTES,
+    limit: int = MAX_RESPONSE_BYTES,
+) -> dict[str, Any]:
     """Read a 200 streaming answer to its ``[DONE]``, calling ``on_tokens`` with each chunk's new
-    token IDs, and return the joined body.
+    token IDs, and return the joined body. No line may exceed ``max_line`` bytes, nor the whole
+    stream ``limit`` bytes (:mod:`strands_art.backends.http_limits`).
 
     A transport failure here is not retried (tokens may already have been handed out).
 
     Raises:
         BackendTimeout: a read timed out mid-stream.
         BackendUnavailable: the connection broke or the stream ended without ``[DONE]``.
-        BackendError: a chunk that is not JSON, or an error chunk (see :class:`StreamAssembler`).
+        BackendError: a chunk that is not JSON, or an error chunk (see :class:`StreamAssembler`);
+            ResponseTooLarge (a BackendError) past a cap.
     """
     assembler = StreamAssembler()
     try:
-        async for line in resp.aiter_lines():
+        async for line in iter_lines(resp, url, max_line, limit):
             if not line.startswith("data:"):
                 continue  # blank separators, comments (": ping"), event names
             data = line[len("data:") :].strip()

@@ -53,6 +53,9 @@ class ModelFamily:
         inline_reasoning: the template writes reasoning inline as ``<think>R</think>`` before the
             content (Qwen3, DeepSeek-R1), so an answer echoed that way is the same message as one
             with a reasoning field (:func:`~strands_art.history.normalize.split_inline_reasoning`).
+        call_list_closers: texts that close a list of calls once its last complete call is
+            written (DeepSeek's ``<｜tool▁calls▁end｜>``, Mistral's ``]``): a turn cut at the token
+            limit ends at its last complete call with this added (strands_art/toolcalls/cut.py).
     """
 
     name = "generic"
@@ -63,6 +66,7 @@ class ModelFamily:
     stop_tokens: tuple[str, ...] | None = None
     other_turn_closers: tuple[str, ...] = ()
     end_only_texts: tuple[str, ...] = ()
+    call_list_closers: tuple[str, ...] = ()
 
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool

@@ -157,6 +157,7 @@ class DeepSeekFamily(ModelFamily):
     end_tokens = (EOS,)
     closer_end_tokens = (EOS,)
     tools_in_template = False
+    call_list_closers = (CALLS_END,)
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         return CALLS_BEGIN in chat_template or "<｜Assistant｜>" in chat_template

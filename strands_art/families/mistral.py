@@ -184,6 +184,7 @@ class MistralFamily(ModelFamily):
 
     name = "mistral"
     end_tokens = END_TOKENS
+    call_list_closers = ("]",)
     closer_end_tokens = END_TOKENS
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:

@@ -11,7 +11,7 @@ docs/linear-history.md for the design, the policies and a worked example.
 Per turn (the fast path) the policy renders the stored canonical messages plus the new ones
 *once* (on the event loop, in slices: :meth:`ChatRenderer.arender`), checks that the previous turn's render (without its generation
 prompt) is a text prefix of it, finds the end of the last assistant's closer after that point,
-and tokenizes only the text after it (``async_encode``). No whole-history tokenization.
+and tokenizes only the text after it (off the event loop). No whole-history tokenization.
 
 Slower paths (:mod:`strands_art.history.boundary`), each reason-coded in the turn's ``heal`` event:
 
@@ -70,7 +70,7 @@ Policy = Literal["reset", "error", "disable"]
 OmittedPolicy = Literal["heal", "reset"]
 
 #: fragments up to this many characters are tokenized inline (~1 ms at most with Qwen3's BPE);
-#: longer ones with ``async_encode`` off the event loop
+#: longer ones in a worker thread, off the event loop
 SYNC_ENCODE_CHARS = 2048
 
 
@@ -261,7 +261,7 @@ class LinearHistory:
 
     async def _encode(self, text: str) -> list[int]:
         """Token IDs of a fragment: inline below ``SYNC_ENCODE_CHARS`` (microseconds of Rust, cheaper
-        than a hop off the event loop), else ``async_encode`` off the loop."""
+        than a hop off the event loop), else in a worker thread off the loop."""
         if len(text) <= SYNC_ENCODE_CHARS:
             return self.renderer.encode_sync(text)
         return await self.renderer.encode(text)

@@ -14,6 +14,7 @@ What the harness sends is validated and put into one canonical shape:
   messages). Two of them with different text are a :class:`MessageError`. Reasoning that is
   empty once its surrounding newlines are stripped (templates render ``reasoning.strip("\n")``)
   counts as none, like ``null`` and ``""``;
+- the ``developer`` role (OpenAI's newer name for system instructions) is the ``system`` role;
 - wire-only fields (tool-call ``id``/``type``, ``tool_call_id``, ``name`` on tool results) are
   kept for rendering but ignored by :func:`message_key`, which is what history comparison uses.
 """
@@ -26,6 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
+#: roles clients send under another name: OpenAI's ``developer`` (o1 and later, Codex) is the
+#: system message (Harmony renders system text as its own developer message)
+ROLE_ALIASES = {"developer": "system"}
 
 
 class MessageError(ValueError):
@@ -132,6 +136,7 @@ def normalize_message(index: int, msg: Any, work: NormalizeWork | None = None) -
     if not isinstance(msg, dict):
         raise MessageError(index, f"expected a dict, got {type(msg).__name__}")
     role = msg.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise MessageError(index, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     out: dict[str, Any] = {"role": role, "content": _flatten_content(index, msg.get("content"))}

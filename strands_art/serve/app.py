@@ -46,17 +46,20 @@ from strands_art.gateway import (
 )
 from strands_art.history.divergence import HistoryDivergence
 from strands_art.history.normalize import MessageError, normalize_message
+from strands_art.history.pairing import check_tool_pairing
 from strands_art.render import TemplateError
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
 from strands_art.serve.wire import (
     RequestError,
+    check_unicode,
     completion,
     completion_chunks,
     completion_id,
     models_list,
     parse_chat_request,
     sse,
+    token_logprobs,
 )
 
 logger = logging.getLogger(__name__)
@@ -77,6 +80,9 @@ class ServeConfig(TypedDict, total=False):
         store: a :class:`~strands_art.store.TrajectoryStore`; each closed rollout is appended.
         max_open_sessions: sessions open through the front at once (default 10,000; one more is
             a 429 ``too_many_sessions``).
+        header_timeout: seconds a connection may take to send a request's headers, from when it
+            opens or its previous response ends (default 30): a client that drips its headers
+            (or sits idle) is disconnected then, so slow-header connections cannot pile up.
     """
 
     model_name: str
@@ -85,6 +91,10 @@ class ServeConfig(TypedDict, total=False):
     max_body_bytes: int
     store: Any
     max_open_sessions: int
+    header_timeout: float
+
+
+DEFAULT_HEADER_TIMEOUT = 30.0
 
 
 def error_for(exc: BaseException) -> RequestError | None:
@@ -138,8 +148,18 @@ def error_for(exc: BaseException) -> RequestError | None:
     return None
 
 
+def _dumps(data: Any) -> str:
+    """JSON text; escaped to ASCII when it holds a lone surrogate (not encodable as UTF-8)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, ensure_ascii=False))
+    return web.json_response(data, status=status, dumps=_dumps)
 
 
 @web.middleware
@@ -195,14 +215,32 @@ async def _body(request: web.Request) -> Any:
         raise RequestError(400, "the request body is nested too deeply to be read as JSON") from None
 
 
-def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[dict[str, Any]]:
-    """The request's messages, validated, with each assistant message the gateway produced
-    replaced by what it produced (so the prompt tokens are the ones the model saw)."""
-    out = []
+def request_messages(messages: list[Any]) -> tuple[list[dict[str, Any]], list[list[str]]]:
+    """The request's messages validated and normalized (non-text parts as placeholders) and
+    each one's placeholders; tool results checked against the calls they answer. Records
+    nothing: a request refused here leaves no trace.
+
+    Raises:
+        MessageError: a malformed message or an unpaired tool result (400 ``invalid_message``).
+    """
+    normalized, placeholders = [], []
     for index, raw in enumerate(messages):
-        raw, placeholders = replace_non_text_parts(raw)
-        message = normalize_message(index, raw)
-        history.report_non_text(index, placeholders)
+        raw, found = replace_non_text_parts(raw)
+        normalized.append(normalize_message(index, raw))
+        placeholders.append(found)
+    check_tool_pairing(normalized)
+    return normalized, placeholders
+
+
+def canonical_messages(
+    history: CanonicalHistory, messages: list[dict[str, Any]], placeholders: list[list[str]]
+) -> list[dict[str, Any]]:
+    """The messages of :func:`request_messages` with each assistant message the gateway
+    produced replaced by what it produced (so the prompt tokens are the ones the model saw);
+    rewrites and non-text content are recorded as events."""
+    out = []
+    for index, message in enumerate(messages):
+        history.report_non_text(index, placeholders[index])
         if message["role"] == "assistant":
             message = history.assistant(index, message)
         elif message["role"] == "tool":
@@ -211,14 +249,35 @@ def canonical_messages(history: CanonicalHistory, messages: list[Any]) -> list[d
     return out
 
 
+def _logprobs(gateway: RolloutGateway, result: GenerateResult) -> dict[str, Any]:
+    turn = result.turn
+    return token_logprobs([gateway.renderer.decode([t]) for t in turn.output_ids], turn.logprobs)
+
+
+def _record_ignored(gateway: RolloutGateway, rollout_id: str, req: Any, turn: int) -> None:
+    """Events for the request fields the front did not apply (:mod:`strands_art.serve.fields`)."""
+    if req.tool_choice not in (None, "auto"):
+        gateway.record_event(
+            rollout_id,
+            "tool_choice_ignored",
+            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
+            turn=turn,
+            field="tool_choice",
+        )
+    for name, reason in req.ignored:
+        gateway.record_event(rollout_id, "request_field_ignored", reason, turn=turn, field=name)
+
+
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     registry, config = request.app[REGISTRY], request.app[CONFIG]
-    req = parse_chat_request(await _body(request))
+    gateway = registry.gateway
+    req = parse_chat_request(await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None))
+    normalized, placeholders = request_messages(req.messages)  # refused before anything is opened
     rollout_id = registry.resolve(
         request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER), req.user
     )
     history = registry.canonical(rollout_id)
-    messages = canonical_messages(history, req.messages)
+    messages = canonical_messages(history, normalized, placeholders)
     model = req.model or config["model_name"]
     cid = completion_id()
     response: web.StreamResponse
@@ -229,7 +288,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
         async def deliver(result: GenerateResult) -> None:
             await response.prepare(request)
-            for chunk in completion_chunks(result, model, cid, req.include_usage):
+            lps = _logprobs(gateway, result) if req.logprobs else None
+            for chunk in completion_chunks(result, model, cid, req.include_usage, lps):
                 await response.write(sse(chunk))
             await response.write(sse("[DONE]"))
             await response.write_eof()
@@ -238,12 +298,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         response = web.Response(content_type="application/json")
 
         async def deliver(result: GenerateResult) -> None:
-            response.body = json.dumps(completion(result, model, cid), ensure_ascii=False).encode()
+            lps = _logprobs(gateway, result) if req.logprobs else None
+            response.body = json.dumps(completion(result, model, cid, lps), ensure_ascii=False).encode()
             await response.prepare(request)
             await response.write_eof()
 
     try:
-        result = await registry.gateway.generate(
+        result = await gateway.generate(
             rollout_id, messages, req.tools, req.overrides or None, deliver=deliver
         )
     except ConnectionResetError:  # the client left while the response was written: nothing recorded
@@ -251,16 +312,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         if response.prepared:
             return response
         raise
-    if not registry.gateway.is_open(rollout_id):  # closed while the response was written
+    if not gateway.is_open(rollout_id):  # closed while the response was written
         return response
     history.remember(result.assistant_message)
-    if req.tool_choice not in (None, "auto"):
-        registry.gateway.record_event(
-            rollout_id,
-            "tool_choice_ignored",
-            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
-            turn=result.turn.index,
-        )
+    _record_ignored(gateway, rollout_id, req, result.turn.index)
     return response
 
 
@@ -278,6 +333,7 @@ async def open_session(request: web.Request) -> web.Response:
     group_id = body.get("group_id")
     if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 200):
         raise RequestError(400, "'group_id' must be a string of 1-200 characters", param="group_id")
+    check_unicode("group_id", group_id)  # stored with every row: refused before anything opens
     defaults = request.app[REGISTRY].gateway.config["sampling"]
     sampling = sampling_from_json(body["sampling"], defaults) if body.get("sampling") is not None else None
     rollout_id = request.app[REGISTRY].open(body.get("rollout_id"), group_id, sampling)
@@ -308,8 +364,15 @@ async def close_session(request: web.Request) -> web.Response:
         raise RequestError(400, "'reward' must be a finite number", param="reward")
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)
-    traj = request.app[REGISTRY].close(rollout_id, reward)
-    store = request.app[CONFIG].get("store")
+    registry, store = request.app[REGISTRY], request.app[CONFIG].get("store")
+    if store is not None:  # a trajectory the store cannot write is refused while the session is open
+        try:
+            store.encode(registry.trajectory(rollout_id))
+        except ValueError as exc:
+            raise RequestError(
+                500, f"the rollout stays open: the store cannot write it: {exc}", type="server_error"
+            ) from None
+    traj = registry.close(rollout_id, reward)
     if store is not None:
         await asyncio.to_thread(store.append, traj)
     return _json(traj.to_dict())
@@ -348,13 +411,21 @@ def create_app(gateway: RolloutGateway, **config: Any) -> web.Application:
     return app
 
 
-async def start(app: web.Application, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> web.AppRunner:
-    """Serve ``app`` on ``host:port`` (port 0 picks a free one) until the runner is cleaned up.
+async def start(
+    app: web.Application, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, sock: Any = None
+) -> web.AppRunner:
+    """Serve ``app`` on ``host:port`` (port 0 picks a free one), or on an already bound listening
+    ``sock``, until the runner is cleaned up.
 
     Handlers are cancelled when their client disconnects (``handler_cancellation``), which
-    cancels the turn's sampling. Returns the runner; ``runner.addresses`` holds the bound address.
+    cancels the turn's sampling; a connection that has not sent a whole request's headers
+    within ``header_timeout`` (:class:`ServeConfig`) is closed. Returns the runner; ``runner.addresses`` holds the bound address.
     """
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    # aiohttp closes a connection still waiting for a whole request when its keep-alive timer
+    # fires, which starts at connect and after each response: that is the header-read timeout
+    timeout = float(app[CONFIG].get("header_timeout") or DEFAULT_HEADER_TIMEOUT)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, keepalive_timeout=timeout)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
+    await site.start()
     return runner

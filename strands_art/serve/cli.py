@@ -1,7 +1,7 @@
 """``strands-art serve``: the OpenAI-compatible HTTP front on a rollout gateway.
 
-Builds the sampling backend (the embedded transformers model, a vLLM server, or a scripted
-backend for trying a harness without a model), a :class:`~strands_art.gateway.RolloutGateway`
+Builds the sampling backend (the embedded transformers model, llama.cpp in-process, a vLLM
+server, or a scripted backend for trying a harness without a model), a :class:`~strands_art.gateway.RolloutGateway`
 on it, and serves :func:`strands_art.serve.app.create_app` until interrupted (Ctrl-C / SIGTERM).
 """
 
@@ -13,12 +13,19 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
-from strands_art.validation import UsageError, check_int, check_sampling_args
+from strands_art.validation import (
+    UsageError,
+    check_float,
+    check_http_url,
+    check_int,
+    check_sampling_args,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -79,17 +86,26 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default=10_000,
         help="sessions open at once; opening one more is a 429 (default 10000)",
     )
+    g.add_argument(
+        "--header-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a connection may take to send a request's headers (from connect or its "
+        "previous response); slower or idle connections are closed (default 30)",
+    )
     g.add_argument("--served-model-name", default=None, help="name listed by /v1/models (default: --model)")
     g.add_argument("--store", default=None, help="append closed rollouts to this trajectory store directory")
 
     g = p.add_argument_group("model")
     g.add_argument(
         "--backend",
-        choices=["transformers", "vllm", "scripted"],
-        default="transformers",
-        help="transformers: the embedded model (default); vllm: a vLLM server (--base-url); "
-        "scripted: replies from --script (try a harness without a model)",
+        choices=["llamacpp", "transformers", "vllm", "scripted"],
+        default=None,
+        help="llamacpp: llama.cpp in-process (the GGUF aliases' default); transformers: the embedded "
+        "model (the default for other models); vllm: a vLLM server (--base-url); scripted: replies "
+        "from --script (try a harness without a model)",
     )
+    g.add_argument("--parallel", type=int, default=2, help="llamacpp: slots decoded together (default 2)")
     g.add_argument("--model", default="smollm2", help="model alias/dir (transformers) or served name (vllm)")
     g.add_argument(
         "--tokenizer", default=None, help="tokenizer alias/dir for vllm and scripted (default: --model)"
@@ -159,14 +175,44 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
             raise UsageError("the script must be a JSON list of items")
         tok = load_tokenizer(args.tokenizer or args.model)
         return ScriptedBackend(tok, script), tok
-    from strands_art.backends.transformers import TransformersBackend
+    from strands_art.backends import local_backend
 
-    backend = TransformersBackend(args.model)
-    return backend, backend.tokenizer
+    return local_backend(
+        args.model,
+        args.backend,
+        context_tokens=args.max_context_tokens or 8192,
+        parallel=args.parallel,
+    )
 
 
-async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
-    from strands_art.backends.base import SamplingParams
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, bound before anything else starts (the model, the
+    ``--store`` directory), so a busy port or a bad host costs nothing.
+
+    Raises:
+        UsageError: the host does not resolve or the address cannot be bound.
+    """
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=128)
+    except (OSError, UnicodeError) as exc:  # gaierror, EADDRINUSE, EADDRNOTAVAIL, a bad IDNA name
+        raise UsageError(f"cannot listen on {host}:{port}: {exc}") from None
+
+
+def check_store(path: str | None) -> None:
+    """UsageError when ``--store`` names something that is not a directory (or cannot become one)."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--store {path}: exists and is not a directory")
+    parent = next((p for p in target.absolute().parents if p.exists()), None)
+    if not target.exists() and (parent is None or not parent.is_dir() or not os.access(parent, os.W_OK)):
+        raise UsageError(f"--store {path}: cannot be created ({parent} is not a writable directory)")
+
+
+async def _serve(args: argparse.Namespace, api_key: str | None, sock: socket.socket) -> None:
+    from strands_art.backends.base import BackendError, SamplingParams
     from strands_art.gateway import RolloutGateway
     from strands_art.registry import ModelNotFound
     from strands_art.serve.app import create_app, start
@@ -185,7 +231,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
     try:  # a tokenizer alias/directory that does not exist (vllm loads it here)
         backend, tokenizer = _backend(args)
         gateway = RolloutGateway(tokenizer, backend, **config)
-    except ModelNotFound as exc:
+    except (ModelNotFound, BackendError) as exc:
         raise UsageError(str(exc)) from None
     store = None
     if args.store:
@@ -199,13 +245,10 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
         auto_open=args.auto_open,
         max_body_bytes=args.max_body_bytes,
         max_open_sessions=args.max_open_sessions,
+        header_timeout=args.header_timeout,
         store=store,
     )
-    try:
-        runner = await start(app, args.host, args.port)
-    except OSError as exc:  # port in use, address not available
-        await backend.aclose()
-        raise SystemExit(f"strands-art serve: cannot listen on {args.host}:{args.port}: {exc}") from None
+    runner = await start(app, sock=sock)
     host, port = runner.addresses[0][:2]
     print(f"strands-art serve: http://{host}:{port}/v1 (Ctrl-C stops)", file=sys.stderr, flush=True)
     stop = asyncio.Event()
@@ -220,8 +263,17 @@ async def _serve(args: argparse.Namespace, api_key: str | None) -> None:
 
 
 def validate_serve_args(args: argparse.Namespace) -> None:
-    """Check every ``serve`` number before anything starts; UsageError names the flag."""
+    """Check every ``serve`` number before anything starts; UsageError names the flag. Fills
+    ``--backend`` left out with the model's preferred one (llama.cpp for the GGUF aliases)."""
+    from strands_art.registry import preferred_backend
+
+    if args.backend is None:
+        args.backend = preferred_backend(args.model)
     check_int("--port", args.port, 0, 65535)
+    check_int("--parallel", args.parallel, 1, 64)
+    check_float("--header-timeout", args.header_timeout, 0, 3600, lo_open=True)
+    if args.base_url is not None:
+        check_http_url("--base-url", args.base_url)
     check_int("--max-body-bytes", args.max_body_bytes, 1, 1 << 30)
     check_int("--max-open-sessions", args.max_open_sessions, 1, 10_000_000)
     check_sampling_args(args)
@@ -246,5 +298,10 @@ def _run_serve(args: argparse.Namespace) -> int:
             args.host,
             args.api_key_env,
         )
-    asyncio.run(_serve(args, api_key))
+    check_store(args.store)
+    sock = bind(args.host, args.port)  # before the model and the store: a busy port costs nothing
+    try:
+        asyncio.run(_serve(args, api_key, sock))
+    finally:
+        sock.close()
     return 0

@@ -22,7 +22,7 @@ from typing import Any
 from strands_art.backends.base import SamplingParams
 from strands_art.canonical import CanonicalHistory
 from strands_art.gateway import RolloutGateway
-from strands_art.serve.wire import RequestError
+from strands_art.serve.wire import RequestError, check_unicode
 from strands_art.trajectory import Trajectory
 
 SESSION_HEADER = "X-Rollout-Id"
@@ -40,6 +40,7 @@ def sampling_from_json(data: Any, base: SamplingParams) -> SamplingParams:
     """
     if not isinstance(data, dict):
         raise RequestError(400, "'sampling' must be an object", param="sampling")
+    check_unicode("sampling", data)  # a stop string is stored with the session
     unknown = sorted(set(data) - set(SAMPLING_KEYS))
     if unknown:
         raise RequestError(

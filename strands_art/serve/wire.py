@@ -2,15 +2,18 @@
 
 Request (``POST /v1/chat/completions``, https://platform.openai.com/docs/api-reference/chat/create):
 ``messages``, ``tools`` (``[{"type": "function", "function": {name, description, parameters}}]``),
-``tool_choice``, ``stream``, ``stream_options.include_usage``, ``user`` and the sampling fields
-(``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``, ``stop``, ``seed``), which
-go to the gateway as overrides (ignored with an event, or rejected: the trainer owns sampling).
+``stream``, ``stream_options.include_usage``, ``user``, ``logprobs``; every other field is
+decided by :mod:`strands_art.serve.fields` (honoured, a sampling override, recorded as ignored,
+or refused with a 400 naming it).
 
 Response: one ``chat.completion`` object, or Server-Sent Events of ``chat.completion.chunk``
 objects ending with ``data: [DONE]``, as the OpenAI API and vLLM send them: a role delta, a
 ``reasoning_content`` delta (vLLM's and DeepSeek's field), a content delta, one ``tool_calls``
 delta per call (index, id, name and the whole JSON-string arguments), a chunk with
-``finish_reason``, then a usage chunk with empty ``choices`` when asked for.
+``finish_reason`` (carrying the logprobs when asked for), then a usage chunk with empty
+``choices`` when asked for. Logprobs (``"logprobs": true``) are OpenAI's
+``{"content": [{"token", "logprob", "bytes", "top_logprobs": []}]}``, one entry per sampled token
+of the turn (reasoning, call markup and the end token included), with the recorded values.
 
 Errors use OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``.
 """
@@ -20,12 +23,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strands_art.gateway import GenerateResult
-
-SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "stop", "seed")
 
 
 class RequestError(ValueError):
@@ -70,6 +71,8 @@ class ChatRequest:
         model: the ``model`` field, echoed back.
         user: the ``user`` field (a session id source), or None.
         overrides: sampling fields the client set (non-null), for the gateway's override policy.
+        ignored: ``(field, reason)`` of the fields recorded as ignored (:mod:`.fields`).
+        logprobs: the client asked for the recorded logprobs.
     """
 
     messages: list[dict[str, Any]]
@@ -80,25 +83,34 @@ class ChatRequest:
     model: str
     user: str | None
     overrides: dict[str, Any]
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+    logprobs: bool = False
 
 
-def parse_chat_request(body: Any) -> ChatRequest:
+def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRequest:
     """Validate a decoded request body.
 
     Raises:
         RequestError: 400 for a body that is not an object, missing or empty ``messages``,
             malformed ``tools``, ``n`` other than 1 (one sample per turn: a group is made of
             sessions, not of choices), a ``stream`` that is not a boolean, or a ``user``,
-            ``model`` or ``stream_options`` of the wrong type.
+            ``model`` or ``stream_options`` of the wrong type, and every field
+            :func:`strands_art.serve.fields.classify` refuses (``reasoning_effort``: the
+            effort the gateway renders, for its decision).
     """
+    from strands_art.serve.fields import classify
+
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "'messages' must be a non-empty list", param="messages")
+    for key, value in body.items():  # echoed or stored: refused before anything is opened
+        if key not in ("messages", "tools"):  # messages: normalize_message names the message
+            check_unicode(key, value)
     tools = body.get("tools") or None
     if tools is not None:
-        _check_tools(tools)
+        check_tools(tools)
     n = body.get("n")
     if n is not None and (isinstance(n, bool) or n != 1):
         raise RequestError(
@@ -108,7 +120,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
     stream = _field(body, "stream", bool, "true or false")
     model = _field(body, "model", str, "a string")
     options = _field(body, "stream_options", dict, "an object") or {}
-    overrides = {k: body[k] for k in SAMPLING_FIELDS if body.get(k) is not None}
+    plan = classify(body, reasoning_effort)
     return ChatRequest(
         messages=messages,
         tools=tools,
@@ -117,7 +129,9 @@ def parse_chat_request(body: Any) -> ChatRequest:
         include_usage=bool(options.get("include_usage")),
         model=model or "",
         user=user or None,
-        overrides=overrides,
+        overrides=plan.overrides,
+        ignored=plan.ignored,
+        logprobs=plan.logprobs,
     )
 
 
@@ -129,9 +143,25 @@ def _field(body: dict[str, Any], key: str, kind: type, what: str) -> Any:
     return value
 
 
-def _check_tools(tools: Any) -> None:
+def check_unicode(name: str, value: Any) -> None:
+    """A 400 naming ``name`` when ``value`` (JSON data) holds a lone surrogate (JSON ``"\\ud800"``
+    decodes to one): it can be neither tokenized nor stored as UTF-8, so it is refused before
+    anything is opened or recorded."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise RequestError(
+            400, f"'{name}' holds a lone surrogate U+{ord(bad[0]):04X} (not valid Unicode)", param=name
+        ) from None
+
+
+def check_tools(tools: Any) -> None:
+    """A 400 :class:`RequestError` (``param="tools"``) unless ``tools`` is a list of OpenAI
+    function tools, each with a non-empty name and a JSON-Schema object (or no) ``parameters``."""
     if not isinstance(tools, list):
         raise RequestError(400, "'tools' must be a list", param="tools")
+    check_unicode("tools", tools)
     for k, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, dict) else None
         if (
@@ -188,8 +218,21 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def completion(result: GenerateResult, model: str, cid: str) -> dict[str, Any]:
-    """A ``chat.completion`` object for one turn."""
+def token_logprobs(tokens: list[str], logprobs: list[float]) -> dict[str, Any]:
+    """OpenAI's ``logprobs`` object for sampled tokens (their text) and their recorded logprobs."""
+    return {
+        "content": [
+            {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8", "replace")), "top_logprobs": []}
+            for t, lp in zip(tokens, logprobs, strict=True)
+        ],
+        "refusal": None,
+    }
+
+
+def completion(
+    result: GenerateResult, model: str, cid: str, logprobs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A ``chat.completion`` object for one turn (``logprobs``: :func:`token_logprobs` or None)."""
     return {
         "id": cid,
         "object": "chat.completion",
@@ -200,7 +243,7 @@ def completion(result: GenerateResult, model: str, cid: str) -> dict[str, Any]:
                 "index": 0,
                 "message": response_message(result),
                 "finish_reason": result.finish_reason,
-                "logprobs": None,
+                "logprobs": logprobs,
             }
         ],
         "usage": result.usage,
@@ -208,18 +251,23 @@ def completion(result: GenerateResult, model: str, cid: str) -> dict[str, Any]:
 
 
 def completion_chunks(
-    result: GenerateResult, model: str, cid: str, include_usage: bool
+    result: GenerateResult,
+    model: str,
+    cid: str,
+    include_usage: bool,
+    logprobs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of one turn, in order (see the module docstring)."""
+    """The ``chat.completion.chunk`` objects of one turn, in order (see the module docstring);
+    ``logprobs`` (:func:`token_logprobs`) rides on the ``finish_reason`` chunk."""
     created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, lps: Any = None) -> dict[str, Any]:
         return {
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": lps}],
         }
 
     message = response_message(result)
@@ -230,7 +278,7 @@ def completion_chunks(
         chunks.append(chunk({"content": message["content"]}))
     for k, call in enumerate(message.get("tool_calls", [])):
         chunks.append(chunk({"tool_calls": [{"index": k, **call}]}))
-    chunks.append(chunk({}, result.finish_reason))
+    chunks.append(chunk({}, result.finish_reason, logprobs))
     if include_usage:
         chunks.append({**chunk({}), "choices": [], "usage": result.usage})
     return chunks

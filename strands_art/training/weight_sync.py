@@ -2,11 +2,20 @@
 
 After an update, :meth:`LoRASync.sync` writes the trainer's adapter with peft's
 ``save_pretrained`` (``adapter_config.json`` + ``adapter_model.safetensors``, the format vLLM
-reads) to ``adapter_dir/v{version}``, loads it into the server under a new versioned name
-(``{base}-lora-{run}-v{version}``; ``run`` keeps trainers sharing one server apart) with vLLM's
-runtime LoRA API, switches the
+reads) to ``adapter_dir/{run}/v{version}-{digest}``, loads it into the server under the name
+``{base}-lora-{run}-v{version}-{digest}`` with vLLM's runtime LoRA API, switches the
 :class:`~strands_art.backends.vllm.VLLMBackend` to that name (later samples use it and record
 ``policy_version``), then unloads the previous adapter and deletes its directory.
+
+Isolation (trainers sharing one server and one ``adapter_dir``): vLLM keeps a bounded number of
+adapters in memory and re-reads an evicted one from its ``lora_path`` when a request names it
+again, so the files behind a loaded name must never change. Each run writes only under
+``adapter_dir/{run}`` (``run``: a tag unique per trainer), which it holds with an exclusive lock
+(``.lock``, ``fcntl.flock``) from its first sync to :meth:`LoRASync.close`: a second trainer with
+the same tag is refused (:class:`WeightSyncError`) instead of overwriting the first one's files.
+``digest`` is the first 12 hex digits of the SHA-256 of the adapter's files, so an adapter name
+never stands for two different weights (a resumed run re-syncing a version with other weights
+gets another name and another directory).
 
 vLLM's runtime LoRA API (``vllm/entrypoints/serve/lora/api_router.py``):
 
@@ -37,6 +46,8 @@ trains a LoRA adapter, so it always has one to sync.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import logging
 import re
 import shutil
@@ -137,15 +148,29 @@ def default_adapter_config(model: Any) -> Any:
     return configs["default"]
 
 
+def adapter_digest(directory: Path) -> str:
+    """The first 12 hex digits of the SHA-256 of an adapter directory's files (names and bytes,
+    in name order): equal digests, equal adapters."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        h.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
 class LoRASync:
     """Loads a peft model's adapter into the vLLM server a :class:`VLLMBackend` samples from.
 
     Args:
         backend: the ``VLLMBackend`` (its server, base model name and API key are used; its
             request model is switched to each new adapter).
-        adapter_dir: where adapters are written (``v{version}`` subdirectories; the current one
-            is kept, older ones are deleted once unloaded); made absolute (``~`` expanded), since
-            the server would resolve a relative path against its own working directory.
+        adapter_dir: where adapters are written, in ``{run}/v{version}-{digest}`` subdirectories
+            (the current one is kept, older ones are deleted once unloaded); several trainers may
+            share it (see the module docstring); made absolute (``~`` expanded), since the
+            server would resolve a relative path against its own working directory.
         server_adapter_dir: ``adapter_dir`` as the server sees it (default: the same path);
             must be absolute.
         max_lora_rank: the server's ``--max-lora-rank``, to refuse a too-large rank early.
@@ -155,6 +180,7 @@ class LoRASync:
         client: an ``httpx.Client`` to use (default: a new one; tests pass one).
 
     Attributes:
+        run_dir: ``adapter_dir/{run}``, this run's own directory (locked while it syncs).
         current: the adapter name the backend samples from (None: the base model).
         version: its policy version (0: the base model).
         sync_s: seconds the last :meth:`sync` took (save + load + unload).
@@ -186,6 +212,9 @@ class LoRASync:
                 f"server_adapter_dir must be an absolute path as the server sees it, got {str(server_adapter_dir)!r}"
             )
         self.server_adapter_dir = Path(server_adapter_dir) if server_adapter_dir else self.adapter_dir
+        self.run_dir = self.adapter_dir / run
+        self._lock: Any = None
+        self._current_dir: str | None = None
         self.max_lora_rank = max_lora_rank
         self.timeout_s = timeout_s
         headers = dict(getattr(backend, "_headers", {}) or {})
@@ -194,9 +223,27 @@ class LoRASync:
         self.version = 0
         self.sync_s = 0.0
 
-    def adapter_name(self, version: int) -> str:
-        """The server-side name of the adapter of policy ``version``."""
-        return f"{self.backend.base_model}-lora-{self.run}-v{version}"
+    def adapter_name(self, version: int, digest: str = "") -> str:
+        """The server-side name of the adapter of policy ``version`` with files of SHA-256
+        ``digest`` (its first 12 hex digits; without it: the name's version prefix)."""
+        base = f"{self.backend.base_model}-lora-{self.run}-v{version}"
+        return f"{base}-{digest}" if digest else base
+
+    def _hold_run_dir(self) -> None:
+        """Create and lock ``run_dir`` (once); WeightSyncError when another trainer holds it."""
+        if self._lock is not None:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.run_dir / ".lock", "a")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise WeightSyncError(
+                f"adapter directory {self.run_dir} is held by another trainer with run tag {self.run!r}: "
+                "give each trainer its own run tag (or its own adapter_dir)"
+            ) from None
+        self._lock = lock
 
     def sync(self, model: Any, version: int) -> str:
         """Save ``model``'s adapter, load it as policy ``version``, switch the backend to it and
@@ -215,25 +262,35 @@ class LoRASync:
             raise ValueError(f"policy version must grow: {version} after {self.version}")
         t0 = time.perf_counter()
         check_adapter_config(default_adapter_config(model), self.max_lora_rank)
-        name = self.adapter_name(version)
-        local = self.adapter_dir / f"v{version}"
-        if local.exists():  # left over from a run that stopped before this version was loaded
-            shutil.rmtree(local)
-        model.save_pretrained(str(local))
+        self._hold_run_dir()
+        staging = self.run_dir / f".v{version}.partial"
+        if staging.exists():  # left over from a sync that stopped midway
+            shutil.rmtree(staging)
+        model.save_pretrained(str(staging))
+        digest = adapter_digest(staging)
+        name, dirname = self.adapter_name(version, digest), f"v{version}-{digest}"
+        local = self.run_dir / dirname
+        if local.exists():  # the same files already there (same name): keep them as they are
+            shutil.rmtree(staging)
+        else:
+            staging.rename(local)
         try:
-            self._post("load", {"lora_name": name, "lora_path": str(self.server_adapter_dir / f"v{version}")})
+            self._post(
+                "load", {"lora_name": name, "lora_path": str(self.server_adapter_dir / self.run / dirname)}
+            )
         except WeightSyncError:
             shutil.rmtree(local, ignore_errors=True)
             raise
-        previous, previous_version = self.current, self.version
+        previous, previous_dir = self.current, self._current_dir
         self.backend.use_adapter(name, version)
-        self.current, self.version = name, version
+        self.current, self.version, self._current_dir = name, version, dirname
         if previous is not None:
             try:
                 self._post("unload", {"lora_name": previous})
             except WeightSyncError as exc:  # the new policy is in place; the old one only costs memory
                 logger.warning("could not unload the previous adapter %s: %s", previous, exc)
-            shutil.rmtree(self.adapter_dir / f"v{previous_version}", ignore_errors=True)
+            if previous_dir != dirname:
+                shutil.rmtree(self.run_dir / str(previous_dir), ignore_errors=True)
         self.sync_s = time.perf_counter() - t0
         logger.info("vLLM now samples from %s (policy version %d, %.2f s)", name, version, self.sync_s)
         return name
@@ -271,7 +328,10 @@ class LoRASync:
             if unload and self.current is not None:
                 self._post("unload", {"lora_name": self.current})
                 self.backend.use_adapter(self.backend.base_model, 0)
-                shutil.rmtree(self.adapter_dir / f"v{self.version}", ignore_errors=True)
-                self.current, self.version = None, 0
+                shutil.rmtree(self.run_dir / str(self._current_dir), ignore_errors=True)
+                self.current, self.version, self._current_dir = None, 0, None
         finally:
             self._client.close()
+            if self._lock is not None:  # another trainer may take this run tag now
+                self._lock.close()
+                self._lock = None

@@ -90,6 +90,10 @@ from strands_art.envs.sandbox.files import copy_tree
 from strands_art.envs.sandbox.removal import remove_tree
 from strands_art.validation import check_float
 
+#: the most test cases a task may require: far above any repository's count (a number such as
+#: 10**30 is a malformed task, refused before anything is built)
+MAX_TEST_CASES = 10_000_000
+
 logger = logging.getLogger(__name__)
 
 MAX_BUILD_TIMEOUT_S = 86400.0
@@ -125,9 +129,10 @@ class EvalTask:
         """Load ``task_dir/task.json`` (needs ``num_test_cases``); original = ``task_dir/repo``.
 
         Raises BadTask (a ValueError) when ``task.json`` is missing or not valid UTF-8 JSON
-        holding an object, ``num_test_cases`` is not an integer >= 0 (``true`` is not one), or
-        ``base_commit`` is needed (no ``repo/``) and is not a full hex commit id (40 or 64
-        digits: an abbreviated one could name an object the agent made, see :mod:`.gitorigin`).
+        holding an object, ``num_test_cases`` is not an integer in [0, :data:`MAX_TEST_CASES`]
+        (``true`` is not one), or ``base_commit`` is needed (no ``repo/``) and is not a full hex
+        commit id (40 or 64 digits: an abbreviated one could name an object the agent made, see
+        :mod:`.gitorigin`).
         """
         task_dir = Path(task_dir)
         path = task_dir / "task.json"
@@ -140,8 +145,10 @@ class EvalTask:
         if not isinstance(meta, dict):
             raise BadTask(f"{path} must hold a JSON object, got {type(meta).__name__}")
         num = meta.get("num_test_cases")
-        if isinstance(num, bool) or not isinstance(num, int) or num < 0:
-            raise BadTask(f"{path}: num_test_cases must be an integer >= 0, got {num!r}")
+        if isinstance(num, bool) or not isinstance(num, int) or not 0 <= num <= MAX_TEST_CASES:
+            raise BadTask(
+                f"{path}: num_test_cases must be an integer from 0 to {MAX_TEST_CASES:,}, got {repr(num)[:40]}"
+            )
         repo = task_dir / "repo"
         base_commit = meta.get("base_commit")
         if not repo.is_dir():

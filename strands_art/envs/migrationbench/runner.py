@@ -372,15 +372,47 @@ async def run_migration(
                 setattr(args, key, value)
     resolve_defaults(args)
     validate_migrate_args(args)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"--run-dir {run_dir}: exists and is not a directory")
     # read and check the tasks (or records) before anything is written
     tasks: list[Task] | list[dict[str, Any]]
     tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)
+    await _preflight(args, backend_factory)
     rd = open_run_dir(run_dir)
     try:
         with run_token(rd.token, rd.workspaces):
             return await _run(args, console, backend_factory, rd, tasks)
     finally:
         rd.close()
+
+
+async def _preflight(args: argparse.Namespace, backend_factory: BackendFactory | None) -> None:
+    """What can fail outside this process, checked before anything is written: the tokenizer
+    loads (``--tokenizer``, or the vLLM model's), and a vLLM server answers ``/v1/models``.
+
+    Raises:
+        UsageError: naming the tokenizer or the server and why.
+    """
+    from strands_art.registry import load_tokenizer
+
+    if args.backend == "litellm":
+        return
+    if args.tokenizer or args.backend == "vllm":
+        name = args.tokenizer or args.model
+        try:
+            load_tokenizer(name)
+        except ModelNotFound as exc:
+            raise UsageError(f"--tokenizer {name}: {exc}") from None
+    if args.backend == "vllm" and backend_factory is None:
+        from strands_art.backends.vllm import VLLMBackend
+
+        backend = VLLMBackend(args.base_url, args.model, max_retries=0)
+        try:
+            await backend.models()
+        except BackendError as exc:
+            raise UsageError(f"the vLLM server is not usable: {exc}") from None
+        finally:
+            await backend.aclose()
 
 
 async def _run(

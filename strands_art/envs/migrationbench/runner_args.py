@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import UsageError, check_bool, check_float, check_int, check_sampling_args
+from strands_art.validation import (
+    UsageError,
+    check_bool,
+    check_float,
+    check_http_url,
+    check_int,
+    check_sampling_args,
+)
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
@@ -196,7 +203,7 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         UsageError: the first value out of range, naming its flag (e.g. ``--time-limit must be a
             finite number in (0, 604800], got nan``), or an inconsistent combination
             (``--backend vllm`` without ``--base-url``; ``--backend litellm`` without
-            ``PROVIDER/MODEL``).
+            ``PROVIDER/MODEL``); a ``--base-url`` that is not an http(s) URL with a host.
     """
     for flag, name, lo, hi in _INT_LIMITS:
         check_int(flag, getattr(args, name), lo, hi)
@@ -208,6 +215,8 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--backend must be llamacpp, transformers, vllm or litellm, got {args.backend!r}")
     if args.backend == "vllm" and not args.base_url:
         raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
+    if args.base_url is not None:
+        check_http_url("--base-url", args.base_url)
     if args.backend == "litellm" and "/" not in str(args.model):
         raise UsageError(
             f"--backend litellm needs --model PROVIDER/MODEL (e.g. openai/gpt-4o), got {args.model!r}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from strands_art.validation import is_int
 
-from .evaluator import check_commit_id
+from .evaluator import MAX_TEST_CASES, check_commit_id
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +117,10 @@ def check_record(record: dict[str, Any], where: str) -> None:
     except ValueError as exc:
         raise TaskError(str(exc)) from None
     num = record.get("num_test_cases")  # the evaluator needs it: refuse now, not after the rollout
-    if not is_int(num) or num < 0:
+    if not is_int(num) or not 0 <= num <= MAX_TEST_CASES:
         raise TaskError(
-            f"{where}: num_test_cases must be an integer >= 0 (the evaluator compares the tests run "
-            f"with it), got {num!r}"
+            f"{where}: num_test_cases must be an integer from 0 to {MAX_TEST_CASES:,} (the evaluator "
+            f"compares the tests run with it), got {repr(num)[:40]}"
         )
 
 

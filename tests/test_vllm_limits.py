@@ -1,0 +1,191 @@
+"""The vLLM client reads bounded answers (issue 28 item 10): a 300 MB body, a gzip bomb, a
+200 MB SSE line, 300 MB of token-less stream text, and a drip-fed ``/v1/models`` each end in a
+clear error after at most the cap (or the deadline), against a real loopback HTTP server that
+sends them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import zlib
+
+import pytest
+from aiohttp import web
+
+from strands_art.backends.base import BackendTimeout, SamplingParams
+from strands_art.backends.http_limits import MAX_LINE_BYTES, MAX_RESPONSE_BYTES, ResponseTooLarge
+from strands_art.backends.vllm import VLLMBackend
+
+MB = 1 << 20
+PIECE = b"x" * MB
+SENT: dict[str, int] = {}  # bytes each attack handed to the socket before the client left
+
+
+async def _send(request: web.Request, name: str, pieces, headers: dict[str, str]) -> web.StreamResponse:
+    resp = web.StreamResponse(headers=headers)
+    await resp.prepare(request)
+    SENT[name] = 0
+    try:
+        for piece in pieces:
+            await resp.write(piece)
+            SENT[name] += len(piece)
+        await resp.write_eof()
+    except (ConnectionError, RuntimeError):
+        pass  # the client stopped reading: what the test wants
+    return resp
+
+
+async def big_body(request):  # 300 MB of "JSON"
+    return await _send(request, "body", [b'{"x": "'] + [PIECE] * 300, {"Content-Type": "application/json"})
+
+
+async def gzip_bomb(request):
+    return await _send(
+        request, "gzip", [BOMB], {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    )
+
+
+async def sse_line(request):  # one 200 MB line
+    return await _send(request, "line", [b"data: "] + [PIECE] * 200, {"Content-Type": "text/event-stream"})
+
+
+async def sse_text(request):  # 300 MB of small chunks with text and no tokens
+    chunk = b'data: {"id": "c", "choices": [{"index": 0, "text": "' + b"y" * 4000 + b'"}]}\n\n'
+    return await _send(
+        request,
+        "text",
+        [chunk * 256] * (300 * MB // (len(chunk) * 256)),
+        {"Content-Type": "text/event-stream"},
+    )
+
+
+async def drip_models(request):
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await resp.prepare(request)
+    try:
+        for byte in b'{"data": [' * 10_000:
+            await resp.write(bytes([byte]))
+            await asyncio.sleep(0.05)
+    except (ConnectionError, RuntimeError):
+        pass
+    return resp
+
+
+def _bomb(megabytes: int) -> bytes:
+    """gzip of ``megabytes`` MB of zeros, compressed piece by piece (never 300 MB in memory)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: the gzip container
+    zeros = b"0" * MB
+    return b"".join(z.compress(zeros) for _ in range(megabytes)) + z.flush()
+
+
+BOMB = _bomb(300)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The attacks on a loopback aiohttp server in a thread of its own (the sync client too)."""
+    app = web.Application()
+    app.router.add_post("/body/v1/completions", big_body)
+    app.router.add_post("/gzip/v1/completions", gzip_bomb)
+    app.router.add_post("/line/v1/completions", sse_line)
+    app.router.add_post("/text/v1/completions", sse_text)
+    app.router.add_get("/drip/v1/models", drip_models)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box = {}
+
+    async def run():
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        box["port"] = runner.addresses[0][1]
+        box["runner"] = runner
+        ready.set()
+
+    thread = threading.Thread(
+        target=lambda: (loop.run_until_complete(run()), loop.run_forever()), daemon=True
+    )
+    thread.start()
+    assert ready.wait(30)
+    yield f"http://127.0.0.1:{box['port']}"
+    asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(30)
+
+
+def _sample(base: str, attack: str, stream: bool):
+    async def go():
+        backend = VLLMBackend(f"{base}/{attack}", "m", max_retries=0)
+        try:
+            sink = (lambda ids: None) if stream else None
+            return await backend.sample([1, 2, 3], SamplingParams(max_new_tokens=4), on_tokens=sink)
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("attack", "stream", "what", "cap", "size"),
+    [
+        ("body", False, "an answer", MAX_RESPONSE_BYTES, 300 * MB),
+        ("gzip", False, "an answer", MAX_RESPONSE_BYTES, 300 * MB),
+        ("line", True, "a stream line", MAX_LINE_BYTES, 200 * MB),
+        ("text", True, "a stream", MAX_RESPONSE_BYTES, 300 * MB),
+    ],
+)
+def test_an_answer_over_its_cap_is_refused_once_the_cap_is_read(server, attack, stream, what, cap, size):
+    with pytest.raises(ResponseTooLarge, match=f"sent {what} larger than {cap:,} bytes"):
+        _sample(server, attack, stream)
+    if attack != "gzip":  # the client stopped reading: the server could not hand it all over
+        time.sleep(0.5)
+        assert SENT[attack] < size
+
+
+def test_the_gzip_bomb_is_small_on_the_wire():
+    assert len(BOMB) < 1 * MB  # what makes it a bomb: the cap must count decoded bytes
+    assert len(zlib.decompress(_bomb(3), 31)) == 3 * MB
+
+
+def test_models_has_a_total_deadline(server):
+    async def go():
+        backend = VLLMBackend(f"{server}/drip", "m", models_deadline_s=1.0)
+        try:
+            await backend.models()
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(BackendTimeout, match="within 1 s"):
+        asyncio.run(go())
+
+
+def test_max_context_tokens_has_a_total_deadline(server):
+    backend = VLLMBackend(f"{server}/drip", "m", models_deadline_s=1.0)
+    assert backend.max_context_tokens is None  # logged, not hung on the drip
+    asyncio.run(backend.aclose())
+
+
+def test_a_stream_split_anywhere_gives_the_same_lines():
+    from strands_art.backends.http_limits import iter_lines
+
+    text = b'data: {"a": 1}\r\n\r\ndata: [DONE]\n\n'
+
+    class Resp:
+        def __init__(self, parts):
+            self.parts = parts
+
+        async def aiter_bytes(self):
+            for p in self.parts:
+                yield p
+
+    async def lines(parts):
+        return [line async for line in iter_lines(Resp(parts), "u", 100, 1000) if line]
+
+    want = asyncio.run(lines([text]))
+    assert want == ['data: {"a": 1}', "data: [DONE]"]
+    for cut in range(1, len(text)):
+        assert asyncio.run(lines([text[:cut], text[cut:]])) == want
+    assert json.loads(want[0][6:]) == {"a": 1}

@@ -64,12 +64,15 @@ async def test_lone_surrogate_in_a_request_field_is_400_before_auto_open(qwen3, 
 
 async def test_a_trajectory_the_store_cannot_write_keeps_its_session_open(qwen3, tmp_path):
     gw = gateway(qwen3, ANSWER)
-    gw.open_session("r", "g\ud800")  # the Python API does not check group ids
+    gw.open_session("r", "g")
     store = TrajectoryStore(tmp_path / "store")
     async with running_front(gw, store=store) as base, httpx.AsyncClient(base_url=base) as http:
         assert (
             await http.post("/rollouts/r/v1/chat/completions", json={"messages": USER})
         ).status_code == 200
+        # a value the Parquet schema cannot hold (loss_mask is int8): store.encode refuses it
+        # (a lone surrogate no longer does: the store writes U+FFFD for it, see test_store.py)
+        gw.trajectory("r").rows[0].loss_mask[0] = 300
         r = await http.post("/sessions/r/close", json={"reward": 0.5})
     assert r.status_code == 500 and "stays open" in r.json()["error"]["message"]
     assert gw.is_open("r") and len(gw.trajectory("r").turns) == 1 and list(store) == []

@@ -230,9 +230,20 @@ async def train(
         if on_batch is not None:
             on_batch(record)
 
+    pending: dict[int, asyncio.Task[tuple[list[Trajectory], float]]] = {}
+
+    async def publish() -> None:
+        """A deferred weight sync (CopySync) takes the staged adapter now, between launches."""
+        staged = getattr(trainer.weight_sync, "publish", None)
+        if staged is not None:
+            await asyncio.to_thread(staged)
+
     async def run_eval() -> None:
         if eval_tasks is None:
             return
+        if pending:  # the rollouts ahead finish on their policy first; then evaluate the newest one
+            await asyncio.wait(list(pending.values()))
+        await publish()
         t0 = time.perf_counter()
         res = await evaluate(
             gateway, eval_tasks, eval_rollout, cfg.eval_sampling, cfg.eval_samples, seed=cfg.seed,
@@ -243,7 +254,6 @@ async def train(
 
     done_here = 0
     steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
-    pending: dict[int, asyncio.Task[tuple[list[Trajectory], float]]] = {}
 
     async def collect(b: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
@@ -254,21 +264,34 @@ async def train(
         )  # fmt: skip
         return trajs, time.perf_counter() - t0
 
-    try:
-        if trainer.outer_batch == 0 and not any(r.get("kind") == "eval" for r in log.read()):
+    async def eval_if_due() -> None:
+        """Evaluate after ``trainer.outer_batch`` batches if one is due there (before training,
+        every ``eval_every``, at the end) and the log lacks it (a crash between the checkpoint
+        and the evaluation loses nothing)."""
+        ob = trainer.outer_batch
+        if not (ob == 0 or ob == outer_batches or (cfg.eval_every and ob % cfg.eval_every == 0)):
+            return
+        if not any(r.get("kind") == "eval" and r["outer_batch"] == ob for r in log.read()):
             await run_eval()
+
+    try:
+        await eval_if_due()
         while trainer.outer_batch < outer_batches:
             if stop_after is not None and done_here >= stop_after:
                 logger.info("stopping after %d outer batches (stop_after)", done_here)
                 return log.read()
             b = trainer.outer_batch
-            # this batch and up to max_staleness batches ahead are in flight (0: this one only)
-            for ahead in range(b, min(b + 1 + max_staleness, outer_batches)):
-                if ahead not in pending:
-                    pending[ahead] = asyncio.create_task(collect(ahead))
+            if b not in pending:
+                await publish()
+                pending[b] = asyncio.create_task(collect(b))
             t_wait = time.perf_counter()
             trajs, rollout_s = await pending.pop(b)
             waited_s = time.perf_counter() - t_wait
+            # up to max_staleness batches ahead run while this one trains (0: none)
+            await publish()
+            for ahead in range(b + 1, min(b + 1 + max_staleness, outer_batches)):
+                if ahead not in pending:
+                    pending[ahead] = asyncio.create_task(collect(ahead))
             dropped = drop_stale(trajs, trainer.step, steps_per_update, max_staleness) if max_staleness else 0
             if on_rollouts is not None:
                 on_rollouts(b, trajs)
@@ -287,8 +310,8 @@ async def train(
             last = trainer.outer_batch >= outer_batches
             if cfg.checkpoint_every and (trainer.outer_batch % cfg.checkpoint_every == 0 or last):
                 await asyncio.to_thread(trainer.save, run_dir)
-            if last or (cfg.eval_every and trainer.outer_batch % cfg.eval_every == 0):
-                await run_eval()
+            await eval_if_due()
+        await eval_if_due()  # a resume after the last checkpoint, before the final evaluation
         return log.read()
     finally:
         for task in pending.values():  # a stop or an error: rollouts still in flight are abandoned

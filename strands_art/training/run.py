@@ -6,10 +6,12 @@
    ``train.json``: a resumed run trains with the settings it started with);
 2. seeds torch with ``seed`` (the LoRA initialization), loads the model and tokenizer
    (:mod:`strands_art.registry`), builds the sampler (``transformers``: the trainer's own model;
+   with ``max_staleness`` >= 1 a second in-process copy, :class:`~strands_art.training.local_sync.CopySync`;
    ``vllm``: a server started with :class:`~strands_art.backends.vllm_server.VLLMServer`, or the
    one at ``vllm_url``, with :class:`~strands_art.training.weight_sync.LoRASync`);
 3. asks the environment for its gateway, and runs :func:`strands_art.training.loop.train`
-   (``max_staleness`` 0) or the asynchronous loop (:mod:`strands_art.training.async_loop`);
+   (``max_staleness`` 0: synchronous; K >= 1: the rollouts of the next K outer batches run
+   during the update, :mod:`strands_art.training.staleness`);
 4. writes ``metrics.jsonl`` (the loop), TensorBoard events, optionally W&B, and the rows of every
    outer batch (``rows/ob-NNNNNN.jsonl``: one line per rollout, its rows as ``Row.to_dict``).
 
@@ -34,12 +36,14 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from strands_art.training import checkpoint
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
+from strands_art.training.loop import train
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink
 from strands_art.training.settings import TrainSettings
@@ -140,7 +144,13 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
     model = load_causal_lm(settings.model)
     torch.manual_seed(settings.seed)  # the LoRA initialization (a checkpoint replaces it on resume)
     if settings.backend == "transformers":
-        return tok, LocalTrainer(model, tok, cfg)
+        if settings.max_staleness == 0:  # the sampler shares the trainer's model
+            return tok, LocalTrainer(model, tok, cfg)
+        from strands_art.training.local_sync import CopySync
+        from strands_art.training.lora import lora_model
+
+        peft_model = lora_model(model, cfg)  # the sampler samples from its own copy (local_sync)
+        return tok, LocalTrainer(peft_model, tok, cfg, weight_sync=CopySync(peft_model, tok))
     from strands_art.backends.vllm import VLLMBackend
     from strands_art.training.weight_sync import LoRASync
 
@@ -164,15 +174,22 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
     return tok, LocalTrainer(model, tok, cfg, weight_sync=sync)
 
 
-def run_training(
+def run_training(settings: TrainSettings, **kwargs: Any) -> RunResult:
+    """:func:`arun_training` in a new event loop (the command); same arguments."""
+    return asyncio.run(arun_training(settings, **kwargs))
+
+
+async def arun_training(
     settings: TrainSettings,
     *,
     resume: bool = False,
     env: TrainEnvironment | None = None,
     progress: bool = True,
     stop_after: int | None = None,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
-    """Run (or resume) the training ``settings`` describe; see the module docstring.
+    """Run (or resume) the training ``settings`` describe; see the module docstring. A notebook
+    awaits this one (its kernel already runs an event loop).
 
     Args:
         settings: the run's settings (``settings.run_dir`` is the run directory).
@@ -180,6 +197,7 @@ def run_training(
         env: the environment (default: resolved from ``settings.env``).
         progress: the rich live panel (stderr); off, the run only logs.
         stop_after: stop after this many outer batches in this call (as a crash would).
+        on_batch: also called with each metrics record.
 
     Raises:
         RunDirError, EnvironmentSpecError, ValueError: before any model is loaded.
@@ -204,32 +222,22 @@ def run_training(
         if progress:
             stack.enter_context(live)
 
-        def on_batch(record: dict[str, Any]) -> None:
+        def emit(record: dict[str, Any]) -> None:
             for sink in sinks:
                 sink.write(record)
             if progress:
                 live.on_record(record)
+            if on_batch is not None:
+                on_batch(record)
 
-        kwargs: dict[str, Any] = dict(
-            eval_tasks=env.eval_tasks or None,
-            stop_after=stop_after,
-            progress=False,
-            on_batch=on_batch,
+        records = await train(
+            trainer, gateway, env.train_tasks, env.rollout, settings.outer_batches, run_dir,
+            eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
             on_event=live.on_event if progress else None,
             on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),
-        )
-        if settings.max_staleness == 0:
-            from strands_art.training.loop import train
-        else:
-            import functools
-
-            from strands_art.training.async_loop import train_async
-
-            train = functools.partial(train_async, max_staleness=settings.max_staleness)
-        records = asyncio.run(
-            train(trainer, gateway, env.train_tasks, env.rollout, settings.outer_batches, run_dir, **kwargs)
-        )
+            max_staleness=settings.max_staleness,
+        )  # fmt: skip
         close = getattr(trainer.backend, "aclose", None)
-        if settings.backend == "vllm" and close is not None:
-            asyncio.run(close())
+        if close is not None:
+            await close()
     return RunResult(run_dir=run_dir, records=records, step=trainer.step, outer_batch=trainer.outer_batch)

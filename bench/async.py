@@ -72,7 +72,6 @@ async def run_one(args: argparse.Namespace, seed: int, k: int) -> dict[str, Any]
     """One training run (mode ``k``, ``seed``); returns its timing, drops and held-out success."""
     import torch
 
-    from strands_art.backends.base import SamplingParams
     from strands_art.envs.lookup import train_environment
     from strands_art.registry import load_causal_lm, load_tokenizer
     from strands_art.training import loop
@@ -80,19 +79,20 @@ async def run_one(args: argparse.Namespace, seed: int, k: int) -> dict[str, Any]
     from strands_art.training.local import LocalTrainer
     from strands_art.training.local_sync import CopySync
     from strands_art.training.lora import lora_model
-    from strands_art.training.loss import LossConfig
-    from strands_art.training.trainer_config import TrainerConfig
+    from strands_art.training.settings import TrainSettings
 
     torch.set_num_threads(1)
     run_dir = Path(args.run_dir) / f"k{k}-seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    sampling = SamplingParams(temperature=1.0, max_new_tokens=args.max_new_tokens)
-    cfg = TrainerConfig(
-        prompt_batch_size=args.prompt_batch, rollouts_per_prompt=args.rollouts, ppo_mini_batch_size=1,
-        learning_rate=args.lr, lr_warmup_steps=args.warmup_steps, loss=LossConfig(kl_coef=args.kl_coef),
-        micro_batch_max_tokens=512, lora_rank=16, sampling=sampling, eval_sampling=sampling,
-        seed=seed, concurrency=args.concurrency, checkpoint_every=0,
+    settings = TrainSettings.resolve(
+        "lookup", str(run_dir),
+        {"model": MODEL, "prompt_batch": args.prompt_batch, "rollouts_per_prompt": args.rollouts,
+         "ppo_mini_batch": 1, "lr": args.lr, "warmup_steps": args.warmup_steps, "kl_coef": args.kl_coef,
+         "micro_batch_tokens": 512, "lora_rank": 16, "temperature": 1.0, "max_new_tokens": args.max_new_tokens,
+         "eval_temperature": 1.0, "seed": seed, "concurrency": args.concurrency, "checkpoint_every": 0},
     )  # fmt: skip
+    cfg = settings.trainer_config()
+    sampling = cfg.sampling
     tok = load_tokenizer(MODEL)
     model = lora_model(load_causal_lm(MODEL, device="cpu"), cfg)
     sync = CopySync(model, tok, cores=_cores(args.sampler_cores))

@@ -5,6 +5,7 @@ outer batch stay those of the configuration whatever arrives, in whatever order.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 
 import pytest
@@ -172,3 +173,46 @@ def _copy(t: Trajectory, version: int) -> Trajectory:
         turn.policy_version = version
     c.reward = t.reward
     return c
+
+
+def copy_sync_run(tok, tmp_path, name: str, delay_seed: int) -> dict:
+    from strands_art.training.local_sync import CopySync
+    from strands_art.training.lora import lora_model
+
+    cfg = config(seed=3)
+    model = lora_model(tiny_llama(), cfg)
+    sync = CopySync(model, tok, cores={0})
+    trainer = LocalTrainer(model, tok, cfg, weight_sync=sync)
+    gateway = RolloutGateway(tok, trainer.backend)
+    finished: list[str] = []
+    rows: dict[str, list[dict]] = {}
+    behind: dict[int, set[int]] = {}
+
+    def check(b: int, trajs: list[Trajectory]) -> None:
+        behind[b] = {updates_behind(t.policy_version, trainer.step, 4) for tr in trajs for t in tr.turns}
+
+    records = asyncio.run(
+        loop.train(
+            trainer, gateway, TASKS, delayed(chat_rollout, delay_seed, finished, rows), 3,
+            tmp_path / name, eval_tasks=TASKS[:1], progress=False, max_staleness=1, on_rollouts=check,
+        )
+    )  # fmt: skip
+    pinned = trainer.backend.run_on_sampler_thread(os.sched_getaffinity, 0)
+    return {"lora": lora_state(trainer), "rows": rows, "records": records, "behind": behind, "pinned": pinned,
+            "finished": finished, "sampler": sync.version, "step": trainer.step}  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs sched_setaffinity")
+def test_copy_sync_sampler_is_exactly_one_update_behind_and_deterministic(tok, tmp_path):
+    """K=1 with the sampler copy: batch b+1 samples from the weights before update b (exactly one
+    update behind when trained), whatever the completion order, so two runs are bit-identical."""
+    a = copy_sync_run(tok, tmp_path, "a", delay_seed=1)
+    b = copy_sync_run(tok, tmp_path, "b", delay_seed=2)
+    assert a["finished"] != b["finished"]  # the rollouts really finished in other orders
+    assert a["behind"] == {0: {0}, 1: {1}, 2: {1}}
+    assert a["pinned"] == {0}
+    assert a["step"] == 12 and a["sampler"] == 12  # the final evaluation published the last update
+    assert a["rows"] == b["rows"]
+    assert untimed(a["records"]) == untimed(b["records"])
+    for n in a["lora"]:
+        assert torch.equal(a["lora"][n], b["lora"][n]), n

@@ -127,7 +127,7 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert "already holds a run" in capsys.readouterr().err
     assert (run / "metrics.jsonl").read_text() == '{"kind": "eval", "outer_batch": 0}\n'  # nothing lost
     assert main(["train", "--resume", "--run-dir", str(tmp_path / "none")]) == 2
-    assert "holds no run" in capsys.readouterr().err
+    assert "is not a `strands-art train` run directory" in capsys.readouterr().err
     (run / "train.json").write_text(json.dumps({"env": "capitals", "run_dir": str(run), "lr": 1e-3}))
     assert main(["train", "--resume", "--run-dir", str(run), "--lr", "5e-4"]) == 2
     assert "--lr 0.0005 (the run has 0.001)" in capsys.readouterr().err

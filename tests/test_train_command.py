@@ -133,7 +133,22 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert "--lr 0.0005 (the run has 0.001)" in capsys.readouterr().err
     assert main(["train", "--env", "nosuch", "--run-dir", str(tmp_path / "x")]) == 2
     assert "unknown environment 'nosuch'" in capsys.readouterr().err
-    assert main(["train", "--env", "capitals", "--prompt-batch", "3", "--run-dir", str(tmp_path / "y")]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "--env",
+                "capitals",
+                "--prompt-batch",
+                "3",
+                "--ppo-mini-batch",
+                "2",
+                "--run-dir",
+                str(tmp_path / "y"),
+            ]
+        )
+        == 2
+    )
     assert "not divisible" in capsys.readouterr().err
     assert main(["train", "--env", "capitals", "--trainer", "verl", "--run-dir", str(tmp_path / "z")]) == 2
     assert "only --env migrationbench" in capsys.readouterr().err

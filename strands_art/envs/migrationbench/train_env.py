@@ -30,8 +30,9 @@ DEFAULTS: dict[str, Any] = {
     "max_turns": 20,
     "micro_batch_tokens": 8192,
     "concurrency": 2,
-    "max_context_tokens": 16384,
 }
+MAX_CONTEXT_TOKENS = 16384
+"""The gateway's context budget for a rollout (prompt + all turns)."""
 
 
 def train_environment(options: EnvOptions) -> TrainEnvironment:
@@ -45,14 +46,13 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
     limits = MigrationBenchLimits(
         max_turns=options.max_turns or DEFAULTS["max_turns"], run_dir=options.work_dir / "rollouts"
     )
-    context = DEFAULTS["max_context_tokens"]
     return TrainEnvironment(
         name="migrationbench",
         train_tasks=train,
         eval_tasks=held,
         rollout=migrationbench_rollout(limits),
         gateway=lambda tokenizer, backend: RolloutGateway(
-            tokenizer, backend, history_mode="linear", max_context_tokens=context
+            tokenizer, backend, history_mode="linear", max_context_tokens=MAX_CONTEXT_TOKENS
         ),
         defaults=DEFAULTS,
     )

@@ -177,3 +177,37 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert "make_verl_dataset.py --tasks-dir" in script
     assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
     assert "verl launch written" in capsys.readouterr().out
+
+
+def test_live_progress_and_tensorboard_sink(tmp_path):
+    """The live panel counts rollouts in flight and done, shows the last update; the TensorBoard
+    sink's replay starts the event files over with exactly the records given."""
+    import io
+
+    from rich.console import Console
+
+    from strands_art.training.progress import LiveProgress, TensorBoardSink
+
+    buf = io.StringIO()
+    live = LiveProgress(3, 4, console=Console(file=buf, width=200))
+    with live:
+        live.on_event("start", "b0-capital-france-r0")
+        live.on_event("start", "b0-capital-france-r1")
+        live.on_event("end", "b0-capital-france-r0")
+        assert live.in_flight == {"b0-capital-france-r1"} and live.done == {"b0": 1}
+        live.on_record({"kind": "train", "outer_batch": 0, "reward_mean": 0.25, "approx_kl": 1e-3,
+                        "grad_norm": 0.5, "optimizer_steps": 2, "step": 2, "rollout_s": 3.0, "train_s": 4.0})  # fmt: skip
+    out = buf.getvalue()
+    assert "batch 0: reward 0.250" in out and "1 / 3 trained" in out and "1 in flight" in out
+
+    sink = TensorBoardSink(tmp_path)
+    sink.write({"kind": "train", "outer_batch": 5, "reward_mean": 9.0})
+    sink.replay(
+        [
+            {"kind": "eval", "outer_batch": 0, "val_reward": 0.5},
+            {"kind": "train", "outer_batch": 0, "reward_mean": 0.25},
+        ]
+    )
+    sink.close()
+    tags = tensorboard_tags(tmp_path / "tensorboard")
+    assert tags == {"eval/val_reward": [(0, 0.5)], "train/reward_mean": [(1, 0.25)]}

@@ -13,6 +13,12 @@ For each outer batch ``b``:
 4. append metrics to ``run_dir/metrics.jsonl``; checkpoint every ``checkpoint_every`` batches;
    evaluate every ``eval_every`` batches (and always before and after).
 
+With ``max_staleness = K >= 1`` the rollouts of up to K outer batches ahead run while the trainer
+updates (launched once the batch before them is collected; a deferred weight sync such as
+:class:`~strands_art.training.local_sync.CopySync` is published just before each launch), and a
+rollout more than K updates behind when its batch is trained is dropped
+(:mod:`strands_art.training.staleness`). ``K = 0`` is the synchronous loop above.
+
 :func:`train` resumes from the newest checkpoint of ``run_dir`` (adapter, optimizer, step,
 RNG), drops metrics written after it, and continues with the same step count.
 """

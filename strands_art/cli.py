@@ -10,6 +10,7 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
                      (JSON to stdout);
 - ``demo``           a Strands agent with two small tools on the embedded model;
 - ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
+- ``train``          GRPO + LoRA training of an environment on one machine (docs/training.md);
 - ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
 
 Each subcommand imports what it needs lazily, so ``--help`` is fast.
@@ -257,6 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strands_art.training.cli import add_batching_plan_parser
 
     add_batching_plan_parser(sub)
+
+    from strands_art.training.train_cli import add_train_parser
+
+    add_train_parser(sub)
 
     from strands_art.serve.cli import add_serve_parser
 

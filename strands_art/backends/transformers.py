@@ -321,6 +321,17 @@ class TransformersBackend:
             cancel.set()
             raise
 
+    def run_on_sampler_thread(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` on the generation thread and return its result (e.g. pin that thread
+        to cores: ``backend.run_on_sampler_thread(os.sched_setaffinity, 0, {1})``).
+
+        Raises:
+            BackendError: the backend is closed.
+        """
+        if self._executor is None:
+            raise BackendError("the transformers backend is closed")
+        return self._executor.submit(fn, *args).result()
+
     async def aclose(self) -> None:
         """Stop the worker thread after the running generation; later calls raise BackendError."""
         executor, self._executor = self._executor, None

@@ -13,6 +13,12 @@ For each outer batch ``b``:
 4. append metrics to ``run_dir/metrics.jsonl``; checkpoint every ``checkpoint_every`` batches;
    evaluate every ``eval_every`` batches (and always before and after).
 
+With ``max_staleness = K >= 1`` the rollouts of up to K outer batches ahead run while the trainer
+updates (launched once the batch before them is collected; a deferred weight sync such as
+:class:`~strands_art.training.local_sync.CopySync` is published just before each launch), and a
+rollout more than K updates behind when its batch is trained is dropped
+(:mod:`strands_art.training.staleness`). ``K = 0`` is the synchronous loop above.
+
 :func:`train` resumes from the newest checkpoint of ``run_dir`` (adapter, optimizer, step,
 RNG), drops metrics written after it, and continues with the same step count.
 """
@@ -27,6 +33,7 @@ import statistics
 import time
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,11 +41,16 @@ from typing import Any
 from tqdm import tqdm
 
 from strands_art.backends.base import SamplingParams
+from strands_art.training.batching import plan
 from strands_art.training.grpo import reward_problem
 from strands_art.training.local import LocalTrainer
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.rollouts import RolloutFn
+from strands_art.training.staleness import drop_stale
 from strands_art.trajectory import Trajectory
+
+RolloutEvent = Callable[[str, str], None]
+"""``on_event(kind, rollout_id)``: ``kind`` is ``"start"`` or ``"end"`` (see :func:`collect_rollouts`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +98,13 @@ async def collect_rollouts(
     concurrency: int = 8,
     prefix: str = "",
     progress: bool = True,
+    on_event: RolloutEvent | None = None,
 ) -> list[Trajectory]:
     """Run ``rollouts_per_task`` rollouts of every task concurrently; trajectories in task order.
 
     Rollout ids are ``{prefix}b{outer_batch}-{task.name}-r{k}``; the group id is ``task.name``.
+    ``on_event(kind, rollout_id)`` is called with ``"start"`` when a rollout gets a concurrency
+    slot and ``"end"`` when it has finished (failed or not): live progress displays count them.
     """
     sem = asyncio.Semaphore(concurrency)
     bar = tqdm(
@@ -98,11 +113,14 @@ async def collect_rollouts(
 
     async def one(i: int, task: Any, k: int) -> Trajectory:
         params = replace(sampling, seed=rollout_seed(seed, outer_batch, i, k))
+        rid = f"{prefix}b{outer_batch}-{task.name}-r{k}"
         async with sem:
-            traj = await _one(
-                rollout, gateway, task, f"{prefix}b{outer_batch}-{task.name}-r{k}", task.name, params
-            )
+            if on_event is not None:
+                on_event("start", rid)
+            traj = await _one(rollout, gateway, task, rid, task.name, params)
         bar.update(1)
+        if on_event is not None:
+            on_event("end", rid)
         return traj
 
     try:
@@ -126,6 +144,7 @@ async def evaluate(
     tag: int = 0,
     concurrency: int = 8,
     progress: bool = True,
+    on_event: RolloutEvent | None = None,
 ) -> dict[str, Any]:
     """Mean reward of ``samples`` rollouts per task (not trained on; failed rollouts and rewards
     that are not finite numbers score 0 and count in ``val_failed``).
@@ -135,7 +154,7 @@ async def evaluate(
     """
     trajs = await collect_rollouts(
         gateway, tasks, rollout, sampling, samples, seed=seed + 7919, outer_batch=tag,
-        concurrency=concurrency, prefix="eval-", progress=progress,
+        concurrency=concurrency, prefix="eval-", progress=progress, on_event=on_event,
     )  # fmt: skip
     failed = [t.metadata.get("failed") or reward_problem(t.reward) is not None for t in trajs]
     rewards = [0.0 if bad else float(t.reward) for t, bad in zip(trajs, failed, strict=True)]
@@ -161,6 +180,10 @@ async def train(
     stop_after: int | None = None,
     progress: bool = True,
     on_batch: Callable[[dict[str, Any]], None] | None = None,
+    on_event: RolloutEvent | None = None,
+    on_rollouts: Callable[[int, list[Trajectory]], None] | None = None,
+    max_staleness: int = 0,
+    train_executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the loop until ``outer_batches`` outer batches are done.
 
@@ -178,13 +201,24 @@ async def train(
             interruption, as a crash would be; resume by calling again).
         progress: show progress bars.
         on_batch: called with each metrics record as it is written.
+        on_event: rollout start/end events (:func:`collect_rollouts`), for live progress.
+        on_rollouts: called with ``(outer_batch, trajectories)`` before the update trains on
+            them (the command stores the rows there).
+        max_staleness: ``K``: the rollouts of up to K outer batches ahead run while the trainer
+            updates on this one; a rollout more than K updates behind when its batch is trained
+            is dropped (:mod:`strands_art.training.staleness`). 0: the synchronous loop.
+        train_executor: where :meth:`LocalTrainer.update` runs (default: asyncio's thread pool;
+            bench/async.py passes a thread pinned to its own cores).
 
     Returns:
         All metrics records of the run (including those from before a resume).
 
     Raises:
-        ValueError: if the gateway does not sample from the trainer's backend.
+        ValueError: if the gateway does not sample from the trainer's backend, or ``max_staleness``
+            is negative.
     """
+    if max_staleness < 0:
+        raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
     if gateway.backend is not trainer.backend:
         raise ValueError("the gateway must sample from trainer.backend (the model being trained)")
     cfg = trainer.config
@@ -203,42 +237,93 @@ async def train(
         if on_batch is not None:
             on_batch(record)
 
+    pending: dict[int, asyncio.Task[tuple[list[Trajectory], float]]] = {}
+
+    async def publish() -> None:
+        """A deferred weight sync (CopySync) takes the staged adapter now, between launches."""
+        staged = getattr(trainer.weight_sync, "publish", None)
+        if staged is not None:
+            await asyncio.to_thread(staged)
+
     async def run_eval() -> None:
         if eval_tasks is None:
             return
+        if pending:  # the rollouts ahead finish on their policy first; then evaluate the newest one
+            await asyncio.wait(list(pending.values()))
+        await publish()
         t0 = time.perf_counter()
         res = await evaluate(
             gateway, eval_tasks, eval_rollout, cfg.eval_sampling, cfg.eval_samples, seed=cfg.seed,
-            tag=trainer.outer_batch, concurrency=cfg.concurrency, progress=progress,
+            tag=trainer.outer_batch, concurrency=cfg.concurrency, progress=progress, on_event=on_event,
         )  # fmt: skip
         emit({"kind": "eval", "outer_batch": trainer.outer_batch, "step": trainer.step, **res,
               "eval_s": time.perf_counter() - t0})  # fmt: skip
 
     done_here = 0
-    if trainer.outer_batch == 0 and not any(r.get("kind") == "eval" for r in log.read()):
-        await run_eval()
-    while trainer.outer_batch < outer_batches:
-        if stop_after is not None and done_here >= stop_after:
-            logger.info("stopping after %d outer batches (stop_after)", done_here)
-            return log.read()
-        b = trainer.outer_batch
-        batch_tasks = sample_tasks(tasks, cfg.prompt_batch_size, cfg.seed, b)
+    steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
+
+    async def collect(b: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
         trajs = await collect_rollouts(
-            gateway, batch_tasks, rollout, cfg.sampling, cfg.rollouts_per_prompt, seed=cfg.seed,
-            outer_batch=b, concurrency=cfg.concurrency, progress=progress,
+            gateway, sample_tasks(tasks, cfg.prompt_batch_size, cfg.seed, b), rollout, cfg.sampling,
+            cfg.rollouts_per_prompt, seed=cfg.seed, outer_batch=b, concurrency=cfg.concurrency,
+            progress=progress, on_event=on_event,
         )  # fmt: skip
-        rollout_s = time.perf_counter() - t0
-        metrics = await asyncio.to_thread(trainer.update, trajs)
-        record = {"kind": "train", "outer_batch": b, **metrics, "step": trainer.step,
-                  "rollout_s": rollout_s, "history_mode": mode}  # fmt: skip
-        emit(record)
-        done_here += 1
-        last = trainer.outer_batch >= outer_batches
-        if cfg.checkpoint_every and (trainer.outer_batch % cfg.checkpoint_every == 0 or last):
-            await asyncio.to_thread(trainer.save, run_dir)
-        if last or (cfg.eval_every and trainer.outer_batch % cfg.eval_every == 0):
+        return trajs, time.perf_counter() - t0
+
+    async def eval_if_due() -> None:
+        """Evaluate after ``trainer.outer_batch`` batches if one is due there (before training,
+        every ``eval_every``, at the end) and the log lacks it (a crash between the checkpoint
+        and the evaluation loses nothing)."""
+        ob = trainer.outer_batch
+        if not (ob == 0 or ob == outer_batches or (cfg.eval_every and ob % cfg.eval_every == 0)):
+            return
+        if not any(r.get("kind") == "eval" and r["outer_batch"] == ob for r in log.read()):
             await run_eval()
-    if progress:
-        tqdm.write(f"browse the run: strands-art view {shlex.quote(str(run_dir))}")
-    return log.read()
+
+    try:
+        await eval_if_due()
+        while trainer.outer_batch < outer_batches:
+            if stop_after is not None and done_here >= stop_after:
+                logger.info("stopping after %d outer batches (stop_after)", done_here)
+                return log.read()
+            b = trainer.outer_batch
+            if b not in pending:
+                await publish()
+                pending[b] = asyncio.create_task(collect(b))
+            t_wait = time.perf_counter()
+            trajs, rollout_s = await pending.pop(b)
+            waited_s = time.perf_counter() - t_wait
+            # up to max_staleness batches ahead run while this one trains (0: none)
+            await publish()
+            for ahead in range(b + 1, min(b + 1 + max_staleness, outer_batches)):
+                if ahead not in pending:
+                    pending[ahead] = asyncio.create_task(collect(ahead))
+            dropped = drop_stale(trajs, trainer.step, steps_per_update, max_staleness) if max_staleness else 0
+            if on_rollouts is not None:
+                on_rollouts(b, trajs)
+            if train_executor is None:
+                metrics = await asyncio.to_thread(trainer.update, trajs)
+            else:
+                metrics = await asyncio.get_running_loop().run_in_executor(
+                    train_executor, trainer.update, trajs
+                )
+            record = {"kind": "train", "outer_batch": b, **metrics, "step": trainer.step,
+                      "rollout_s": rollout_s, "history_mode": mode}  # fmt: skip
+            if max_staleness:
+                record.update(stale_dropped=dropped, rollout_wait_s=waited_s, max_staleness=max_staleness)
+            emit(record)
+            done_here += 1
+            last = trainer.outer_batch >= outer_batches
+            if cfg.checkpoint_every and (trainer.outer_batch % cfg.checkpoint_every == 0 or last):
+                await asyncio.to_thread(trainer.save, run_dir)
+            await eval_if_due()
+        await eval_if_due()  # a resume after the last checkpoint, before the final evaluation
+        if progress:
+            tqdm.write(f"browse the run: strands-art view {shlex.quote(str(run_dir))}")
+        return log.read()
+    finally:
+        for task in pending.values():  # a stop or an error: rollouts still in flight are abandoned
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending.values(), return_exceptions=True)

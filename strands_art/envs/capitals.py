@@ -1,0 +1,45 @@
+"""``strands-art train --env capitals``: the one-word capital task (:mod:`strands_art.training.tasks_toy`).
+
+One user turn, one sampled reply (:func:`~strands_art.training.rollouts.chat_rollout`), reward
+``1 / words`` when the reply names the capital. The defaults are the settings
+``bench/learning.py`` chose by measurement (5 of 5 seeds improved, docs/training.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strands_art.gateway import RolloutGateway
+from strands_art.training.environment import EnvOptions, TrainEnvironment
+from strands_art.training.rollouts import chat_rollout
+from strands_art.training.tasks_toy import capital_tasks
+
+DEFAULTS: dict[str, Any] = {
+    "model": "smollm2",
+    "outer_batches": 10,
+    "prompt_batch": 2,
+    "rollouts_per_prompt": 6,
+    "ppo_mini_batch": 1,
+    "lr": 7e-4,
+    "temperature": 1.0,
+    "max_new_tokens": 10,
+    "eval_samples": 4,
+    "eval_temperature": 1.0,
+}
+
+
+def train_environment(options: EnvOptions) -> TrainEnvironment:
+    """The capital task: 24 training countries, 8 held-out ones (``--train-tasks``/``--eval-tasks``
+    and ``--max-turns`` do not apply and are refused)."""
+    if options.train_tasks or options.eval_tasks or options.max_turns:
+        raise ValueError(
+            "--env capitals has its own tasks and one turn: no --train-tasks/--eval-tasks/--max-turns"
+        )
+    return TrainEnvironment(
+        name="capitals",
+        train_tasks=capital_tasks("train"),
+        eval_tasks=capital_tasks("heldout"),
+        rollout=chat_rollout,
+        gateway=lambda tokenizer, backend: RolloutGateway(tokenizer, backend),
+        defaults=DEFAULTS,
+    )

@@ -1,0 +1,175 @@
+"""Where a training run's metrics go besides ``metrics.jsonl``, and its live progress display.
+
+- :class:`TensorBoardSink`: every record as scalars in TensorBoard event files under
+  ``RUN_DIR/tensorboard`` (tensorboardX), ``train/<key>`` at x = outer batches trained
+  (``outer_batch + 1``), ``eval/<key>`` at x = ``outer_batch``. On resume the event files are
+  rewritten from ``metrics.jsonl`` (:meth:`TensorBoardSink.replay`), so they hold exactly its
+  records, never those of batches redone after a crash.
+- :class:`WandbSink`: the same records to Weights & Biases, only when asked (``--wandb``).
+- :class:`LiveProgress`: a rich live panel: outer batch, rollouts done / in flight, the last
+  update's reward, KL, grad norm and its time split (rollouts vs training).
+"""
+
+from __future__ import annotations
+
+import numbers
+import shutil
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+def _scalars(record: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        k: float(v)
+        for k, v in record.items()
+        if isinstance(v, numbers.Real) and not isinstance(v, bool) and k not in ("outer_batch",)
+    }
+
+
+def _x(record: Mapping[str, Any]) -> int:
+    return int(record["outer_batch"]) + (1 if record.get("kind") == "train" else 0)
+
+
+class TensorBoardSink:
+    """Metrics records as TensorBoard scalars (``RUN_DIR/tensorboard``)."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir) / "tensorboard"
+        self._writer: Any = None
+
+    def _open(self) -> Any:
+        if self._writer is None:
+            from tensorboardX import SummaryWriter
+
+            self._writer = SummaryWriter(logdir=str(self.dir))
+        return self._writer
+
+    def replay(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Start the event files over with ``records`` (the kept ``metrics.jsonl`` of a resume)."""
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for r in records:
+            self.write(r)
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        writer = self._open()
+        kind = record.get("kind", "train")
+        for key, value in _scalars(record).items():
+            writer.add_scalar(f"{kind}/{key}", value, _x(record))
+        writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+class WandbSink:
+    """Metrics records to Weights & Biases (``wandb.init`` with the run's settings as config).
+
+    Raises:
+        RuntimeError: ``wandb`` is not installed (``pip install wandb``).
+    """
+
+    def __init__(self, run_dir: str | Path, config: Mapping[str, Any]) -> None:
+        try:
+            import wandb
+        except ImportError as exc:
+            raise RuntimeError("--wandb needs the wandb package: pip install wandb") from exc
+        self._run = wandb.init(
+            project="strands-art", name=Path(run_dir).name, config=dict(config), dir=str(run_dir)
+        )
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        kind = record.get("kind", "train")
+        self._run.log({f"{kind}/{k}": v for k, v in _scalars(record).items()} | {"outer_batch": _x(record)})
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+class LiveProgress:
+    """A rich live panel of the run (on stderr); also prints one line per record.
+
+    Feed it rollout events (``on_event``) and metrics records (``on_record``).
+    """
+
+    def __init__(self, outer_batches: int, rollouts_per_batch: int, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.outer_batches = outer_batches
+        self.per_batch = rollouts_per_batch
+        self.in_flight: set[str] = set()
+        self.done: dict[str, int] = {}
+        self.last: dict[str, Any] = {}
+        self.last_eval: dict[str, Any] = {}
+        self.dropped = 0
+        self.t0 = time.perf_counter()
+        self._live = Live(self._render(), console=self.console, refresh_per_second=2, transient=False)
+
+    def __enter__(self) -> LiveProgress:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._live.__exit__(*exc)
+
+    def on_event(self, kind: str, rid: str) -> None:
+        if kind == "start":
+            self.in_flight.add(rid)
+        else:
+            self.in_flight.discard(rid)
+            key = "eval" if rid.startswith("eval-") else rid.split("-", 1)[0]
+            self.done[key] = self.done.get(key, 0) + 1
+        self._live.update(self._render())
+
+    def on_record(self, r: Mapping[str, Any]) -> None:
+        if r.get("kind") == "eval":
+            self.last_eval = dict(r)
+            self.done.pop("eval", None)
+            self.console.print(
+                f"eval after {r['outer_batch']} outer batches: held-out reward {r['val_reward']:.3f} "
+                f"± {r['val_reward_std']:.3f} ({r['val_rollouts']} rollouts, {r['eval_s']:.0f}s)"
+            )
+        else:
+            self.last = dict(r)
+            self.dropped += int(r.get("stale_dropped", 0))
+            self.console.print(
+                f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "
+                f"grad norm {r.get('grad_norm', 0):.3g}, {r.get('optimizer_steps', 0)} optimizer steps "
+                f"(step {r.get('step')}), rollouts {r.get('rollout_s', 0):.0f}s train {r.get('train_s', 0):.0f}s"
+            )
+        self._live.update(self._render())
+
+    def _render(self) -> Table:
+        t = Table(show_header=False, box=None, title="strands-art train")
+        done_batches = self.last.get("outer_batch", -1) + 1
+        t.add_row("outer batch", f"{done_batches} / {self.outer_batches} trained")
+        current = [k for k in self.done if k != "eval"]
+        latest = max(current, key=lambda k: int(k[1:]) if k[1:].isdigit() else -1) if current else None
+        t.add_row(
+            "rollouts",
+            f"{self.done.get(latest, 0) if latest else 0} / {self.per_batch} done ({latest or '-'}), "
+            f"{len(self.in_flight)} in flight",
+        )
+        if self.last:
+            r = self.last
+            t.add_row(
+                "last update",
+                f"reward {r.get('reward_mean', 0):.3f}  approx KL {r.get('approx_kl', 0):.2e}  "
+                f"KL to base {r.get('kl_ref', 0):.2e}  grad norm {r.get('grad_norm', 0):.3g}",
+            )
+            t.add_row(
+                "time split", f"rollouts {r.get('rollout_s', 0):.0f}s  training {r.get('train_s', 0):.0f}s"
+            )
+        if self.last_eval:
+            t.add_row("held-out", f"{self.last_eval['val_reward']:.3f} after {self.last_eval['outer_batch']}")
+        if self.dropped:
+            t.add_row("stale dropped", str(self.dropped))
+        t.add_row("elapsed", f"{time.perf_counter() - self.t0:.0f}s")
+        return t

@@ -1,0 +1,243 @@
+"""One ``strands-art train`` run, end to end: model, sampler, trainer, loop, metrics sinks.
+
+:func:`run_training` is what the command and ``examples/train.ipynb`` call. It
+
+1. refuses a run directory that already holds a run unless ``resume`` (then reads the run's own
+   ``train.json``: a resumed run trains with the settings it started with);
+2. seeds torch with ``seed`` (the LoRA initialization), loads the model and tokenizer
+   (:mod:`strands_art.registry`), builds the sampler (``transformers``: the trainer's own model;
+   with ``max_staleness`` >= 1 a second in-process copy, :class:`~strands_art.training.local_sync.CopySync`;
+   ``vllm``: a server started with :class:`~strands_art.backends.vllm_server.VLLMServer`, or the
+   one at ``vllm_url``, with :class:`~strands_art.training.weight_sync.LoRASync`);
+3. asks the environment for its gateway, and runs :func:`strands_art.training.loop.train`
+   (``max_staleness`` 0: synchronous; K >= 1: the rollouts of the next K outer batches run
+   during the update, :mod:`strands_art.training.staleness`);
+4. writes ``metrics.jsonl`` (the loop), TensorBoard events, optionally W&B, and the rows of every
+   outer batch (``rows/ob-NNNNNN.jsonl``: one line per rollout, its rows as ``Row.to_dict``).
+
+The run directory::
+
+    RUN_DIR/train.json         the resolved settings (TrainSettings)
+    RUN_DIR/command.txt        the command line that reproduces them
+    RUN_DIR/metrics.jsonl      one record per outer batch and per evaluation
+    RUN_DIR/tensorboard/       event files (tensorboard --logdir RUN_DIR/tensorboard)
+    RUN_DIR/rows/              the trained rows, one file per outer batch
+    RUN_DIR/checkpoints/       LoRA adapter + optimizer + RNG (resume point)
+    RUN_DIR/env/               the environment's own files (workspaces, logs)
+
+This module never imports the gateway or an environment: the environment's ``gateway`` factory
+builds the gateway, its ``rollout`` drives the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strands_art.training import checkpoint
+from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
+from strands_art.training.loop import train
+from strands_art.training.metrics import MetricsLog
+from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink
+from strands_art.training.settings import TrainSettings
+from strands_art.trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+class RunDirError(ValueError):
+    """The run directory holds a run and ``--resume`` was not given, or ``--resume`` found none."""
+
+
+@dataclass
+class RunResult:
+    """What a finished (or stopped) run leaves: its directory, records and final step."""
+
+    run_dir: Path
+    records: list[dict[str, Any]]
+    step: int
+    outer_batch: int
+
+    @property
+    def adapter(self) -> Path | None:
+        """The newest checkpoint's adapter file (None without a checkpoint)."""
+        ck = checkpoint.latest_checkpoint(self.run_dir)
+        return None if ck is None else ck / checkpoint.ADAPTER_FILE
+
+
+def env_options(settings: TrainSettings) -> EnvOptions:
+    return EnvOptions(
+        train_tasks=Path(settings.train_tasks) if settings.train_tasks else None,
+        eval_tasks=Path(settings.eval_tasks) if settings.eval_tasks else None,
+        max_turns=settings.max_turns,
+        work_dir=Path(settings.run_dir) / "env",
+    )
+
+
+def prepare_run_dir(run_dir: Path, resume: bool) -> None:
+    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run.
+
+    Raises:
+        RunDirError: see the class.
+    """
+    has_run = (run_dir / "train.json").exists() or (run_dir / "metrics.jsonl").exists()
+    if resume and not (run_dir / "train.json").exists():
+        raise RunDirError(f"--resume: {run_dir} holds no run (no train.json)")
+    if not resume and has_run:
+        raise RunDirError(
+            f"{run_dir} already holds a run: pass --resume to continue it, or another --run-dir"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) -> None:
+    """``rows/ob-NNNNNN.jsonl``: one line per rollout (id, group, reward, failure, rows), atomically."""
+    d = run_dir / "rows"
+    d.mkdir(exist_ok=True)
+    lines = [
+        json.dumps(
+            {
+                "rollout_id": t.rollout_id,
+                "group_id": t.group_id,
+                "reward": t.reward,
+                "failed": t.metadata.get("failed", False),
+                "rows": [r.to_dict() for r in t.rows],
+            }
+        )
+        for t in trajectories
+    ]
+    path = d / f"ob-{outer_batch:06d}.jsonl"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def kept_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The metrics a resume keeps: those the newest checkpoint covers (the loop drops the rest)."""
+    log = MetricsLog(run_dir / "metrics.jsonl")
+    ck = checkpoint.latest_checkpoint(run_dir)
+    if ck is None:
+        return []
+    done = int(json.loads((ck / "state.json").read_text())["outer_batch"])
+    log.truncate_after(done)
+    return log.read()
+
+
+def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -> tuple[Any, Any]:
+    """(tokenizer, LocalTrainer) on the settings' model and sampler."""
+    import torch
+
+    from strands_art.registry import gguf_model_dir, load_causal_lm, load_tokenizer
+    from strands_art.training.local import LocalTrainer
+
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    cfg = settings.trainer_config()
+    tok = load_tokenizer(settings.model)
+    model = load_causal_lm(settings.model)
+    torch.manual_seed(settings.seed)  # the LoRA initialization (a checkpoint replaces it on resume)
+    if settings.backend == "transformers":
+        if settings.max_staleness == 0:  # the sampler shares the trainer's model
+            return tok, LocalTrainer(model, tok, cfg)
+        from strands_art.training.local_sync import CopySync
+        from strands_art.training.lora import lora_model
+
+        peft_model = lora_model(model, cfg)  # the sampler samples from its own copy (local_sync)
+        return tok, LocalTrainer(peft_model, tok, cfg, weight_sync=CopySync(peft_model, tok))
+    from strands_art.backends.vllm import VLLMBackend
+    from strands_art.training.weight_sync import LoRASync
+
+    url = settings.vllm_url
+    if url is None:
+        from strands_art.backends.vllm_server import VLLMServer
+
+        flags = ["--enable-lora", "--max-lora-rank", str(settings.lora_rank), "--max-loras", "2"]
+        server = VLLMServer(
+            gguf_model_dir(settings.model) if not Path(settings.model).is_dir() else settings.model,
+            settings.model,
+            extra_args=flags,
+            env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
+            log_path=run_dir / "vllm-server.log",
+        )
+        stack.enter_context(server)
+        url = server.base_url
+    backend = VLLMBackend(url, settings.model)
+    sync = LoRASync(backend, run_dir / "adapters", max_lora_rank=settings.lora_rank, run=f"s{settings.seed}")
+    stack.callback(sync.close, unload=True)
+    return tok, LocalTrainer(model, tok, cfg, weight_sync=sync)
+
+
+def run_training(settings: TrainSettings, **kwargs: Any) -> RunResult:
+    """:func:`arun_training` in a new event loop (the command); same arguments."""
+    return asyncio.run(arun_training(settings, **kwargs))
+
+
+async def arun_training(
+    settings: TrainSettings,
+    *,
+    resume: bool = False,
+    env: TrainEnvironment | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run (or resume) the training ``settings`` describe; see the module docstring. A notebook
+    awaits this one (its kernel already runs an event loop).
+
+    Args:
+        settings: the run's settings (``settings.run_dir`` is the run directory).
+        resume: continue the run in ``settings.run_dir`` from its newest checkpoint.
+        env: the environment (default: resolved from ``settings.env``).
+        progress: the rich live panel (stderr); off, the run only logs.
+        stop_after: stop after this many outer batches in this call (as a crash would).
+        on_batch: also called with each metrics record.
+
+    Raises:
+        RunDirError, EnvironmentSpecError, ValueError: before any model is loaded.
+        RuntimeError: ``--wandb`` without wandb installed.
+    """
+    run_dir = Path(settings.run_dir)
+    prepare_run_dir(run_dir, resume)
+    env = env or resolve_environment(settings.env, env_options(settings))
+    sinks: list[Any] = [TensorBoardSink(run_dir)]
+    if settings.wandb:
+        sinks.append(WandbSink(run_dir, settings.to_dict()))
+    if not resume:
+        settings.save(run_dir)
+        (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
+    sinks[0].replay(kept_records(run_dir) if resume else [])
+    with contextlib.ExitStack() as stack:
+        for sink in sinks:
+            stack.callback(sink.close)
+        tok, trainer = _load(settings, run_dir, stack)
+        gateway = env.gateway(tok, trainer.backend)
+        live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
+        if progress:
+            stack.enter_context(live)
+
+        def emit(record: dict[str, Any]) -> None:
+            for sink in sinks:
+                sink.write(record)
+            if progress:
+                live.on_record(record)
+            if on_batch is not None:
+                on_batch(record)
+
+        records = await train(
+            trainer, gateway, env.train_tasks, env.rollout, settings.outer_batches, run_dir,
+            eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
+            on_event=live.on_event if progress else None,
+            on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),
+            max_staleness=settings.max_staleness,
+        )  # fmt: skip
+        close = getattr(trainer.backend, "aclose", None)
+        if close is not None:
+            await close()
+    return RunResult(run_dir=run_dir, records=records, step=trainer.step, outer_batch=trainer.outer_batch)

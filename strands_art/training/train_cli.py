@@ -1,0 +1,160 @@
+"""``strands-art train``: GRPO + LoRA on one machine (or, with ``--trainer verl``, a verl launch).
+
+Options left out take the environment's recommended value, then the default of
+:data:`strands_art.training.settings.DEFAULTS`. ``--resume`` continues the run in ``--run-dir``
+with the settings saved there (``train.json``); other options must then be left out or agree.
+At the end the command prints where the run is (metrics, TensorBoard, checkpoints).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from strands_art.training.settings import DEFAULTS
+
+DESCRIPTION = """\
+Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
+step-stable GRPO updates -> next rollouts, with held-out evaluation, checkpoints, metrics.jsonl
+and TensorBoard event files in --run-dir.
+
+  strands-art train --env capitals --run-dir runs/capitals        # SmolLM2, minutes on a CPU
+  strands-art train --env lookup --run-dir runs/lookup            # the multi-turn tool task
+  strands-art train --env migrationbench --train-tasks DIR --eval-tasks DIR --run-dir runs/mb
+  strands-art train --env mypkg.myenv:make_env --run-dir runs/mine
+  strands-art train --resume --run-dir runs/lookup                # continue a killed run
+  strands-art train --env migrationbench --trainer verl --run-dir runs/mb-verl   # write a verl launch
+
+--env module:function names a factory (EnvOptions) -> TrainEnvironment (docs/training.md,
+"Your own environment"). --max-staleness K (default 1) overlaps the rollouts of the next outer
+batch with the update on this one; 0 is the synchronous loop.
+"""
+
+FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
+
+
+def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``train`` on a subparsers object; the handler is set as ``func``."""
+    p = subparsers.add_parser(
+        "train",
+        help="GRPO + LoRA training of an environment on one machine (or write a verl launch)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d = DEFAULTS
+    p.add_argument("--env", default=None, help="capitals, lookup, migrationbench or module:function")
+    p.add_argument("--run-dir", required=True, help="where the run's files go")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --run-dir from its newest checkpoint"
+    )
+    g = p.add_argument_group("model and sampler")
+    g.add_argument(
+        "--model", help=f"model alias or local directory (default: the environment's, else {d['model']})"
+    )
+    g.add_argument(
+        "--backend", choices=("transformers", "vllm"), help="what samples rollouts (default transformers)"
+    )
+    g.add_argument("--vllm-url", help="a running vLLM server (LoRA enabled) instead of starting one")
+    g.add_argument(
+        "--trainer", choices=("embedded", "verl"), help="embedded (default) or verl: write its launch"
+    )
+    g.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    g = p.add_argument_group("GRPO and step-stable batching")
+    g.add_argument("--outer-batches", type=int, help="outer batches (updates) of the run")
+    g.add_argument("--prompt-batch", type=int, help="tasks per outer batch")
+    g.add_argument("--rollouts-per-prompt", type=int, help="rollouts per task (the GRPO group)")
+    g.add_argument("--ppo-mini-batch", type=int, help="tasks per PPO mini-batch (one optimizer step each)")
+    g.add_argument("--epochs", type=int, help="PPO epochs per outer batch")
+    g.add_argument("--lr", type=float, help="AdamW learning rate (after warmup)")
+    g.add_argument("--warmup-steps", type=int, help="linear learning-rate warmup, optimizer steps")
+    g.add_argument("--kl-coef", type=float, help="KL penalty toward the base model (0: none)")
+    g.add_argument("--max-grad-norm", type=float, help="gradient clipping norm")
+    g.add_argument("--lora-rank", type=int, help="LoRA rank (alpha = 2 x rank)")
+    g.add_argument("--micro-batch-tokens", type=int, help="padded tokens per micro-batch (memory)")
+    g.add_argument(
+        "--max-staleness", type=int, help="K: rollouts may be K updates behind (0: synchronous; default 1)"
+    )
+    g = p.add_argument_group("rollouts and evaluation")
+    g.add_argument("--temperature", type=float, help="rollout sampling temperature")
+    g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")
+    g.add_argument("--max-turns", type=int, help="model calls per rollout (multi-turn environments)")
+    g.add_argument("--concurrency", type=int, help="rollouts in flight at once")
+    g.add_argument("--train-tasks", help="training tasks directory (migrationbench)")
+    g.add_argument("--eval-tasks", help="held-out tasks directory (migrationbench)")
+    g.add_argument("--eval-every", type=int, help="evaluate every N outer batches (0: before and after only)")
+    g.add_argument("--eval-samples", type=int, help="rollouts per held-out task")
+    g.add_argument("--eval-temperature", type=float, help="held-out sampling temperature")
+    g.add_argument("--checkpoint-every", type=int, help="checkpoint every N outer batches")
+    g.add_argument("--seed", type=int, help="seed of tasks, sampling and the LoRA initialization")
+    g.add_argument(
+        "--wandb", action="store_true", default=None, help="also log to Weights & Biases (needs wandb)"
+    )
+    g.add_argument("--no-progress", action="store_true", help="no live panel (log lines only)")
+    p.set_defaults(func=run_train)
+    return p
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from strands_art.training.settings import TrainSettings
+
+    given = _given(args)
+    if args.resume:
+        saved = TrainSettings.load(args.run_dir)
+        clash = [
+            f"{FLAG_OF[k]} {v!r} (the run has {getattr(saved, k)!r})"
+            for k, v in given.items()
+            if v != getattr(saved, k)
+        ]
+        if args.env not in (None, saved.env):
+            clash.append(f"--env {args.env!r} (the run has {saved.env!r})")
+        if clash:
+            raise ValueError("--resume trains with the run's own settings; these differ: " + "; ".join(clash))
+        return saved
+    if args.env is None:
+        raise ValueError("--env is required (capitals, lookup, migrationbench or module:function)")
+    return given
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Handle ``train``: exit 2 with the reason on bad input, 0 after a finished run."""
+    from strands_art.training.environment import EnvironmentSpecError, resolve_environment
+    from strands_art.training.run import RunDirError, env_options, run_training
+    from strands_art.training.settings import TrainSettings
+
+    try:
+        got = _settings(args)
+        if isinstance(got, TrainSettings):
+            settings, env = got, None
+        else:
+            probe = TrainSettings.resolve(args.env, args.run_dir, got)  # the environment's options
+            env = resolve_environment(args.env, env_options(probe))
+            settings = TrainSettings.resolve(args.env, args.run_dir, got, env.defaults)
+        if settings.trainer == "verl":
+            from strands_art.training.verl_launch import write_verl_launch
+
+            path = write_verl_launch(settings)
+            print(f"verl launch written: {path} (run it on the cluster: bash {path})")
+            return 0
+        result = run_training(settings, resume=args.resume, env=env, progress=not args.no_progress)
+    except (ValueError, FileNotFoundError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
+        print(f"strands-art train: {exc}", file=sys.stderr)
+        return 2
+    evals = [r for r in result.records if r.get("kind") == "eval"]
+    run_dir = Path(settings.run_dir)
+    if len(evals) >= 2:
+        print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
+    print(
+        f"run: {run_dir} ({result.outer_batch} outer batches, {result.step} optimizer steps)\n"
+        f"  metrics      {run_dir / 'metrics.jsonl'}\n"
+        f"  tensorboard  tensorboard --logdir {run_dir / 'tensorboard'}\n"
+        f"  adapter      {result.adapter}\n"
+        f"  rows         {run_dir / 'rows'}\n"
+        f"  resume       strands-art train --resume --run-dir {run_dir}"
+    )
+    return 0

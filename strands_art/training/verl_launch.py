@@ -1,0 +1,123 @@
+"""``strands-art train --trainer verl``: the same settings as a verl 0.9.1 launch, written, not run.
+
+Writes ``RUN_DIR/verl/launch.sh``: the dataset step (``examples/migrationbench/make_verl_dataset.py``
+on ``--train-tasks``) and ``python -m verl.trainer.main_ppo`` with the Hydra overrides of
+``examples/migrationbench/train_verl.sh`` (the published configuration: step-stable batching via
+``trainer.v1.trainer_mode=strands_sync``, the Strands agent loop) where the run's settings replace
+the batch sizes, group size, epochs, learning rate and warmup, KL, LoRA rank, sampling, seed and
+the number of steps. ``MODEL``, ``NGPUS``, ``NNODES`` and ``TP`` come from the environment as in
+that script. Only ``--env migrationbench`` has a verl agent loop.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from strands_art.training.settings import TrainSettings
+
+_FIXED = [
+    "trainer.use_v1=True",
+    "trainer.v1.trainer_mode=strands_sync",
+    "algorithm.adv_estimator=grpo",
+    "algorithm.norm_adv_by_std_in_grpo=True",
+    "algorithm.use_kl_in_reward=False",
+    "algorithm.rollout_correction.bypass_mode=True",
+    "data.return_raw_chat=True",
+    "actor_rollout_ref.model.use_remove_padding=True",
+    "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+    "actor_rollout_ref.actor.shuffle=False",
+    "actor_rollout_ref.actor.use_dynamic_bsz=True",
+    "actor_rollout_ref.actor.loss_agg_mode=token-mean",
+    "actor_rollout_ref.actor.entropy_coeff=0",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.rollout.mode=async",
+    "actor_rollout_ref.rollout.top_p=1.0",
+    "actor_rollout_ref.rollout.calculate_log_probs=True",
+    "actor_rollout_ref.rollout.logprobs_mode=processed_logprobs",
+    "actor_rollout_ref.rollout.enable_prefix_caching=True",
+    "trainer.critic_warmup=0",
+    "trainer.project_name=strands-art",
+    "'trainer.logger=[console,tensorboard]'",
+]
+
+
+def verl_overrides(s: TrainSettings) -> list[str]:
+    """The Hydra overrides of these settings (after the fixed ones of the published configuration)."""
+    kl = s.kl_coef > 0
+    return [
+        *_FIXED,
+        f"data.train_batch_size={s.prompt_batch}",
+        f"data.max_response_length={s.max_new_tokens}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={s.ppo_mini_batch}",
+        f"actor_rollout_ref.actor.ppo_epochs={s.epochs}",
+        f"actor_rollout_ref.actor.optim.lr={s.lr}",
+        f"actor_rollout_ref.actor.optim.lr_warmup_steps={s.warmup_steps or -1}",
+        f"actor_rollout_ref.actor.grad_clip={s.max_grad_norm or 0}",
+        f"actor_rollout_ref.actor.use_kl_loss={kl}",
+        f"actor_rollout_ref.actor.kl_loss_coef={s.kl_coef}",
+        "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+        f"actor_rollout_ref.model.lora_rank={s.lora_rank}",
+        f"actor_rollout_ref.model.lora_alpha={2 * s.lora_rank}",
+        f"actor_rollout_ref.rollout.n={s.rollouts_per_prompt}",
+        f"actor_rollout_ref.rollout.temperature={s.temperature}",
+        f"actor_rollout_ref.rollout.response_length={s.max_new_tokens}",
+        f"actor_rollout_ref.rollout.val_kwargs.temperature={s.eval_temperature}",
+        f"actor_rollout_ref.rollout.val_kwargs.n={s.eval_samples}",
+        f"trainer.total_training_steps={s.outer_batches}",
+        f"trainer.test_freq={s.eval_every or -1}",
+        f"trainer.save_freq={s.checkpoint_every or -1}",
+        f"trainer.val_before_train={bool(s.eval_tasks)}",
+        f"trainer.default_local_dir={s.run_dir}/verl/checkpoints",
+        f"trainer.experiment_name={Path(s.run_dir).name}",
+        f"data.seed={s.seed}",
+    ]
+
+
+def write_verl_launch(s: TrainSettings) -> Path:
+    """Write ``RUN_DIR/verl/launch.sh`` (executable) and return its path.
+
+    Raises:
+        ValueError: an environment other than migrationbench, or no ``--train-tasks``.
+    """
+    if s.env != "migrationbench":
+        raise ValueError(
+            "--trainer verl: only --env migrationbench has a verl agent loop (docs/setup-verl.md)"
+        )
+    if not s.train_tasks:
+        raise ValueError("--trainer verl needs --train-tasks DIR (the verl dataset is made from it)")
+    out = Path(s.run_dir) / "verl"
+    out.mkdir(parents=True, exist_ok=True)
+    data = f"{s.run_dir}/verl/data"
+    overrides = " \\\n  ".join(
+        [
+            *verl_overrides(s),
+            f'data.train_files="{data}/train.parquet"',
+            f'data.val_files="{data}/val.parquet"',
+            'actor_rollout_ref.model.path="$MODEL"',
+            'trainer.n_gpus_per_node="$NGPUS"',
+            'trainer.nnodes="$NNODES"',
+            'actor_rollout_ref.rollout.tensor_model_parallel_size="$TP"',
+            'actor_rollout_ref.rollout.agent.agent_loop_config_path="examples/migrationbench/verl_agent_loops.yaml"',
+            "\"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES='$VERL_USE_EXTERNAL_MODULES'\"",
+            '"$@"',
+        ]
+    )
+    script = f"""#!/usr/bin/env bash
+# verl 0.9.1 launch for: {s.command()}
+# Written by `strands-art train --trainer verl`; run from the strands-art checkout on the cluster
+# (pip install -e '.[verl-vllm]', docs/setup-verl.md). Extra arguments are Hydra overrides.
+set -euo pipefail
+MODEL=${{MODEL:-{s.model}}}
+NGPUS=${{NGPUS:-8}}
+NNODES=${{NNODES:-1}}
+TP=${{TP:-2}}
+export VERL_USE_EXTERNAL_MODULES=strands_art.training.verl_trainer,strands_art.training.verl_agent_loop
+python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(s.train_tasks)} --out {shlex.quote(data)}
+python -m verl.trainer.main_ppo \\
+  {overrides}
+"""
+    path = out / "launch.sh"
+    path.write_text(script, encoding="utf-8")
+    path.chmod(0o755)
+    return path

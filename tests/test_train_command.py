@@ -1,0 +1,213 @@
+"""``strands-art train`` end to end in subprocesses (real SmolLM2, capitals task, smallest settings):
+a run killed at a random point and resumed with ``--resume`` ends with the same adapter (bit for
+bit), metrics and rows as an uninterrupted run, and writes TensorBoard events a reader lists.
+Also the command's refusals (lose nothing) and the verl launch it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from strands_art.cli import main
+from strands_art.training.metrics import TIMING_KEYS
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = [
+    "--env", "capitals", "--model", "smollm2", "--outer-batches", "3", "--prompt-batch", "2",
+    "--rollouts-per-prompt", "4", "--max-new-tokens", "10", "--eval-samples", "1", "--max-staleness", "0",
+    "--threads", "1", "--seed", "5", "--lr", "2e-2", "--no-progress",
+]  # fmt: skip
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "strands_art.cli", "train", *argv],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+
+def tensorboard_tags(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Scalars of the TFRecord event files under ``logdir`` (read with tensorboardX's protobuf)."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    out: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(logdir.glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (n,) = struct.unpack("<Q", data[pos : pos + 8])
+            ev = Event.FromString(data[pos + 12 : pos + 12 + n])
+            pos += 12 + n + 4
+            for v in ev.summary.value:
+                out.setdefault(v.tag, []).append((ev.step, v.simple_value))
+    return out
+
+
+def _state(run: Path) -> dict:
+    from safetensors.torch import load_file
+
+    adapter = run / "checkpoints" / "ob-000003" / "adapter_model.safetensors"
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return {
+        "adapter_bytes": adapter.read_bytes(),
+        "adapter": load_file(str(adapter)),
+        "records": [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records],
+        "rows": {p.name: p.read_text() for p in sorted((run / "rows").glob("*.jsonl"))},
+    }
+
+
+@pytest.mark.slow
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    whole = tmp_path / "whole"
+    t0 = time.monotonic()
+    proc = _start([*SMALL, "--run-dir", str(whole)], tmp_path / "whole.log")
+    assert proc.wait(timeout=900) == 0, (tmp_path / "whole.log").read_text()[-3000:]
+    duration = time.monotonic() - t0
+    out = (tmp_path / "whole.log").read_text()
+    assert f"run: {whole}" in out and "--resume --run-dir" in out  # where the run is
+
+    killed = tmp_path / "killed"
+    log = tmp_path / "killed.log"
+    rng = random.Random(int(os.environ.get("STRANDS_ART_KILL_SEED", "23")))
+    proc = _start([*SMALL, "--run-dir", str(killed)], log)
+    # a random point after the first checkpoint exists (before it the run simply starts over)
+    deadline = time.monotonic() + 900
+    while not (killed / "checkpoints" / "latest").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(rng.uniform(0.0, duration / 4))
+    finished_first = proc.poll() is not None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = (
+        len((killed / "metrics.jsonl").read_text().splitlines()) if (killed / "metrics.jsonl").exists() else 0
+    )
+    proc = _start(["--resume", "--run-dir", str(killed), "--no-progress"], log)
+    assert proc.wait(timeout=900) == 0, log.read_text()[-3000:]
+    assert not finished_first and done < 5, "the kill landed after the run finished: nothing was tested"
+
+    a, b = _state(whole), _state(killed)
+    assert a["adapter_bytes"] == b["adapter_bytes"]  # the same final adapter, bit for bit
+    assert a["adapter"].keys() == b["adapter"].keys() and len(a["adapter"]) > 0
+    assert a["records"] == b["records"]
+    assert a["rows"] == b["rows"] and len(a["rows"]) == 3
+    train = [r for r in a["records"] if r["kind"] == "train"]
+    assert [r["optimizer_steps"] for r in train] == [2, 2, 2]
+    assert any(r["grad_norm"] > 0 for r in train)  # a real update happened
+
+    # TensorBoard: the resumed run's events hold each metrics record exactly once
+    for run in (whole, killed):
+        tags = tensorboard_tags(run / "tensorboard")
+        assert [s for s, _ in tags["train/reward_mean"]] == [1, 2, 3]
+        assert [v for _, v in tags["train/reward_mean"]] == pytest.approx([r["reward_mean"] for r in train])
+        assert [s for s, _ in tags["eval/val_reward"]] == [0, 3]
+    settings = json.loads((killed / "train.json").read_text())
+    assert settings["outer_batches"] == 3 and settings["max_staleness"] == 0
+
+
+def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"kind": "eval", "outer_batch": 0}\n')
+    assert main(["train", "--env", "capitals", "--run-dir", str(run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert (run / "metrics.jsonl").read_text() == '{"kind": "eval", "outer_batch": 0}\n'  # nothing lost
+    assert main(["train", "--resume", "--run-dir", str(tmp_path / "none")]) == 2
+    assert "is not a `strands-art train` run directory" in capsys.readouterr().err
+    (run / "train.json").write_text(json.dumps({"env": "capitals", "run_dir": str(run), "lr": 1e-3}))
+    assert main(["train", "--resume", "--run-dir", str(run), "--lr", "5e-4"]) == 2
+    assert "--lr 0.0005 (the run has 0.001)" in capsys.readouterr().err
+    assert main(["train", "--env", "nosuch", "--run-dir", str(tmp_path / "x")]) == 2
+    assert "unknown environment 'nosuch'" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                "--env",
+                "capitals",
+                "--prompt-batch",
+                "3",
+                "--ppo-mini-batch",
+                "2",
+                "--run-dir",
+                str(tmp_path / "y"),
+            ]
+        )
+        == 2
+    )
+    assert "not divisible" in capsys.readouterr().err
+    assert main(["train", "--env", "capitals", "--trainer", "verl", "--run-dir", str(tmp_path / "z")]) == 2
+    assert "only --env migrationbench" in capsys.readouterr().err
+
+
+def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
+    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+
+    run = tmp_path / "mb"
+    argv = ["train", "--env", "migrationbench", "--trainer", "verl", "--run-dir", str(run)]
+    argv += ["--train-tasks", str(bundled_tasks_dir()), "--prompt-batch", "4", "--ppo-mini-batch", "2"]
+    argv += ["--rollouts-per-prompt", "8", "--lr", "3e-5", "--kl-coef", "0.01", "--epochs", "2"]
+    assert main(argv) == 0
+    script = (run / "verl" / "launch.sh").read_text()
+    for override in (
+        "data.train_batch_size=4",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "actor_rollout_ref.actor.ppo_epochs=2",
+        "actor_rollout_ref.rollout.n=8",
+        "actor_rollout_ref.actor.optim.lr=3e-05",
+        "actor_rollout_ref.actor.use_kl_loss=True",
+        "actor_rollout_ref.actor.kl_loss_coef=0.01",
+        "trainer.v1.trainer_mode=strands_sync",
+    ):
+        assert override in script, override
+    assert "make_verl_dataset.py --tasks-dir" in script
+    assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
+    assert "verl launch written" in capsys.readouterr().out
+
+
+def test_live_progress_and_tensorboard_sink(tmp_path):
+    """The live panel counts rollouts in flight and done, shows the last update; the TensorBoard
+    sink's replay starts the event files over with exactly the records given."""
+    import io
+
+    from rich.console import Console
+
+    from strands_art.training.progress import LiveProgress, TensorBoardSink
+
+    buf = io.StringIO()
+    live = LiveProgress(3, 4, console=Console(file=buf, width=200))
+    with live:
+        live.on_event("start", "b0-capital-france-r0")
+        live.on_event("start", "b0-capital-france-r1")
+        live.on_event("end", "b0-capital-france-r0")
+        assert live.in_flight == {"b0-capital-france-r1"} and live.done == {"b0": 1}
+        live.on_record({"kind": "train", "outer_batch": 0, "reward_mean": 0.25, "approx_kl": 1e-3,
+                        "grad_norm": 0.5, "optimizer_steps": 2, "step": 2, "rollout_s": 3.0, "train_s": 4.0})  # fmt: skip
+    out = buf.getvalue()
+    assert "batch 0: reward 0.250" in out and "1 / 3 trained" in out and "1 in flight" in out
+
+    sink = TensorBoardSink(tmp_path)
+    sink.write({"kind": "train", "outer_batch": 5, "reward_mean": 9.0})
+    sink.replay(
+        [
+            {"kind": "eval", "outer_batch": 0, "val_reward": 0.5},
+            {"kind": "train", "outer_batch": 0, "reward_mean": 0.25},
+        ]
+    )
+    sink.close()
+    tags = tensorboard_tags(tmp_path / "tensorboard")
+    assert tags == {"eval/val_reward": [(0, 0.5)], "train/reward_mean": [(1, 0.25)]}

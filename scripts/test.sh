@@ -12,7 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+# pytest's own temp dirs in a fresh place, removed with rm(1): tests build 1,200-level trees, and
+# pytest's clean-up of old runs under the shared default (shutil.rmtree) would recurse too deep
+pytest_tmp=$(mktemp -d)
+trap 'rm -rf "$logs" "$pytest_tmp"' EXIT
 status=0
 
 # wait_for NAME PID: wait for a background step, print its log, record a failure.
@@ -42,7 +45,7 @@ else
 fi
 bash scripts/check-installs.sh >"$logs/check-installs.log" 2>&1 &
 check_pid=$!
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@" || status=$?
+.venv/bin/python -m pytest -q -p no:cacheprovider --basetemp "$pytest_tmp/t" "$@" || status=$?
 wait_for check-installs "$check_pid" || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
   if wait_for prepare-verl "$verl_pid"; then

@@ -16,6 +16,7 @@ over ``rows/``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -153,8 +154,15 @@ class TrajectoryStore:
         return {t.rollout_id for t in self}
 
     def part_path(self, rollout_id: str) -> Path:
-        """Where the Parquet rows of ``rollout_id`` are stored."""
-        return self.root / "rows" / f"part-{_safe(rollout_id)}.parquet"
+        """Where the Parquet rows of ``rollout_id`` are stored: ``rows/part-<id>.parquet`` for an id
+        of at most 100 characters from ``[A-Za-z0-9._-]`` (every id the project makes), else
+        ``part-<first 60 such characters>-<16 hex of its SHA-256>`` — so ``a/b`` and ``a_b`` never
+        share a part, and a 500-character id still makes a valid file name."""
+        safe = _safe(rollout_id)
+        if safe != rollout_id or len(safe) > 100:
+            digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            safe = f"{safe[:60]}-{digest}"
+        return self.root / "rows" / f"part-{safe}.parquet"
 
     def _lines(self) -> tuple[list[tuple[str | None, str]], str]:
         """``([(rollout id or None if unreadable, line)], torn tail)`` of the JSONL file."""

@@ -91,3 +91,18 @@ def test_a_trajectory_without_a_group_round_trips(tmp_path):
     [back] = list(store)
     assert back.group_id is None and back.rows[0].input_ids == [1, 2, 3]
     assert store.read_rows_table().column("group_id").to_pylist() == [None]
+
+
+def test_ids_that_clean_to_one_name_keep_parts_of_their_own(tmp_path):
+    """``a/b`` and ``a_b`` once shared ``part-a_b.parquet`` (the second overwrote the first's
+    rows); an id of 500 characters made a file name too long to create."""
+    store = TrajectoryStore(tmp_path)
+    ids = ["a_b", "a/b", "a:b", "x" * 500]
+    for i, rid in enumerate(ids):
+        store.append(traj(rid, float(i)))
+    assert len({store.part_path(rid) for rid in ids}) == 4
+    assert store.part_path("a_b").name == "part-a_b.parquet"  # plain ids keep their name
+    table = store.read_rows_table()
+    assert sorted(
+        zip(table.column("rollout_id").to_pylist(), table.column("reward").to_pylist(), strict=True)
+    ) == sorted((rid, float(i)) for i, rid in enumerate(ids))

@@ -105,7 +105,12 @@ class RunView:
                 self._reset()
             self._sizes = sizes
             self._items = None
-            records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
+            try:
+                records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
+            except OSError as exc:  # results.jsonl is a directory, or unreadable
+                logger.warning("cannot read %s: %s", results_path, exc)
+                records, bad, torn = [], 0, 0
+                self.problems["unreadable_results_file"] = str(exc)[:200]
             self.problems["unreadable_results"] += bad
             self.problems["torn_results_bytes"] = torn
             for rec in records:
@@ -113,7 +118,12 @@ class RunView:
                 self.results[rec["rollout_id"]] = rec
             store = self._open_store()
             if store is not None:
-                lines, self._store_pos, torn = store.scan(self._store_pos)
+                try:
+                    lines, self._store_pos, torn = store.scan(self._store_pos)
+                except OSError as exc:  # trajectories.jsonl is a directory, or unreadable
+                    logger.warning("cannot read %s: %s", store.jsonl, exc)
+                    lines, torn = [], 0
+                    self.problems["unreadable_trajectories_file"] = str(exc)[:200]
                 self.problems["torn_trajectory_bytes"] = torn
                 for line in lines:
                     if line.rollout_id is None:
@@ -148,8 +158,16 @@ class RunView:
         return clip(data, 2000) if isinstance(data, dict) else None
 
     def metrics(self) -> list[dict[str, Any]]:
-        """Records of ``metrics.jsonl`` (a training run), [] if there is none."""
-        return read_metrics(self.root / "metrics.jsonl")
+        """Records of ``metrics.jsonl`` (a training run), [] if there is none; lines that are
+        not JSON objects are skipped, an unreadable file (not UTF-8, a directory) reads as []
+        and is counted in ``problems["unreadable_metrics"]``."""
+        try:
+            records = read_metrics(self.root / "metrics.jsonl")
+        except (OSError, ValueError) as exc:
+            logger.warning("cannot read metrics.jsonl: %s", exc)
+            self.problems["unreadable_metrics"] = 1
+            return []
+        return [r for r in records if isinstance(r, dict)]
 
     def live(self) -> list[dict[str, Any]]:
         """Rollouts in flight (``live.json``: rollout_id, turn, last_call, started), [] if none."""

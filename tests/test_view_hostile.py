@@ -1,0 +1,142 @@
+"""The viewer under attack (issue 25 item 7): odd and hostile run directories, paths and requests
+must give a JSON answer (200 with the problem shown, or 400/403/404/405), never a 500, and never
+write into the run directory. The browser side (payloads shown as text) is in test_view_browser."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from strands_art.view.reader import RunView
+from strands_art.view.server import SORT_KEYS, make_app
+
+DATA = Path(__file__).parent / "data" / "view-run"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "run"
+    shutil.copytree(DATA, d)
+    return d
+
+
+async def answers(run_dir: Path, paths: list[str], status: int = 200, method: str = "GET") -> list:
+    async with TestClient(TestServer(make_app(RunView(run_dir)))) as c:
+        out = []
+        for p in paths:
+            r = await c.request(method, p)
+            assert r.status == status, (p, r.status, await r.text())
+            out.append(await r.json())
+        return out
+
+
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+async def test_odd_results_records_sort_filter_and_page(run_dir: Path) -> None:
+    """Mixed types under one key (a str reward next to floats, an int task), a NaN reward, a
+    600-character rollout id (cut by clip) and a lone surrogate: every sort key, the id filter
+    and the groups answer 200 (before: TypeError / AttributeError / UnicodeEncodeError, 500)."""
+    recs = [
+        {"rollout_id": "s1", "reward": "bad", "task": 7, "stop_reason": ["x"], "turns": "3"},
+        {"rollout_id": "s2", "reward": float("nan"), "turns": 2},
+        {"rollout_id": "L" * 600, "reward": 1.0, "task": "T" * 700},
+    ]
+    _append(run_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in recs).encode())
+    _append(run_dir / "results.jsonl", b'{"rollout_id": "sur\\ud800", "reward": 0.5}\n')
+    paths = [f"/api/rollouts?sort={k}&desc={d}" for k in SORT_KEYS for d in (0, 1)]
+    got = await answers(run_dir, [*paths, "/api/rollouts?q=LLLL", "/api/groups", "/api/run"])
+    first = got[0]
+    assert first["all"] == 8
+    by_reward = [r["reward"] for r in first["items"]]
+    assert by_reward[:5] == sorted(by_reward[:5]) and "bad" in by_reward  # numbers, then strings
+    ids = {r["rollout_id"] if isinstance(r["rollout_id"], str) else "cut" for r in first["items"]}
+    assert "sur\ud800" in ids and "cut" in ids  # the surrogate comes back as a JSON escape
+    assert got[-3]["total"] == 1  # the cut id is found by its head
+
+
+async def test_unreadable_metrics_and_results_files(run_dir: Path, tmp_path: Path) -> None:
+    """metrics.jsonl with NaN, non-object lines, invalid UTF-8, or a directory; results.jsonl a
+    directory: answered with what can be read and the problem named (before: 500)."""
+    (run_dir / "metrics.jsonl").write_bytes(b'{"kind": "train", "loss": NaN}\n[1, 2]\n5\n{"kind": "eval"}\n')
+    [m] = await answers(run_dir, ["/api/metrics"])
+    assert m["records"] == [{"kind": "train", "loss": "nan"}, {"kind": "eval"}]
+    _append(run_dir / "metrics.jsonl", b'"\xff\xfe"\n')
+    [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])
+    assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
+    (run_dir / "metrics.jsonl").unlink()
+    (run_dir / "metrics.jsonl").mkdir()
+    (run_dir / "results.jsonl").unlink()
+    (run_dir / "results.jsonl").mkdir()
+    [m, run, items] = await answers(run_dir, ["/api/metrics", "/api/run", "/api/rollouts"])
+    assert m["records"] == [] and "Is a directory" in run["problems"]["unreadable_results_file"]
+    assert items["all"] == 4  # the trajectory store still lists every rollout
+
+
+async def test_file_route_refuses_what_it_cannot_read(run_dir: Path) -> None:
+    """Very long paths (ENAMETOOLONG) are a 400, not a 500; traversal stays 403."""
+    await answers(run_dir, ["/api/file?path=" + "a/" * 3000, "/api/file?path=" + "a" * 5000], 400)
+    await answers(
+        run_dir, ["/api/file?path=%2e%2e/%2e%2e/etc/passwd", "/api/file?path=..%2f..%2fetc%2fpasswd"], 403
+    )
+
+
+def _snapshot(d: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in d.rglob("*") if p.is_file()
+    }
+
+
+async def test_read_only_and_concurrent(run_dir: Path) -> None:
+    """Other methods than GET/HEAD are 405; 60 concurrent requests while the run grows all
+    answer; nothing in the run directory changes but what the test appended."""
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        await answers(run_dir, ["/api/run", "/api/rollouts", "/api/file?path=config.json"], 405, method)
+    before = _snapshot(run_dir)
+    async with TestClient(TestServer(make_app(RunView(run_dir)))) as c:
+        paths = ["/api/rollouts?sort=reward", "/api/live", "/api/groups", "/api/rollout/alpha-r0",
+                 "/api/rollout/alpha-r0/row/1", "/api/run"] * 10  # fmt: skip
+
+        async def one(p: str) -> int:
+            r = await c.get(p)
+            await r.read()
+            return r.status
+
+        line = json.dumps({"rollout_id": "late", "reward": 1.0}) + "\n"
+        tasks = [asyncio.create_task(one(p)) for p in paths]
+        _append(run_dir / "results.jsonl", line.encode())
+        assert set(await asyncio.gather(*tasks)) == {200}
+    after = _snapshot(run_dir)
+    assert {k for k in after if after[k] != before.get(k)} == {"results.jsonl"}
+
+
+def test_cli_refuses_bad_ports_and_warns_off_loopback(run_dir: Path, capsys) -> None:
+    """Out-of-range port: a usage error (before: OverflowError traceback, exit 1); a busy port
+    fails before the tokenizer is loaded (before: ~15 s later); a RUN_DIR that is a file: exit 2;
+    a non-loopback --host: a warning on stderr."""
+    from strands_art.cli import main
+
+    for bad in ("99999", "-1"):
+        with pytest.raises(SystemExit) as e:
+            main(["view", str(run_dir), "--port", bad])
+        assert e.value.code == 2
+    assert "port must be in 0..65535" in capsys.readouterr().err
+    assert main(["view", str(run_dir / "config.json")]) == 2
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert main(["view", str(run_dir), "--port", str(s.getsockname()[1])]) == 2
+    err = capsys.readouterr().err
+    assert "no run directory" in err and "cannot listen on 127.0.0.1" in err
+    assert main(["view", str(run_dir), "--host", "256.0.0.1", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "not loopback" in err and "cannot listen on 256.0.0.1:0" in err

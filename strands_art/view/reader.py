@@ -229,7 +229,10 @@ class RunView:
             item["turns"] = rec["turns"]
         item["wall_s"] = (rec.get("times") or {}).get("wall_s", summ.get("wall_s"))
         item["group"] = summ.get("group_id") or item.get("task") or rid
-        return clip(item, 500)
+        item = clip(item, 500)
+        if isinstance(item["group"], dict):  # a cut label stays a string (grouped by its head)
+            item["group"] = item["group"]["head"] + "…"
+        return item
 
     # ------------------------------------------------------------------ one rollout
     def trajectory(self, rid: str) -> Trajectory:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.make_view_run import XSS
 from tests.test_view_browser import DATA, browser, page, server  # noqa: F401 - fixtures
+from tests.test_view_hostile import add_odd_trajectory
 
 HOSTILE = "\u202eevil\u202c " + XSS[0] + " \x1b[31mRED"
 
@@ -32,6 +33,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     with open(d / "results.jsonl", "a") as f:
         f.write("".join(json.dumps(r) + "\n" for r in recs))
+    add_odd_trajectory(d)
     (d / "metrics.jsonl").write_text('{"kind": "train", "outer_batch": 0, "loss": NaN}\nnull\n[1]\n')
     return d
 
@@ -48,3 +50,16 @@ def test_run_page_over_hostile_values(server: str, page) -> None:  # noqa: F811
     assert len(mean) < 40, mean  # before: 1e308's 309 digits ran off the card
     assert "[object Object]" not in text and "'truncated'" not in text  # a cut id shows its head
     assert page.locator('tr[data-rollout="' + "L" * 500 + '"]').count() == 1
+
+
+def test_rollout_page_over_odd_shapes(server: str, page) -> None:  # noqa: F811
+    """Messages and tool calls that are not objects (before: a TypeError left the page at
+    "Loading…"), shown as text; the 10 MB tool result folded with its full size."""
+    page.goto(server + "rollout?id=odd")
+    page.wait_for_selector(".turn")
+    page.evaluate("document.querySelectorAll('details').forEach((d) => (d.open = true))")
+    text = page.locator("main").inner_text()
+    assert "a string message" in text and "call \\u202e<b>x" in text
+    assert "javascript:alert(2)" in text and "<img src=x onerror=alert(3)>" in text
+    assert "tool result, 10,000,000 characters (show)" in text
+    assert page.locator("img").count() == 0 and "\u202e" not in text

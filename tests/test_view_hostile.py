@@ -140,3 +140,54 @@ def test_cli_refuses_bad_ports_and_warns_off_loopback(run_dir: Path, capsys) -> 
     assert main(["view", str(run_dir), "--host", "256.0.0.1", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "not loopback" in err and "cannot listen on 256.0.0.1:0" in err
+
+
+def add_odd_trajectory(run_dir: Path, rid: str = "odd") -> None:
+    """A copy of alpha-r1 (its Parquet part too) whose JSON holds what the trajectory type does
+    not promise: events and messages that are not objects, tool_calls that are a string or hold
+    null, markup and a bidi override in names, recovery notes that are a number, a 10 MB tool
+    result. Appended as a raw line (a foreign or hand-edited writer)."""
+    jsonl = run_dir / "trajectories" / "trajectories.jsonl"
+    src = next(
+        json.loads(x) for x in jsonl.read_text().splitlines() if x.startswith('{"rollout_id": "alpha-r1"')
+    )
+    src["rollout_id"] = rid
+    src["turns"][-1]["messages"] += [
+        {"role": "<script>alert(1)</script>", "content": 5},
+        {"role": "tool", "content": [{"type": "image_url", "image_url": "javascript:alert(2)"}, 7, None]},
+        {"role": "assistant", "content": None, "tool_calls": "x"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "\u202e<b>x", "arguments": {"a": 1}}}, None],
+        },
+        "a string message",
+        None,
+        {"role": "tool", "content": "B" * 10_000_000},
+    ]
+    src["events"] += [
+        {"kind": "<img src=x onerror=alert(3)>", "turn": 0, "reason": "\u202eR"},
+        "not an object",
+        5,
+    ]
+    src["events"] += [
+        {"kind": "fork", "turn": 99, "position": "x"},
+        {"kind": "fork", "turn": 1, "position": "x"},
+    ]
+    src["metadata"]["ill_formed_turns"] = [{"turn": 0, "problems": 5}]
+    src["metadata"]["recovered_calls"] = [{"turn": 0, "how": {"x": 1}}]
+    rows = run_dir / "trajectories" / "rows"
+    shutil.copy(rows / "part-alpha-r1.parquet", rows / f"part-{rid}.parquet")
+    _append(jsonl, (json.dumps(src) + "\n").encode())
+
+
+async def test_odd_trajectory_shapes(run_dir: Path) -> None:
+    """Before: an event that is not an object raised AttributeError in the index, so the command
+    died at start (and every API call of a live run answered 500 once such a line arrived)."""
+    add_odd_trajectory(run_dir)
+    items, d, row = await answers(run_dir, ["/api/rollouts", "/api/rollout/odd", "/api/rollout/odd/row/0"])
+    assert "odd" in [r["rollout_id"] for r in items["items"]]
+    assert d["turns"][0]["problems"] == [5] and d["turns"][0]["recovered"] == [{"x": 1}]
+    assert [e["kind"] for e in d["events"]][-3:] == ["<img src=x onerror=alert(3)>", "fork", "fork"]
+    assert d["turns"][-1]["messages"][-1]["content"]["size"] == 10_000_000
+    assert row["sampled"] == sum(row["mask"]) > 0

@@ -133,7 +133,7 @@ class RunView:
                         continue
                     try:
                         summary = _summarize(store.read_at(line))
-                    except ValueError as exc:
+                    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # odd JSON shapes
                         logger.warning("%s", exc)
                         self.problems["unreadable_trajectories"] = (
                             self.problems.get("unreadable_trajectories", 0) + 1
@@ -284,9 +284,15 @@ def _size(path: Path) -> int:
         return -1
 
 
+def _events(t: Trajectory) -> list[dict[str, Any]]:
+    """The trajectory's events that are JSON objects (a hand-edited or foreign line may hold
+    anything there)."""
+    return [ev for ev in t.events if isinstance(ev, dict)] if isinstance(t.events, list) else []
+
+
 def _summarize(t: Trajectory) -> dict[str, Any]:
     kinds: dict[str, int] = {}
-    for ev in t.events:
+    for ev in _events(t):
         kinds[str(ev.get("kind"))] = kinds.get(str(ev.get("kind")), 0) + 1
     ill = len(t.metadata.get("ill_formed_turns", []) or [])
     if ill:

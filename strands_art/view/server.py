@@ -258,8 +258,10 @@ async def _rollout(request: web.Request) -> web.Response:
         raise _error(web.HTTPNotFound, f"no stored trajectory for rollout {rid[:200]!r}")
     try:
         return _json(await asyncio.to_thread(rollout_payload, view, rid))
-    except ValueError as exc:
-        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+    except (ValueError, TypeError, AttributeError) as exc:  # an unreadable line, odd JSON shapes
+        raise _error(
+            web.HTTPUnprocessableEntity, f"unreadable trajectory {rid[:200]!r}: {exc}"[:500]
+        ) from None
 
 
 async def _row(request: web.Request) -> web.Response:
@@ -275,8 +277,10 @@ async def _row(request: web.Request) -> web.Response:
         return _json(await asyncio.to_thread(row_payload, view, rid, k))
     except KeyError as exc:
         raise _error(web.HTTPNotFound, str(exc.args[0])[:500]) from None
-    except ValueError as exc:
-        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+    except (ValueError, TypeError, AttributeError) as exc:  # an unreadable line, odd JSON shapes
+        raise _error(
+            web.HTTPUnprocessableEntity, f"unreadable trajectory {rid[:200]!r}: {exc}"[:500]
+        ) from None
 
 
 async def _file(request: web.Request) -> web.Response:

@@ -191,3 +191,32 @@ async def test_odd_trajectory_shapes(run_dir: Path) -> None:
     assert [e["kind"] for e in d["events"]][-3:] == ["<img src=x onerror=alert(3)>", "fork", "fork"]
     assert d["turns"][-1]["messages"][-1]["content"]["size"] == 10_000_000
     assert row["sampled"] == sum(row["mask"]) > 0
+
+
+class _RustLikeTokenizer:
+    """Decodes IDs as ``<id>`` and, like the Rust tokenizer, raises on IDs that do not fit u32."""
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        if any(not 0 <= i < 2**32 for i in ids):
+            raise OverflowError("number too small to fit in target type")
+        return "".join(f"<{i}>" for i in ids)
+
+
+async def test_token_ids_the_tokenizer_cannot_take(run_dir: Path) -> None:
+    """A stored row holding -1 (before: OverflowError from the decoder, 500 on the row page and
+    on the rollout page when it is sampled): decoded as empty text, the rest as usual."""
+    from strands_art.store import TrajectoryStore
+    from strands_art.trajectory import Row, Trajectory, Turn
+
+    ids = [5, -1, -2]
+    t = Trajectory(
+        "neg", "g", [Turn(0, ids[:2], ids[2:], [-0.5], "stop")], [Row(ids, [0, 0, 1], [0, 0, -0.5], "neg")]
+    )
+    TrajectoryStore(run_dir / "trajectories").append(t)
+    async with TestClient(TestServer(make_app(RunView(run_dir, _RustLikeTokenizer())))) as c:
+        r = await c.get("/api/rollout/neg/row/0")
+        assert r.status == 200, await r.text()
+        assert (await r.json())["texts"] == {"5": "<5>", "-1": "", "-2": ""}
+        r = await c.get("/api/rollout/neg")
+        assert r.status == 200, await r.text()
+        assert (await r.json())["turns"][0]["output_text"] == ""

@@ -250,7 +250,7 @@ class RunView:
         """Decoded text of ``ids`` with special tokens kept; None without a tokenizer."""
         if self.tokenizer is None:
             return None
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return self.tokenizer.decode([i for i in ids if _decodable(i)], skip_special_tokens=False)
 
     def special_ids(self) -> set[int]:
         """IDs of the tokenizer's special and added tokens (shown as such); empty without one."""
@@ -267,6 +267,8 @@ class RunView:
             return None
         distinct = set(ids)
         missing = [i for i in distinct if i not in self._texts]
+        self._texts.update((i, "") for i in missing if not _decodable(i))  # negative or > 32 bits
+        missing = [i for i in missing if i not in self._texts]
         if missing:
             backend = getattr(self.tokenizer, "backend_tokenizer", None)  # a fast tokenizer: one Rust call
             if backend is not None:
@@ -275,6 +277,12 @@ class RunView:
                 texts = [self.tokenizer.decode([i], skip_special_tokens=False) for i in missing]
             self._texts.update(zip(missing, texts, strict=True))
         return dict(zip(map(str, distinct), map(self._texts.__getitem__, distinct), strict=True))
+
+
+def _decodable(token_id: Any) -> bool:
+    """An ID the tokenizer can be asked about (a stored row may hold anything: -1 raised
+    OverflowError in the Rust decoder)."""
+    return isinstance(token_id, int) and 0 <= token_id < 2**32
 
 
 def _size(path: Path) -> int:

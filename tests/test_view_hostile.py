@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the run_dir fixture is imported from test_view_api
 """The viewer under attack (issue 25 item 7): odd and hostile run directories, paths and requests
 must give a JSON answer (200 with the problem shown, or 400/403/404/405), never a 500, and never
 write into the run directory. The browser side (payloads shown as text) is in test_view_browser."""
@@ -16,15 +17,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from strands_art.view.reader import RunView
 from strands_art.view.server import SORT_KEYS, make_app
-
-DATA = Path(__file__).parent / "data" / "view-run"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "run"
-    shutil.copytree(DATA, d)
-    return d
+from tests.test_view_api import run_dir  # noqa: F401 - the fixture: a copy of the recorded run
 
 
 async def answers(run_dir: Path, paths: list[str], status: int = 200, method: str = "GET") -> list:

@@ -66,6 +66,9 @@ async def test_unreadable_metrics_and_results_files(run_dir: Path, tmp_path: Pat
     _append(run_dir / "metrics.jsonl", b'"\xff\xfe"\n')
     [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])
     assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
+    (run_dir / "metrics.jsonl").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])  # before: RecursionError, 500
+    assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
     (run_dir / "metrics.jsonl").unlink()
     (run_dir / "metrics.jsonl").mkdir()
     (run_dir / "results.jsonl").unlink()

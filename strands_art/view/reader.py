@@ -163,7 +163,7 @@ class RunView:
         and is counted in ``problems["unreadable_metrics"]``."""
         try:
             records = read_metrics(self.root / "metrics.jsonl")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
             logger.warning("cannot read metrics.jsonl: %s", exc)
             self.problems["unreadable_metrics"] = 1
             return []

@@ -32,7 +32,7 @@ def add_view_parser(sub: Any) -> None:
     p.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)"
     )
-    p.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
+    p.add_argument("--port", type=_port, default=8765, help="port (default: 8765; 0 picks a free one)")
     p.add_argument("--open", action="store_true", help="open the page in a browser, where one exists")
     p.add_argument(
         "--tokenizer",
@@ -41,6 +41,28 @@ def add_view_parser(sub: Any) -> None:
         "tokenizer or model; without one, token IDs are shown undecoded)",
     )
     p.set_defaults(func=main_from_args)
+
+
+def _port(text: str) -> int:
+    """A TCP port number for argparse (0 to 65535; else a usage error, exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be in 0..65535, got {port}")
+    return port
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
@@ -73,14 +95,22 @@ def main_from_args(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         print(f"strands-art view: no run directory at {run_dir}", file=sys.stderr)
         return 2
-    view = RunView(run_dir, load_run_tokenizer(run_dir, args.tokenizer))
+    view = RunView(run_dir)  # the tokenizer comes once the port is ours: a busy port fails at once
     view.refresh()
+    if not _is_loopback(args.host):
+        print(
+            f"strands-art view: warning: serving on {args.host}, not loopback: anyone who can reach "
+            "this address can read the run (no authentication)",
+            file=sys.stderr,
+        )
 
     async def serve() -> None:
         runner = web.AppRunner(make_app(view), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, args.host, args.port)
         await site.start()
+        view.tokenizer = await asyncio.to_thread(load_run_tokenizer, run_dir, args.tokenizer)
+        view._special = None  # computed again with the tokenizer
         port = runner.addresses[0][1]
         host = f"[{args.host}]" if ":" in args.host else args.host
         url = f"http://{host}:{port}/"

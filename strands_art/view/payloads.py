@@ -6,6 +6,7 @@ part for a row's tokens); text fields are clipped (:func:`.reader.clip`).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -14,7 +15,7 @@ from strands_art.backends.base import turn_seed
 from strands_art.replay import fork_texts
 from strands_art.trajectory import Trajectory
 
-from .reader import RunView, clip
+from .reader import RunView, _events, clip
 
 
 def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
@@ -45,8 +46,8 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
                 "seed": turn_seed(seed, tn.index) if isinstance(seed, int) else None,
                 "policy_version": tn.policy_version,
                 "ill_formed": tn.ill_formed,
-                "problems": ill.get(tn.index, {}).get("problems", []),
-                "recovered": recovered.get(tn.index, {}).get("how", []),
+                "problems": _listed(ill.get(tn.index, {}).get("problems")),
+                "recovered": _listed(recovered.get(tn.index, {}).get("how")),
                 "tags": tn.tags,
                 "history_rewritten": bool(previous) and shared == 0,
                 "messages_from": shared,
@@ -56,9 +57,13 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
             }
         )
         previous = tn.messages
-    texts = {(f["turn"], f["position"]): f for f in fork_texts(t, view.tokenizer)} if view.tokenizer else {}
+    texts = (
+        {(f["turn"], f["position"]): f for f in fork_texts(_forks_only(t), view.tokenizer)}
+        if view.tokenizer
+        else {}
+    )
     events = []
-    for ev in t.events:
+    for ev in _events(t):
         item = clip(dict(ev), 2000)
         f = texts.get((ev.get("turn"), ev.get("position")))
         if f is not None:
@@ -146,7 +151,7 @@ def row_payload(view: RunView, rid: str, index: int) -> dict[str, Any]:
 
 def _markers(t: Trajectory, index: int, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [{"pos": s["start"], "kind": "turn", "label": f"turn {s['turn']} sampled"} for s in spans]
-    for ev in t.events:
+    for ev in _events(t):
         at = _event_at(t, ev)
         if at is None:
             continue
@@ -188,6 +193,24 @@ def _rounded(xs: list[float]) -> list[Any]:
     if np.isfinite(arr).all():
         return arr.tolist()
     return [x if math.isfinite(x) else str(x) for x in arr.tolist()]
+
+
+def _forks_only(t: Trajectory) -> Trajectory:
+    """A shallow copy of ``t`` whose events are only its well-formed forks (integer turn and
+    position): what :func:`~strands_art.replay.fork_texts` can read, whatever the line holds."""
+    out = copy.copy(t)
+    out.events = [
+        ev
+        for ev in _events(t)
+        if ev.get("kind") == "fork"
+        and all(isinstance(ev.get(k), int) and not isinstance(ev.get(k), bool) for k in ("turn", "position"))
+    ]
+    return out
+
+
+def _listed(x: Any) -> list[Any]:
+    """``x`` as a list (None: empty; one value: a list of it), clipped."""
+    return clip(x if isinstance(x, list) else [] if x is None else [x], 2000)
 
 
 def _by_turn(items: Any) -> dict[int, dict[str, Any]]:

@@ -105,7 +105,12 @@ class RunView:
                 self._reset()
             self._sizes = sizes
             self._items = None
-            records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
+            try:
+                records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
+            except OSError as exc:  # results.jsonl is a directory, or unreadable
+                logger.warning("cannot read %s: %s", results_path, exc)
+                records, bad, torn = [], 0, 0
+                self.problems["unreadable_results_file"] = str(exc)[:200]
             self.problems["unreadable_results"] += bad
             self.problems["torn_results_bytes"] = torn
             for rec in records:
@@ -113,7 +118,12 @@ class RunView:
                 self.results[rec["rollout_id"]] = rec
             store = self._open_store()
             if store is not None:
-                lines, self._store_pos, torn = store.scan(self._store_pos)
+                try:
+                    lines, self._store_pos, torn = store.scan(self._store_pos)
+                except OSError as exc:  # trajectories.jsonl is a directory, or unreadable
+                    logger.warning("cannot read %s: %s", store.jsonl, exc)
+                    lines, torn = [], 0
+                    self.problems["unreadable_trajectories_file"] = str(exc)[:200]
                 self.problems["torn_trajectory_bytes"] = torn
                 for line in lines:
                     if line.rollout_id is None:
@@ -123,7 +133,7 @@ class RunView:
                         continue
                     try:
                         summary = _summarize(store.read_at(line))
-                    except ValueError as exc:
+                    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # odd JSON shapes
                         logger.warning("%s", exc)
                         self.problems["unreadable_trajectories"] = (
                             self.problems.get("unreadable_trajectories", 0) + 1
@@ -148,8 +158,16 @@ class RunView:
         return clip(data, 2000) if isinstance(data, dict) else None
 
     def metrics(self) -> list[dict[str, Any]]:
-        """Records of ``metrics.jsonl`` (a training run), [] if there is none."""
-        return read_metrics(self.root / "metrics.jsonl")
+        """Records of ``metrics.jsonl`` (a training run), [] if there is none; lines that are
+        not JSON objects are skipped, an unreadable file (not UTF-8, a directory) reads as []
+        and is counted in ``problems["unreadable_metrics"]``."""
+        try:
+            records = read_metrics(self.root / "metrics.jsonl")
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
+            logger.warning("cannot read metrics.jsonl: %s", exc)
+            self.problems["unreadable_metrics"] = 1
+            return []
+        return [r for r in records if isinstance(r, dict)]
 
     def live(self) -> list[dict[str, Any]]:
         """Rollouts in flight (``live.json``: rollout_id, turn, last_call, started), [] if none."""
@@ -211,7 +229,10 @@ class RunView:
             item["turns"] = rec["turns"]
         item["wall_s"] = (rec.get("times") or {}).get("wall_s", summ.get("wall_s"))
         item["group"] = summ.get("group_id") or item.get("task") or rid
-        return clip(item, 500)
+        item = clip(item, 500)
+        if isinstance(item["group"], dict):  # a cut label stays a string (grouped by its head)
+            item["group"] = item["group"]["head"] + "…"
+        return item
 
     # ------------------------------------------------------------------ one rollout
     def trajectory(self, rid: str) -> Trajectory:
@@ -229,7 +250,7 @@ class RunView:
         """Decoded text of ``ids`` with special tokens kept; None without a tokenizer."""
         if self.tokenizer is None:
             return None
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return self.tokenizer.decode([i for i in ids if _decodable(i)], skip_special_tokens=False)
 
     def special_ids(self) -> set[int]:
         """IDs of the tokenizer's special and added tokens (shown as such); empty without one."""
@@ -246,6 +267,8 @@ class RunView:
             return None
         distinct = set(ids)
         missing = [i for i in distinct if i not in self._texts]
+        self._texts.update((i, "") for i in missing if not _decodable(i))  # negative or > 32 bits
+        missing = [i for i in missing if i not in self._texts]
         if missing:
             backend = getattr(self.tokenizer, "backend_tokenizer", None)  # a fast tokenizer: one Rust call
             if backend is not None:
@@ -256,6 +279,12 @@ class RunView:
         return dict(zip(map(str, distinct), map(self._texts.__getitem__, distinct), strict=True))
 
 
+def _decodable(token_id: Any) -> bool:
+    """An ID the tokenizer can be asked about (a stored row may hold anything: -1 raised
+    OverflowError in the Rust decoder)."""
+    return isinstance(token_id, int) and 0 <= token_id < 2**32
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -263,9 +292,15 @@ def _size(path: Path) -> int:
         return -1
 
 
+def _events(t: Trajectory) -> list[dict[str, Any]]:
+    """The trajectory's events that are JSON objects (a hand-edited or foreign line may hold
+    anything there)."""
+    return [ev for ev in t.events if isinstance(ev, dict)] if isinstance(t.events, list) else []
+
+
 def _summarize(t: Trajectory) -> dict[str, Any]:
     kinds: dict[str, int] = {}
-    for ev in t.events:
+    for ev in _events(t):
         kinds[str(ev.get("kind"))] = kinds.get(str(ev.get("kind")), 0) + 1
     ill = len(t.metadata.get("ill_formed_turns", []) or [])
     if ill:

@@ -73,7 +73,11 @@ def _json(data: Any, status: int = 200) -> web.Response:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere: sent as strings
         text = json.dumps(_finite(data), ensure_ascii=False)
-    return web.Response(text=text, status=status, content_type="application/json")
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a "\ud800" escape in a file): sent escaped
+        body = json.dumps(_finite(data)).encode("ascii")
+    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
 def _finite(x: Any) -> Any:
@@ -85,6 +89,11 @@ def _finite(x: Any) -> Any:
     if isinstance(x, list):
         return [_finite(v) for v in x]
     return x
+
+
+def _as_text(value: Any) -> str:
+    """A string field that :func:`.reader.clip` may have cut (then its head)."""
+    return value["head"] if isinstance(value, dict) and "head" in value else str(value)
 
 
 def _error(status: type[web.HTTPException], text: str) -> web.HTTPException:
@@ -152,7 +161,7 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
     if q.get("event"):
         items = [r for r in items if (r.get("events") or {}).get(q["event"])]
     if q.get("q"):
-        items = [r for r in items if q["q"].lower() in r["rollout_id"].lower()]
+        items = [r for r in items if q["q"].lower() in _as_text(r["rollout_id"]).lower()]
     key = q.get("sort") or ""
     if key:
         if key not in SORT_KEYS:
@@ -160,8 +169,12 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
         present, absent = [], []
         for r in items:
             v = r.get(key)
-            (present if isinstance(v, (int, float, str)) and not isinstance(v, bool) else absent).append(r)
-        present.sort(key=lambda r: r[key], reverse=q.get("desc") == "1")
+            sortable = isinstance(v, str) or (
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            )
+            (present if sortable else absent).append(r)
+        # numbers before strings (a results file may hold both under one key: no TypeError)
+        present.sort(key=lambda r: (isinstance(r[key], str), r[key]), reverse=q.get("desc") == "1")
         items = present + absent
     return items
 
@@ -245,8 +258,10 @@ async def _rollout(request: web.Request) -> web.Response:
         raise _error(web.HTTPNotFound, f"no stored trajectory for rollout {rid[:200]!r}")
     try:
         return _json(await asyncio.to_thread(rollout_payload, view, rid))
-    except ValueError as exc:
-        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+    except (ValueError, TypeError, AttributeError) as exc:  # an unreadable line, odd JSON shapes
+        raise _error(
+            web.HTTPUnprocessableEntity, f"unreadable trajectory {rid[:200]!r}: {exc}"[:500]
+        ) from None
 
 
 async def _row(request: web.Request) -> web.Response:
@@ -262,8 +277,10 @@ async def _row(request: web.Request) -> web.Response:
         return _json(await asyncio.to_thread(row_payload, view, rid, k))
     except KeyError as exc:
         raise _error(web.HTTPNotFound, str(exc.args[0])[:500]) from None
-    except ValueError as exc:
-        raise _error(web.HTTPUnprocessableEntity, str(exc)[:500]) from None
+    except (ValueError, TypeError, AttributeError) as exc:  # an unreadable line, odd JSON shapes
+        raise _error(
+            web.HTTPUnprocessableEntity, f"unreadable trajectory {rid[:200]!r}: {exc}"[:500]
+        ) from None
 
 
 async def _file(request: web.Request) -> web.Response:
@@ -277,11 +294,14 @@ async def _file(request: web.Request) -> web.Response:
         raise _error(web.HTTPBadRequest, f"not a usable path: {rel[:200]!r}") from None
     if not rel or Path(rel).is_absolute() or not target.is_relative_to(view.root):
         raise _error(web.HTTPForbidden, f"{rel[:200]!r} is outside the run directory")
-    if not target.is_file():
-        raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
-    size = target.stat().st_size
-    with open(target, "rb") as f:
-        head = f.read(FIELD_LIMIT * 4)
+    try:
+        if not target.is_file():
+            raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
+        size = target.stat().st_size
+        with open(target, "rb") as f:
+            head = f.read(FIELD_LIMIT * 4)
+    except OSError as exc:  # a name too long, no permission
+        raise _error(web.HTTPBadRequest, f"cannot read {rel[:200]!r}: {exc.strerror}") from None
     return _json(
         {
             "path": rel,

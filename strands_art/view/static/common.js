@@ -17,7 +17,7 @@ SV.el = function (tag, attrs, ...children) {
   }
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
-    node.appendChild(typeof c === "object" && c.nodeType ? c : document.createTextNode(String(c)));
+    node.appendChild(typeof c === "object" && c.nodeType ? c : document.createTextNode(SV.controls(String(c))));
   }
   return node;
 };
@@ -50,9 +50,12 @@ SV.truncNote = function (v) {
   }
   return null;
 };
-// control characters made visible as \xNN (an ANSI colour code reads "\x1b[31m")
+// control characters (ANSI escapes) and bidi overrides (U+202E and kin, which would reorder what
+// follows them on screen) shown as escapes; idempotent, so applied to every text node (SV.el)
 SV.controls = function (s) {
-  return s.replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"));
+  return s
+    .replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g, (c) => "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0"))
+    .replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 };
 // pre block for a possibly clipped text
 SV.pre = function (v, cls) {
@@ -62,6 +65,7 @@ SV.pre = function (v, cls) {
 SV.fmt = function (x, digits) {
   if (x === null || x === undefined || x === "") return "–";
   if (typeof x === "number") {
+    if (Math.abs(x) >= 1e15) return x.toPrecision(4);  // 1e308 as "1.000e+308", not 309 digits
     if (Number.isInteger(x)) return x.toLocaleString();
     return x.toFixed(digits === undefined ? 3 : digits);
   }

@@ -110,22 +110,27 @@ function partsText(content) {
 }
 
 function message(m) {
+  // a message that is not an object (a hand-edited or foreign line): shown as its JSON
+  if (!m || typeof m !== "object") m = { role: "?", content: typeof m === "string" ? m : JSON.stringify(m) };
   const role = SV.textOf(m.role);
   const body = [];
   const content = partsText(m.content);
   if (m.reasoning_content) body.push(el("div", { class: "muted" }, "reasoning"), SV.pre(m.reasoning_content, "reasoning"));
   const text = SV.textOf(content);
+  const size = content && content.truncated ? content.size : text.length;  // the full size when cut
   if (text) {
     if (role === "tool" && text.length > FOLD) {
-      body.push(el("details", {}, el("summary", {}, `tool result, ${text.length.toLocaleString()} characters (show)`), SV.pre(content)));
+      body.push(el("details", {}, el("summary", {}, `tool result, ${size.toLocaleString()} characters (show)`), SV.pre(content)));
     } else if (role === "system" && text.length > FOLD) {
-      body.push(el("details", {}, el("summary", {}, `system prompt, ${text.length.toLocaleString()} characters (show)`), SV.pre(content)));
+      body.push(el("details", {}, el("summary", {}, `system prompt, ${size.toLocaleString()} characters (show)`), SV.pre(content)));
     } else {
       body.push(SV.pre(content));
     }
   }
-  for (const c of m.tool_calls || []) {
-    const f = c.function || c;
+  const calls = Array.isArray(m.tool_calls) ? m.tool_calls : m.tool_calls ? [m.tool_calls] : [];
+  for (const call of calls) {
+    const c = call && typeof call === "object" ? call : { function: { name: "?", arguments: JSON.stringify(call) } };
+    const f = c.function && typeof c.function === "object" ? c.function : c;
     let args = SV.textOf(f.arguments);
     try { args = JSON.stringify(JSON.parse(args), null, 2); } catch (e) { /* shown as sent */ }
     body.push(el("div", { class: "call" }, el("strong", {}, "call " + SV.textOf(f.name)), el("span", { class: "muted" }, "  " + SV.textOf(c.id || "")),

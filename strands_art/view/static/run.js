@@ -165,8 +165,8 @@ function renderTable(data) {
     return el("th", { scope: "col", "aria-sort": sorted },
       el("button", { type: "button", onclick: () => { if (state.sort === key) state.desc = !state.desc; else { state.sort = key; state.desc = key === "reward" || key === "advantage"; } refresh(); } }, label));
   }));
-  const rows = data.items.map((r) => el("tr", { "data-rollout": r.rollout_id },
-    el("td", { class: "mono" }, r.stored ? link("/rollout", { id: r.rollout_id }, r.rollout_id) : el("span", { title: "no stored trajectory" }, r.rollout_id), r.failed ? el("span", { class: "chip bad" }, "failed") : ""),
+  const rows = data.items.map((r) => el("tr", { "data-rollout": SV.textOf(r.rollout_id) },
+    el("td", { class: "mono" }, r.stored ? link("/rollout", { id: r.rollout_id }, r.rollout_id) : el("span", { title: "no stored trajectory" }, SV.textOf(r.rollout_id)), r.failed ? el("span", { class: "chip bad" }, "failed") : ""),
     el("td", {}, r.task || r.group),
     el("td", { class: "num" }, SV.rewardCell(r.reward)),
     el("td", { class: "num" }, SV.advCell(r.advantage), r.zero_variance ? el("span", { class: "chip zero", title: "every reward in this group is equal" }, "zero-var") : ""),
@@ -205,7 +205,7 @@ function renderGroups(groups) {
         const w = typeof m.reward === "number" ? ((m.reward - lo) / (hi - lo)) * 100 : 0;
         const bar = el("span", {});
         bar.style.left = "0"; bar.style.width = w.toFixed(1) + "%"; bar.style.background = m.reward >= 1 ? "#1f8a4c" : m.reward > 0 ? "#b7791f" : "#c0392b";
-        return el("div", { class: "member" }, link("/rollout", { id: m.rollout_id }, m.rollout_id), SV.rewardCell(m.reward), SV.advCell(m.advantage), el("div", { class: "bar" }, bar));
+        return el("div", { class: "member" }, link("/rollout", { id: SV.textOf(m.rollout_id) }, SV.textOf(m.rollout_id)), SV.rewardCell(m.reward), SV.advCell(m.advantage), el("div", { class: "bar" }, bar));
       }));
   });
   slot("groups").replaceChildren(el("div", { class: "groups" }, cards));

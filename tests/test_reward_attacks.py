@@ -311,3 +311,87 @@ def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_pa
         assert read_test_reports(tmp_path, {"p.A"}).tests == 1
     finally:  # pytest's own clean-up (shutil.rmtree) recurses: remove the tree iteratively
         remove_tree(top)
+
+
+# ---------------------------------------------------------------- round 2 (b22): real builds
+@pytest.mark.maven
+@NEEDS_MVN
+def test_tests_in_mavens_jvm_that_halt_it_score_half(tmp_path: Path) -> None:
+    """forkCount 0 / forkMode never (POM and maven.config): a failing class's static block
+    writes passing reports and halts Maven's JVM with status 0. Before the fix: 1.0."""
+    repo = attacks.in_process_tests_halt_maven(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    for removed in (
+        "pom.xml: project/build/plugins/plugin/configuration/forkCount",
+        "pom.xml: project/build/plugins/plugin/configuration/forkMode",
+        ".mvn/maven.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkMode=never",
+    ):
+        assert removed in details["hardened"]
+    # the halt ended the forked test JVM, not Maven: surefire fails the build
+    assert details["test_maven_exit_code"] not in (0, None)
+    assert ev.REASON_TESTS_FAILED in details["reasons"]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_skips_hidden_from_the_reports_score_half(tmp_path: Path) -> None:
+    """Two tests skipped by a failed assumption (Maven passes), every skip erased from the
+    reports by a shutdown hook. Before the fix: 1.0. Maven's printed counts still say 2."""
+    repo = attacks.skipped_tests_with_hidden_skips(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert details["tests_skipped_maven"] == 2
+    assert "org.example.textstats.WordCounterTest (2 skipped, Maven's output)" in details["newly_skipped"]
+    assert ev.REASON_REPORTS_CONTRADICT_MAVEN in details["reasons"]
+    assert ev.REASON_NEWLY_SKIPPED in details["reasons"]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+# ---------------------------------------------------------------- round 2 (b22): the pieces
+def test_harden_pom_removes_fork_settings_that_run_tests_in_mavens_jvm(tmp_path: Path) -> None:
+    pom = (
+        "<project><properties><forkCount>0</forkCount></properties><build><plugins><plugin>"
+        "<artifactId>maven-surefire-plugin</artifactId><configuration><forkCount>0C</forkCount>"
+        "<forkMode>never</forkMode><reuseForks>true</reuseForks></configuration></plugin></plugins>"
+        "</build></project>"
+    )
+    out, removed = harden_pom(pom.encode())
+    assert removed == [
+        "project/properties/forkCount",
+        "project/build/plugins/plugin/configuration/forkCount",
+        "project/build/plugins/plugin/configuration/forkMode",
+    ]
+    assert b"<reuseForks>true</reuseForks>" in out
+    (tmp_path / ".mvn").mkdir()
+    (tmp_path / ".mvn/maven.config").write_text("-B -DforkCount=0 -DforkMode=never\n")
+    (tmp_path / ".mvn/jvm.config").write_text("-Xmx1g -DforkCount=0\n")
+    assert harden_build(tmp_path) == [
+        ".mvn/jvm.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkMode=never",
+    ]
+
+
+def test_surefire_skip_counts_are_read_from_maven_output() -> None:
+    import io
+
+    from strands_art.envs.migrationbench.mavenlog import digest_log
+
+    log = (
+        b"[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 s - in p.A\n"
+        b"[WARNING] Tests run: 4, Failures: 0, Errors: 0, Skipped: 2, Time elapsed: 0.2 s - in p.B$In\n"
+        b"[WARNING] Tests run: 3, Failures: 0, Errors: 0, Skipped: 1, Time elapsed: 1 s -- in p.C\n"
+        b"Tests run: 9, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0 s - in p.B$In\n"  # printed by a test
+        b"[WARNING] Tests run: 9, Failures: 0, Errors: 0, Skipped: 3\n"
+    )
+    digest = digest_log(io.BytesIO(log), tail_chars=0)
+    assert digest.max_skipped == 3
+    assert digest.skipped_by_class == {"p.B$In": 2, "p.C": 1}
+    assert not digest.skip_lines_overflow
+    assert digest_log(io.BytesIO(b"no tests\n"), tail_chars=0).max_skipped == 0

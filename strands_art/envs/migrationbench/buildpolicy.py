@@ -2,7 +2,10 @@
 
 The evaluated project is hostile, and Maven lets a project hide failing tests from the build's
 exit status: ``<testFailureIgnore>`` in surefire's configuration, a ``maven.test.failure.ignore``
-property, ``<skip>``/``<skipTests>``, ``-fn`` in ``.mvn/maven.config``. A value written in a POM
+property, ``<skip>``/``<skipTests>``, ``-fn`` in ``.mvn/maven.config``; and ``forkCount`` 0
+(``forkMode`` never) runs the tests inside Maven's JVM, where ``Runtime.halt(0)`` in a test ends
+the build with status 0 before a failure is reported (in a forked JVM surefire fails the build:
+"The forked VM terminated without properly saying goodbye"). A value written in a POM
 wins over a ``-D`` on the command line (Maven's plugin parameter rules), so passing
 ``-Dmaven.test.failure.ignore=false`` is not enough: :func:`harden_build` rewrites the evaluator's
 own build copy (never the agent's workspace) before any build runs:
@@ -48,6 +51,10 @@ FORBIDDEN_ELEMENTS = frozenset(
         "maven.test.skip.exec",
         "surefire.skip",
         "failsafe.skip",
+        # tests in Maven's own JVM (forkCount 0, forkMode never): a test that ends that JVM with
+        # Runtime.halt(0) ends the build with status 0 before any failure is reported
+        "forkCount",
+        "forkMode",
     }
 )
 _TEST_PLUGINS = ("surefire", "failsafe")
@@ -56,7 +63,7 @@ _TEST_PLUGINS = ("surefire", "failsafe")
 #: or point Maven at other settings or another local repository.
 _FORBIDDEN_PROPS = re.compile(
     r"(maven\.test\..*|skipTests|skipITs|test|it\.test|surefire\..*|failsafe\..*|maven\.repo\.local"
-    r"|maven\.main\.skip|testFailureIgnore)"
+    r"|maven\.main\.skip|testFailureIgnore|forkCount|forkMode)"
 )
 #: ``.mvn/maven.config`` options kept (one token each); everything else is dropped.
 MAVEN_CONFIG_ALLOWED = re.compile(

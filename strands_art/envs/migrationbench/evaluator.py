@@ -222,6 +222,9 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
+            ``fork_count=0`` runs the tests inside Maven's JVM, where a test can end the build with
+            status 0 (``Runtime.halt(0)``): for trusted projects only (``verify_tasks.py``); the
+            evaluated project itself cannot ask for it (:mod:`.buildpolicy`).
         scratch_dir: where the evaluation's directory (build copy, the original's test sources
             from git, Maven's local repository and settings) is made, removed afterwards;
             default the system's temp directory. The sandbox uid must be able to enter it

@@ -51,6 +51,8 @@ class MavenResult:
     seconds. ``output_tail`` is the last ``tail_chars`` characters of stdout+stderr, ANSI codes
     stripped; ``log_path`` holds the stripped log (capped at 16 MiB) when the caller asked for one.
     ``error_lines`` are the first 30 ``[ERROR]`` lines of the whole log, stack frames left out.
+    ``max_skipped`` / ``skipped_by_class`` / ``skip_lines_overflow``: the skips surefire printed
+    (:class:`.mavenlog.LogDigest`).
     """
 
     command: tuple[str, ...]
@@ -61,6 +63,9 @@ class MavenResult:
     offline: bool
     log_path: Path | None = None
     error_lines: tuple[str, ...] = ()
+    max_skipped: int = 0
+    skipped_by_class: tuple[tuple[str, int], ...] = ()
+    skip_lines_overflow: bool = False
 
     @property
     def ok(self) -> bool:
@@ -252,4 +257,7 @@ def run_maven(
         offline=is_offline,
         log_path=log_path,
         error_lines=log.error_lines,
+        max_skipped=log.max_skipped,
+        skipped_by_class=tuple(sorted(log.skipped_by_class.items())),
+        skip_lines_overflow=log.skip_lines_overflow,
     )

@@ -10,7 +10,8 @@ in blocks of :data:`BLOCK_BYTES` and keeps only what is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,6 +25,15 @@ PIECE_BYTES = 64 << 10
 MAX_LOG_BYTES = 16 << 20
 #: Longest ``[ERROR]`` line kept, in characters.
 MAX_ERROR_LINE_CHARS = 2000
+#: Test classes kept in :attr:`LogDigest.skipped_by_class` (more: ``skip_lines_overflow``).
+MAX_SKIP_CLASSES = 10_000
+
+#: surefire/failsafe's count line, per test class (``... - in pkg.Class``; ``--`` in 3.x) and in
+#: the run's summary (no class). Matched on the raw bytes.
+SUREFIRE_COUNTS = re.compile(
+    rb"Tests run: ([0-9]{1,9}), Failures: ([0-9]{1,9}), Errors: ([0-9]{1,9}), Skipped: ([0-9]{1,9})"
+    rb"(?:, Time elapsed: [^\n]{0,80}? -{1,2} in ([A-Za-z0-9_.$]{1,500}))?"
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -49,12 +59,20 @@ class LogDigest:
             :data:`MAX_ERROR_LINE_CHARS`, line ends removed).
         total_bytes: raw bytes of output read.
         log_bytes_left_out: raw output bytes not copied to ``log_path`` (0 when it all fit).
+        max_skipped: the largest ``Skipped: N`` of any :data:`SUREFIRE_COUNTS` line (0 if none).
+        skipped_by_class: for each class named by such a line with ``Skipped`` > 0, the largest
+            count (at most :data:`MAX_SKIP_CLASSES` classes; ``skip_lines_overflow`` says more
+            were seen). Test code can print such lines too, so they can only *add* skips: Maven's
+            own lines are in the output whatever a test prints.
     """
 
     tail: str
     error_lines: tuple[str, ...]
     total_bytes: int
     log_bytes_left_out: int
+    max_skipped: int = 0
+    skipped_by_class: dict[str, int] = field(default_factory=dict)
+    skip_lines_overflow: bool = False
 
 
 def digest_log(
@@ -87,11 +105,23 @@ def digest_log(
     total = written = left_out = 0
     carry = b""  # the unfinished last line (at most PIECE_BYTES)
     carry_starts_line = True
+    max_skipped, skipped_by_class, overflow = 0, {}, False
     out = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
 
     def chunk_done(chunk: bytes, starts_line: bool) -> None:
         """``chunk``: whole lines (or a cut piece of a long one), in order."""
-        nonlocal tail_raw, written, left_out
+        nonlocal tail_raw, written, left_out, max_skipped, overflow
+        if b"Skipped: " in chunk:
+            for match in SUREFIRE_COUNTS.finditer(chunk):
+                skipped = int(match.group(4))
+                max_skipped = max(max_skipped, skipped)
+                cls = match.group(5)
+                if skipped and cls:
+                    name = cls.decode("ascii")
+                    if name in skipped_by_class or len(skipped_by_class) < MAX_SKIP_CLASSES:
+                        skipped_by_class[name] = max(skipped, skipped_by_class.get(name, 0))
+                    else:
+                        overflow = True
         if len(errors) < error_limit and b"[ERROR]" in chunk:
             lines = chunk.split(b"\n")
             for k, line in enumerate(lines[:-1] if chunk.endswith(b"\n") else lines):
@@ -137,4 +167,12 @@ def digest_log(
     finally:
         if out is not None:
             out.close()
-    return LogDigest(tail=tail, error_lines=tuple(errors), total_bytes=total, log_bytes_left_out=left_out)
+    return LogDigest(
+        tail=tail,
+        error_lines=tuple(errors),
+        total_bytes=total,
+        log_bytes_left_out=left_out,
+        max_skipped=max_skipped,
+        skipped_by_class=skipped_by_class,
+        skip_lines_overflow=overflow,
+    )

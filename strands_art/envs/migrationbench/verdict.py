@@ -123,7 +123,10 @@ def score(
             reasons.append(REASON_REPORT_UNREADABLE)
         if reports.malformed:
             reasons.append(REASON_REPORT_MALFORMED)
-        if tested.ok and (reports.failures or reports.errors):
+        # a report is the test JVM's to rewrite (a shutdown hook runs after surefire wrote it);
+        # the skips surefire *printed* are not: a test can print more, never fewer
+        hidden_skips = tested.max_skipped > reports.skipped or tested.skip_lines_overflow
+        if (tested.ok and (reports.failures or reports.errors)) or hidden_skips:
             reasons.append(REASON_REPORTS_CONTRADICT_MAVEN)
         if tests_run < task.num_test_cases:
             reasons.append(REASON_TOO_FEW_TESTS)
@@ -135,6 +138,12 @@ def score(
         newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
         orig_disabled = set(original.disabled_keys())
         newly_skipped = sorted({k for k in reports.skipped_keys if k not in orig_disabled})
+        orig_disabled_classes = {k.split("#", 1)[0] for k in orig_disabled}
+        newly_skipped += [
+            f"{cls} ({n} skipped, Maven's output)"
+            for cls, n in tested.skipped_by_class
+            if cls.replace("$", ".") not in orig_disabled_classes
+        ]
         missing, added = _diff(orig_keys, cur_keys), _diff(cur_keys, orig_keys)
         for flag, reason in (
             (missing, REASON_TESTS_MISSING),
@@ -161,7 +170,8 @@ def score(
                 "missing_tests": missing,
                 "added_tests": added,
                 "newly_disabled": newly_disabled,
-                "newly_skipped": newly_skipped,
+                "newly_skipped": newly_skipped[:50],
+                "tests_skipped_maven": tested.max_skipped,
                 "test_parse_errors": current.parse_errors,
             }
         )

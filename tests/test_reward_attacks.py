@@ -395,3 +395,90 @@ def test_surefire_skip_counts_are_read_from_maven_output() -> None:
     assert digest.skipped_by_class == {"p.B$In": 2, "p.C": 1}
     assert not digest.skip_lines_overflow
     assert digest_log(io.BytesIO(b"no tests\n"), tail_chars=0).max_skipped == 0
+
+
+def test_selection_changes_list_tests_the_poms_leave_out_that_the_original_ran(tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
+
+    plugin = (
+        "<plugin><artifactId>maven-surefire-plugin</artifactId><configuration>{}</configuration>"
+        "<executions><execution><id>default-test</id><phase>{}</phase></execution></executions></plugin>"
+    )
+    orig_pom = (
+        "<project><modules><module>a</module><module>b</module></modules><build><plugins>"
+        + plugin.format(
+            "<excludes><exclude>**/*IT.java</exclude></excludes><skipTests>true</skipTests>", "test"
+        )
+        + "</plugins></build></project>"
+    )
+    orig = tmp_path / "orig"
+    for rel, text in {"pom.xml": orig_pom, "a/pom.xml": "<project/>", "b/pom.xml": "<project/>"}.items():
+        (orig / rel).parent.mkdir(parents=True, exist_ok=True)
+        (orig / rel).write_text(text)
+    poms = original_poms(orig)
+    assert sorted(poms) == ["a/pom.xml", "b/pom.xml", "pom.xml"]
+    # an honest copy: same selection, reformatted, an argLine added, hardened (skipTests gone)
+    honest = tmp_path / "honest"
+    shutil.copytree(orig, honest)
+    (honest / "pom.xml").write_text(
+        orig_pom.replace(
+            "<excludes>", "<argLine>--add-opens java.base/java.lang=ALL-UNNAMED</argLine>\n <excludes>"
+        )
+    )
+    harden_build(honest)
+    assert selection_changes(honest, poms) == []
+    # excludes widened, the default test execution unbound, module b gone with its POM, a test
+    # property, and a new module POM that is pom-packaged
+    hostile = tmp_path / "hostile"
+    shutil.copytree(orig, hostile)
+    (hostile / "pom.xml").write_text(
+        orig_pom.replace("**/*IT.java", "**/*Test.java")
+        .replace("<phase>test</phase>", "<phase>none</phase>")
+        .replace("<project>", "<project><properties><test>Slugs*</test></properties>")
+    )
+    shutil.rmtree(hostile / "b")
+    (hostile / "a" / "pom.xml").write_text("<project><packaging>pom</packaging></project>")
+    changes = selection_changes(hostile, poms)
+    assert "a/pom.xml: added project/packaging = <packaging>pom</packaging>" in changes
+    assert "b/pom.xml: removed (the POM is gone)" in changes
+    assert "pom.xml: added project/properties/test = <test>Slugs*</test>" in changes
+    assert any(
+        c.startswith("pom.xml: added project/build/plugins/plugin/configuration/excludes") for c in changes
+    )
+    assert any(c.startswith("pom.xml: removed project/build/plugins/plugin/executions") for c in changes)
+    assert any("<phase>none</phase>" in c for c in changes)
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_failing_class_excluded_with_a_forged_report_scores_half(tmp_path: Path) -> None:
+    """surefire's <excludes> leaves the failing class out and a shutdown hook writes a passing
+    report for it (Maven passes, the report is in the right file for a real class). Before the
+    fix: 1.0. The POM no longer selects the original's tests."""
+    repo = attacks.excluded_failing_class_with_forged_report(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert details["test_selection_changed"] == [
+        "pom.xml: added project/build/plugins/plugin/configuration/excludes = "
+        "<excludes><exclude>**/WordCounterTest.java</exclude></excludes>"
+    ]
+    assert details["reasons"] == [ev.REASON_TEST_SELECTION_CHANGED]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_test_jvm_attaching_to_maven_to_halt_it_scores_half(tmp_path: Path) -> None:
+    """A failing class's static block writes passing reports, attaches to Maven's JVM (Attach
+    API, same uid) and loads an agent that halts it with status 0. Maven's JVM refuses attaches
+    (-XX:+DisableAttachMechanism), so the failures end the build."""
+    repo = attacks.attach_from_test_jvm_halts_maven(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert "failed: com.sun.tools.attach" in details["log_tail"] or "attach to" in details["log_tail"]
+    assert details["test_maven_exit_code"] not in (0, None)
+    assert ev.REASON_TESTS_FAILED in details["reasons"]
+    assert result["reward"] == 0.5

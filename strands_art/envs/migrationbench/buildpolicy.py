@@ -32,6 +32,7 @@ import logging
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 from strands_art.envs.sandbox.files import read_bytes
@@ -149,15 +150,12 @@ def _filter_tokens(path: Path, allowed: re.Pattern[str], refuse_props: bool) -> 
     return dropped
 
 
-def harden_build(build: Path) -> list[str]:
-    """Rewrite the build copy ``build`` as the module doc says; returns what was removed
-    (``"path: element-or-option"``, at most 100 entries listed).
-
-    ``build`` is the evaluator's fresh copy (regular files and directories, symlinks that stay
-    inside it); no build has run in it yet. Symlinked files are left alone: what they point to
-    is a file of the copy, hardened in its own right.
-    """
-    removed: list[str] = []
+def iter_poms(build: Path) -> Iterator[tuple[str, bytes]]:
+    """``(relative path, bytes)`` of every file of the copy ``build`` that may be a POM (a regular
+    file up to 8 MiB mentioning ``project`` in its first 4 KiB; whatever its name: a
+    ``<module>x/build.xml</module>`` or ``<relativePath>`` may name any file), in path order.
+    Symlinked files are skipped: what they point to is a file of the copy, listed in its own
+    right."""
     for dirpath, dirnames, filenames in os.walk(build):
         dirnames.sort()
         for name in sorted(filenames):
@@ -165,21 +163,34 @@ def harden_build(build: Path) -> list[str]:
             rel = path.relative_to(build).as_posix()
             if path.is_symlink() or not path.is_file():
                 continue
-            if rel in (".mvn/maven.config", ".mvn/jvm.config"):
-                allowed = MAVEN_CONFIG_ALLOWED if name == "maven.config" else JVM_CONFIG_ALLOWED
-                removed += [f"{rel}: {t}" for t in _filter_tokens(path, allowed, refuse_props=True)]
-                continue
-            try:  # any file may be a POM (<module>x/build.xml</module>, <relativePath>)
+            try:
                 head = read_bytes(build, rel, max_bytes=4096, prefix=True)
                 if b"project" not in head:
                     continue
-                data = read_bytes(build, rel, max_bytes=_POM_MAX_BYTES)
+                yield rel, read_bytes(build, rel, max_bytes=_POM_MAX_BYTES)
             except OSError:
                 continue
-            hardened = harden_pom(data)
-            if hardened is not None:
-                path.write_bytes(hardened[0])
-                removed += [f"{rel}: {element}" for element in hardened[1]]
+
+
+def harden_build(build: Path) -> list[str]:
+    """Rewrite the build copy ``build`` as the module doc says; returns what was removed
+    (``"path: element-or-option"``, at most 100 entries listed).
+
+    ``build`` is the evaluator's fresh copy (regular files and directories, symlinks that stay
+    inside it); no build has run in it yet.
+    """
+    removed: list[str] = []
+    for name in ("jvm.config", "maven.config"):
+        path = build / ".mvn" / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        allowed = MAVEN_CONFIG_ALLOWED if name == "maven.config" else JVM_CONFIG_ALLOWED
+        removed += [f".mvn/{name}: {t}" for t in _filter_tokens(path, allowed, refuse_props=True)]
+    for rel, data in iter_poms(build):
+        hardened = harden_pom(data)
+        if hardened is not None:
+            (build / rel).write_bytes(hardened[0])
+            removed += [f"{rel}: {element}" for element in hardened[1]]
     if removed:
         logger.info("scoring build: removed %d test-excusing switches: %s", len(removed), removed[:5])
     return removed[:100]

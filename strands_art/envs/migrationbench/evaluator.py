@@ -52,9 +52,10 @@ from strands_art.envs.migrationbench.buildoutputs import (
     class_versions,
 )
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
-from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
+from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import MavenResult, run_maven
+from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
 from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
     BUILD_REWARD,
     REASON_BUILD_FAILED,
@@ -70,6 +71,7 @@ from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported
     REASON_REPORT_MALFORMED,
     REASON_REPORT_UNREADABLE,
     REASON_REPORTS_CONTRADICT_MAVEN,
+    REASON_TEST_SELECTION_CHANGED,
     REASON_TESTS_ADDED,
     REASON_TESTS_FAILED,
     REASON_TESTS_MISSING,
@@ -165,8 +167,9 @@ class EvalTask:
 
 def _original_tests(
     repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
-) -> TestInventory:
-    """The original's test methods: from ``task.original_dir`` (the task's pristine ``repo/``,
+) -> tuple[TestInventory, dict[str, bytes]]:
+    """The original's test methods and POM candidates (:func:`.testselection.original_poms`):
+    from ``task.original_dir`` (the task's pristine ``repo/``,
     which no rollout writes), else from the git objects of ``task.base_commit`` in ``repo_dir``
     (the build copy, owned by ``identity``), each checked against its id, read in the sandbox
     (:func:`.gitorigin.original_tests_from_git`; its scratch directory goes under
@@ -177,13 +180,13 @@ def _original_tests(
         GitObjectError: the commit's objects are missing, forged, or the id is abbreviated.
     """
     if task.original_dir is not None:
-        return collect_tests(task.original_dir)
+        return collect_tests(task.original_dir), original_poms(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
     # git reads the repository's own config: run it sandboxed, repository read-only, on a
     # hex-checked commit (never an option), and believe nothing it says without the hash.
     commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
-    return original_tests_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
+    return original_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
 
 
 def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
@@ -254,10 +257,13 @@ def evaluate(
         except (OSError, ValueError, RecursionError) as exc:
             raise BadRepository(f"cannot prepare {repo} for the build: {type(exc).__name__}: {exc}") from exc
         original: TestInventory | str
+        poms: dict[str, bytes] | None = None
         try:
-            original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
+            original, poms = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
         except GitObjectError as exc:  # the agent's .git lost or forged the base commit
             original = str(exc)
+        # which tests run is the original's to say (a class left out could get a forged report)
+        selection = [] if poms is None else selection_changes(build, poms)
         run = {
             "offline": offline,
             "fork_count": fork_count,
@@ -287,6 +293,8 @@ def evaluate(
                 # excuse back: harden again, now that nothing of the agent's is running.
                 again = harden_build(build)
                 hardened += [f"after the compile build: {entry}" for entry in again]
+                if poms is not None:
+                    selection += [f"after the compile build: {c}" for c in selection_changes(build, poms)]
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
             try:
@@ -296,7 +304,9 @@ def evaluate(
                     # a version changed, a class gone, or a new one that is not 61: not javac's work
                     rewritten = sorted(p for p, v in after.items() if versions.get(p, JAVA17_MAJOR) != v)
                     rewritten += sorted(p for p in versions if p not in after)
-                result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+                result = _score(
+                    build, task, original, current, built, tested, bytecode, rewritten, left_out, selection
+                )
             except (OSError, RecursionError) as exc:
                 result = _unreadable_outputs(repo, task, built, tested, exc)
         result.details["hardened"] = hardened

@@ -113,7 +113,8 @@ def find_java17_home() -> Path | None:
 
 
 def maven_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for a non-interactive, colourless Maven under JDK 17."""
+    """Environment for a non-interactive, colourless Maven under JDK 17, whose JVM no other JVM
+    can attach to (``-XX:+DisableAttachMechanism``: the JDK's Attach API needs no ptrace)."""
     env = dict(os.environ if base is None else base)
     java_home = find_java17_home()
     if java_home is not None:
@@ -123,6 +124,9 @@ def maven_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         for x in (
             env.get("MAVEN_OPTS", ""),
             "-Djansi.force=false -Djansi.passthrough=false -XX:TieredStopAtLevel=1",
+            # a test JVM (same uid, same /tmp) must not attach to Maven's and load an agent that
+            # ends it with status 0; after .mvn/jvm.config's options, so it wins
+            "-XX:+DisableAttachMechanism",
         )
         if x
     )

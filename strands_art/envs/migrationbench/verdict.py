@@ -41,6 +41,7 @@ REASON_NEWLY_DISABLED = "newly_disabled"  #: a test method newly @Ignore'd / @Di
 REASON_NEWLY_SKIPPED = "newly_skipped"  #: a test case skipped that the original did not disable
 REASON_ORIGINAL_UNAVAILABLE = "original_tests_unavailable"  #: base_commit's objects missing or forged
 REASON_OUTPUTS_UNREADABLE = "build_outputs_unreadable"  #: the build left a tree that cannot be walked
+REASON_TEST_SELECTION_CHANGED = "test_selection_changed"  #: the POMs select other tests than the original's
 
 
 @dataclass
@@ -73,11 +74,13 @@ def score(
     bytecode: BytecodeReport,
     rewritten: list[str],
     left_out: list[str],
+    selection: list[str] = (),
 ) -> EvalResult:
     """The verdict (see the rules in the module doc): ``built`` is the compile build, ``tested``
     the test build (None when the build fact failed), ``bytecode`` judged on the class files as
     the compile build left them, ``rewritten`` the ones the test build changed, ``original``
-    the original's inventory or why it is unavailable."""
+    the original's inventory or why it is unavailable, ``selection`` how the POMs select tests
+    differently from the original's (:func:`.testselection.selection_changes`)."""
     reasons: list[str] = []
     if built.timed_out:
         reasons.append(REASON_BUILD_TIMEOUT)
@@ -130,6 +133,8 @@ def score(
             reasons.append(REASON_REPORTS_CONTRADICT_MAVEN)
         if tests_run < task.num_test_cases:
             reasons.append(REASON_TOO_FEW_TESTS)
+        if selection:
+            reasons.append(REASON_TEST_SELECTION_CHANGED)
         if isinstance(original, str):
             reasons.append(REASON_ORIGINAL_UNAVAILABLE)
             details["original_error"] = original
@@ -171,6 +176,7 @@ def score(
                 "added_tests": added,
                 "newly_disabled": newly_disabled,
                 "newly_skipped": newly_skipped[:50],
+                "test_selection_changed": list(selection)[:20],
                 "tests_skipped_maven": tested.max_skipped,
                 "test_parse_errors": current.parse_errors,
             }

@@ -482,3 +482,44 @@ def test_test_jvm_attaching_to_maven_to_halt_it_scores_half(tmp_path: Path) -> N
     assert details["test_maven_exit_code"] not in (0, None)
     assert ev.REASON_TESTS_FAILED in details["reasons"]
     assert result["reward"] == 0.5
+
+
+def test_a_count_line_is_found_across_a_block_seam_inside_a_long_line() -> None:
+    """Test output without a line end (a background process writing to Maven's stdout) cannot
+    hide Maven's own count line by moving it across a read block's or a line piece's boundary."""
+    import io
+
+    from strands_art.envs.migrationbench.mavenlog import BLOCK_BYTES, digest_log
+
+    line = b"[WARNING] Tests run: 6, Failures: 0, Errors: 0, Skipped: 2\n"
+    for cut in (1, 20, len(line) - 2):
+        data = b"A" * (BLOCK_BYTES - cut) + line
+        assert digest_log(io.BytesIO(data), tail_chars=0).max_skipped == 2, cut
+
+
+def test_a_test_class_made_abstract_is_newly_disabled() -> None:
+    from strands_art.envs.migrationbench.javatests import parse_test_methods
+
+    src = "package p; public {}class A {{ @Test public void x() {{}} static class B {{ @Test void y() {{}} }} }}"
+    before, _ = parse_test_methods(src.format(""))
+    after, _ = parse_test_methods(src.format("abstract "))
+    assert [m.in_abstract_class for m in before] == [False, False]
+    assert [(m.key, m.in_abstract_class) for m in after] == [("p.A#x", True), ("p.A.B#y", False)]
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_failing_class_made_abstract_with_a_forged_report_scores_half(tmp_path: Path) -> None:
+    """The failing class made abstract (surefire runs none) and a passing report forged for
+    it: every test method is still in the sources, Maven passes. Its tests are newly disabled."""
+    repo = attacks.abstract_failing_class_with_forged_report(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert (
+        "org.example.textstats.WordCounterTest#emptyTextHasNoWords (abstract class)"
+        in details["newly_disabled"]
+    )
+    assert details["reasons"] == [ev.REASON_NEWLY_DISABLED]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5

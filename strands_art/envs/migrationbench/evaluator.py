@@ -294,7 +294,8 @@ def evaluate(
                 again = harden_build(build)
                 hardened += [f"after the compile build: {entry}" for entry in again]
                 if poms is not None:
-                    selection += [f"after the compile build: {c}" for c in selection_changes(build, poms)]
+                    changed = selection_changes(build, poms)
+                    selection += [f"after the compile build: {c}" for c in changed if c not in selection]
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
             try:

@@ -51,6 +51,9 @@ class TestMethod:
     file: str = field(compare=False)
     disabled: bool = field(default=False, compare=False)
     annotation: str = field(default="Test", compare=False)
+    #: declared in an ``abstract`` class: surefire runs no abstract class (its methods run only
+    #: through concrete subclasses, under their names)
+    in_abstract_class: bool = field(default=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -77,6 +80,10 @@ class TestInventory:
 
     def disabled_keys(self) -> Counter[str]:
         return Counter(m.key for m in self.methods if m.disabled)
+
+    def abstract_keys(self) -> Counter[str]:
+        """Test methods declared in ``abstract`` classes (see :attr:`TestMethod.in_abstract_class`)."""
+        return Counter(m.key for m in self.methods if m.in_abstract_class)
 
     @property
     def modules(self) -> list[str]:
@@ -144,16 +151,18 @@ def _walk_type(
     qual = f"{outer}.{name_node.text.decode('utf-8')}" if outer else name_node.text.decode("utf-8")
     if types is not None:
         types.append(qual)
-    disabled = disabled or bool(DISABLING_ANNOTATIONS.intersection(_annotation_names(_modifiers(node))))
+    modifiers = _modifiers(node)
+    disabled = disabled or bool(DISABLING_ANNOTATIONS.intersection(_annotation_names(modifiers)))
+    abstract = modifiers is not None and any(c.type == "abstract" for c in modifiers.children)
     body = node.child_by_field_name("body")
     if body is None:
         return
     for member in body.children:
         if member.type == "enum_body_declarations":  # enum constants first, then members
             for sub in member.children:
-                _member(sub, qual, disabled, module, rel, out, types)
+                _member(sub, qual, disabled, module, rel, out, types, abstract)
         else:
-            _member(member, qual, disabled, module, rel, out, types)
+            _member(member, qual, disabled, module, rel, out, types, abstract)
 
 
 def _member(
@@ -164,6 +173,7 @@ def _member(
     rel: str,
     out: list[TestMethod],
     types: list[str] | None = None,
+    abstract: bool = False,
 ) -> None:
     if member.type in _TYPE_DECLS:
         _walk_type(member, qual, disabled, module, rel, out, types)
@@ -180,6 +190,7 @@ def _member(
                     file=rel,
                     disabled=disabled or bool(DISABLING_ANNOTATIONS.intersection(names)),
                     annotation=test_ann,
+                    in_abstract_class=abstract,
                 )
             )
 

@@ -49,6 +49,30 @@ def is_error_line(line: str) -> bool:
     )
 
 
+#: Longest possible :data:`SUREFIRE_COUNTS` match, bytes (the overlap scanned between blocks).
+_COUNT_LINE_BYTES = 1024
+
+
+@dataclass
+class _SkipCounts:
+    """The skips of every :data:`SUREFIRE_COUNTS` line scanned so far (see :class:`LogDigest`)."""
+
+    max_skipped: int = 0
+    by_class: dict[str, int] = field(default_factory=dict)
+    overflow: bool = False
+
+    def scan(self, data: bytes) -> None:
+        for match in SUREFIRE_COUNTS.finditer(data):
+            skipped, cls = int(match.group(4)), match.group(5)
+            self.max_skipped = max(self.max_skipped, skipped)
+            if skipped and cls:
+                name = cls.decode("ascii")
+                if name in self.by_class or len(self.by_class) < MAX_SKIP_CLASSES:
+                    self.by_class[name] = max(skipped, self.by_class.get(name, 0))
+                else:
+                    self.overflow = True
+
+
 @dataclass(frozen=True)
 class LogDigest:
     """What is kept of one build's output.
@@ -105,23 +129,12 @@ def digest_log(
     total = written = left_out = 0
     carry = b""  # the unfinished last line (at most PIECE_BYTES)
     carry_starts_line = True
-    max_skipped, skipped_by_class, overflow = 0, {}, False
+    skips = _SkipCounts()
     out = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
 
     def chunk_done(chunk: bytes, starts_line: bool) -> None:
         """``chunk``: whole lines (or a cut piece of a long one), in order."""
-        nonlocal tail_raw, written, left_out, max_skipped, overflow
-        if b"Skipped: " in chunk:
-            for match in SUREFIRE_COUNTS.finditer(chunk):
-                skipped = int(match.group(4))
-                max_skipped = max(max_skipped, skipped)
-                cls = match.group(5)
-                if skipped and cls:
-                    name = cls.decode("ascii")
-                    if name in skipped_by_class or len(skipped_by_class) < MAX_SKIP_CLASSES:
-                        skipped_by_class[name] = max(skipped, skipped_by_class.get(name, 0))
-                    else:
-                        overflow = True
+        nonlocal tail_raw, written, left_out
         if len(errors) < error_limit and b"[ERROR]" in chunk:
             lines = chunk.split(b"\n")
             for k, line in enumerate(lines[:-1] if chunk.endswith(b"\n") else lines):
@@ -143,8 +156,12 @@ def digest_log(
                 left_out += len(chunk)
 
     try:
+        seam = b""  # the last bytes scanned: a count line cut between two blocks is still found
         while block := raw.read(BLOCK_BYTES):
             total += len(block)
+            if b"Skipped: " in seam + block[:_COUNT_LINE_BYTES] or b"Skipped: " in block:
+                skips.scan(seam + block)
+            seam = (seam + block[-_COUNT_LINE_BYTES:])[-_COUNT_LINE_BYTES:]
             data = carry + block
             cut = data.rfind(b"\n") + 1
             if cut:
@@ -172,7 +189,7 @@ def digest_log(
         error_lines=tuple(errors),
         total_bytes=total,
         log_bytes_left_out=left_out,
-        max_skipped=max_skipped,
-        skipped_by_class=skipped_by_class,
-        skip_lines_overflow=overflow,
+        max_skipped=skips.max_skipped,
+        skipped_by_class=skips.by_class,
+        skip_lines_overflow=skips.overflow,
     )

@@ -497,14 +497,29 @@ def test_a_count_line_is_found_across_a_block_seam_inside_a_long_line() -> None:
         assert digest_log(io.BytesIO(data), tail_chars=0).max_skipped == 2, cut
 
 
-def test_a_test_class_made_abstract_is_newly_disabled() -> None:
+def test_tests_no_engine_runs_are_marked() -> None:
+    """What makes a test method never run where it is declared (newly so: ``newly_disabled``)."""
     from strands_art.envs.migrationbench.javatests import parse_test_methods
 
-    src = "package p; public {}class A {{ @Test public void x() {{}} static class B {{ @Test void y() {{}} }} }}"
+    src = (
+        "package p; public {}class A {{ @Test public void x() {{}} static class B {{ @Test void y() {{}} }}"
+        " class C {{ @Test void z() {{}} }} @Nested class D {{ @Test void w() {{}} @Test private void v() {{}}"
+        " @Test static void u() {{}} @Test int t() {{ return 0; }} @TestFactory List<Object> f() {{ return null; }} }} }}"
+    )
     before, _ = parse_test_methods(src.format(""))
     after, _ = parse_test_methods(src.format("abstract "))
-    assert [m.in_abstract_class for m in before] == [False, False]
-    assert [(m.key, m.in_abstract_class) for m in after] == [("p.A#x", True), ("p.A.B#y", False)]
+    runs = {m.key: not m.never_runs for m in before}
+    assert runs == {
+        "p.A#x": True,
+        "p.A.B#y": True,
+        "p.A.C#z": False,  # an inner class without @Nested
+        "p.A.D#w": True,
+        "p.A.D#v": False,  # private
+        "p.A.D#u": False,  # static
+        "p.A.D#t": False,  # not void
+        "p.A.D#f": True,  # a @TestFactory returns its tests
+    }
+    assert {m.key: not m.never_runs for m in after}["p.A#x"] is False  # an abstract class
 
 
 @pytest.mark.maven

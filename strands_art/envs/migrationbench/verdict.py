@@ -37,7 +37,7 @@ REASON_REPORTS_CONTRADICT_MAVEN = "reports_contradict_maven"  #: reports show fa
 REASON_TOO_FEW_TESTS = "too_few_tests"  #: fewer tests passed than num_test_cases
 REASON_TESTS_MISSING = "tests_missing"  #: an original test method is gone
 REASON_TESTS_ADDED = "tests_added"  #: a test method that the original lacks
-REASON_NEWLY_DISABLED = "newly_disabled"  #: a test method newly @Ignore'd / @Disabled, or its class made abstract
+REASON_NEWLY_DISABLED = "newly_disabled"  #: a test newly @Ignore'd/@Disabled, or no engine runs it now
 REASON_NEWLY_SKIPPED = "newly_skipped"  #: a test case skipped that the original did not disable
 REASON_ORIGINAL_UNAVAILABLE = "original_tests_unavailable"  #: base_commit's objects missing or forged
 REASON_OUTPUTS_UNREADABLE = "build_outputs_unreadable"  #: the build left a tree that cannot be walked
@@ -141,9 +141,9 @@ def score(
             original = TestInventory(methods=[], files=0, parse_errors=[])
         orig_keys, cur_keys = original.keys(), current.keys()
         newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
-        # a class made abstract is not run by surefire: its tests are disabled in effect
+        # a test no engine runs any more (class made abstract, method made private...) is disabled
         newly_disabled += [
-            f"{k} (abstract class)" for k in _diff(current.abstract_keys(), original.abstract_keys())
+            f"{k} (never runs)" for k in _diff(current.never_run_keys(), original.never_run_keys())
         ]
         orig_disabled = set(original.disabled_keys())
         newly_skipped = sorted({k for k in reports.skipped_keys if k not in orig_disabled})

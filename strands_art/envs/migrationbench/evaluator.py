@@ -11,9 +11,11 @@ Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the
 * **Test equivalence** (+0.5, checked only if the build passed): the *test build* ``mvn
   verify`` (same copy, failures made fatal whatever the project says: :mod:`.buildpolicy`)
   exits 0; the surefire/failsafe reports are well-formed, name test classes of the sources, and
-  agree with that exit status; tests executed and passed ``>= num_test_cases``; no test newly
-  skipped (a skipped test case that was not disabled in the original) or newly disabled
-  (``@Ignore`` / ``@Disabled``); and the multiset of test methods (``pkg.Class#method``, all
+  agree with that exit status and with the skips surefire printed; tests executed and passed
+  ``>= num_test_cases``; the POMs select the tests the original's did (:mod:`.testselection`);
+  no test newly skipped (a skipped test case, or a class printed with skips, that was not
+  disabled in the original) or newly disabled (``@Ignore`` / ``@Disabled``, or declared where
+  no engine runs it: :attr:`.javatests.TestMethod.never_runs`); and the multiset of test methods (``pkg.Class#method``, all
   modules' test sources, via :mod:`.javatests`) equals the original's (the task's ``repo/``,
   or for a task without one the git objects of ``base_commit``, hash-checked:
   :mod:`.gitorigin`).

@@ -185,20 +185,18 @@ def task_without_repo(dest: Path, base_commit: str) -> Path:
 
 
 # ---------------------------------------------------------------- round 2 (b22)
+
+
+def _surefire_config(configuration: str) -> str:
+    """A ``<build>`` block configuring surefire with ``configuration``, ending the POM."""
+    return (
+        "\n  <build><plugins><plugin><artifactId>maven-surefire-plugin</artifactId>"
+        f"<configuration>{configuration}</configuration></plugin></plugins></build>\n</project>"
+    )
+
+
 # surefire told to run the tests inside Maven's own JVM (no fork), twice over.
-SUREFIRE_IN_PROCESS = """
-  <build>
-    <plugins>
-      <plugin>
-        <artifactId>maven-surefire-plugin</artifactId>
-        <configuration>
-          <forkCount>0</forkCount>
-          <forkMode>never</forkMode>
-        </configuration>
-      </plugin>
-    </plugins>
-  </build>
-</project>"""
+SUREFIRE_IN_PROCESS = _surefire_config("<forkCount>0</forkCount><forkMode>never</forkMode>")
 
 _PASSING_REPORT = (
     '<?xml version="1.0" encoding="UTF-8"?><testsuite name="org.example.textstats.%s" tests="%d" '
@@ -307,18 +305,7 @@ def skipped_tests_with_hidden_skips(dest: Path) -> Path:
     return repo
 
 
-SUREFIRE_EXCLUDES = """
-  <build>
-    <plugins>
-      <plugin>
-        <artifactId>maven-surefire-plugin</artifactId>
-        <configuration>
-          <excludes><exclude>**/WordCounterTest.java</exclude></excludes>
-        </configuration>
-      </plugin>
-    </plugins>
-  </build>
-</project>"""
+SUREFIRE_EXCLUDES = _surefire_config("<excludes><exclude>**/WordCounterTest.java</exclude></excludes>")
 
 FORGE_REPORT_AT_EXIT = """
     static {

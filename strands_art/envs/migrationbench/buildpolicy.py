@@ -103,15 +103,21 @@ def _is_test_plugin(plugin: ET.Element) -> bool:
     return "$" in artifact or not artifact or any(name in artifact for name in _TEST_PLUGINS)
 
 
-def harden_pom(data: bytes) -> tuple[bytes, list[str]] | None:
-    """``data`` (a POM) without the switches that hide test failures; None when it is not a POM
-    (not XML, or a root other than ``<project>``) or holds none. Returns ``(new bytes, removed
-    element paths)``."""
+def parse_pom(data: bytes) -> ET.Element | None:
+    """The root ``<project>`` element of the POM ``data``; None when it is not XML or not a POM."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError:
         return None
-    if _local(root.tag) != "project":
+    return root if _local(root.tag) == "project" else None
+
+
+def harden_pom(data: bytes) -> tuple[bytes, list[str]] | None:
+    """``data`` (a POM) without the switches that hide test failures; None when it is not a POM
+    (not XML, or a root other than ``<project>``) or holds none. Returns ``(new bytes, removed
+    element paths)``."""
+    root = parse_pom(data)
+    if root is None:
         return None
     removed: list[str] = []
 

@@ -24,7 +24,13 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from strands_art.envs.migrationbench.buildpolicy import _is_test_plugin, _local, harden_pom, iter_poms
+from strands_art.envs.migrationbench.buildpolicy import (
+    _is_test_plugin,
+    _local,
+    harden_pom,
+    iter_poms,
+    parse_pom,
+)
 
 #: Test-plugin parameters that choose which test classes or methods run, or where they come from.
 SELECTING_ELEMENTS = frozenset(
@@ -73,11 +79,8 @@ def selection(data: bytes) -> Counter[str] | None:
     hardened = harden_pom(data)
     if hardened is not None:
         data = hardened[0]
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError:
-        return None
-    if _local(root.tag) != "project":
+    root = parse_pom(data)
+    if root is None:
         return None
     found: Counter[str] = Counter()
 

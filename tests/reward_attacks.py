@@ -275,24 +275,13 @@ def in_process_tests_halt_maven(dest: Path) -> Path:
 
 
 # At the test JVM's exit (after surefire wrote the reports): no test was skipped.
-HIDE_SKIPS = """
-    static {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            java.nio.file.Path dir = java.nio.file.Path.of("target/surefire-reports");
-            try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(dir)) {
-                for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) s::iterator) {
-                    String name = p.getFileName().toString();
-                    if (!name.startsWith("TEST-") || !name.endsWith(".xml")) continue;
-                    String x = new String(java.nio.file.Files.readAllBytes(p), "UTF-8");
-                    x = x.replaceAll("skipped=\\"[0-9]+\\"", "skipped=\\"0\\"")
-                         .replaceAll("(?s)<skipped[^>]*/>", "")
-                         .replaceAll("(?s)<skipped.*?</skipped>", "");
-                    java.nio.file.Files.write(p, x.getBytes("UTF-8"));
-                }
-            } catch (Throwable t) { }
-        }));
-    }
-"""
+HIDE_SKIPS = (
+    REWRITE_REPORTS.replace('x.replaceAll("failures=', 'x.replaceAll("skipped=')
+    .replace('"failures=\\"0\\"")', '"skipped=\\"0\\"")')
+    .replace('.replaceAll("errors=\\"[0-9]+\\"", "errors=\\"0\\"")', '.replaceAll("(?s)<skipped[^>]*/>", "")')
+    .replace("<failure.*?</failure>", "<skipped.*?</skipped>")
+    % ""
+)
 
 
 def skipped_tests_with_hidden_skips(dest: Path) -> Path:

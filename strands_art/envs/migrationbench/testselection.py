@@ -9,7 +9,8 @@ migrated project to keep the *original's* (:func:`selection_changes`). A migrati
 to change which tests run; one that does fails the test fact (``test_selection_changed``).
 
 The *selection* of a POM (:func:`selection`) is, as ``(element path, canonical XML)`` pairs:
-its ``<packaging>`` and ``<modules>``; ``<build>``'s directories (``directory``,
+its ``<packaging>`` and each of its ``<modules>`` (a module or a POM added is fine: it can only
+add tests, which the test-method comparison sees); ``<build>``'s directories (``directory``,
 ``outputDirectory``, ``testSourceDirectory``, ``testOutputDirectory``); the properties that
 select tests (:data:`SELECTING_PROPERTIES`); and inside every surefire/failsafe plugin (also
 under ``pluginManagement`` and profiles, and any plugin whose ``artifactId`` is missing or an
@@ -88,9 +89,12 @@ def selection(data: bytes) -> Counter[str] | None:
         for child in node:
             name = _local(child.tag)
             here = f"{path}/{name}"
+            if path == "project" and name == "modules":  # one entry per module: adding one is fine
+                found.update(f"{here}/module = {_canonical(m)}" for m in child if _local(m.tag) == "module")
+                continue
             if (
                 (in_test_plugin and name in SELECTING_ELEMENTS)
-                or (path == "project" and name in ("packaging", "modules"))
+                or (path == "project" and name == "packaging")
                 or (path.endswith("/properties") and SELECTING_PROPERTIES.fullmatch(name))
                 or (path.endswith("project/build") and name in _BUILD_DIRS)
             ):
@@ -120,8 +124,13 @@ def selection_changes(build: Path, original: Mapping[str, bytes]) -> list[str]:
             continue
         seen.add(rel)
         before = selection(original[rel]) if rel in original else None
+        added = now - (before or Counter())
+        # a module added, or the packaging of a new POM (a new module), leaves no test out
+        harmless = ("project/modules/module",) + (("project/packaging",) if before is None else ())
         before = before if before is not None else Counter()
-        changes += [f"{rel}: added {entry}" for entry in sorted((now - before).elements())]
+        changes += [
+            f"{rel}: added {entry}" for entry in sorted(added.elements()) if not entry.startswith(harmless)
+        ]
         changes += [f"{rel}: removed {entry}" for entry in sorted((before - now).elements())]
     for rel in sorted(original):
         if rel.rsplit("/", 1)[-1] == "pom.xml" and rel not in seen and selection(original[rel]) is not None:

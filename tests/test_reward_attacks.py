@@ -3,7 +3,9 @@
 The Maven tests (marked ``maven``) build real projects in the sandbox: forged class versions,
 failing tests hidden by the POM and by a shutdown hook that rewrites the reports, extra reports
 with negative or non-integer counts, and ``git replace`` of the base commit of a task given
-without ``repo/``. Each asserts the honest score. The honest migrated control (1.0) is
+without ``repo/``; round 2: tests run in Maven's JVM that halt it, a test JVM attaching to
+Maven's to halt it, skips erased from the reports, a failing class excluded by surefire or made
+abstract with a forged report. Each asserts the honest score (each scored 1.0 before its fix). The honest migrated control (1.0) is
 tests/test_evaluator.py::test_reference_patch_scores_one. The rest checks the pieces without
 Maven: report validation, POM hardening, hash-checked git objects.
 """

@@ -3,7 +3,9 @@
 The Maven tests (marked ``maven``) build real projects in the sandbox: forged class versions,
 failing tests hidden by the POM and by a shutdown hook that rewrites the reports, extra reports
 with negative or non-integer counts, and ``git replace`` of the base commit of a task given
-without ``repo/``. Each asserts the honest score. The honest migrated control (1.0) is
+without ``repo/``; round 2: tests run in Maven's JVM that halt it, a test JVM attaching to
+Maven's to halt it, skips erased from the reports, a failing class excluded by surefire or made
+abstract with a forged report. Each asserts the honest score (each scored 1.0 before its fix). The honest migrated control (1.0) is
 tests/test_evaluator.py::test_reference_patch_scores_one. The rest checks the pieces without
 Maven: report validation, POM hardening, hash-checked git objects.
 """
@@ -311,3 +313,239 @@ def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_pa
         assert read_test_reports(tmp_path, {"p.A"}).tests == 1
     finally:  # pytest's own clean-up (shutil.rmtree) recurses: remove the tree iteratively
         remove_tree(top)
+
+
+# ---------------------------------------------------------------- round 2 (b22): real builds
+@pytest.mark.maven
+@NEEDS_MVN
+def test_tests_in_mavens_jvm_that_halt_it_score_half(tmp_path: Path) -> None:
+    """forkCount 0 / forkMode never (POM and maven.config): a failing class's static block
+    writes passing reports and halts Maven's JVM with status 0. Before the fix: 1.0."""
+    repo = attacks.in_process_tests_halt_maven(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    for removed in (
+        "pom.xml: project/build/plugins/plugin/configuration/forkCount",
+        "pom.xml: project/build/plugins/plugin/configuration/forkMode",
+        ".mvn/maven.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkMode=never",
+    ):
+        assert removed in details["hardened"]
+    # the halt ended the forked test JVM, not Maven: surefire fails the build
+    assert details["test_maven_exit_code"] not in (0, None)
+    assert ev.REASON_TESTS_FAILED in details["reasons"]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_skips_hidden_from_the_reports_score_half(tmp_path: Path) -> None:
+    """Two tests skipped by a failed assumption (Maven passes), every skip erased from the
+    reports by a shutdown hook. Before the fix: 1.0. Maven's printed counts still say 2."""
+    repo = attacks.skipped_tests_with_hidden_skips(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert details["tests_skipped_maven"] == 2
+    assert "org.example.textstats.WordCounterTest (2 skipped, Maven's output)" in details["newly_skipped"]
+    assert ev.REASON_REPORTS_CONTRADICT_MAVEN in details["reasons"]
+    assert ev.REASON_NEWLY_SKIPPED in details["reasons"]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+# ---------------------------------------------------------------- round 2 (b22): the pieces
+def test_harden_pom_removes_fork_settings_that_run_tests_in_mavens_jvm(tmp_path: Path) -> None:
+    pom = (
+        "<project><properties><forkCount>0</forkCount></properties><build><plugins><plugin>"
+        "<artifactId>maven-surefire-plugin</artifactId><configuration><forkCount>0C</forkCount>"
+        "<forkMode>never</forkMode><reuseForks>true</reuseForks></configuration></plugin></plugins>"
+        "</build></project>"
+    )
+    out, removed = harden_pom(pom.encode())
+    assert removed == [
+        "project/properties/forkCount",
+        "project/build/plugins/plugin/configuration/forkCount",
+        "project/build/plugins/plugin/configuration/forkMode",
+    ]
+    assert b"<reuseForks>true</reuseForks>" in out
+    (tmp_path / ".mvn").mkdir()
+    (tmp_path / ".mvn/maven.config").write_text("-B -DforkCount=0 -DforkMode=never\n")
+    (tmp_path / ".mvn/jvm.config").write_text("-Xmx1g -DforkCount=0\n")
+    assert harden_build(tmp_path) == [
+        ".mvn/jvm.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkCount=0",
+        ".mvn/maven.config: -DforkMode=never",
+    ]
+
+
+def test_surefire_skip_counts_are_read_from_maven_output() -> None:
+    import io
+
+    from strands_art.envs.migrationbench.mavenlog import digest_log
+
+    log = (
+        b"[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 s - in p.A\n"
+        b"[WARNING] Tests run: 4, Failures: 0, Errors: 0, Skipped: 2, Time elapsed: 0.2 s - in p.B$In\n"
+        b"[WARNING] Tests run: 3, Failures: 0, Errors: 0, Skipped: 1, Time elapsed: 1 s -- in p.C\n"
+        b"Tests run: 9, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0 s - in p.B$In\n"  # printed by a test
+        b"[WARNING] Tests run: 9, Failures: 0, Errors: 0, Skipped: 3\n"
+    )
+    digest = digest_log(io.BytesIO(log), tail_chars=0)
+    assert digest.max_skipped == 3
+    assert digest.skipped_by_class == {"p.B$In": 2, "p.C": 1}
+    assert not digest.skip_lines_overflow
+    assert digest_log(io.BytesIO(b"no tests\n"), tail_chars=0).max_skipped == 0
+
+
+def test_selection_changes_list_tests_the_poms_leave_out_that_the_original_ran(tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
+
+    plugin = (
+        "<plugin><artifactId>maven-surefire-plugin</artifactId><configuration>{}</configuration>"
+        "<executions><execution><id>default-test</id><phase>{}</phase></execution></executions></plugin>"
+    )
+    orig_pom = (
+        "<project><modules><module>a</module><module>b</module></modules><build><plugins>"
+        + plugin.format(
+            "<excludes><exclude>**/*IT.java</exclude></excludes><skipTests>true</skipTests>", "test"
+        )
+        + "</plugins></build></project>"
+    )
+    orig = tmp_path / "orig"
+    for rel, text in {"pom.xml": orig_pom, "a/pom.xml": "<project/>", "b/pom.xml": "<project/>"}.items():
+        (orig / rel).parent.mkdir(parents=True, exist_ok=True)
+        (orig / rel).write_text(text)
+    poms = original_poms(orig)
+    assert sorted(poms) == ["a/pom.xml", "b/pom.xml", "pom.xml"]
+    # an honest copy: same selection, reformatted, an argLine added, hardened (skipTests gone)
+    honest = tmp_path / "honest"
+    shutil.copytree(orig, honest)
+    (honest / "pom.xml").write_text(
+        orig_pom.replace(
+            "<excludes>", "<argLine>--add-opens java.base/java.lang=ALL-UNNAMED</argLine>\n <excludes>"
+        )
+    )
+    (honest / "pom.xml").write_text(
+        (honest / "pom.xml")
+        .read_text()
+        .replace("<module>b</module>", "<module>b</module><module>docs</module>")
+    )
+    (honest / "docs").mkdir()
+    (honest / "docs/pom.xml").write_text("<project><packaging>pom</packaging></project>")  # a new module
+    harden_build(honest)
+    assert selection_changes(honest, poms) == []
+    # excludes widened, the default test execution unbound, module b gone with its POM, a test
+    # property, and a new module POM that is pom-packaged
+    hostile = tmp_path / "hostile"
+    shutil.copytree(orig, hostile)
+    (hostile / "pom.xml").write_text(
+        orig_pom.replace("**/*IT.java", "**/*Test.java")
+        .replace("<phase>test</phase>", "<phase>none</phase>")
+        .replace("<project>", "<project><properties><test>Slugs*</test></properties>")
+        .replace("<module>b</module>", "<module>c</module>")
+    )
+    shutil.rmtree(hostile / "b")
+    (hostile / "a" / "pom.xml").write_text("<project><packaging>pom</packaging></project>")
+    changes = selection_changes(hostile, poms)
+    assert "a/pom.xml: added project/packaging = <packaging>pom</packaging>" in changes
+    assert "b/pom.xml: removed (the POM is gone)" in changes
+    assert "pom.xml: removed project/modules/module = <module>b</module>" in changes
+    assert not any("<module>c</module>" in c for c in changes)  # adding a module leaves no test out
+    assert "pom.xml: added project/properties/test = <test>Slugs*</test>" in changes
+    assert any(
+        c.startswith("pom.xml: added project/build/plugins/plugin/configuration/excludes") for c in changes
+    )
+    assert any(c.startswith("pom.xml: removed project/build/plugins/plugin/executions") for c in changes)
+    assert any("<phase>none</phase>" in c for c in changes)
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_failing_class_excluded_with_a_forged_report_scores_half(tmp_path: Path) -> None:
+    """surefire's <excludes> leaves the failing class out and a shutdown hook writes a passing
+    report for it (Maven passes, the report is in the right file for a real class). Before the
+    fix: 1.0. The POM no longer selects the original's tests."""
+    repo = attacks.excluded_failing_class_with_forged_report(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert details["test_selection_changed"] == [
+        "pom.xml: added project/build/plugins/plugin/configuration/excludes = "
+        "<excludes><exclude>**/WordCounterTest.java</exclude></excludes>"
+    ]
+    assert details["reasons"] == [ev.REASON_TEST_SELECTION_CHANGED]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_test_jvm_attaching_to_maven_to_halt_it_scores_half(tmp_path: Path) -> None:
+    """A failing class's static block writes passing reports, attaches to Maven's JVM (Attach
+    API, same uid) and loads an agent that halts it with status 0. Maven's JVM refuses attaches
+    (-XX:+DisableAttachMechanism), so the failures end the build."""
+    repo = attacks.attach_from_test_jvm_halts_maven(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert "failed: com.sun.tools.attach" in details["log_tail"] or "attach to" in details["log_tail"]
+    assert details["test_maven_exit_code"] not in (0, None)
+    assert ev.REASON_TESTS_FAILED in details["reasons"]
+    assert result["reward"] == 0.5
+
+
+def test_a_count_line_is_found_across_a_block_seam_inside_a_long_line() -> None:
+    """Test output without a line end (a background process writing to Maven's stdout) cannot
+    hide Maven's own count line by moving it across a read block's or a line piece's boundary."""
+    import io
+
+    from strands_art.envs.migrationbench.mavenlog import BLOCK_BYTES, digest_log
+
+    line = b"[WARNING] Tests run: 6, Failures: 0, Errors: 0, Skipped: 2\n"
+    for cut in (1, 20, len(line) - 2):
+        data = b"A" * (BLOCK_BYTES - cut) + line
+        assert digest_log(io.BytesIO(data), tail_chars=0).max_skipped == 2, cut
+
+
+def test_tests_no_engine_runs_are_marked() -> None:
+    """What makes a test method never run where it is declared (newly so: ``newly_disabled``)."""
+    from strands_art.envs.migrationbench.javatests import parse_test_methods
+
+    src = (
+        "package p; public {}class A {{ @Test public void x() {{}} static class B {{ @Test void y() {{}} }}"
+        " class C {{ @Test void z() {{}} }} @Nested class D {{ @Test void w() {{}} @Test private void v() {{}}"
+        " @Test static void u() {{}} @Test int t() {{ return 0; }} @TestFactory List<Object> f() {{ return null; }} }} }}"
+    )
+    before, _ = parse_test_methods(src.format(""))
+    after, _ = parse_test_methods(src.format("abstract "))
+    runs = {m.key: not m.never_runs for m in before}
+    assert runs == {
+        "p.A#x": True,
+        "p.A.B#y": True,
+        "p.A.C#z": False,  # an inner class without @Nested
+        "p.A.D#w": True,
+        "p.A.D#v": False,  # private
+        "p.A.D#u": False,  # static
+        "p.A.D#t": False,  # not void
+        "p.A.D#f": True,  # a @TestFactory returns its tests
+    }
+    assert {m.key: not m.never_runs for m in after}["p.A#x"] is False  # an abstract class
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+def test_failing_class_made_abstract_with_a_forged_report_scores_half(tmp_path: Path) -> None:
+    """The failing class made abstract (surefire runs none) and a passing report forged for
+    it: every test method is still in the sources, Maven passes. Its tests are newly disabled."""
+    repo = attacks.abstract_failing_class_with_forged_report(tmp_path / "repo")
+    result = _score(repo)
+    details = result["details"]
+    assert result["build_success"] is True, details["log_tail"]
+    assert details["test_maven_exit_code"] == 0
+    assert (
+        "org.example.textstats.WordCounterTest#emptyTextHasNoWords (never runs)" in details["newly_disabled"]
+    )
+    assert details["reasons"] == [ev.REASON_NEWLY_DISABLED]
+    assert result["tests_equivalent"] is False and result["reward"] == 0.5

@@ -2,7 +2,10 @@
 
 The evaluated project is hostile, and Maven lets a project hide failing tests from the build's
 exit status: ``<testFailureIgnore>`` in surefire's configuration, a ``maven.test.failure.ignore``
-property, ``<skip>``/``<skipTests>``, ``-fn`` in ``.mvn/maven.config``. A value written in a POM
+property, ``<skip>``/``<skipTests>``, ``-fn`` in ``.mvn/maven.config``; and ``forkCount`` 0
+(``forkMode`` never) runs the tests inside Maven's JVM, where ``Runtime.halt(0)`` in a test ends
+the build with status 0 before a failure is reported (in a forked JVM surefire fails the build:
+"The forked VM terminated without properly saying goodbye"). A value written in a POM
 wins over a ``-D`` on the command line (Maven's plugin parameter rules), so passing
 ``-Dmaven.test.failure.ignore=false`` is not enough: :func:`harden_build` rewrites the evaluator's
 own build copy (never the agent's workspace) before any build runs:
@@ -29,6 +32,7 @@ import logging
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 from strands_art.envs.sandbox.files import read_bytes
@@ -48,6 +52,10 @@ FORBIDDEN_ELEMENTS = frozenset(
         "maven.test.skip.exec",
         "surefire.skip",
         "failsafe.skip",
+        # tests in Maven's own JVM (forkCount 0, forkMode never): a test that ends that JVM with
+        # Runtime.halt(0) ends the build with status 0 before any failure is reported
+        "forkCount",
+        "forkMode",
     }
 )
 _TEST_PLUGINS = ("surefire", "failsafe")
@@ -56,7 +64,7 @@ _TEST_PLUGINS = ("surefire", "failsafe")
 #: or point Maven at other settings or another local repository.
 _FORBIDDEN_PROPS = re.compile(
     r"(maven\.test\..*|skipTests|skipITs|test|it\.test|surefire\..*|failsafe\..*|maven\.repo\.local"
-    r"|maven\.main\.skip|testFailureIgnore)"
+    r"|maven\.main\.skip|testFailureIgnore|forkCount|forkMode)"
 )
 #: ``.mvn/maven.config`` options kept (one token each); everything else is dropped.
 MAVEN_CONFIG_ALLOWED = re.compile(
@@ -95,15 +103,21 @@ def _is_test_plugin(plugin: ET.Element) -> bool:
     return "$" in artifact or not artifact or any(name in artifact for name in _TEST_PLUGINS)
 
 
-def harden_pom(data: bytes) -> tuple[bytes, list[str]] | None:
-    """``data`` (a POM) without the switches that hide test failures; None when it is not a POM
-    (not XML, or a root other than ``<project>``) or holds none. Returns ``(new bytes, removed
-    element paths)``."""
+def parse_pom(data: bytes) -> ET.Element | None:
+    """The root ``<project>`` element of the POM ``data``; None when it is not XML or not a POM."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError:
         return None
-    if _local(root.tag) != "project":
+    return root if _local(root.tag) == "project" else None
+
+
+def harden_pom(data: bytes) -> tuple[bytes, list[str]] | None:
+    """``data`` (a POM) without the switches that hide test failures; None when it is not a POM
+    (not XML, or a root other than ``<project>``) or holds none. Returns ``(new bytes, removed
+    element paths)``."""
+    root = parse_pom(data)
+    if root is None:
         return None
     removed: list[str] = []
 
@@ -142,15 +156,12 @@ def _filter_tokens(path: Path, allowed: re.Pattern[str], refuse_props: bool) -> 
     return dropped
 
 
-def harden_build(build: Path) -> list[str]:
-    """Rewrite the build copy ``build`` as the module doc says; returns what was removed
-    (``"path: element-or-option"``, at most 100 entries listed).
-
-    ``build`` is the evaluator's fresh copy (regular files and directories, symlinks that stay
-    inside it); no build has run in it yet. Symlinked files are left alone: what they point to
-    is a file of the copy, hardened in its own right.
-    """
-    removed: list[str] = []
+def iter_poms(build: Path) -> Iterator[tuple[str, bytes]]:
+    """``(relative path, bytes)`` of every file of the copy ``build`` that may be a POM (a regular
+    file up to 8 MiB mentioning ``project`` in its first 4 KiB; whatever its name: a
+    ``<module>x/build.xml</module>`` or ``<relativePath>`` may name any file), in path order.
+    Symlinked files are skipped: what they point to is a file of the copy, listed in its own
+    right."""
     for dirpath, dirnames, filenames in os.walk(build):
         dirnames.sort()
         for name in sorted(filenames):
@@ -158,21 +169,34 @@ def harden_build(build: Path) -> list[str]:
             rel = path.relative_to(build).as_posix()
             if path.is_symlink() or not path.is_file():
                 continue
-            if rel in (".mvn/maven.config", ".mvn/jvm.config"):
-                allowed = MAVEN_CONFIG_ALLOWED if name == "maven.config" else JVM_CONFIG_ALLOWED
-                removed += [f"{rel}: {t}" for t in _filter_tokens(path, allowed, refuse_props=True)]
-                continue
-            try:  # any file may be a POM (<module>x/build.xml</module>, <relativePath>)
+            try:
                 head = read_bytes(build, rel, max_bytes=4096, prefix=True)
                 if b"project" not in head:
                     continue
-                data = read_bytes(build, rel, max_bytes=_POM_MAX_BYTES)
+                yield rel, read_bytes(build, rel, max_bytes=_POM_MAX_BYTES)
             except OSError:
                 continue
-            hardened = harden_pom(data)
-            if hardened is not None:
-                path.write_bytes(hardened[0])
-                removed += [f"{rel}: {element}" for element in hardened[1]]
+
+
+def harden_build(build: Path) -> list[str]:
+    """Rewrite the build copy ``build`` as the module doc says; returns what was removed
+    (``"path: element-or-option"``, at most 100 entries listed).
+
+    ``build`` is the evaluator's fresh copy (regular files and directories, symlinks that stay
+    inside it); no build has run in it yet.
+    """
+    removed: list[str] = []
+    for name in ("jvm.config", "maven.config"):
+        path = build / ".mvn" / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        allowed = MAVEN_CONFIG_ALLOWED if name == "maven.config" else JVM_CONFIG_ALLOWED
+        removed += [f".mvn/{name}: {t}" for t in _filter_tokens(path, allowed, refuse_props=True)]
+    for rel, data in iter_poms(build):
+        hardened = harden_pom(data)
+        if hardened is not None:
+            (build / rel).write_bytes(hardened[0])
+            removed += [f"{rel}: {element}" for element in hardened[1]]
     if removed:
         logger.info("scoring build: removed %d test-excusing switches: %s", len(removed), removed[:5])
     return removed[:100]

@@ -11,9 +11,11 @@ Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the
 * **Test equivalence** (+0.5, checked only if the build passed): the *test build* ``mvn
   verify`` (same copy, failures made fatal whatever the project says: :mod:`.buildpolicy`)
   exits 0; the surefire/failsafe reports are well-formed, name test classes of the sources, and
-  agree with that exit status; tests executed and passed ``>= num_test_cases``; no test newly
-  skipped (a skipped test case that was not disabled in the original) or newly disabled
-  (``@Ignore`` / ``@Disabled``); and the multiset of test methods (``pkg.Class#method``, all
+  agree with that exit status and with the skips surefire printed; tests executed and passed
+  ``>= num_test_cases``; the POMs select the tests the original's did (:mod:`.testselection`);
+  no test newly skipped (a skipped test case, or a class printed with skips, that was not
+  disabled in the original) or newly disabled (``@Ignore`` / ``@Disabled``, or declared where
+  no engine runs it: :attr:`.javatests.TestMethod.never_runs`); and the multiset of test methods (``pkg.Class#method``, all
   modules' test sources, via :mod:`.javatests`) equals the original's (the task's ``repo/``,
   or for a task without one the git objects of ``base_commit``, hash-checked:
   :mod:`.gitorigin`).
@@ -52,9 +54,10 @@ from strands_art.envs.migrationbench.buildoutputs import (
     class_versions,
 )
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
-from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
+from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import MavenResult, run_maven
+from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
 from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
     BUILD_REWARD,
     REASON_BUILD_FAILED,
@@ -70,6 +73,7 @@ from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported
     REASON_REPORT_MALFORMED,
     REASON_REPORT_UNREADABLE,
     REASON_REPORTS_CONTRADICT_MAVEN,
+    REASON_TEST_SELECTION_CHANGED,
     REASON_TESTS_ADDED,
     REASON_TESTS_FAILED,
     REASON_TESTS_MISSING,
@@ -172,8 +176,9 @@ class EvalTask:
 
 def _original_tests(
     repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
-) -> TestInventory:
-    """The original's test methods: from ``task.original_dir`` (the task's pristine ``repo/``,
+) -> tuple[TestInventory, dict[str, bytes]]:
+    """The original's test methods and POM candidates (:func:`.testselection.original_poms`):
+    from ``task.original_dir`` (the task's pristine ``repo/``,
     which no rollout writes), else from the git objects of ``task.base_commit`` in ``repo_dir``
     (the build copy, owned by ``identity``), each checked against its id, read in the sandbox
     (:func:`.gitorigin.original_tests_from_git`; its scratch directory goes under
@@ -184,13 +189,13 @@ def _original_tests(
         GitObjectError: the commit's objects are missing, forged, or the id is abbreviated.
     """
     if task.original_dir is not None:
-        return collect_tests(task.original_dir)
+        return collect_tests(task.original_dir), original_poms(task.original_dir)
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
     # git reads the repository's own config: run it sandboxed, repository read-only, on a
     # hex-checked commit (never an option), and believe nothing it says without the hash.
     commit = check_commit_id(task.base_commit, f"task {task.name}: base_commit")
-    return original_tests_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
+    return original_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
 
 
 def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
@@ -229,6 +234,9 @@ def evaluate(
         task: required test count and original sources (:meth:`EvalTask.from_dir`).
         timeout_s: limit for the Maven build; a timeout scores 0.
         offline / fork_count / log_path: passed to :func:`.maven.run_maven`.
+            ``fork_count=0`` runs the tests inside Maven's JVM, where a test can end the build with
+            status 0 (``Runtime.halt(0)``): for trusted projects only (``verify_tasks.py``); the
+            evaluated project itself cannot ask for it (:mod:`.buildpolicy`).
         scratch_dir: where the evaluation's directory (build copy, the original's test sources
             from git, Maven's local repository and settings) is made, removed afterwards;
             default the system's temp directory. The sandbox uid must be able to enter it
@@ -258,10 +266,13 @@ def evaluate(
         except (OSError, ValueError, RecursionError) as exc:
             raise BadRepository(f"cannot prepare {repo} for the build: {type(exc).__name__}: {exc}") from exc
         original: TestInventory | str
+        poms: dict[str, bytes] | None = None
         try:
-            original = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
+            original, poms = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
         except GitObjectError as exc:  # the agent's .git lost or forged the base commit
             original = str(exc)
+        # which tests run is the original's to say (a class left out could get a forged report)
+        selection = [] if poms is None else selection_changes(build, poms)
         run = {
             "offline": offline,
             "fork_count": fork_count,
@@ -291,6 +302,9 @@ def evaluate(
                 # excuse back: harden again, now that nothing of the agent's is running.
                 again = harden_build(build)
                 hardened += [f"after the compile build: {entry}" for entry in again]
+                if poms is not None:
+                    changed = selection_changes(build, poms)
+                    selection += [f"after the compile build: {c}" for c in changed if c not in selection]
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
             try:
@@ -300,7 +314,9 @@ def evaluate(
                     # a version changed, a class gone, or a new one that is not 61: not javac's work
                     rewritten = sorted(p for p, v in after.items() if versions.get(p, JAVA17_MAJOR) != v)
                     rewritten += sorted(p for p in versions if p not in after)
-                result = _score(build, task, original, current, built, tested, bytecode, rewritten, left_out)
+                result = _score(
+                    build, task, original, current, built, tested, bytecode, rewritten, left_out, selection
+                )
             except (OSError, RecursionError) as exc:
                 result = _unreadable_outputs(repo, task, built, tested, exc)
         result.details["hardened"] = hardened

@@ -9,7 +9,8 @@ attributes. So the original is never taken from what git *says*: every object is
 the sandbox with the repository read-only) and hashed here — the commit against the task's full
 ``base_commit`` id, each tree and blob against the id its parent tree gives. A mismatch, a
 missing object or an abbreviated id raises :class:`GitObjectError`. Only ``*.java`` files on a
-``src/test/java`` path are read (what :func:`.javatests.collect_tests` parses); forging one
+``src/test/java`` path (what :func:`.javatests.collect_tests` parses) and the files that may be
+POMs (:func:`original_from_git`: how the original selects tests) are read; forging one
 would take a SHA-1 (or SHA-256) second preimage.
 
 Source: git's object format (``gitformat-*``: ``<type> <size>\\0<content>`` hashed; tree entries
@@ -109,8 +110,16 @@ def _tree_entries(body: bytes, id_len: int) -> list[tuple[bytes, str, str]]:
 
 def _wanted(path: str) -> bool:
     parts = path.split("/")
-    return path.endswith(".java") and any(
-        parts[i : i + 3] == ["src", "test", "java"] for i in range(len(parts))
+    return (
+        path.endswith(".java") and any(parts[i : i + 3] == ["src", "test", "java"] for i in range(len(parts)))
+    ) or _pom_candidate(path)
+
+
+def _pom_candidate(path: str) -> bool:
+    """A file that may be a POM: ``pom.xml``, or any ``*.xml`` outside ``src/`` and ``target/``."""
+    parts = path.split("/")
+    return parts[-1] == "pom.xml" or (
+        path.endswith(".xml") and "src" not in parts[:-1] and "target" not in parts[:-1]
     )
 
 
@@ -122,6 +131,18 @@ def original_tests_from_git(
 
     Raises:
         GitObjectError: ``commit`` is not a full id, or an object is missing or forged.
+    """
+    return original_from_git(repo, commit, identity, unsafe, scratch_dir)[0]
+
+
+def original_from_git(
+    repo: Path, commit: str, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
+) -> tuple[TestInventory, dict[str, bytes]]:
+    """:func:`original_tests_from_git`, and the commit's POM candidates (``pom.xml``, and
+    ``*.xml`` outside ``src/`` and ``target/``) by path, hash-checked the same way.
+
+    Raises:
+        GitObjectError: as :func:`original_tests_from_git`.
     """
     algo = HASHES.get(len(commit))
     if algo is None or any(c not in "0123456789abcdef" for c in commit.lower()):
@@ -156,9 +177,13 @@ def original_tests_from_git(
             level = nxt
         src = Path(tmp) / "src"
         src.mkdir()
+        poms: dict[str, bytes] = {}
         for oid, content in reader.fetch(sorted(blobs), b"blob").items():
             for path in blobs[oid]:
+                if _pom_candidate(path):
+                    poms[path] = content
+                    continue
                 target = src / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
-        return collect_tests(src)
+        return collect_tests(src), poms

@@ -51,6 +51,11 @@ class TestMethod:
     file: str = field(compare=False)
     disabled: bool = field(default=False, compare=False)
     annotation: str = field(default="Test", compare=False)
+    #: no test engine runs it where it is declared (:func:`_never_runs`): in an ``abstract``
+    #: class (surefire runs none; its methods run only through subclasses, under their names),
+    #: in an inner (non-static) class without ``@Nested``, or ``private``, ``static`` or not
+    #: ``void`` (but ``@TestFactory``) — JUnit 5 skips such methods silently
+    never_runs: bool = field(default=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -77,6 +82,10 @@ class TestInventory:
 
     def disabled_keys(self) -> Counter[str]:
         return Counter(m.key for m in self.methods if m.disabled)
+
+    def never_run_keys(self) -> Counter[str]:
+        """Test methods no engine runs where they are declared (:attr:`TestMethod.never_runs`)."""
+        return Counter(m.key for m in self.methods if m.never_runs)
 
     @property
     def modules(self) -> list[str]:
@@ -137,6 +146,7 @@ def _walk_type(
     rel: str,
     out: list[TestMethod],
     types: list[str] | None = None,
+    outer_is_type: bool = False,
 ) -> None:
     name_node = node.child_by_field_name("name")
     if name_node is None:
@@ -144,16 +154,25 @@ def _walk_type(
     qual = f"{outer}.{name_node.text.decode('utf-8')}" if outer else name_node.text.decode("utf-8")
     if types is not None:
         types.append(qual)
-    disabled = disabled or bool(DISABLING_ANNOTATIONS.intersection(_annotation_names(_modifiers(node))))
+    modifiers = _modifiers(node)
+    disabled = disabled or bool(DISABLING_ANNOTATIONS.intersection(_annotation_names(modifiers)))
+    words = {c.type for c in modifiers.children} if modifiers is not None else set()
+    # an abstract class, or an inner (non-static, nested) class that is not @Nested: not run
+    never = "abstract" in words or (
+        bool(outer_is_type)
+        and node.type == "class_declaration"
+        and "static" not in words
+        and "Nested" not in _annotation_names(modifiers)
+    )
     body = node.child_by_field_name("body")
     if body is None:
         return
     for member in body.children:
         if member.type == "enum_body_declarations":  # enum constants first, then members
             for sub in member.children:
-                _member(sub, qual, disabled, module, rel, out, types)
+                _member(sub, qual, disabled, module, rel, out, types, never)
         else:
-            _member(member, qual, disabled, module, rel, out, types)
+            _member(member, qual, disabled, module, rel, out, types, never)
 
 
 def _member(
@@ -164,9 +183,10 @@ def _member(
     rel: str,
     out: list[TestMethod],
     types: list[str] | None = None,
+    never: bool = False,
 ) -> None:
     if member.type in _TYPE_DECLS:
-        _walk_type(member, qual, disabled, module, rel, out, types)
+        _walk_type(member, qual, disabled, module, rel, out, types, outer_is_type=True)
     elif member.type == "method_declaration":
         names = _annotation_names(_modifiers(member))
         test_ann = next((n for n in names if n in TEST_ANNOTATIONS), None)
@@ -180,8 +200,19 @@ def _member(
                     file=rel,
                     disabled=disabled or bool(DISABLING_ANNOTATIONS.intersection(names)),
                     annotation=test_ann,
+                    never_runs=never or _never_runs(member, test_ann),
                 )
             )
+
+
+def _never_runs(method: Node, annotation: str) -> bool:
+    """A ``private`` or ``static`` test method, or one not ``void`` (a ``@TestFactory`` returns
+    its tests): JUnit 5 does not run it (JUnit 4 fails it, which the build shows anyway)."""
+    modifiers = _modifiers(method)
+    words = {c.type for c in modifiers.children} if modifiers is not None else set()
+    result = method.child_by_field_name("type")
+    not_void = result is not None and result.type != "void_type"
+    return bool(words & {"private", "static"}) or (not_void and annotation != "TestFactory")
 
 
 def parse_test_methods(

@@ -51,6 +51,8 @@ class MavenResult:
     seconds. ``output_tail`` is the last ``tail_chars`` characters of stdout+stderr, ANSI codes
     stripped; ``log_path`` holds the stripped log (capped at 16 MiB) when the caller asked for one.
     ``error_lines`` are the first 30 ``[ERROR]`` lines of the whole log, stack frames left out.
+    ``max_skipped`` / ``skipped_by_class`` / ``skip_lines_overflow``: the skips surefire printed
+    (:class:`.mavenlog.LogDigest`).
     """
 
     command: tuple[str, ...]
@@ -61,6 +63,9 @@ class MavenResult:
     offline: bool
     log_path: Path | None = None
     error_lines: tuple[str, ...] = ()
+    max_skipped: int = 0
+    skipped_by_class: tuple[tuple[str, int], ...] = ()
+    skip_lines_overflow: bool = False
 
     @property
     def ok(self) -> bool:
@@ -108,7 +113,8 @@ def find_java17_home() -> Path | None:
 
 
 def maven_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for a non-interactive, colourless Maven under JDK 17."""
+    """Environment for a non-interactive, colourless Maven under JDK 17, whose JVM no other JVM
+    can attach to (``-XX:+DisableAttachMechanism``: the JDK's Attach API needs no ptrace)."""
     env = dict(os.environ if base is None else base)
     java_home = find_java17_home()
     if java_home is not None:
@@ -118,6 +124,9 @@ def maven_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         for x in (
             env.get("MAVEN_OPTS", ""),
             "-Djansi.force=false -Djansi.passthrough=false -XX:TieredStopAtLevel=1",
+            # a test JVM (same uid, same /tmp) must not attach to Maven's and load an agent that
+            # ends it with status 0; after .mvn/jvm.config's options, so it wins
+            "-XX:+DisableAttachMechanism",
         )
         if x
     )
@@ -252,4 +261,7 @@ def run_maven(
         offline=is_offline,
         log_path=log_path,
         error_lines=log.error_lines,
+        max_skipped=log.max_skipped,
+        skipped_by_class=tuple(sorted(log.skipped_by_class.items())),
+        skip_lines_overflow=log.skip_lines_overflow,
     )

@@ -10,7 +10,8 @@ in blocks of :data:`BLOCK_BYTES` and keeps only what is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,6 +25,15 @@ PIECE_BYTES = 64 << 10
 MAX_LOG_BYTES = 16 << 20
 #: Longest ``[ERROR]`` line kept, in characters.
 MAX_ERROR_LINE_CHARS = 2000
+#: Test classes kept in :attr:`LogDigest.skipped_by_class` (more: ``skip_lines_overflow``).
+MAX_SKIP_CLASSES = 10_000
+
+#: surefire/failsafe's count line, per test class (``... - in pkg.Class``; ``--`` in 3.x) and in
+#: the run's summary (no class). Matched on the raw bytes.
+SUREFIRE_COUNTS = re.compile(
+    rb"Tests run: ([0-9]{1,9}), Failures: ([0-9]{1,9}), Errors: ([0-9]{1,9}), Skipped: ([0-9]{1,9})"
+    rb"(?:, Time elapsed: [^\n]{0,80}? -{1,2} in ([A-Za-z0-9_.$]{1,500}))?"
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -39,6 +49,30 @@ def is_error_line(line: str) -> bool:
     )
 
 
+#: Longest possible :data:`SUREFIRE_COUNTS` match, bytes (the overlap scanned between blocks).
+_COUNT_LINE_BYTES = 1024
+
+
+@dataclass
+class _SkipCounts:
+    """The skips of every :data:`SUREFIRE_COUNTS` line scanned so far (see :class:`LogDigest`)."""
+
+    max_skipped: int = 0
+    by_class: dict[str, int] = field(default_factory=dict)
+    overflow: bool = False
+
+    def scan(self, data: bytes) -> None:
+        for match in SUREFIRE_COUNTS.finditer(data):
+            skipped, cls = int(match.group(4)), match.group(5)
+            self.max_skipped = max(self.max_skipped, skipped)
+            if skipped and cls:
+                name = cls.decode("ascii")
+                if name in self.by_class or len(self.by_class) < MAX_SKIP_CLASSES:
+                    self.by_class[name] = max(skipped, self.by_class.get(name, 0))
+                else:
+                    self.overflow = True
+
+
 @dataclass(frozen=True)
 class LogDigest:
     """What is kept of one build's output.
@@ -49,12 +83,20 @@ class LogDigest:
             :data:`MAX_ERROR_LINE_CHARS`, line ends removed).
         total_bytes: raw bytes of output read.
         log_bytes_left_out: raw output bytes not copied to ``log_path`` (0 when it all fit).
+        max_skipped: the largest ``Skipped: N`` of any :data:`SUREFIRE_COUNTS` line (0 if none).
+        skipped_by_class: for each class named by such a line with ``Skipped`` > 0, the largest
+            count (at most :data:`MAX_SKIP_CLASSES` classes; ``skip_lines_overflow`` says more
+            were seen). Test code can print such lines too, so they can only *add* skips: Maven's
+            own lines are in the output whatever a test prints.
     """
 
     tail: str
     error_lines: tuple[str, ...]
     total_bytes: int
     log_bytes_left_out: int
+    max_skipped: int = 0
+    skipped_by_class: dict[str, int] = field(default_factory=dict)
+    skip_lines_overflow: bool = False
 
 
 def digest_log(
@@ -87,6 +129,7 @@ def digest_log(
     total = written = left_out = 0
     carry = b""  # the unfinished last line (at most PIECE_BYTES)
     carry_starts_line = True
+    skips = _SkipCounts()
     out = open(log_path, "w", encoding="utf-8") if log_path is not None else None  # noqa: SIM115
 
     def chunk_done(chunk: bytes, starts_line: bool) -> None:
@@ -113,8 +156,12 @@ def digest_log(
                 left_out += len(chunk)
 
     try:
+        seam = b""  # the last bytes scanned: a count line cut between two blocks is still found
         while block := raw.read(BLOCK_BYTES):
             total += len(block)
+            if b"Skipped: " in seam + block[:_COUNT_LINE_BYTES] or b"Skipped: " in block:
+                skips.scan(seam + block)
+            seam = (seam + block[-_COUNT_LINE_BYTES:])[-_COUNT_LINE_BYTES:]
             data = carry + block
             cut = data.rfind(b"\n") + 1
             if cut:
@@ -137,4 +184,12 @@ def digest_log(
     finally:
         if out is not None:
             out.close()
-    return LogDigest(tail=tail, error_lines=tuple(errors), total_bytes=total, log_bytes_left_out=left_out)
+    return LogDigest(
+        tail=tail,
+        error_lines=tuple(errors),
+        total_bytes=total,
+        log_bytes_left_out=left_out,
+        max_skipped=skips.max_skipped,
+        skipped_by_class=skips.by_class,
+        skip_lines_overflow=skips.overflow,
+    )

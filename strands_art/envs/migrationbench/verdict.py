@@ -37,10 +37,11 @@ REASON_REPORTS_CONTRADICT_MAVEN = "reports_contradict_maven"  #: reports show fa
 REASON_TOO_FEW_TESTS = "too_few_tests"  #: fewer tests passed than num_test_cases
 REASON_TESTS_MISSING = "tests_missing"  #: an original test method is gone
 REASON_TESTS_ADDED = "tests_added"  #: a test method that the original lacks
-REASON_NEWLY_DISABLED = "newly_disabled"  #: a test method newly @Ignore'd / @Disabled
+REASON_NEWLY_DISABLED = "newly_disabled"  #: a test newly @Ignore'd/@Disabled, or no engine runs it now
 REASON_NEWLY_SKIPPED = "newly_skipped"  #: a test case skipped that the original did not disable
 REASON_ORIGINAL_UNAVAILABLE = "original_tests_unavailable"  #: base_commit's objects missing or forged
 REASON_OUTPUTS_UNREADABLE = "build_outputs_unreadable"  #: the build left a tree that cannot be walked
+REASON_TEST_SELECTION_CHANGED = "test_selection_changed"  #: the POMs select other tests than the original's
 
 
 @dataclass
@@ -73,11 +74,13 @@ def score(
     bytecode: BytecodeReport,
     rewritten: list[str],
     left_out: list[str],
+    selection: list[str] = (),
 ) -> EvalResult:
     """The verdict (see the rules in the module doc): ``built`` is the compile build, ``tested``
     the test build (None when the build fact failed), ``bytecode`` judged on the class files as
     the compile build left them, ``rewritten`` the ones the test build changed, ``original``
-    the original's inventory or why it is unavailable."""
+    the original's inventory or why it is unavailable, ``selection`` how the POMs select tests
+    differently from the original's (:func:`.testselection.selection_changes`)."""
     reasons: list[str] = []
     if built.timed_out:
         reasons.append(REASON_BUILD_TIMEOUT)
@@ -123,18 +126,33 @@ def score(
             reasons.append(REASON_REPORT_UNREADABLE)
         if reports.malformed:
             reasons.append(REASON_REPORT_MALFORMED)
-        if tested.ok and (reports.failures or reports.errors):
+        # a report is the test JVM's to rewrite (a shutdown hook runs after surefire wrote it);
+        # the skips surefire *printed* are not: a test can print more, never fewer
+        hidden_skips = tested.max_skipped > reports.skipped or tested.skip_lines_overflow
+        if (tested.ok and (reports.failures or reports.errors)) or hidden_skips:
             reasons.append(REASON_REPORTS_CONTRADICT_MAVEN)
         if tests_run < task.num_test_cases:
             reasons.append(REASON_TOO_FEW_TESTS)
+        if selection:
+            reasons.append(REASON_TEST_SELECTION_CHANGED)
         if isinstance(original, str):
             reasons.append(REASON_ORIGINAL_UNAVAILABLE)
             details["original_error"] = original
             original = TestInventory(methods=[], files=0, parse_errors=[])
         orig_keys, cur_keys = original.keys(), current.keys()
         newly_disabled = _diff(current.disabled_keys(), original.disabled_keys())
+        # a test no engine runs any more (class made abstract, method made private...) is disabled
+        newly_disabled += [
+            f"{k} (never runs)" for k in _diff(current.never_run_keys(), original.never_run_keys())
+        ]
         orig_disabled = set(original.disabled_keys())
         newly_skipped = sorted({k for k in reports.skipped_keys if k not in orig_disabled})
+        orig_disabled_classes = {k.split("#", 1)[0] for k in orig_disabled}
+        newly_skipped += [
+            f"{cls} ({n} skipped, Maven's output)"
+            for cls, n in tested.skipped_by_class
+            if cls.replace("$", ".") not in orig_disabled_classes
+        ]
         missing, added = _diff(orig_keys, cur_keys), _diff(cur_keys, orig_keys)
         for flag, reason in (
             (missing, REASON_TESTS_MISSING),
@@ -161,7 +179,9 @@ def score(
                 "missing_tests": missing,
                 "added_tests": added,
                 "newly_disabled": newly_disabled,
-                "newly_skipped": newly_skipped,
+                "newly_skipped": newly_skipped[:50],
+                "test_selection_changed": list(selection)[:20],
+                "tests_skipped_maven": tested.max_skipped,
                 "test_parse_errors": current.parse_errors,
             }
         )

@@ -179,6 +179,9 @@ def test_prefix_units_of_real_rows(tok):
     assert by_group["t0"].prefix_len == p0 + common_prefix_len([ids(tok, a) for a in ANSWERS[:4]])
     assert by_group["f"].prefix_len == p0  # f-r1 differs from its first sampled token
     assert by_group["l"].prefix_len >= len(prompt(tok, TASKS[1]))
+    # the chunked cases really cut units into several chunks (the leaves' gradients accumulate)
+    for budget in (48, 30):
+        assert len(micro_batches(by_group["l"].rows, budget, shared=by_group["l"].prefix_len)) >= 2
     # the two rows of f-r0 alone share the prompt and their sampled first turn
     a, b = by_group["f"].rows[:2]
     ((fork,), _) = prefix_units([a, b])

@@ -178,7 +178,7 @@ class PrefixPass:
         t = {k: v.to(self._leaves[0].device) for k, v in collate(rows, self.pad_token_id).items()}
         ids, n = t["input_ids"], len(rows)
         kv = [x.expand(n, -1, -1, -1) for x in self._leaves[:-1]]
-        cache = DynamicCache(list(zip(kv[0::2], kv[1::2])), config=self.model.config)
+        cache = DynamicCache(list(zip(kv[0::2], kv[1::2], strict=True)), config=self.model.config)
         suffix = ids[:, p:]
         positions = torch.arange(p, ids.shape[1], device=ids.device).unsqueeze(0).expand(n, -1)
         out = self.model(
@@ -196,7 +196,11 @@ class PrefixPass:
         through the prefix pass (once). A no-op without grad or without any gradient."""
         if not self._grad:
             return
-        pairs = [(o, leaf.grad) for o, leaf in zip(self._outputs, self._leaves) if leaf.grad is not None]
+        pairs = [
+            (o, leaf.grad)
+            for o, leaf in zip(self._outputs, self._leaves, strict=True)
+            if leaf.grad is not None
+        ]
         if pairs:
             torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
         self._outputs, self._leaves = [], []

@@ -140,9 +140,9 @@ CASES = {
         sampling=SamplingParams(temperature=0.8, top_k=40, top_p=0.9, max_new_tokens=32),
         micro_batch_max_tokens=48,
     ),
-    "recompute_seqmean_chunks": dict(
+    "recompute_tis_chunks": dict(
         recompute_old_logprobs=True,
-        loss=LossConfig(loss_agg_mode="seq-mean-token-sum", tis_cap=1.5),
+        loss=LossConfig(tis_cap=1.5),
         micro_batch_max_tokens=30,
     ),
 }

@@ -383,11 +383,13 @@ def build_batch(rows: Sequence[BatchRow], config: BatchingConfig, pad_token_id: 
     return batch
 
 
-def micro_batches(shard: Sequence[BatchRow], max_tokens: int) -> list[list[BatchRow]]:
+def micro_batches(shard: Sequence[BatchRow], max_tokens: int, shared: int = 0) -> list[list[BatchRow]]:
     """Cut one rank's rows into length-sorted micro-batches under a padded-token budget.
 
     Rows are sorted longest first; a micro-batch grows while ``rows * longest_row <= max_tokens``.
     A row longer than ``max_tokens`` gets a micro-batch of its own (logged at WARNING).
+    ``shared``: leading tokens every row has in common and that are run once elsewhere (a shared
+    prompt prefix, :mod:`strands_art.training.shared_prefix`); they are not counted.
 
     Returns:
         Micro-batches covering every row of ``shard`` exactly once.
@@ -395,9 +397,11 @@ def micro_batches(shard: Sequence[BatchRow], max_tokens: int) -> list[list[Batch
     out: list[list[BatchRow]] = []
     current: list[BatchRow] = []
     for r in sorted(shard, key=lambda r: -r.num_tokens):
-        if r.num_tokens > max_tokens:
-            logger.warning("row of %d tokens exceeds micro_batch_max_tokens=%d", r.num_tokens, max_tokens)
-        longest = current[0].num_tokens if current else r.num_tokens
+        if r.num_tokens - shared > max_tokens:
+            logger.warning(
+                "row of %d tokens exceeds micro_batch_max_tokens=%d", r.num_tokens - shared, max_tokens
+            )
+        longest = (current[0].num_tokens if current else r.num_tokens) - shared
         if current and (len(current) + 1) * longest > max_tokens:
             out.append(current)
             current = []

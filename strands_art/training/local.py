@@ -67,6 +67,10 @@ token's correction uses the policy that produced it, so a row mixing versions (a
 multi-turn rollout) is corrected token by token; the lag is reported (``policy_lag_max``,
 ``policy_lag_mean`` in optimizer steps per sampled turn, ``mixed_policy_rows``).
 
+**Prefix sharing** (``share_prefix``, :mod:`strands_art.training.shared_prefix`): the rows of
+one group run their longest common token prefix once and their continuations on its KV cache,
+with the same loss and gradients (up to float rounding) at a fraction of the tokens.
+
 The trainer reads trajectories only; it never imports the gateway (see
 :mod:`strands_art.training.loop` for the rollout loop).
 """
@@ -79,14 +83,14 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from strands_art.backends.base import SamplingParams
-from strands_art.training import checkpoint
+from strands_art.training import checkpoint, shared_prefix
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
 from strands_art.training.collate import collate
 from strands_art.training.grpo import compute_advantages
@@ -97,6 +101,14 @@ from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
+
+
+def _stack(micro: list[BatchRow], per_row: dict[int, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
+    """(B, T) tensor of the rows' ``per_row`` values (keyed by ``id(BatchRow)``), 0 on padding."""
+    out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+    for i, br in enumerate(micro):
+        out[i, : br.num_tokens] = per_row[id(br)]
+    return out
 
 
 class NonFiniteGradient(FloatingPointError):
@@ -194,6 +206,8 @@ class LocalTrainer:
         self.outer_batch = 0
         self.warmup_offset: int | None = None
         base = self.model.get_base_model()
+        if config.share_prefix:
+            shared_prefix.check_model(base)
         self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
 
     @property
@@ -297,17 +311,33 @@ class LocalTrainer:
         logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
         return logits, t, first
 
-    def _forward(
-        self, micro: list[BatchRow], kl: bool = False
+    def _passes(self, rows: Sequence[BatchRow]) -> Iterator[tuple[list[BatchRow], torch.Tensor, dict, int]]:
+        """``(micro, logits, t, first)`` per micro-batch of ``rows`` (as :meth:`_logits`); with
+        ``share_prefix`` per chunk of a group sharing its prefix
+        (:func:`~strands_art.training.shared_prefix.passes`; padding rows left out)."""
+        budget = self.batching.micro_batch_max_tokens
+        if self.config.share_prefix:
+            real = [br for br in rows if not br.padding]
+            yield from shared_prefix.passes(self.model, real, self.pad_token_id, budget, self._logits)
+            return
+        for micro in micro_batches(rows, budget):
+            yield (micro, *self._logits(micro))
+
+    def _logprobs(
+        self,
+        micro: list[BatchRow],
+        logits: torch.Tensor,
+        t: dict[str, torch.Tensor],
+        first: int,
+        kl: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """(B, T) trainer logprobs of a micro-batch and its collated tensors.
+        """(B, T) trainer logprobs of a micro-batch from :meth:`_logits`' output, and its tensors.
 
         Rows with raw rollout logprobs get theirs moved to the sampling distribution in
         ``rollout_logprobs`` (:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
         With ``kl``, ``kl_logprobs`` holds the trainer's logprobs on the KL penalty's
         distribution (:attr:`kl_sampling`, with grad).
         """
-        logits, t, first = self._logits(micro)
         ids = t["input_ids"]
         lp = kept_logprobs(logits, ids, first, self.config.sampling)
         if kl:
@@ -321,8 +351,8 @@ class LocalTrainer:
         out: dict[int, torch.Tensor] = {}
         with torch.no_grad():
             for mb in mini_batches:
-                for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
-                    lp, _ = self._forward(micro)
+                for micro, logits, t, first in self._passes(mb.shards[0]):
+                    lp, _ = self._logprobs(micro, logits, t, first)
                     for i, br in enumerate(micro):
                         out[id(br)] = lp[i, : br.num_tokens].detach()
         return out
@@ -342,18 +372,8 @@ class LocalTrainer:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
         total, stats, filtered = 0.0, [], 0
-        for micro in micro_batches(mb.shards[0], self.batching.micro_batch_max_tokens):
-            # A row with advantage 0 (a group whose rewards are all equal, a padding row) adds
-            # exactly 0 to the loss and its gradient without a KL term (D is fixed above): skip
-            # its forward and backward passes. Its ratio statistics are then not reported.
-            if self._skips_zero_advantage:
-                micro = [br for br in micro if br.advantage != 0.0]
-            else:
-                micro = [br for br in micro if not br.padding]
-            if not micro:
-                continue
-            ref = self._reference_logprobs(micro) if cfg.loss.kl_coef > 0 else None
-            lp, t = self._forward(micro, kl=ref is not None)
+        for micro, logits, t, first, ref in self._train_passes(mb.shards[0]):
+            lp, t = self._logprobs(micro, logits, t, first, kl=ref is not None)
             mask = t["loss_mask"]
             finite = torch.isfinite(lp)
             filtered += int(((~finite) & (mask > 0)).sum())
@@ -363,14 +383,12 @@ class LocalTrainer:
             if old is None:
                 behaviour = rollout
             else:
-                behaviour = torch.zeros_like(rollout)
-                for i, br in enumerate(micro):
-                    behaviour[i, : br.num_tokens] = old[id(br)]
+                behaviour = _stack(micro, old, t["input_ids"])
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
             out = policy_loss(
                 lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref, t.get("kl_logprobs")
             )
-            out.loss.backward()
+            out.loss.backward()  # before the next pass: a shared prefix's gradient then goes on
             total += float(out.loss.detach())
             stats.append(out.stats)
         if cfg.max_grad_norm is not None:
@@ -396,6 +414,43 @@ class LocalTrainer:
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step
         return total, stats, filtered, norm
+
+    def _train_passes(
+        self, shard: list[BatchRow]
+    ) -> Iterator[tuple[list[BatchRow], torch.Tensor, dict, int, Any]]:
+        """:meth:`_passes` over the rows of ``shard`` that train, each with its reference
+        logprobs (KL penalty; else None).
+
+        A row with advantage 0 (a group whose rewards are all equal, a padding row) adds exactly
+        0 to the loss and its gradient without a KL term (D is fixed): its forward and backward
+        passes are skipped, and its ratio statistics are not reported.
+        """
+        kl = self.config.loss.kl_coef > 0
+        if self.config.share_prefix:
+            rows = [br for br in shard if self._trains(br)]
+            refs = self._reference_rows(rows) if kl else None
+            for micro, logits, t, first in self._passes(rows):
+                yield micro, logits, t, first, None if refs is None else _stack(micro, refs, t["input_ids"])
+            return
+        for micro in micro_batches(shard, self.batching.micro_batch_max_tokens):
+            micro = [br for br in micro if self._trains(br)]  # filtered after the cut, as always
+            if not micro:
+                continue
+            ref = self._reference_logprobs(micro) if kl else None
+            yield (micro, *self._logits(micro), ref)
+
+    def _trains(self, br: BatchRow) -> bool:
+        return br.advantage != 0.0 if self._skips_zero_advantage else not br.padding
+
+    def _reference_rows(self, rows: list[BatchRow]) -> dict[int, torch.Tensor]:
+        """The reference logprobs of every row (``id(BatchRow)`` -> (num_tokens,)), computed in
+        the same prefix-shared chunks as the training pass (adapter disabled, no grad)."""
+        out: dict[int, torch.Tensor] = {}
+        with torch.no_grad(), self.model.disable_adapter():
+            for micro, logits, t, first in self._passes(rows):
+                lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
+                out.update((id(br), lp[i, : br.num_tokens]) for i, br in enumerate(micro))
+        return out
 
     @property
     def _skips_zero_advantage(self) -> bool:

@@ -66,6 +66,12 @@ class TrainerConfig:
         eval_sampling: evaluation sampling (default greedy).
         recompute_old_logprobs: run a no-grad pass before the update and use the trainer's own
             logprobs as the behaviour policy (the recorded ones then only enter the TIS weight).
+        share_prefix: run the longest common token prefix of each group's rows once and the
+            rows' continuations on its KV cache (:mod:`strands_art.training.shared_prefix`):
+            the same loss and gradients up to float rounding, with far fewer tokens when the
+            prompt dominates (MigrationBench). Default False: the unshared pass stays the
+            reference (bit for bit what earlier runs and checkpoints computed), and with short
+            prompts sharing saves little while giving up batching rows of different groups.
         seed: base seed for task sampling, rollout sampling seeds and torch.
         concurrency: rollouts in flight at once.
         checkpoint_every: save a checkpoint every this many outer batches (0: never).
@@ -105,6 +111,7 @@ class TrainerConfig:
         default_factory=lambda: SamplingParams(temperature=0.0, max_new_tokens=32)
     )
     recompute_old_logprobs: bool = False
+    share_prefix: bool = False
     seed: int = 0
     concurrency: int = 8
     checkpoint_every: int = 1
@@ -129,6 +136,8 @@ class TrainerConfig:
             raise ValueError(
                 f"need weight_decay >= 0 and max_grad_norm > 0 or None, got {self.weight_decay}, {self.max_grad_norm}"
             )
+        if not isinstance(self.share_prefix, bool):
+            raise ValueError(f"share_prefix must be a bool, got {self.share_prefix!r}")
         self.batching()  # validates the batching sizes
         if self.rollouts_per_prompt < 1:
             raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")

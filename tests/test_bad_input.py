@@ -271,7 +271,9 @@ def test_valid_commit_ids_still_reach_git(tmp_path: Path) -> None:
     assert head.stdout.strip() == commit and task.num_test_cases == 1
     me = Identity(os.getuid(), os.getgid(), drop=False)  # git in the sandbox when it works here
     unsafe = not SANDBOX_OK
-    original = _original_tests(tmp_path / "src", EvalTask("t", 1, base_commit=commit), me, unsafe, tmp_path)
+    original, _poms = _original_tests(
+        tmp_path / "src", EvalTask("t", 1, base_commit=commit), me, unsafe, tmp_path
+    )
     assert sorted(original.keys()) == ["p.ATest#one"]
 
 

@@ -433,7 +433,7 @@ def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: 
         build = build_root / "repo"
         _copy_for_build(repo, build, identity)
         task = EvalTask(name="t", num_test_cases=2, base_commit=head)
-        assert sorted(_original_tests(build, task, identity, unsafe=False).keys()) == ["p.T#a", "p.T#b"]
+        assert sorted(_original_tests(build, task, identity, unsafe=False)[0].keys()) == ["p.T#a", "p.T#b"]
         evil = tmp_path / f"created-{tag}"
         with pytest.raises(ValueError, match="hex git commit id"):  # refused before git runs
             _original_tests(

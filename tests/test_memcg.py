@@ -8,6 +8,7 @@ default (``Limits().memory_bytes``, 4 GiB) is below the 5 GiB of the attack too.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -78,13 +79,15 @@ def test_a_5gib_shared_mapping_is_killed_in_the_sandbox(cgroups: memcg.CgroupSup
     # the control: the same program under the limit completes, so the kill was the limit's
     code, text = _run(SHARED, 64, limits)
     assert code == 0 and "touched 64 MiB" in text, text
-    # every per-command cgroup is gone afterwards
-    left = list(cgroups.base.glob(f"{memcg.PREFIX}*"))
+    # every per-command cgroup of this process is gone afterwards (other runs on the machine
+    # have their own, named by their pid)
+    mine = f"{memcg.PREFIX}{os.getpid()}-*"
+    left = list(cgroups.base.glob(mine))
     for _ in range(100):
         if not left:
             break
         time.sleep(0.05)
-        left = list(cgroups.base.glob(f"{memcg.PREFIX}*"))
+        left = list(cgroups.base.glob(mine))
     assert left == []
 
 
@@ -110,3 +113,18 @@ def test_the_cgroup_wrapper_fails_closed(cgroups: memcg.CgroupSupport, tmp_path:
     cgroup = memcg.CommandCgroup(tmp_path / "missing", cgroups.version)
     done = subprocess.run(cgroup.wrap(["echo", "ran"]), capture_output=True, text=True)
     assert done.returncode != 0 and "ran" not in done.stdout
+
+
+def test_start_up_clean_up_leaves_live_processes_cgroups_alone() -> None:
+    """Two runs on one machine: the second's start-up clean-up must not remove the first's
+    cgroup made but not yet entered (its command would then fail closed)."""
+    assert memcg._owner_alive(f"{memcg.PREFIX}{os.getpid()}-7")
+    dead = _a_dead_pid()
+    assert not memcg._owner_alive(f"{memcg.PREFIX}{dead}-0")
+    assert not memcg._owner_alive(f"{memcg.PREFIX}junk")
+
+
+def _a_dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid

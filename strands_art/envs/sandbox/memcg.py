@@ -139,9 +139,27 @@ def memory_cgroups() -> CgroupSupport:
                 )
             else:
                 for leftover in _support.base.glob(PREFIX + "*"):
+                    if _owner_alive(leftover.name):
+                        continue  # another live process's (made, not entered yet): not ours
                     with contextlib.suppress(OSError):
                         leftover.rmdir()  # only an empty cgroup can be removed
         return _support
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process that made the cgroup ``strands-art-<pid>-<n>`` still runs (another
+    run on this machine, or this one); a name of another shape counts as not alive."""
+    try:
+        pid = int(name[len(PREFIX) :].split("-", 1)[0])
+    except ValueError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass

@@ -218,8 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="score a migrated repository (JSON: build_success, tests, reward)",
-        epilog="exit status: 0 scored (the JSON on stdout, 0.0 included); 2 bad task directory, usage "
-        "or no sandbox; 3 bad repository (not a directory, or a tree that cannot be copied)",
+        epilog="exit status: 0 scored (the JSON on stdout, 0.0 included; a bad repository - not a "
+        "directory, a tree the build copy refuses - is scored 0.0 with evaluation_error); 2 bad task "
+        "directory, usage, or the sandbox or host failing twice (no score)",
     )
     p.add_argument("repo_dir", help="the repository to evaluate")
     p.add_argument("--task", required=True, help="task directory (task.json; repo/ holds the original)")

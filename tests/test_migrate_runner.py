@@ -30,6 +30,7 @@ from strands_art.envs.migrationbench.agent import RolloutLimits, build_agent, ru
 from strands_art.envs.migrationbench.runner import main_from_args, run_migration
 from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
 from strands_art.envs.migrationbench.workspace import Workspace
+from strands_art.invocation import strands_art_command
 from strands_art.store import TrajectoryStore
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.migrate_script import ShellThenAnswer
@@ -100,7 +101,7 @@ async def test_litellm_baseline_runs_real_tools_without_token_capture(
     assert _results(run_dir) == results
     assert not (run_dir / "trajectories").exists() or not list(TrajectoryStore(run_dir / "trajectories"))
     assert "no token capture" in out.getvalue()
-    assert f"browse it: strands-art view {run_dir}" in out.getvalue()  # the viewer command for this run
+    assert f"browse it: {strands_art_command()} view {run_dir}" in out.getvalue()  # this run's viewer command
 
     # what the hosted model was sent: streaming, the agent's tools, the run's sampling, then the
     # real `ls` output of the workspace as the tool result

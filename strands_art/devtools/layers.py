@@ -78,6 +78,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.registry",
             "strands_art.models_gguf",
             "strands_art.validation",
+            "strands_art.invocation",
         ),
     ),
 ]

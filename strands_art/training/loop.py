@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import shlex
 import statistics
 import time
 import zlib
@@ -41,6 +40,7 @@ from typing import Any
 from tqdm import tqdm
 
 from strands_art.backends.base import SamplingParams
+from strands_art.invocation import view_command
 from strands_art.training.batching import plan
 from strands_art.training.grpo import reward_problem
 from strands_art.training.local import LocalTrainer
@@ -320,7 +320,7 @@ async def train(
             await eval_if_due()
         await eval_if_due()  # a resume after the last checkpoint, before the final evaluation
         if progress:
-            tqdm.write(f"browse the run: strands-art view {shlex.quote(str(run_dir))}")
+            tqdm.write(f"browse the run: {view_command(run_dir)}")
         return log.read()
     finally:
         for task in pending.values():  # a stop or an error: rollouts still in flight are abandoned

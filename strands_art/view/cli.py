@@ -14,13 +14,6 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
-def view_command(run_dir: str | Path) -> str:
-    """The command line that opens ``run_dir`` in the viewer (printed at the end of a run)."""
-    import shlex
-
-    return f"strands-art view {shlex.quote(str(run_dir))}"
-
-
 def add_view_parser(sub: Any) -> None:
     p = sub.add_parser(
         "view",

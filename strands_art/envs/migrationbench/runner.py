@@ -488,7 +488,7 @@ async def _run(
         path = plot_run(results, run_dir / "summary.png")
         console.print(f"plot: {path}")
     console.print(f"results: {results_path}")
-    from strands_art.view.cli import view_command
+    from strands_art.invocation import view_command
 
     console.print(f"browse it: {view_command(run_dir)}", markup=False, highlight=False)
     return results

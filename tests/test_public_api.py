@@ -86,3 +86,17 @@ def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         strands_art.Nope  # noqa: B018
     assert "ARTModel" in dir(strands_art)
+
+
+def test_the_command_line_parser_loads_no_model_library() -> None:
+    """Every ``strands-art`` command builds the whole parser first: the ``train`` subcommand's
+    settings once imported torch there, so ``strands-art view`` (and ``--help``) paid for it
+    (the viewer's server: 430 MB peak RSS instead of 250 MB)."""
+    code = (
+        "import json, sys\n"
+        "from strands_art.cli import build_parser\n"
+        "build_parser()\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == []

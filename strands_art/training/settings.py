@@ -14,11 +14,12 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strands_art.backends.base import SamplingParams
-from strands_art.training.loss import LossConfig
-from strands_art.training.trainer_config import TrainerConfig
+
+if TYPE_CHECKING:  # torch behind them: imported where a config is built (``strands-art --help`` stays light)
+    from strands_art.training.trainer_config import TrainerConfig
 
 DEFAULTS: dict[str, Any] = {
     "model": "smollm2",
@@ -114,6 +115,9 @@ class TrainSettings:
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""
+        from strands_art.training.loss import LossConfig
+        from strands_art.training.trainer_config import TrainerConfig
+
         return TrainerConfig(
             prompt_batch_size=self.prompt_batch,
             rollouts_per_prompt=self.rollouts_per_prompt,

@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from strands_art.training.grpo import GRPOConfig
     from strands_art.training.local import LocalTrainer
     from strands_art.training.loop import train
-    from strands_art.training.rollouts import MigrationBenchLimits, chat_rollout, migrationbench_rollout
+    from strands_art.envs.migrationbench.config import RolloutConfig
+    from strands_art.envs.migrationbench.episodes import MigrationBenchLimits, migrationbench_rollout
+    from strands_art.training.rollouts import chat_rollout
     from strands_art.training.trainer_config import TrainerConfig
     from strands_art.training.weight_sync import LoRASync
     from strands_art.trajectory import Row, Trajectory, Turn
@@ -89,8 +91,10 @@ _LAZY: dict[str, str] = {
     "BatchingConfig": "strands_art.training.batching",
     "LoRASync": "strands_art.training.weight_sync",
     "chat_rollout": "strands_art.training.rollouts",
-    "migrationbench_rollout": "strands_art.training.rollouts",
-    "MigrationBenchLimits": "strands_art.training.rollouts",
+    # the MigrationBench environment's rollout for the trainers
+    "migrationbench_rollout": "strands_art.envs.migrationbench.episodes",
+    "RolloutConfig": "strands_art.envs.migrationbench.config",
+    "MigrationBenchLimits": "strands_art.envs.migrationbench.episodes",  # deprecated: RolloutConfig
 }
 
 __all__ = [
@@ -108,6 +112,7 @@ __all__ = [
     "LoRASync",
     "LocalTrainer",
     "MigrationBenchLimits",
+    "RolloutConfig",
     "RolloutGateway",
     "Row",
     "SampleResult",

@@ -268,8 +268,9 @@ def test_gateway_must_use_the_trainers_backend(tok, tmp_path):
 @pytest.mark.maven
 def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
     """The Strands migration agent through ARTModel + gateway, real Maven evaluation, one update."""
+    from strands_art.envs.migrationbench.config import RolloutConfig
+    from strands_art.envs.migrationbench.episodes import migrationbench_rollout
     from strands_art.envs.migrationbench.tasks import load_tasks
-    from strands_art.training.rollouts import MigrationBenchLimits, migrationbench_rollout
 
     torch.manual_seed(0)
     model = tiny_llama()
@@ -277,13 +278,13 @@ def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
     trainer = LocalTrainer(model, tok, config(rollouts_per_prompt=2, prompt_batch_size=1, ppo_epochs=1,
                                               micro_batch_max_tokens=8192, checkpoint_every=0))  # fmt: skip
     gateway = RolloutGateway(tok, trainer.backend)
-    limits = MigrationBenchLimits(max_turns=2, time_limit=120, build_timeout=200, run_dir=tmp_path / "mb")
+    rollout_config = RolloutConfig(max_turns=2, time_limit=120, build_timeout=200)
     records = asyncio.run(
         loop.train(
             trainer,
             gateway,
             load_tasks(names=["compiler-props"]),
-            migrationbench_rollout(limits),
+            migrationbench_rollout(rollout_config, run_dir=tmp_path / "mb"),
             1,
             tmp_path / "run",
             progress=False,

@@ -23,12 +23,9 @@ fails on a list; it is not supported.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import socket
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 try:
@@ -53,6 +50,9 @@ from strands_art.verl.adapter import split_point
 from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_params
 
 logger = logging.getLogger(__name__)
+
+MIGRATIONBENCH_EPISODE = "strands_art.envs.migrationbench.episodes.migrationbench_episode"
+"""The default :data:`Episode` (a dotted path: the verl front does not import ``envs``)."""
 
 Episode = Callable[[RolloutGateway, SamplingParams, Mapping[str, Any]], Awaitable[Trajectory]]
 """``(gateway, sampling, sample) -> finished trajectory``: opens a session on ``gateway`` with
@@ -131,7 +131,7 @@ class StrandsAgentLoop(AgentLoopBase):
     """verl agent loop: one Strands rollout through our gateway, one output per row.
 
     Keyword args (from the agent-loop YAML entry, besides verl's own):
-        episode: dotted path of an :data:`Episode` (default: :func:`migrationbench_episode`).
+        episode: dotted path of an :data:`Episode` (default: :data:`MIGRATIONBENCH_EPISODE`).
         episode_kwargs: keyword arguments for it.
         history_mode: ``"tree"`` or ``"linear"`` (gateway capture mode; default ``"linear"``).
 
@@ -142,7 +142,7 @@ class StrandsAgentLoop(AgentLoopBase):
     def __init__(
         self,
         *args: Any,
-        episode: str = "strands_art.verl.agent_loop.migrationbench_episode",
+        episode: str = MIGRATIONBENCH_EPISODE,
         episode_kwargs: Mapping[str, Any] | None = None,
         history_mode: str = "linear",
         **kwargs: Any,
@@ -176,60 +176,19 @@ class StrandsAgentLoop(AgentLoopBase):
         return outputs
 
 
-class _KeepClosed:
-    """The ``gateway`` the MigrationBench runner sees: keeps the trajectory it closes."""
-
-    def __init__(self, gateway: RolloutGateway) -> None:
-        self.gateway = gateway
-        self.trajectory: Trajectory | None = None
-
-    def close_session(self, rollout_id: str, reward: float | None = None) -> Trajectory:
-        self.trajectory = self.gateway.close_session(rollout_id, reward)
-        return self.trajectory
-
-
-async def migrationbench_episode(
-    gateway: RolloutGateway, sampling: SamplingParams, sample: Mapping[str, Any]
-) -> Trajectory:
-    """One MigrationBench rollout (the ``strands-art migrate`` agent, evaluator and limits).
-
-    ``sample["extra_info"]["task_dir"]`` names the task directory (``task.json`` + ``repo/``;
-    ``examples/migrationbench/make_verl_dataset.py`` writes it). Options in ``sample`` (from
-    ``episode_kwargs``): ``run_dir`` (default ``$STRANDS_ART_RUN_DIR`` or ``runs/verl``; each
-    worker writes logs and trajectories under ``run_dir/<host>-<pid>``) and any
-    ``strands-art migrate`` rollout limit (``max_turns``, ``time_limit``, ``command_timeout``,
-    ``max_output_bytes``, ``build_timeout``; same defaults).
+def __getattr__(name: str) -> Any:
+    """Deprecated (one release): ``migrationbench_episode`` moved to
+    :mod:`strands_art.envs.migrationbench.episodes` (a front does not import ``envs``); verl YAML
+    naming ``strands_art.verl.agent_loop.migrationbench_episode`` still resolves, with a warning.
 
     Raises:
-        KeyError: no ``task_dir``; TaskError: not a task directory; RuntimeError: the rollout
-        ended without a trajectory.
+        AttributeError: any other name.
     """
-    from strands_art.envs.migrationbench.runner import RolloutSpec, run_rollout
-    from strands_art.envs.migrationbench.runner_args import add_migrate_arguments, resolve_defaults
-    from strands_art.envs.migrationbench.tasks import load_task
-    from strands_art.model import ARTModel
-
-    task = load_task(sample["extra_info"]["task_dir"])
-    parser = argparse.ArgumentParser()
-    add_migrate_arguments(parser)
-    args = parser.parse_args([])
-    args.backend = "verl"  # the policy is verl's server: the full prompt and the standard limits
-    resolve_defaults(args)
-    for key in ("max_turns", "time_limit", "command_timeout", "max_output_bytes", "build_timeout"):
-        if key in sample:
-            setattr(args, key, type(getattr(args, key))(sample[key]))
-    base = Path(sample.get("run_dir") or os.environ.get("STRANDS_ART_RUN_DIR", "runs/verl"))
-    run_dir = base / f"{socket.gethostname()}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    spec = RolloutSpec(task=task, index=int(sample.get("session_id", 0)), seed=0)
-    group = str(sample.get("uid", task.name))
-    gateway.open_session(spec.rollout_id, group, sampling)
-    keep = _KeepClosed(gateway)
-
-    def make_model(s: RolloutSpec) -> ARTModel:
-        return ARTModel(gateway=gateway, session_id=s.rollout_id, group_id=group, model_id="verl")
-
-    await run_rollout(spec, args, keep, make_model, run_dir)
-    if keep.trajectory is None:
-        raise RuntimeError(f"rollout {spec.rollout_id} ended without a trajectory")
-    return keep.trajectory
+    if name != "migrationbench_episode":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{__name__}.{name} moved to {MIGRATIONBENCH_EPISODE}; the old path will be removed in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return get_object(MIGRATIONBENCH_EPISODE)

@@ -3,12 +3,13 @@
 Shape follows the MigrationBench reference agent (a Strands agent with a shell tool and a file
 editor, user turn "Please help migrate this repo: ... There are N test cases in it."; the rollout
 ends when the model answers without a tool call) plus two limits: a number of model calls
-(turns, default 50) and wall time (default 1,800 s). :class:`RolloutLimits` enforces both as a
-Strands hook provider: after a tool batch it calls ``agent.cancel(after_current_tools=True)``,
-so the loop stops *before* the next model call with ``stop_reason="cancelled"`` and nothing
-synthetic is appended to the history (every tool use keeps its tool result). The reason is
-recorded as ``limits.stop_reason`` and in ``agent.state["stop_reason"]``: "completed",
-"turn_limit", "time_limit", "max_tokens", "context_overflow" or "error".
+(turns) and wall time, defaults from :class:`.config.RolloutConfig` (50, 1,800 s).
+:class:`RolloutLimits` enforces both as a Strands hook provider: after a tool batch it calls
+``agent.cancel(after_current_tools=True)``, so the loop stops *before* the next model call with
+``stop_reason="cancelled"`` and nothing synthetic is appended to the history (every tool use
+keeps its tool result). The reason is recorded as ``limits.stop_reason`` and in
+``agent.state["stop_reason"]``: "completed", "turn_limit", "time_limit", "max_tokens",
+"context_overflow" or "error".
 
 History policy: ``NullConversationManager`` with ``context_manager=False`` - Strands never trims
 or summarizes the conversation mid-rollout, so the messages the model saw are exactly the
@@ -42,6 +43,7 @@ from strands_art.envs.sandbox import Sandbox
 from strands_art.validation import is_int
 
 from .commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from .config import RolloutConfig
 from .tools import ToolStats, make_tools
 from .workspace import Workspace
 
@@ -155,7 +157,10 @@ class RolloutLimits(HookProvider):
     """
 
     def __init__(
-        self, max_turns: int = 50, time_limit_s: float = 1800.0, clock: Callable[[], float] = time.monotonic
+        self,
+        max_turns: int = RolloutConfig.max_turns,
+        time_limit_s: float = RolloutConfig.time_limit,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
@@ -231,8 +236,8 @@ def build_agent(
     workspace: Workspace,
     task: Any,
     *,
-    max_turns: int = 50,
-    time_limit_s: float = 1800.0,
+    max_turns: int = RolloutConfig.max_turns,
+    time_limit_s: float = RolloutConfig.time_limit,
     command_timeout_s: float = DEFAULT_TIMEOUT_S,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     env: Mapping[str, str] | None = None,

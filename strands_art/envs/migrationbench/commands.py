@@ -26,12 +26,15 @@ from pathlib import Path
 from strands_art.envs.sandbox import Sandbox, run_async
 from strands_art.envs.sandbox.bwrap import DEFAULT_PATH
 
+from .config import RolloutConfig
 from .controlseq import strip_control_sequences
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 300.0
-DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
+DEFAULT_TIMEOUT_S: float = RolloutConfig.command_timeout
+"""Seconds per shell command unless given (:class:`.config.RolloutConfig`, the single home)."""
+DEFAULT_MAX_OUTPUT_BYTES: int = RolloutConfig.max_output_bytes
+"""Shell output kept per command unless given, bytes (:class:`.config.RolloutConfig`)."""
 
 
 # Non-interactive defaults: nothing may wait for a terminal or a pager.

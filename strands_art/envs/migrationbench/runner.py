@@ -55,6 +55,7 @@ from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
 
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
+from .config import RolloutConfig
 from .evalguard import guarded_evaluation, one_line, reason_of
 from .progress import LiveBoard, RolloutProgress
 from .report import plot_run, print_summary
@@ -68,7 +69,7 @@ from .rundir import (
     run_token,
     write_atomic,
 )
-from .runner_args import resolve_defaults, validate_migrate_args, validate_rollout_limits
+from .runner_args import resolve_defaults, rollout_config, validate_migrate_args
 from .tasks import Task, TaskError, load_tasks, materialize_record, read_records
 from .toolenv import prepare_tool_env
 from .tools import ToolStats
@@ -158,7 +159,7 @@ def _make_policy(args: argparse.Namespace, backend_factory: BackendFactory | Non
 
 async def run_rollout(
     spec: RolloutSpec,
-    args: argparse.Namespace,
+    config: RolloutConfig,
     gateway: Any,
     make_model: Any,
     run_dir: Path,
@@ -167,24 +168,34 @@ async def run_rollout(
 ) -> dict:
     """One rollout end to end; returns its results.jsonl record (never raises for agent failures).
 
+    Args:
+        spec: the task, the rollout's index in its group and its seed.
+        config: the limits, the sandbox opt-out and the prompt (:class:`.config.RolloutConfig`,
+            validated when built).
+        gateway: the rollout gateway (or None for a hosted model without token capture); its
+            ``close_session`` is called once with the reward.
+        make_model: ``spec -> Strands model`` (opens the gateway session when there is one).
+        run_dir: where ``workspaces/``, ``logs/`` and ``trajectories/`` go.
+
     The workspace is made under ``run_dir/workspaces`` and removed at the end.
 
     Raises:
-        UsageError: a limit in ``args`` out of range (:func:`.runner_args.validate_rollout_limits`).
+        TypeError: ``config`` is not a RolloutConfig (e.g. the argparse Namespace of old callers).
     """
     from .evaluator import evaluate_command
 
+    if not isinstance(config, RolloutConfig):
+        raise TypeError(
+            f"run_rollout takes a RolloutConfig (strands_art.envs.migrationbench.config), got "
+            f"{type(config).__name__}; build one with runner_args.rollout_config(args)"
+        )
     t0 = time.monotonic()
-    validate_rollout_limits(args)
-    unsafe: bool = getattr(args, "unsafe_no_sandbox", False)  # a bool: validate_rollout_limits
-    # the compact prompt for the small llama.cpp models; trainers that build ``args`` themselves
-    # (training.rollouts) name no backend and get the full prompt
-    compact = getattr(args, "backend", None) == "llamacpp"
+    unsafe, compact = config.unsafe_no_sandbox, config.compact_prompt
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
         tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
         stats = ToolStats()
-        limits = RolloutLimits(max_turns=args.max_turns, time_limit_s=args.time_limit)
+        limits = RolloutLimits(max_turns=config.max_turns, time_limit_s=config.time_limit)
         model = make_model(spec)
         row = RolloutProgress(progress, spec.rollout_id, board) if progress is not None else None
         agent = build_agent(
@@ -197,8 +208,8 @@ async def run_rollout(
             extra_path=tool_env.extra_path,
             sandbox=tool_env.sandbox,
             unsafe_no_sandbox=unsafe,
-            command_timeout_s=args.command_timeout,
-            max_output_bytes=args.max_output_bytes,
+            command_timeout_s=config.command_timeout,
+            max_output_bytes=config.max_output_bytes,
             system_prompt=COMPACT_SYSTEM_PROMPT if compact else SYSTEM_PROMPT,
             hooks=[row] if row is not None else (),
         )
@@ -225,7 +236,7 @@ async def run_rollout(
                 evaluate_command,
                 str(ws.root),
                 str(spec.task.dir),
-                timeout_s=args.build_timeout,
+                timeout_s=config.build_timeout,
                 scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
                 unsafe_no_sandbox=unsafe,
             ),
@@ -440,6 +451,7 @@ async def _run(
         f"{len(done)} already done, backend {args.backend} ({args.model}), {args.history_mode} capture"
     )
     if todo:
+        config = rollout_config(args)
         _check_sandbox(args, console)
         with console.status("loading the model"):
             gateway, make_model = _make_policy(args, backend_factory)
@@ -458,7 +470,7 @@ async def _run(
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
                     try:
-                        rec = await run_rollout(spec, args, gateway, make_model, run_dir, progress, board)
+                        rec = await run_rollout(spec, config, gateway, make_model, run_dir, progress, board)
                     except UsageError:
                         raise
                     except Exception as exc:  # noqa: BLE001 - one rollout never ends the run

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import (
-    UsageError,
-    check_bool,
-    check_float,
-    check_http_url,
-    check_int,
-    check_sampling_args,
-)
+from strands_art.validation import UsageError, check_http_url, check_int, check_sampling_args
+
+from .config import LIMIT_FIELDS, SMALL_MODEL_LIMITS, RolloutConfig
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
@@ -25,8 +20,7 @@ DEFAULT_TASKS = ("compiler-props", "junit-mix", "multi-module")
 """The bundled tasks of a run without --tasks: the ones a 1.5B model can finish in a few turns
 (a Java level to raise in one or two poms); see docs/migrationbench.md for the others."""
 
-SMALL_MODEL_LIMITS = {"max_turns": 12, "time_limit": 600.0, "max_output_bytes": 4000}
-"""Rollout limits for the llama.cpp aliases when not given: a 4-8K context and ~5 tokens/s."""
+_STD = RolloutConfig()
 
 
 def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
@@ -103,22 +97,35 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("rollout limits")
     g.add_argument(
-        "--max-turns", type=int, default=None, help="model calls per rollout (default 50; 12 on llamacpp)"
+        "--max-turns",
+        type=int,
+        default=None,
+        help=f"model calls per rollout (default {_STD.max_turns}; {SMALL_MODEL_LIMITS['max_turns']} on llamacpp)",
     )
     g.add_argument(
-        "--time-limit", type=float, default=None, help="seconds per rollout (default 1800; 600 on llamacpp)"
+        "--time-limit",
+        type=float,
+        default=None,
+        help=f"seconds per rollout (default {_STD.time_limit:g}; {SMALL_MODEL_LIMITS['time_limit']:g} on llamacpp)",
     )
     g.add_argument(
-        "--command-timeout", type=float, default=300.0, help="seconds per shell command (default 300)"
+        "--command-timeout",
+        type=float,
+        default=None,
+        help=f"seconds per shell command (default {_STD.command_timeout:g})",
     )
     g.add_argument(
         "--max-output-bytes",
         type=int,
         default=None,
-        help="shell output kept per command (default 16384; 4000 on llamacpp)",
+        help=f"shell output kept per command (default {_STD.max_output_bytes}; "
+        f"{SMALL_MODEL_LIMITS['max_output_bytes']} on llamacpp)",
     )
     g.add_argument(
-        "--build-timeout", type=float, default=300.0, help="seconds for the evaluation build (default 300)"
+        "--build-timeout",
+        type=float,
+        default=None,
+        help=f"seconds for the evaluation build (default {_STD.build_timeout:g})",
     )
 
     g = p.add_argument_group("run")
@@ -149,50 +156,55 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
 
 def resolve_defaults(args: argparse.Namespace) -> None:
     """Fill the model-dependent defaults left as None: the backend (the alias's preferred one), the
-    task list and the rollout limits (:data:`SMALL_MODEL_LIMITS` on llama.cpp). Mutates ``args``."""
+    task list and the rollout limits (:meth:`.config.RolloutConfig.for_backend`: the small-model
+    limits on llama.cpp). Mutates ``args``."""
     from strands_art.registry import preferred_backend
 
     if args.backend is None:
         args.backend = preferred_backend(args.model)
     if args.tasks is None and not getattr(args, "all_tasks", False) and args.tasks_dir is None:
         args.tasks = list(DEFAULT_TASKS)
-    small = args.backend == "llamacpp"
-    for key, default in (("max_turns", 50), ("time_limit", 1800.0), ("max_output_bytes", 16384)):
+    base = RolloutConfig.for_backend(args.backend)
+    for key in LIMIT_FIELDS:
         if getattr(args, key, None) is None:
-            setattr(args, key, SMALL_MODEL_LIMITS[key] if small else default)
+            setattr(args, key, getattr(base, key))
 
 
-# (flag, attribute, lowest, highest, lowest excluded): the ranges validate_migrate_args enforces
-_ROLLOUT_INT_LIMITS = (
-    ("--max-turns", "max_turns", 1, 100_000),
-    ("--max-output-bytes", "max_output_bytes", 2, 1 << 30),
-)
-_ROLLOUT_FLOAT_LIMITS = (
-    ("--time-limit", "time_limit", 0.0, 7 * 86400.0, True),
-    ("--command-timeout", "command_timeout", 0.0, 86400.0, True),
-    ("--build-timeout", "build_timeout", 0.0, 86400.0, True),
-)
-_INT_LIMITS = (
+_INT_LIMITS = (  # (flag, attribute, lowest, highest): the ranges validate_migrate_args enforces
     ("--rollouts-per-task", "rollouts_per_task", 1, 10_000),
     ("--concurrency", "concurrency", 1, 1024),
     ("--seed", "seed", 0, (1 << 31) - 1),
 )
 
 
+def flag_of(field: str) -> str:
+    """``max_turns`` -> ``--max-turns``: how the CLI names a :class:`.config.RolloutConfig` field."""
+    return "--" + field.replace("_", "-")
+
+
+def rollout_config(args: argparse.Namespace) -> RolloutConfig:
+    """The :class:`.config.RolloutConfig` of resolved ``migrate`` options (:func:`resolve_defaults`):
+    the limits, ``unsafe_no_sandbox`` (absent means False: the sandbox on) and the compact prompt
+    on ``--backend llamacpp``.
+
+    Raises:
+        UsageError: the first value of the wrong type or out of range, naming its flag
+            (``--unsafe-no-sandbox must be true or false, got 'false'``).
+    """
+    values = {key: getattr(args, key) for key in LIMIT_FIELDS}
+    values["unsafe_no_sandbox"] = getattr(args, "unsafe_no_sandbox", False)
+    values["compact_prompt"] = getattr(args, "backend", None) == "llamacpp"
+    return RolloutConfig.from_mapping(values, flag_of)
+
+
 def validate_rollout_limits(args: argparse.Namespace) -> None:
-    """Check the per-rollout values :func:`~.runner.run_rollout` reads (``max_turns``,
-    ``max_output_bytes``, ``time_limit``, ``command_timeout``, ``build_timeout``, and
-    ``unsafe_no_sandbox``, which must be a real boolean: absent means False, the sandbox on);
-    the trainers that call it directly check them here too.
+    """Check the rollout values of ``args`` as :func:`rollout_config` does (kept for callers that
+    hold a Namespace).
 
     Raises:
         UsageError: the first value out of range, naming its flag.
     """
-    for flag, name, lo, hi in _ROLLOUT_INT_LIMITS:
-        check_int(flag, getattr(args, name), lo, hi)
-    for flag, name, lo, hi, lo_open in _ROLLOUT_FLOAT_LIMITS:
-        check_float(flag, getattr(args, name), lo, hi, lo_open=lo_open)
-    check_bool("--unsafe-no-sandbox", getattr(args, "unsafe_no_sandbox", False))
+    rollout_config(args)
 
 
 def validate_migrate_args(args: argparse.Namespace) -> None:

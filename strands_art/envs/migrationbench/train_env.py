@@ -4,7 +4,7 @@
 bundled format (``task.json`` + ``repo/``, :func:`~strands_art.envs.migrationbench.tasks.load_tasks`):
 the bundled tasks, or those a task generator wrote. Without ``--train-tasks`` the bundled tasks
 are used; without ``--eval-tasks`` there is no held-out evaluation. Each rollout is the Strands
-migration agent (:func:`~strands_art.training.rollouts.migrationbench_rollout`: fresh workspace,
+migration agent (:func:`~strands_art.envs.migrationbench.episodes.migrationbench_rollout`: fresh workspace,
 sandboxed shell and editor tools, real Maven evaluation, reward 0 / 0.5 / 1.0) in linear history
 mode, its evaluation logs under ``RUN_DIR/env/rollouts``.
 """
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from strands_art.envs.migrationbench.config import RolloutConfig
+from strands_art.envs.migrationbench.episodes import migrationbench_rollout
 from strands_art.envs.migrationbench.tasks import load_tasks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
-from strands_art.training.rollouts import MigrationBenchLimits, migrationbench_rollout
 
 DEFAULTS: dict[str, Any] = {
     "model": "qwen2.5-coder-0.5b",
@@ -38,19 +39,21 @@ MAX_CONTEXT_TOKENS = 16384
 def train_environment(options: EnvOptions) -> TrainEnvironment:
     """MigrationBench tasks from ``options.train_tasks`` (default: bundled) and ``options.eval_tasks``.
 
+    Each rollout runs with ``RolloutConfig(max_turns=...)`` (:mod:`.config`; the other limits at
+    their defaults), the same object ``strands-art migrate`` and verl's agent loop build.
+
     Raises:
         TaskError: a tasks directory that does not exist or holds a malformed task.
+        UsageError: ``--max-turns`` out of range (named ``max_turns``).
     """
     train = load_tasks(options.train_tasks)
     held = load_tasks(options.eval_tasks) if options.eval_tasks else []
-    limits = MigrationBenchLimits(
-        max_turns=options.max_turns or DEFAULTS["max_turns"], run_dir=options.work_dir / "rollouts"
-    )
+    config = RolloutConfig(max_turns=options.max_turns or DEFAULTS["max_turns"])
     return TrainEnvironment(
         name="migrationbench",
         train_tasks=train,
         eval_tasks=held,
-        rollout=migrationbench_rollout(limits),
+        rollout=migrationbench_rollout(config, run_dir=options.work_dir / "rollouts"),
         gateway=lambda tokenizer, backend: RolloutGateway(
             tokenizer, backend, history_mode="linear", max_context_tokens=MAX_CONTEXT_TOKENS
         ),

@@ -1,0 +1,187 @@
+"""One rollout configuration (issue 26 item 4): ``RolloutConfig`` is frozen, checked when built
+(errors name the field, or the flag on the command line), and every way of running the
+MigrationBench agent builds it: ``migrate``'s flags, the embedded loop, ``train --env
+migrationbench`` and verl's episode."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strands_art.cli import build_parser
+from strands_art.envs.migrationbench.agent import RolloutLimits
+from strands_art.envs.migrationbench.commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from strands_art.envs.migrationbench.config import LIMIT_FIELDS, SMALL_MODEL_LIMITS, RolloutConfig
+from strands_art.envs.migrationbench.episodes import episode_config
+from strands_art.envs.migrationbench.runner import RolloutSpec, run_rollout
+from strands_art.envs.migrationbench.runner_args import resolve_defaults, rollout_config
+from strands_art.validation import UsageError
+
+BAD = [
+    ("max_turns", 0, "max_turns must be an integer from 1 to 100,000, got 0"),
+    ("max_turns", True, "max_turns must be an integer from 1 to 100,000, got True"),
+    ("max_turns", 2.0, "max_turns must be an integer"),
+    ("max_turns", "50", "max_turns must be an integer"),
+    ("time_limit", 0.0, "time_limit must be a finite number in (0, 604800], got 0.0"),
+    ("time_limit", math.nan, "time_limit must be a finite number in (0, 604800], got nan"),
+    ("time_limit", False, "time_limit must be a finite number"),
+    ("command_timeout", -1, "command_timeout must be a finite number in (0, 86400], got -1"),
+    ("command_timeout", math.inf, "command_timeout must be a finite number"),
+    ("max_output_bytes", 1, "max_output_bytes must be an integer from 2 to 1,073,741,824, got 1"),
+    ("build_timeout", "300", "build_timeout must be a finite number in (0, 86400], got '300'"),
+    ("unsafe_no_sandbox", "false", "unsafe_no_sandbox must be true or false, got 'false'"),
+    ("unsafe_no_sandbox", 1, "unsafe_no_sandbox must be true or false, got 1"),
+    ("compact_prompt", None, "compact_prompt must be true or false, got None"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD)
+def test_a_bad_value_is_refused_naming_the_field(field, value, message):
+    with pytest.raises(UsageError) as err:
+        RolloutConfig(**{field: value})
+    assert str(err.value).startswith(message)
+    with pytest.raises(UsageError, match=f"^{field} must"):
+        RolloutConfig.from_mapping({field: value})
+    with pytest.raises(UsageError, match=f"^{field} must"):
+        RolloutConfig().replace(**{field: value})
+
+
+@pytest.mark.parametrize(("field", "value", "message"), BAD)
+def test_on_the_command_line_the_error_names_the_flag(field, value, message):
+    args = build_parser().parse_args(["migrate", "--backend", "transformers"])
+    resolve_defaults(args)
+    if field == "compact_prompt":  # not a flag: derived from --backend
+        assert rollout_config(args).compact_prompt is False
+        return
+    setattr(args, field, value)
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(UsageError) as err:
+        rollout_config(args)
+    assert str(err.value).startswith(message.replace(field, flag, 1))
+
+
+def test_unknown_settings_are_named_and_nothing_else_is_read():
+    with pytest.raises(UsageError, match="unknown rollout setting.s. max_turn, sandbox; known: max_turns"):
+        RolloutConfig.from_mapping({"max_turn": 3, "sandbox": False})
+
+
+def test_frozen_and_normalized():
+    config = RolloutConfig(time_limit=120, max_turns=3)
+    assert config.time_limit == 120.0 and isinstance(config.time_limit, float)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_turns = 4  # type: ignore[misc]
+    assert config.replace(max_turns=4) == RolloutConfig(time_limit=120.0, max_turns=4)
+    assert hash(config) == hash(RolloutConfig(time_limit=120.0, max_turns=3))
+
+
+@given(
+    max_turns=st.integers(1, 100_000),
+    time_limit=st.floats(1e-3, 7 * 86400.0),
+    max_output_bytes=st.integers(2, 1 << 30),
+    unsafe=st.booleans(),
+)
+def test_valid_values_round_trip_through_a_mapping(max_turns, time_limit, max_output_bytes, unsafe):
+    config = RolloutConfig(
+        max_turns=max_turns,
+        time_limit=time_limit,
+        max_output_bytes=max_output_bytes,
+        unsafe_no_sandbox=unsafe,
+    )
+    assert RolloutConfig.from_mapping(dataclasses.asdict(config)) == config
+
+
+@given(st.one_of(st.integers(max_value=0), st.integers(min_value=100_001), st.booleans()))
+def test_max_turns_outside_its_range_is_always_refused(value):
+    with pytest.raises(UsageError, match="^max_turns must be an integer"):
+        RolloutConfig(max_turns=value)
+
+
+def test_the_defaults_have_one_home():
+    """The CLI, the agent's hook and the shell tool take their defaults from RolloutConfig."""
+    default = RolloutConfig()
+    assert (default.max_turns, default.time_limit) == (50, 1800.0)
+    assert (RolloutLimits().max_turns, RolloutLimits().time_limit_s) == (
+        default.max_turns,
+        default.time_limit,
+    )
+    assert (DEFAULT_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES) == (
+        default.command_timeout,
+        default.max_output_bytes,
+    )
+    for backend, expected in (
+        ("transformers", default),
+        ("vllm", default),
+        ("llamacpp", RolloutConfig(**SMALL_MODEL_LIMITS, compact_prompt=True)),
+    ):
+        argv = ["migrate", "--backend", backend, "--base-url", "http://127.0.0.1:8000"]
+        args = build_parser().parse_args(argv)
+        resolve_defaults(args)
+        assert rollout_config(args) == expected == RolloutConfig.for_backend(backend), backend
+    assert RolloutConfig.for_backend("llamacpp", max_turns=30, time_limit=None).max_turns == 30
+    assert RolloutConfig.for_backend("llamacpp", time_limit=None).time_limit == 600.0
+
+
+def test_flags_given_on_the_command_line_reach_the_config():
+    argv = ["migrate", "--backend", "llamacpp", "--max-turns", "7", "--build-timeout", "90"]
+    argv += ["--unsafe-no-sandbox"]
+    args = build_parser().parse_args(argv)
+    resolve_defaults(args)
+    config = rollout_config(args)
+    assert (config.max_turns, config.build_timeout, config.time_limit) == (7, 90.0, 600.0)
+    assert config.unsafe_no_sandbox is True and config.compact_prompt is True
+
+
+def test_verl_episode_reads_only_the_limits_from_a_sample():
+    """A dataset column cannot turn the sandbox off or switch the prompt; a bad limit is named."""
+    sample = {"max_turns": 9, "unsafe_no_sandbox": True, "compact_prompt": True, "uid": "g", "prompt": []}
+    assert episode_config(sample) == RolloutConfig(max_turns=9)
+    assert set(LIMIT_FIELDS) < set(f.name for f in dataclasses.fields(RolloutConfig))
+    with pytest.raises(UsageError, match="^time_limit must be a finite number"):
+        episode_config({"time_limit": "1800"})
+
+
+def test_run_rollout_refuses_a_namespace(tmp_path: Path):
+    args = argparse.Namespace(max_turns=2, time_limit=60.0)
+    with pytest.raises(TypeError, match="run_rollout takes a RolloutConfig.*got Namespace"):
+        asyncio.run(run_rollout(RolloutSpec(task=None, index=0, seed=0), args, None, None, tmp_path))  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_env_builds_the_same_config(tmp_path: Path, monkeypatch):
+    import strands_art.envs.migrationbench.train_env as train_env
+    from strands_art.training.environment import EnvOptions
+
+    seen = {}
+
+    def fake_rollout(config, model_id="strands-art", *, run_dir=None):
+        seen.update(config=config, run_dir=run_dir)
+        return "rollout-fn"
+
+    monkeypatch.setattr(train_env, "migrationbench_rollout", fake_rollout)
+    env = train_env.train_environment(EnvOptions(work_dir=tmp_path, max_turns=5))
+    assert env.rollout == "rollout-fn"
+    assert seen == {"config": RolloutConfig(max_turns=5), "run_dir": tmp_path / "rollouts"}
+
+
+def test_the_old_training_paths_still_work_for_one_release(tmp_path: Path):
+    import strands_art.training.rollouts as old
+    from strands_art.envs.migrationbench import episodes
+
+    with pytest.warns(DeprecationWarning, match="moved to strands_art.envs.migrationbench.episodes"):
+        assert old.migrationbench_rollout is episodes.migrationbench_rollout
+    with pytest.warns(DeprecationWarning):
+        limits_cls = old.MigrationBenchLimits
+    with pytest.warns(DeprecationWarning, match="MigrationBenchLimits is deprecated"):
+        limits = limits_cls(max_turns=3, run_dir=tmp_path)
+    assert limits.config() == RolloutConfig(max_turns=3) and limits.run_dir == tmp_path
+    with pytest.warns(DeprecationWarning), pytest.raises(UsageError, match="^max_turns must"):
+        limits_cls(max_turns=0)
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018

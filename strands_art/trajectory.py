@@ -3,7 +3,7 @@
 A *turn* is one generation: the prompt token IDs the backend received, the sampled IDs and
 their logprobs. A *row* is one training sequence: a prompt followed by appended turns, with a
 loss mask that is 1 exactly on sampled tokens. A *trajectory* is one rollout: its turns, rows,
-reward and metadata. See DESIGN.md ("Core types") and docs/architecture.md.
+reward and metadata. See docs/architecture.md ("Rows, events and metadata", "Invariants").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Property tests of the capture invariants (DESIGN.md) over random multi-turn conversations.
+"""Property tests of the capture invariants (docs/architecture.md, "Invariants") over random
+multi-turn conversations.
 
 1. Every sampled token is in exactly one row, with loss mask 1 and its recorded logprob.
 2. Every context token before a sampled token equals what the backend received for it.

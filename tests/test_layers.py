@@ -1,4 +1,5 @@
-"""The import graph points down the layers (issue 26 item 2; docs/architecture.md, "Layers").
+"""The import graph points down the layers and has no cycles (issue 26 items 2 and 5;
+docs/architecture.md, "Layers").
 
 ``strands_art.devtools.layers`` walks every module's imports (module level and inside
 functions); the first test is the repository's own check, the others show that the walker sees
@@ -7,6 +8,7 @@ what it must: an upward edge at function level, a relative import, a new module 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +80,58 @@ def test_walker_finds_function_level_relative_and_new_folder_edges(tmp_path):
     assert report.unplaced == ["strands_art.newthing"]
     assert len(report.stale) == len(layers.KNOWN_EXCEPTIONS)  # none of them occurs in this tree
     assert not report.ok
+
+
+def test_no_import_cycles_even_through_imports_inside_functions():
+    """The cycles issue 26 named (registry <-> models_gguf <-> families.sources, backends.vllm <->
+    vllm_stream, families.base -> history.normalize) are gone: what they shared is in leaf modules."""
+    report = layers.check()
+    assert report.cycles == [] and report.stale_cycles == []
+    known = layers.modules(layers.package_root())
+    edges = [e for m, p in known.items() for e in layers.imports_of(m, p, known)]
+    found = layers.cycles(edges)
+    assert found == sorted(layers.KNOWN_CYCLES)
+    named = {"strands_art.registry", "strands_art.models_gguf", "strands_art.backends.vllm"}
+    assert not [c for c in found if named & set(c)]
+    assert ("strands_art.families.base", "strands_art.history.normalize") not in {
+        (e.importer, e.imported) for e in edges
+    }
+
+
+def test_cycle_finder_counts_function_imports_and_not_type_checking_ones(tmp_path):
+    root = tmp_path / "strands_art"
+    write(root, "strands_art", "package")
+    write(root, "strands_art.a", "import strands_art.b\n")
+    write(root, "strands_art.b", "def f():\n    from strands_art import c\n")
+    write(root, "strands_art.c", "def g():\n    import strands_art.a\n")  # a -> b -> c -> a
+    write(root, "strands_art.d", "from strands_art import e\n")
+    write(
+        root,
+        "strands_art.e",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from strands_art.d import X\n",
+    )
+    known = layers.modules(root)
+    edges = [e for m, p in known.items() for e in layers.imports_of(m, p, known)]
+    where = {(e.importer, e.imported): e.where for e in edges}
+    assert where == {
+        ("strands_art.a", "strands_art.b"): "module",
+        ("strands_art.b", "strands_art.c"): "function",
+        ("strands_art.c", "strands_art.a"): "function",
+        ("strands_art.d", "strands_art.e"): "module",
+        ("strands_art.e", "strands_art.d"): "type",
+    }
+    assert layers.cycles(edges) == [("strands_art.a", "strands_art.b", "strands_art.c")]
+    report = layers.check(root)
+    assert report.cycles == [("strands_art.a", "strands_art.b", "strands_art.c")]
+    assert report.stale_cycles == sorted(layers.KNOWN_CYCLES) and not report.ok
+
+
+def test_readme_layout_names_every_top_level_module():
+    """The README's layout block lists every module and package directly under strands_art/."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    names = {p.stem if p.suffix == ".py" else p.name for p in layers.package_root().iterdir()}
+    names = {n for n in names if not n.startswith("__") and n != "py.typed"}
+    missing = sorted(n for n in names if not re.search(rf"(?<![\w/]){re.escape(n)}(\.py|/)", block))
+    assert missing == []
+    assert "__init__.py" in block

@@ -3,7 +3,7 @@
 managers in both history modes, agents-as-tools and a Swarm sharing one gateway. Every test runs
 a real ``strands.Agent`` on the scripted backend with the real Qwen3 tokenizer and asserts the
 rows: each turn's sampled tokens sit in its row with loss mask 1 and their logprobs, right after
-exactly the prompt the backend received (DESIGN.md invariants 1 and 2).
+exactly the prompt the backend received (docs/architecture.md, invariants 1 and 2).
 """
 
 from __future__ import annotations

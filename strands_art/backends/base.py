@@ -1,7 +1,10 @@
 """The sampling-backend protocol: token IDs in, token IDs + logprobs out.
 
-Every backend (``transformers``, ``vllm``, ``scripted``) implements :class:`SamplingBackend`.
-The gateway owns rendering and tokenization; a backend never sees messages or text.
+Every backend implements :class:`SamplingBackend`: ``llamacpp`` (in-process llama.cpp on CPU,
+:mod:`.llamacpp`), ``transformers`` (a local Hugging Face model, :mod:`.transformers`), ``vllm``
+(a vLLM server, :mod:`.vllm`), ``scripted`` (pre-written outputs for tests and replay,
+:mod:`.scripted`), and verl's rollout servers (:mod:`strands_art.verl.backend`, in the verl
+front). The gateway owns rendering and tokenization; a backend never sees messages or text.
 """
 
 from __future__ import annotations
@@ -198,12 +201,12 @@ def check_sample(sample: SampleResult, vocab_size: int, max_new_tokens: int) -> 
     if len(ids) > max_new_tokens:
         raise InvalidSample(f"backend returned {len(ids)} tokens but at most {max_new_tokens} were asked for")
     for i, t in enumerate(ids):
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab_size:
+        if type(t) is not int or not 0 <= t < vocab_size:  # exactly int, as above: rows are JSON
             raise InvalidSample(
                 f"backend returned token ID {t!r} at position {i}, outside the vocabulary [0, {vocab_size})"
             )
     for i, x in enumerate(lps):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not -FLOAT32_MAX <= x <= 0:
+        if type(x) not in (float, int) or not -FLOAT32_MAX <= x <= 0:
             raise InvalidSample(
                 f"backend returned logprob {x!r} at position {i}; a logprob is a finite number <= 0 "
                 "(finite as float32, the store's precision)"

@@ -69,12 +69,12 @@ from strands_art.backends.http_limits import (
     read_body,
     read_body_sync,
 )
+from strands_art.backends.vllm_ids import check_ids, token_ids_from_strings
 from strands_art.backends.vllm_stream import read_stream
 from strands_art.validation import is_int, is_real
 
 logger = logging.getLogger(__name__)
 
-TOKEN_ID_PREFIX = "token_id:"
 UNAVAILABLE_STATUS = frozenset({429, 502, 503, 504})  # overloaded/unreachable upstream: retryable
 # vLLM's context-overflow message: serving_engine._validate_input (0.5 .. 0.11: "... your request
 # has N input tokens") and renderers/params._token_len_check (0.32: "... your prompt contains
@@ -149,27 +149,6 @@ def format_request(model: str, prompt_ids: Sequence[int], params: SamplingParams
     return body
 
 
-def _token_ids_from_strings(tokens: Any) -> list[int] | None:
-    """IDs from ``["token_id:N", ...]``; None when ``tokens`` is not in that form."""
-    if not isinstance(tokens, list):
-        return None
-    ids = []
-    for tok in tokens:
-        if not isinstance(tok, str) or not tok.startswith(TOKEN_ID_PREFIX):
-            return None
-        try:
-            ids.append(int(tok[len(TOKEN_ID_PREFIX) :]))
-        except ValueError:
-            return None
-    return ids
-
-
-def _check_ids(ids: Any, what: str) -> list[int]:
-    if not isinstance(ids, list) or any(not is_int(t) or t < 0 for t in ids):
-        raise BackendError(f"vLLM response: {what} is not a list of token IDs: {str(ids)[:80]}")
-    return ids
-
-
 def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
     """Turn a ``/v1/completions`` JSON body into a :class:`SampleResult`.
 
@@ -207,9 +186,9 @@ def parse_response(body: Any, prompt_ids: Sequence[int]) -> SampleResult:
         logprobs.append(float(value))
 
     from_field = choice.get("token_ids")
-    from_strings = _token_ids_from_strings(lp.get("tokens"))
+    from_strings = token_ids_from_strings(lp.get("tokens"))
     if from_field is not None:
-        ids = _check_ids(from_field, "choices[0].token_ids")
+        ids = check_ids(from_field, "choices[0].token_ids")
         if from_strings is not None and from_strings != ids:
             raise BackendError("vLLM response: token_ids and logprobs.tokens name different tokens")
     elif from_strings is not None:

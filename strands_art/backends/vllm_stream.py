@@ -23,6 +23,7 @@ import httpx
 
 from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable, TokenSink
 from strands_art.backends.http_limits import MAX_LINE_BYTES, MAX_RESPONSE_BYTES, iter_lines
+from strands_art.backends.vllm_ids import check_ids, token_ids_from_strings
 
 DONE = "[DONE]"
 _LOGPROB_LISTS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
@@ -50,8 +51,6 @@ class StreamAssembler:
         self._choice: dict[str, Any] = {"finish_reason": None, "stop_reason": None}
 
     def feed(self, chunk: Any) -> list[int]:
-        from strands_art.backends.vllm import _check_ids, _token_ids_from_strings
-
         if not isinstance(chunk, dict):
             raise BackendError(f"vLLM stream chunk is not a JSON object: {str(chunk)[:80]}")
         if "error" in chunk or chunk.get("object") == "error":
@@ -89,9 +88,9 @@ class StreamAssembler:
                         self._logprobs[key].extend(part)
                     elif key == "token_logprobs":
                         raise BackendError("vLLM stream chunk has no logprobs.token_logprobs")
-                from_strings = _token_ids_from_strings(lp.get("tokens"))
+                from_strings = token_ids_from_strings(lp.get("tokens"))
             if choice.get("token_ids") is not None:
-                ids = _check_ids(choice["token_ids"], "choices[0].token_ids")
+                ids = check_ids(choice["token_ids"], "choices[0].token_ids")
                 self._ids = (self._ids or []) + ids
                 new.extend(ids)
             elif from_strings is not None:

@@ -1,27 +1,34 @@
-"""The package's import graph and the edges that point up its layers.
+"""The package's import graph: the edges that point up its layers, and import cycles.
 
 ``python -m strands_art.devtools.layers`` walks every module of ``strands_art`` (``ast``: imports
 at module level *and* inside functions, ``TYPE_CHECKING`` blocks included), maps each module to
 its layer by folder or file (:data:`LAYERS`, first matching prefix wins, so a new module in a
 folder inherits the folder's layer) and prints every edge that goes from a lower layer to a
-higher one, minus the :data:`KNOWN_EXCEPTIONS`. Exit status 1 when there is a new upward edge,
-when a known exception no longer occurs, or when a module matches no layer.
+higher one, minus the :data:`KNOWN_EXCEPTIONS`, and every import cycle (:func:`cycles`: modules
+that import each other, directly or around a loop, counting imports inside functions; an import
+under ``if TYPE_CHECKING:`` never runs and does not count), minus the :data:`KNOWN_CYCLES`.
+Exit status 1 when there is a new upward edge or cycle, when a known exception or cycle no
+longer occurs, or when a module matches no layer.
 
 Data flows down (docs/architecture.md): apps and environments use the package; fronts turn a
 harness's messages into gateway calls; the gateway drives history, rendering and capture, which
 use the leaves. ``training/`` reads trajectories: it sits beside history, so it never imports the
 gateway, a front or ``envs``. Imports within one layer are allowed.
 
-Not seen: ``importlib.import_module("...")`` with a string (the deprecated
-``strands_art.training.verl_*`` aliases of :mod:`strands_art.verl` use it, for one release) and
-the lazy table of ``strands_art/__init__.py`` (the public API, an app-layer module).
+Not seen: an import by a string (``importlib.import_module``, hydra's ``get_object``): the
+deprecated aliases kept for one release use it (``strands_art.training.verl_*`` for
+:mod:`strands_art.verl`; ``training.rollouts.migrationbench_rollout`` and
+``verl.agent_loop.migrationbench_episode`` for :mod:`strands_art.envs.migrationbench.episodes`),
+as do verl's episode path (a YAML string) and the lazy table of ``strands_art/__init__.py`` (the
+public API, an app-layer module).
 """
 
 from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGE = "strands_art"
@@ -79,41 +86,42 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.models_gguf",
             "strands_art.validation",
             "strands_art.invocation",
+            "strands_art.model_cache",
+            "strands_art.message_errors",
         ),
     ),
 ]
 
 # (importer, imported) -> why it stays for now. The test fails on any upward edge not listed here
 # and on any listed edge that no longer occurs.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("strands_art.families.base", "strands_art.history.normalize"): (
-        "arguments_dict decodes with the normalizer's parser (MessageError on bad JSON), imported in "
-        "the function; moving MessageError and the parser into a leaf module is the cycles step "
-        "(issue 26 item 5), left out here because history/normalize.py is being reworked in parallel"
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+# sorted modules of one cycle -> why it stays for now. The test fails on any other cycle and on
+# any listed cycle that no longer occurs.
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {
+    ("strands_art.serve", "strands_art.serve.app"): (
+        "app.py takes DEFAULT_HOST/DEFAULT_PORT/DEFAULT_MAX_BODY_BYTES from the package, which loads "
+        "app lazily; moving the constants into a leaf module of serve/ touches serve/app.py, which the "
+        "conversion-path step (issue 26 item 3) reworks in parallel"
     ),
-    ("strands_art.training.rollouts", "strands_art.envs.migrationbench.runner"): (
-        "migrationbench_rollout (a public training entry point) bridges the loop to the MigrationBench "
-        "runner; it moves to envs/migrationbench with the RolloutConfig step (issue 26 item 4)"
+    ("strands_art.serve.fields", "strands_art.serve.wire"): (
+        "wire.py imports fields.classify in a function, fields.py imports RequestError/_field from "
+        "wire; moving those two into a leaf module waits for the same step (the request fields and "
+        "their events are its subject)"
     ),
-    ("strands_art.training.rollouts", "strands_art.model"): (
-        "migrationbench_rollout builds the Strands provider for the runner; moves with the above"
-    ),
-    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.runner"): (
-        "migrationbench_episode (named in users' verl YAML) builds the runner's Namespace; it moves "
-        "to envs/migrationbench with the RolloutConfig step (issue 26 item 4)"
-    ),
-    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.runner_args"): ("as above"),
-    ("strands_art.verl.agent_loop", "strands_art.envs.migrationbench.tasks"): ("as above"),
 }
 
 
 @dataclass(frozen=True)
 class Edge:
-    """One import: ``importer`` imports ``imported`` (both dotted module names) at ``line``."""
+    """One import: ``importer`` imports ``imported`` (both dotted module names) at ``line``;
+    ``where`` is ``"module"`` (runs on import), ``"function"`` (runs when the function is called)
+    or ``"type"`` (under ``if TYPE_CHECKING:``: never runs)."""
 
     importer: str
     imported: str
     line: int
+    where: str = "module"
 
 
 def package_root() -> Path:
@@ -143,6 +151,31 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
     return None
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, where: str) -> Iterator[tuple[ast.AST, str]]:
+    """Every node below ``node`` with where it runs: ``"type"`` inside ``if TYPE_CHECKING:``,
+    else ``"function"`` inside a function or lambda, else ``where``."""
+    for child in ast.iter_child_nodes(node):
+        here = where
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and where != "type":
+            here = "function"
+        yield child, here
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield stmt, "type"
+                yield from _walk(stmt, "type")
+            for stmt in child.orelse:
+                yield stmt, here
+                yield from _walk(stmt, here)
+        else:
+            yield from _walk(child, here)
+
+
 def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
     """The package-internal imports of one module, at any depth of its AST.
 
@@ -153,7 +186,7 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
     is_package = path.name == "__init__.py"
     base = module if is_package else module.rpartition(".")[0]
     edges: dict[Edge, None] = {}  # ordered, without repeats (``from m import a, b``)
-    for node in ast.walk(tree):
+    for node, where in _walk(tree, "module"):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -170,7 +203,7 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> list[Edge]:
                 continue
             resolved = _resolve(target, known)
             if resolved is not None and resolved != module:
-                edges[Edge(module, resolved, node.lineno)] = None
+                edges[Edge(module, resolved, node.lineno, where)] = None
     return list(edges)
 
 
@@ -183,20 +216,77 @@ def layer_of(module: str) -> tuple[int, str] | None:
     return None
 
 
+def cycles(edges: list[Edge]) -> list[tuple[str, ...]]:
+    """The import cycles of ``edges``: each strongly connected set of two or more modules (sorted
+    names), over the edges that run (``where`` is not ``"type"``), sorted.
+
+    A cycle through an import inside a function still couples the modules both ways (each must
+    be understood with the other; the import order decides what works), so it counts.
+    """
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        if e.where != "type":
+            graph.setdefault(e.importer, set()).add(e.imported)
+            graph.setdefault(e.imported, set())
+    # Tarjan's algorithm, iterative (no recursion limit on a deep chain)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    members.append(top)
+                    if top == node:
+                        break
+                if len(members) > 1:
+                    found.append(tuple(sorted(members)))
+    return sorted(found)
+
+
 @dataclass
 class Report:
     """What :func:`check` found: upward edges beyond the exceptions, stale exceptions, modules
-    without a layer, and the number of modules and edges walked."""
+    without a layer, the number of modules and edges walked, import cycles beyond
+    :data:`KNOWN_CYCLES` and known cycles that no longer occur."""
 
     upward: list[Edge]
     stale: list[tuple[str, str]]
     unplaced: list[str]
     num_modules: int
     num_edges: int
+    cycles: list[tuple[str, ...]] = field(default_factory=list)
+    stale_cycles: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.upward or self.stale or self.unplaced)
+        return not (self.upward or self.stale or self.unplaced or self.cycles or self.stale_cycles)
 
 
 def check(root: Path | None = None) -> Report:
@@ -215,11 +305,15 @@ def check(root: Path | None = None) -> Report:
         else:
             upward.append(e)
     stale = sorted(set(KNOWN_EXCEPTIONS) - excepted)
-    return Report(upward, stale, unplaced, len(known), len(edges))
+    found = cycles(edges)
+    new_cycles = [c for c in found if c not in KNOWN_CYCLES]
+    stale_cycles = sorted(set(KNOWN_CYCLES) - set(found))
+    return Report(upward, stale, unplaced, len(known), len(edges), new_cycles, stale_cycles)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the upward edges (``importer:line -> imported``) and a summary; 1 if any problem."""
+    """Print the upward edges (``importer:line -> imported``), the import cycles and a summary;
+    1 if any problem."""
     report = check()
     for e in report.upward:
         a, b = layer_of(e.importer), layer_of(e.imported)
@@ -230,11 +324,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     for m in report.unplaced:
         print(f"UNPLACED {m}: add its folder or file to LAYERS")
+    for c in report.cycles:
+        print(f"CYCLE {' <-> '.join(c)}: move what they share into a leaf module")
+    for c in report.stale_cycles:
+        print(f"STALE cycle {' <-> '.join(c)}: no longer a cycle; remove it from KNOWN_CYCLES")
     for (importer, imported), why in KNOWN_EXCEPTIONS.items():
         print(f"known exception {importer} -> {imported}: {why}")
+    for c, why in KNOWN_CYCLES.items():
+        print(f"known cycle {' <-> '.join(c)}: {why}")
     print(
         f"{report.num_modules} modules, {report.num_edges} import edges, {len(report.upward)} upward "
-        f"(+{len(KNOWN_EXCEPTIONS) - len(report.stale)} known exceptions)"
+        f"(+{len(KNOWN_EXCEPTIONS) - len(report.stale)} known exceptions), {len(report.cycles)} cycles "
+        f"(+{len(KNOWN_CYCLES) - len(report.stale_cycles)} known)"
     )
     return 0 if report.ok else 1
 

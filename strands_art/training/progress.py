@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import numbers
 import shutil
 import time
 from collections.abc import Iterable, Mapping
@@ -23,13 +22,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from strands_art.validation import is_real
+
 
 def _scalars(record: Mapping[str, Any]) -> dict[str, float]:
-    return {
-        k: float(v)
-        for k, v in record.items()
-        if isinstance(v, numbers.Real) and not isinstance(v, bool) and k not in ("outer_batch",)
-    }
+    return {k: float(v) for k, v in record.items() if is_real(v, finite=False) and k not in ("outer_batch",)}
 
 
 def _x(record: Mapping[str, Any]) -> int:

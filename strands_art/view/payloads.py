@@ -14,6 +14,7 @@ from typing import Any
 from strands_art.backends.base import turn_seed
 from strands_art.replay import fork_texts
 from strands_art.trajectory import Trajectory
+from strands_art.validation import is_int
 
 from .reader import RunView, _events, clip
 
@@ -202,8 +203,7 @@ def _forks_only(t: Trajectory) -> Trajectory:
     out.events = [
         ev
         for ev in _events(t)
-        if ev.get("kind") == "fork"
-        and all(isinstance(ev.get(k), int) and not isinstance(ev.get(k), bool) for k in ("turn", "position"))
+        if ev.get("kind") == "fork" and all(is_int(ev.get(k)) for k in ("turn", "position"))
     ]
     return out
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from strands_art.validation import is_real
+
 from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
 
@@ -169,9 +171,7 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
         present, absent = [], []
         for r in items:
             v = r.get(key)
-            sortable = isinstance(v, str) or (
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            )
+            sortable = isinstance(v, str) or is_real(v)
             (present if sortable else absent).append(r)
         # numbers before strings (a results file may hold both under one key: no TypeError)
         present.sort(key=lambda r: (isinstance(r[key], str), r[key]), reverse=q.get("desc") == "1")

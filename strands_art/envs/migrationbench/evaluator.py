@@ -92,7 +92,7 @@ from strands_art.envs.sandbox import (
 )
 from strands_art.envs.sandbox.files import copy_tree
 from strands_art.envs.sandbox.removal import remove_tree
-from strands_art.validation import check_float
+from strands_art.validation import check_float, is_int
 
 #: the most test cases a task may require: far above any repository's count (a number such as
 #: 10**30 is a malformed task, refused before anything is built)
@@ -149,7 +149,7 @@ class EvalTask:
         if not isinstance(meta, dict):
             raise BadTask(f"{path} must hold a JSON object, got {type(meta).__name__}")
         num = meta.get("num_test_cases")
-        if isinstance(num, bool) or not isinstance(num, int) or not 0 <= num <= MAX_TEST_CASES:
+        if not is_int(num) or not 0 <= num <= MAX_TEST_CASES:
             raise BadTask(
                 f"{path}: num_test_cases must be an integer from 0 to {MAX_TEST_CASES:,}, got {repr(num)[:40]}"
             )

@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from strands_art.validation import is_int
+
 #: Outside uids handed to sandboxes: [UID_BASE, UID_BASE + UID_SPAN). No account or subuid
 #: range of a Debian system uses them (``/etc/subuid`` ranges start at 100000, 65536 wide each).
 UID_BASE = 1_500_000_000
@@ -91,7 +93,7 @@ class Limits:
             "memory_bytes",
         ):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"sandbox limit {name} must be a positive int, got {value!r}")
 
     def prlimit_args(self) -> list[str]:

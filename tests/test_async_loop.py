@@ -10,9 +10,9 @@ import random
 
 import pytest
 import torch
-from fakes import LengthTask, tiny_llama
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakes import LengthTask, tiny_llama
 from test_determinism import delayed, lora_state, untimed
 
 from strands_art.backends.base import SamplingParams

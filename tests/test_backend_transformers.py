@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 import torch
-from fakes import tiny_llama
+from support.fakes import tiny_llama
 from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from conftest import ADD_TOOL, ECHO_TOOL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.strands_tools import ADD_TOOL, ECHO_TOOL
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway

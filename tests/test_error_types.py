@@ -17,6 +17,7 @@ import pytest
 from strands import Agent
 from strands.agent.conversation_manager import SlidingWindowConversationManager
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
+from support.fake_vllm import FakeVLLM
 
 from strands_art.backends.base import (
     BackendContextOverflow,
@@ -32,7 +33,6 @@ from strands_art.context_length import config_context_length, default_context_to
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 from strands_art.registry import load_tokenizer, resolve_dir
-from tests.fake_vllm import FakeVLLM
 
 PROMPT = [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
 QUESTION = "Summarize the build log in one line."

@@ -11,7 +11,7 @@ import asyncio
 import os
 
 import pytest
-from family_cases import RUN_TOOL, SYSTEM, TOOLS, USER, WRITERS, mistral_id, tool_loop
+from support.family_cases import RUN_TOOL, SYSTEM, TOOLS, USER, WRITERS, mistral_id, tool_loop
 
 from strands_art.families import UnknownFamily, family_for
 from strands_art.families.base import alnum_id

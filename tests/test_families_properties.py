@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from family_cases import WRITERS, tool_loop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.family_cases import WRITERS, tool_loop
 from test_capture_properties import check_invariants
 
 from strands_art.registry import load_tokenizer

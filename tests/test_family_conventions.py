@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from family_cases import WRITERS, tool_loop
+from support.family_cases import WRITERS, tool_loop
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.families.mistral import mistral_ids

@@ -8,9 +8,9 @@ import asyncio
 import json
 
 import pytest
-from conftest import ADD_TOOL
 from hypothesis import given
 from hypothesis import strategies as st
+from support.strands_tools import ADD_TOOL
 
 import strands_art.history.normalize as normalize_mod
 from strands_art.backends.scripted import ScriptedBackend

@@ -2,7 +2,7 @@
 exactly once in results.jsonl, trajectories.jsonl and the Parquet parts, and no workspace or
 process of the killed runs is left.
 
-The runner is the real CLI entry point in a subprocess (tests/migrate_kill_driver.py: scripted
+The runner is the real CLI entry point in a subprocess (tests/support/migrate_kill_driver.py: scripted
 Qwen3 policy, real tools, real gateway and store). Tasks have no ``pom.xml``, so evaluation runs no
 Maven build; about two minutes on two busy cores. The agent's commands run in the bubblewrap
 sandbox (as the workspace's uid, with no run token in their environment) wherever it works.
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.migrate_kill_driver import ORPHAN_MARK
 
 from strands_art.envs.migrationbench.reaper import TOKEN_ENV, processes
 from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
 from strands_art.store import TrajectoryStore
-from tests.migrate_kill_driver import ORPHAN_MARK
 
 pytestmark = [
     pytest.mark.slow,
@@ -70,7 +70,7 @@ def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     env.pop(TOKEN_ENV, None)
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.migrate_kill_driver", *argv],
+            [sys.executable, "-m", "tests.support.migrate_kill_driver", *argv],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -9,14 +9,14 @@ import json
 
 import httpx
 import pytest
-from conftest import add
-from family_cases import TOOLS as FAMILY_TOOLS
-from family_cases import WRITERS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from serve_helpers import TOOLS, gateway, running_front
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
+from support.family_cases import TOOLS as FAMILY_TOOLS
+from support.family_cases import WRITERS
+from support.serve_helpers import TOOLS, gateway, running_front
+from support.strands_tools import add
 
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend

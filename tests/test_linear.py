@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import ADD_TOOL, ECHO_TOOL
+from support.strands_tools import ADD_TOOL, ECHO_TOOL
 
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from conftest import ADD_TOOL, ECHO_TOOL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.strands_tools import ADD_TOOL, ECHO_TOOL
 from test_capture_properties import check_invariants
 
 from strands_art.backends.scripted import ScriptedBackend

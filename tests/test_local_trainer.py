@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from fakes import LengthTask, tiny_llama
+from support.fakes import LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway

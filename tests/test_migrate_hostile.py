@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.migrate_script import tool_call_text
 
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
@@ -28,7 +29,6 @@ from strands_art.envs.migrationbench import evalguard, evaluator
 from strands_art.envs.migrationbench.runner import main_from_args
 from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
 from strands_art.store import TrajectoryStore
-from tests.migrate_script import tool_call_text
 
 pytestmark = pytest.mark.skipif(shutil.which("mvn") is None, reason="the agent's tool env needs Maven")
 

@@ -3,7 +3,7 @@
 Tasks here are tiny task directories without a ``pom.xml`` (the evaluator scores them 0.0 with
 ``details.error`` and runs no build), so these tests are fast; the agent, its real tools (the
 shell runs in the sandbox), ARTModel, the gateway, results.jsonl and the trajectory store are the
-real ones. The hosted model is a local fake OpenAI-compatible server (tests/fake_openai.py).
+real ones. The hosted model is a local fake OpenAI-compatible server (tests/support/fake_openai.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from support.fake_openai import FakeOpenAI, Reply
+from support.migrate_script import ShellThenAnswer
 
 from strands_art.backends.base import turn_seed
 from strands_art.backends.scripted import ScriptedBackend
@@ -32,8 +34,6 @@ from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.invocation import strands_art_command
 from strands_art.store import TrajectoryStore
-from tests.fake_openai import FakeOpenAI, Reply
-from tests.migrate_script import ShellThenAnswer
 
 pytestmark = pytest.mark.skipif(shutil.which("mvn") is None, reason="the agent's tool env needs Maven")
 

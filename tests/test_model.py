@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import add
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
+from support.strands_tools import add
 
 from strands_art.backends.base import BackendUnavailable
 from strands_art.backends.scripted import ScriptedBackend

@@ -7,8 +7,8 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from conftest import add
 from strands.types.exceptions import ContextWindowOverflowException
+from support.strands_tools import add
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway

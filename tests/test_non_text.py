@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from serve_helpers import gateway as front_gateway
-from serve_helpers import running_front
 from strands import Agent, tool
 from strands.agent.conversation_manager import NullConversationManager
+from support.serve_helpers import gateway as front_gateway
+from support.serve_helpers import running_front
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.canonical import replace_non_text_parts

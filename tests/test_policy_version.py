@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 import torch
-from fakes import tiny_llama
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fakes import tiny_llama
 
 from strands_art.backends.base import InvalidSample, SampleResult, SamplingParams
 from strands_art.backends.scripted import ScriptedBackend

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ADD_TOOL, ECHO_TOOL
+from support.strands_tools import ADD_TOOL, ECHO_TOOL
 
 from strands_art.render import ChatRenderer
 

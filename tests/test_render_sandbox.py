@@ -11,9 +11,9 @@ import asyncio
 import functools
 
 import pytest
-from conftest import ADD_TOOL
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.strands_tools import ADD_TOOL
 from transformers.utils.chat_template_utils import _compile_jinja_template
 
 from strands_art.render import ChatRenderer, TemplateError

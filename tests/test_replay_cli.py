@@ -159,9 +159,9 @@ def test_replay_rejects_an_unknown_finish_reason(tmp_path, capsys):
 
 
 async def _stored_run(tmp_path, qwen3, mode):
-    from conftest import add
     from strands import Agent
     from strands.agent.conversation_manager import NullConversationManager
+    from support.strands_tools import add
 
     from strands_art.backends.scripted import ScriptedBackend
     from strands_art.gateway import RolloutGateway

@@ -1,7 +1,7 @@
 """The held recorded runs replay to the rows they stored (issue 26, "rows identical").
 
 Every run directory committed under ``tests/data/`` (today ``view-run``, recorded by
-``tests/make_view_run.py`` through the real agent, gateway, chat template and store) is replayed
+``tests/support/make_view_run.py`` through the real agent, gateway, chat template and store) is replayed
 rollout by rollout with ``replay --from-run`` (:func:`strands_art.replay.spec_from_run`: the
 stored chat messages and sampled token IDs through a fresh gateway) and compared with the rows
 stored in ``trajectories.jsonl`` and in the Parquet parts. A refactor of the conversion, render,

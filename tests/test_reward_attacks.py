@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-import reward_attacks as attacks
+from support import reward_attacks as attacks
 
 from strands_art.envs.migrationbench import evaluator as ev
 from strands_art.envs.migrationbench.buildoutputs import read_test_reports

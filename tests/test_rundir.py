@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from support.proc_helpers import sleeping
 
 from strands_art.cli import main
 from strands_art.envs.migrationbench.reaper import TOKEN_ENV
 from strands_art.envs.migrationbench.rundir import RunDirBusy, open_run_dir, reconcile
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory
-from tests.proc_helpers import sleeping
 
 
 def _traj(rid: str, reward: float = 1.0) -> Trajectory:

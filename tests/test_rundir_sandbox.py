@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.proc_helpers import sleeping
 
 from strands_art.envs.migrationbench.reaper import sandbox_owners, uids_of
 from strands_art.envs.migrationbench.rundir import open_run_dir
@@ -23,7 +24,6 @@ from strands_art.envs.migrationbench.workspace import LINKED_BASE_PREFIX, Worksp
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 from strands_art.envs.sandbox.policy import is_sandbox_uid
 from strands_art.envs.sandbox.process import prepared
-from tests.proc_helpers import sleeping
 
 try:
     require_sandbox()

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front, summary
 from strands.types.exceptions import ContextWindowOverflowException
+from support.serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front, summary
 
 from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable, turn_seed
 from strands_art.backends.scripted import ScriptedBackend

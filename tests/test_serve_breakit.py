@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import gateway, running_front
+from support.serve_helpers import gateway, running_front
 
 from strands_art.backends.base import InvalidSample, SampleResult, check_sample
 from strands_art.cli import build_parser, main

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from serve_helpers import (
+from support.serve_helpers import (
     QUESTION,
     ROLLOUT,
     SYSTEM,

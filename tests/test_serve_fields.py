@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import completion_create_params as sdk
-from serve_helpers import TOOLS, gateway, running_front
+from support.serve_helpers import TOOLS, gateway, running_front
 
 from strands_art.history.normalize import MessageError
 from strands_art.history.pairing import check_tool_pairing

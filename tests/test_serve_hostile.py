@@ -9,7 +9,7 @@ import asyncio
 
 import httpx
 import pytest
-from serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front
+from support.serve_helpers import QUESTION, SCRIPT, SYSTEM, TOOLS, gateway, running_front
 
 from strands_art.backends.base import SamplingParams, turn_seed
 from strands_art.backends.scripted import ScriptedBackend

@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import add
 from pydantic import BaseModel
 from strands import Agent, tool
 from strands.agent.conversation_manager import (
@@ -22,6 +21,7 @@ from strands.agent.conversation_manager import (
     SummarizingConversationManager,
 )
 from strands.multiagent import Swarm
+from support.strands_tools import add
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from fakes import tiny_llama
 from hypothesis import given
 from hypothesis import strategies as st
+from support.fakes import tiny_llama
 
 from strands_art.backends.base import SamplingParams, turn_seed
 from strands_art.backends.transformers import TransformersBackend

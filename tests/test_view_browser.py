@@ -1,6 +1,6 @@
 """``strands-art view`` driven in a real headless browser (Debian's chromium via Playwright).
 
-The run directory is a real ``strands-art migrate`` run recorded by tests/make_view_run.py
+The run directory is a real ``strands-art migrate`` run recorded by tests/support/make_view_run.py
 (tests/data/view-run: real gateway, tree capture, Qwen3 template, real tools and Maven builds,
 a scripted policy), copied per module; the server is the real command (``python -m
 strands_art.cli view``) in a subprocess. The assertions read what a person sees on the page.
@@ -20,12 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.make_view_run import XSS
 
 from strands_art.envs.migrationbench.progress import LiveBoard
 from strands_art.store import TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages
 from strands_art.training.metrics import MetricsLog
-from tests.make_view_run import XSS
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = "/usr/bin/chromium"

@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.make_view_run import XSS
 
-from tests.make_view_run import XSS
 from tests.test_view_browser import DATA, browser, page, server  # noqa: F401 - fixtures
 from tests.test_view_hostile import add_odd_trajectory
 

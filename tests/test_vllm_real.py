@@ -17,6 +17,7 @@ import re
 import httpx
 import pytest
 import torch
+from support.vllm_env import SERVED_NAME
 
 from strands_art.backends.base import (
     BackendContextOverflow,
@@ -28,7 +29,6 @@ from strands_art.gateway import RolloutGateway
 from strands_art.registry import smollm2_dir
 from strands_art.rowcheck import row_problems
 from strands_art.training.logprobs import trainer_logprobs
-from tests.vllm_env import SERVED_NAME
 
 pytestmark = pytest.mark.real_vllm
 

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.vllm_env import SERVED_NAME
 
 from strands_art.backends.base import SamplingParams, turn_seed
 from strands_art.backends.vllm import VLLMBackend
 from strands_art.rowcheck import row_problems
 from strands_art.store import TrajectoryStore
-from tests.vllm_env import SERVED_NAME
 
 pytestmark = [pytest.mark.real_vllm, pytest.mark.maven]
 

@@ -1,5 +1,5 @@
 """VLLMBackend's token streaming (issue 14 item 8) against the fake vLLM speaking vLLM's SSE
-stream format (tests/fake_vllm.py): streamed IDs are the result's IDs, the result equals the
+stream format (tests/support/fake_vllm.py): streamed IDs are the result's IDs, the result equals the
 non-streamed one, failures mid-stream record nothing, cancellation closes the HTTP stream."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import torch
-from fakes import tiny_llama
+from support.fakes import tiny_llama
 
 from strands_art.backends.vllm import VLLMBackend
 from strands_art.training.local import LocalTrainer

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from fakes import LocalServer
+
+from .fakes import LocalServer
 
 MALFORMED = (
     "not_json",

@@ -13,7 +13,7 @@ trajectory store. Only the policy is scripted (:class:`ViewerPolicy`, one rollou
 
 Run (about two minutes: three Maven builds)::
 
-    STRANDS_ART_MAVEN_OFFLINE=1 python -m tests.make_view_run tests/data/view-run
+    STRANDS_ART_MAVEN_OFFLINE=1 python -m tests.support.make_view_run tests/data/view-run
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from strands_art.cli import build_parser
 from strands_art.envs.migrationbench.runner import run_migration
 from strands_art.envs.migrationbench.tasks import RECORD_FIELDS, load_tasks
 from strands_art.registry import load_tokenizer
-from tests.migrate_script import ReferencePlayer, ShellThenAnswer, patched_files
+
+from .migrate_script import ReferencePlayer, ShellThenAnswer, patched_files
 
 XSS = [
     "<script>alert('xss-script')</script>",

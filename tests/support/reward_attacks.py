@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-TASK = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks" / "compiler-props"
+TASK = Path(__file__).resolve().parents[2] / "examples" / "migrationbench" / "tasks" / "compiler-props"
 TEST_DIR = "src/test/java/org/example/textstats"
 GIT = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "commit.gpgsign=false"]
 

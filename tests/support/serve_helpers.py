@@ -7,7 +7,6 @@ import json
 from contextlib import asynccontextmanager
 from typing import Any
 
-from conftest import add
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 
@@ -16,6 +15,8 @@ from strands_art.formats import tool_specs_to_openai
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 from strands_art.serve import create_app, start
+
+from .strands_tools import add
 
 SYSTEM = "You are a careful calculator. Use the add tool for every sum."
 QUESTION = "What is 17 + 25, plus 8?"

@@ -157,7 +157,7 @@ def activate() -> None:
     current = platform_manager._current_platform
     if current is not None and current.device_name != os.environ["VERL_PLATFORM"]:
         raise RuntimeError(
-            f"verl already resolved platform {current.device_name!r}; import tests.verl_cpu_platform "
+            f"verl already resolved platform {current.device_name!r}; import support.verl_cpu_platform "
             "and call activate() before anything imports verl.workers"
         )
 

@@ -1,4 +1,4 @@
-"""``python -m tests.migrate_kill_driver MIGRATE_ARGS...``: the real ``strands-art migrate`` entry
+"""``python -m tests.support.migrate_kill_driver MIGRATE_ARGS...``: the real ``strands-art migrate`` entry
 point (:func:`~strands_art.envs.migrationbench.runner.main_from_args`) with a scripted Qwen3
 policy, for tests that SIGKILL it at random points.
 
@@ -17,7 +17,8 @@ from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
 from strands_art.envs.migrationbench.runner import main_from_args
 from strands_art.registry import load_tokenizer
-from tests.migrate_script import tool_call_text
+
+from .migrate_script import tool_call_text
 
 ORPHAN_MARK = "31.4159"
 COMMAND = f"sleep {ORPHAN_MARK} & sleep 0.7; echo ok"

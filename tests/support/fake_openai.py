@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from fakes import LocalServer
+
+from .fakes import LocalServer
 
 
 @dataclass

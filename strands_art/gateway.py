@@ -23,7 +23,6 @@ from typing import Any, Literal, TypedDict
 
 from strands_art.backends.base import (
     BackendContextOverflow,
-    InvalidSample,
     SampleResult,
     SamplingBackend,
     SamplingParams,
@@ -38,11 +37,10 @@ from strands_art.history.normalize import MessageError, normalize_message, tools
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs
-from strands_art.toolcalls.base import ParsedOutput, ToolCall
-from strands_art.trajectory import Trajectory, Turn
-from strands_art.turn_cut import cut_at_calls, record_cut
-from strands_art.turn_parse import assistant_message, parse_output, session_calls
-from strands_art.validation import is_int
+from strands_art.toolcalls.base import ParsedOutput
+from strands_art.trajectory import Trajectory
+from strands_art.turn_cut import record_cut
+from strands_art.turn_parse import GenerateResult, parse_output, policy_version, read_turn
 
 logger = logging.getLogger(__name__)
 
@@ -122,46 +120,6 @@ class GatewayConfig(TypedDict, total=False):
 
 
 @dataclass
-class GenerateResult:
-    """The parsed assistant output of one turn plus what was recorded.
-
-    Attributes:
-        text: assistant content without reasoning or tool-call markup.
-        reasoning: the ``<think>`` content, or None.
-        tool_calls: parsed calls with gateway-assigned ids (unique within the session).
-        finish_reason: "stop", "length" or "tool_calls" (also for a turn cut at the token limit
-            after complete calls: see ``tail_start``).
-        ill_formed: a tool call in the output could not be parsed (the raw text is in ``text``).
-        problems: what was wrong (unparseable call, unknown tool name, ...).
-        turn: the recorded Turn (token IDs, logprobs, timings).
-        assistant_message: the OpenAI-format assistant message the gateway produced (canonical
-            history: the provider replays it).
-        recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
-            :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
-        tail_start: for a turn cut at the token limit after complete calls
-            (:mod:`strands_art.toolcalls.cut`), where the tail after its last complete call
-            starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls", the turn's
-            own "length"); None otherwise.
-    """
-
-    text: str
-    reasoning: str | None
-    tool_calls: list[ToolCall]
-    finish_reason: str
-    ill_formed: bool
-    problems: list[str]
-    turn: Turn
-    assistant_message: dict[str, Any]
-    recovered: list[str] = field(default_factory=list)
-    tail_start: int | None = None
-
-    @property
-    def usage(self) -> dict[str, int]:
-        p, o = len(self.turn.prompt_ids), len(self.turn.output_ids)
-        return {"prompt_tokens": p, "completion_tokens": o, "total_tokens": p + o}
-
-
-@dataclass
 class _Session:
     trajectory: Trajectory
     sampling: SamplingParams
@@ -171,12 +129,6 @@ class _Session:
     tools_key: str | None = None
     #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
     known: KnownMessages = field(default_factory=KnownMessages)
-
-
-def _cached_prompt_tokens(sample: SampleResult) -> int | None:
-    """``SampleResult.info["cached_prompt_tokens"]`` when the backend reported an int, else None."""
-    n = sample.info.get("cached_prompt_tokens")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def refuse_prefill(messages: list[dict[str, Any]]) -> None:
@@ -481,38 +433,7 @@ class RolloutGateway:
         """The parsed turn; changes nothing in the session (see :meth:`_commit`)."""
         plan.finish_now(self.renderer.encode_sync)  # metrics finish() did not get to (cancelled)
         traj = s.trajectory
-        index = len(traj.turns)
-        parsed = parse_output(self.renderer, plan.prompt_ids, sample.output_ids, tools)
-        cut = cut_at_calls(self.renderer, plan.prompt_ids, sample.output_ids, sample.finish_reason, tools)
-        if cut is not None:
-            parsed = cut[1]
-        calls = session_calls(self.renderer, traj.rollout_id, index, parsed)
-        finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
-        turn = Turn(
-            index=index,
-            prompt_ids=plan.prompt_ids,
-            output_ids=list(sample.output_ids),
-            logprobs=[float(x) for x in sample.logprobs],
-            finish_reason=finish,
-            lineage=plan.lineage,
-            ill_formed=parsed.ill_formed,
-            messages=norm,
-            tools=tools,
-            policy_version=policy_version(sample),
-            cached_prompt_tokens=_cached_prompt_tokens(sample),
-        )
-        return GenerateResult(
-            text=parsed.text,
-            reasoning=parsed.reasoning,
-            tool_calls=calls,
-            finish_reason="tool_calls" if cut is not None else finish,
-            ill_formed=parsed.ill_formed,
-            problems=list(parsed.problems),
-            turn=turn,
-            assistant_message=assistant_message(parsed, calls),
-            recovered=list(parsed.recovered),
-            tail_start=None if cut is None else cut[0],
-        )
+        return read_turn(self.renderer, traj.rollout_id, len(traj.turns), norm, tools, plan, sample)
 
     def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
         """Record the turn of :meth:`_result`: row, events, metadata, history, timings."""
@@ -561,17 +482,3 @@ class RolloutGateway:
         """Parse a (partial) output as a turn's output would be (text, reasoning, tool calls);
         records nothing. For streaming: see :mod:`strands_art.streaming`."""
         return parse_output(self.renderer, prompt_ids, output_ids, tools)
-
-
-def policy_version(sample: SampleResult) -> int | None:
-    """The policy version a backend reported for a sample (``info["policy_version"]``), or None.
-
-    Raises:
-        InvalidSample: a version that is not an integer >= 0 (nothing is recorded).
-    """
-    version = sample.info.get("policy_version")
-    if version is None:
-        return None
-    if not is_int(version) or version < 0:
-        raise InvalidSample(f"backend reported policy version {version!r}; expected an integer >= 0")
-    return int(version)

@@ -1,37 +1,38 @@
 """The length-cut step of a turn: a turn cut at the token limit ends at its last complete call.
 
 The rule and its search are :mod:`strands_art.toolcalls.cut`; this is where the gateway applies
-them (:func:`cut_at_calls`, with the parse step :func:`~strands_art.turn_parse.parse_output`)
+them (:func:`cut_at_calls`, called by the parse step :func:`~strands_art.turn_parse.read_turn`)
 and records the tail (:func:`record_cut`: ``trajectory.metadata["cut_turns"]`` and a
 ``length_cut_at_calls`` event).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ParsedOutput
 from strands_art.toolcalls.cut import last_complete_calls
 from strands_art.trajectory import Trajectory
-from strands_art.turn_parse import parse_output
 
 
 def cut_at_calls(
     renderer: ChatRenderer,
-    prompt_ids: list[int],
+    parse: Callable[[list[int], str], ParsedOutput],
     output_ids: list[int],
     finish_reason: str,
     tools: list[dict[str, Any]] | None,
 ) -> tuple[int, ParsedOutput] | None:
     """``(tail_start, parsed)`` for a sample that ended at the token limit (``finish_reason``
     "length") of a turn with tools, when a prefix of its output ends at complete calls
-    (:func:`~strands_art.toolcalls.cut.last_complete_calls`); else None."""
+    (:func:`~strands_art.toolcalls.cut.last_complete_calls`); else None. ``parse(ids, suffix)``
+    parses output IDs with text ``suffix`` added (:func:`~strands_art.turn_parse.parse_output`)."""
     if finish_reason != "length" or not tools:
         return None
     return last_complete_calls(
         output_ids,
-        lambda ids, suffix: parse_output(renderer, prompt_ids, ids, tools, suffix),
+        parse,
         lambda t: renderer.decode([t]),
         renderer.family.call_list_closers,
     )

@@ -52,7 +52,10 @@ async def _converse(base: str, turns: int, edit=None, after=None) -> list[list[d
                 after(k, request)
             answer = r.json()["choices"][0]["message"]
             call_id = answer["tool_calls"][0]["id"]
-            msgs = msgs + [answer, {"role": "tool", "tool_call_id": call_id, "content": "x" * (12_000 * (k + 1))}]
+            msgs = msgs + [
+                answer,
+                {"role": "tool", "tool_call_id": call_id, "content": "x" * (12_000 * (k + 1))},
+            ]
     return sent
 
 

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from strands_art.gateway import (
         ContextBudgetExceeded,
         GatewayError,
-        GenerateResult,
         RolloutGateway,
         SessionClosed,
         UnknownSession,
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
     from strands_art.training.trainer_config import TrainerConfig
     from strands_art.training.weight_sync import LoRASync
     from strands_art.trajectory import Row, Trajectory, Turn
+    from strands_art.turn_parse import GenerateResult
 
 # name -> module that defines it (imported on first touch)
 _LAZY: dict[str, str] = {
@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "ARTModel": "strands_art.model",
     # the gateway
     "RolloutGateway": "strands_art.gateway",
-    "GenerateResult": "strands_art.gateway",
+    "GenerateResult": "strands_art.turn_parse",  # what generate() returns (its parse step)
     "GatewayError": "strands_art.gateway",
     "UnknownSession": "strands_art.gateway",
     "SessionClosed": "strands_art.gateway",

@@ -2,9 +2,11 @@
 
 One :meth:`RolloutGateway.generate` per turn: (1) the session's history policy turns the chat
 messages into prompt token IDs (tree or linear, :mod:`strands_art.history`); (2) the sampling
-backend samples from those IDs; (3) the capture extends or forks a row
-(:mod:`strands_art.capture`); (4) the output is parsed into text, reasoning and tool calls
-(:mod:`strands_art.toolcalls`). The gateway knows nothing of Strands (see strands_art/model.py).
+backend samples from those IDs; (3) the output is parsed into text, reasoning and tool calls
+(:mod:`strands_art.turn_parse`; a turn cut at the token limit ends at its last complete call,
+:mod:`strands_art.turn_cut`); (4) the capture extends or forks a row
+(:mod:`strands_art.capture`). The gateway knows nothing of Strands or HTTP: the fronts hand it
+OpenAI-format messages (:mod:`strands_art.conversion`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any, Literal, TypedDict
 
 from strands_art.backends.base import (
     BackendContextOverflow,
-    InvalidSample,
     SampleResult,
     SamplingBackend,
     SamplingParams,
@@ -36,11 +37,10 @@ from strands_art.history.normalize import MessageError, normalize_message, tools
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs
-from strands_art.toolcalls.base import ToolCall
-from strands_art.toolcalls.cut import last_complete_calls
-from strands_art.toolcalls.reasoning import prompt_opens_think
-from strands_art.trajectory import Trajectory, Turn
-from strands_art.validation import is_int
+from strands_art.toolcalls.base import ParsedOutput
+from strands_art.trajectory import Trajectory
+from strands_art.turn_cut import record_cut
+from strands_art.turn_parse import GenerateResult, parse_output, policy_version, read_turn
 
 logger = logging.getLogger(__name__)
 
@@ -120,46 +120,6 @@ class GatewayConfig(TypedDict, total=False):
 
 
 @dataclass
-class GenerateResult:
-    """The parsed assistant output of one turn plus what was recorded.
-
-    Attributes:
-        text: assistant content without reasoning or tool-call markup.
-        reasoning: the ``<think>`` content, or None.
-        tool_calls: parsed calls with gateway-assigned ids (unique within the session).
-        finish_reason: "stop", "length" or "tool_calls" (also for a turn cut at the token limit
-            after complete calls: see ``tail_start``).
-        ill_formed: a tool call in the output could not be parsed (the raw text is in ``text``).
-        problems: what was wrong (unparseable call, unknown tool name, ...).
-        turn: the recorded Turn (token IDs, logprobs, timings).
-        assistant_message: the OpenAI-format assistant message the gateway produced (canonical
-            history: the provider replays it).
-        recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
-            :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
-        tail_start: for a turn cut at the token limit after complete calls
-            (:mod:`strands_art.toolcalls.cut`), where the tail after its last complete call
-            starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls", the turn's
-            own "length"); None otherwise.
-    """
-
-    text: str
-    reasoning: str | None
-    tool_calls: list[ToolCall]
-    finish_reason: str
-    ill_formed: bool
-    problems: list[str]
-    turn: Turn
-    assistant_message: dict[str, Any]
-    recovered: list[str] = field(default_factory=list)
-    tail_start: int | None = None
-
-    @property
-    def usage(self) -> dict[str, int]:
-        p, o = len(self.turn.prompt_ids), len(self.turn.output_ids)
-        return {"prompt_tokens": p, "completion_tokens": o, "total_tokens": p + o}
-
-
-@dataclass
 class _Session:
     trajectory: Trajectory
     sampling: SamplingParams
@@ -169,12 +129,6 @@ class _Session:
     tools_key: str | None = None
     #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
     known: KnownMessages = field(default_factory=KnownMessages)
-
-
-def _cached_prompt_tokens(sample: SampleResult) -> int | None:
-    """``SampleResult.info["cached_prompt_tokens"]`` when the backend reported an int, else None."""
-    n = sample.info.get("cached_prompt_tokens")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def refuse_prefill(messages: list[dict[str, Any]]) -> None:
@@ -479,62 +433,7 @@ class RolloutGateway:
         """The parsed turn; changes nothing in the session (see :meth:`_commit`)."""
         plan.finish_now(self.renderer.encode_sync)  # metrics finish() did not get to (cancelled)
         traj = s.trajectory
-        index = len(traj.turns)
-        parsed = self._parse(plan.prompt_ids, sample.output_ids, tools)
-        cut = None
-        if sample.finish_reason == "length" and tools:  # end at the last complete call (toolcalls/cut.py)
-            cut = last_complete_calls(
-                sample.output_ids,
-                lambda ids, suffix: self._parse(plan.prompt_ids, ids, tools, suffix),
-                lambda t: self.renderer.decode([t]),
-                self.renderer.family.call_list_closers,
-            )
-            if cut is not None:
-                parsed = cut[1]
-        family = self.renderer.family
-        calls = [
-            replace(c, id=family.call_id(traj.rollout_id, index, k, c.id))
-            for k, c in enumerate(parsed.tool_calls)
-        ]
-        finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
-        result_finish = "tool_calls" if cut is not None else finish
-        turn = Turn(
-            index=index,
-            prompt_ids=plan.prompt_ids,
-            output_ids=list(sample.output_ids),
-            logprobs=[float(x) for x in sample.logprobs],
-            finish_reason=finish,
-            lineage=plan.lineage,
-            ill_formed=parsed.ill_formed,
-            messages=norm,
-            tools=tools,
-            policy_version=policy_version(sample),
-            cached_prompt_tokens=_cached_prompt_tokens(sample),
-        )
-        assistant: dict[str, Any] = {"role": "assistant", "content": parsed.text}
-        if parsed.reasoning is not None:
-            assistant["reasoning_content"] = parsed.reasoning
-        if calls:
-            assistant["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": _replay_arguments(c)},
-                }
-                for c in calls
-            ]
-        return GenerateResult(
-            text=parsed.text,
-            reasoning=parsed.reasoning,
-            tool_calls=calls,
-            finish_reason=result_finish,
-            ill_formed=parsed.ill_formed,
-            problems=list(parsed.problems),
-            turn=turn,
-            assistant_message=assistant,
-            recovered=list(parsed.recovered),
-            tail_start=None if cut is None else cut[0],
-        )
+        return read_turn(self.renderer, traj.rollout_id, len(traj.turns), norm, tools, plan, sample)
 
     def _commit(self, s, plan, sample: SampleResult, result: GenerateResult, t0, t_prompt, t_sample) -> None:
         """Record the turn of :meth:`_result`: row, events, metadata, history, timings."""
@@ -559,17 +458,7 @@ class RolloutGateway:
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
         if result.tail_start is not None:  # cut at the token limit after complete calls: mark the tail
-            span = [result.tail_start, len(turn.output_ids)]
-            traj.metadata.setdefault("cut_turns", []).append({"turn": index, "tail": span})
-            traj.events.append(
-                {
-                    "turn": index,
-                    "kind": "length_cut_at_calls",
-                    "reason": f"cut at the token limit: ended at its last complete call ({len(result.tool_calls)} "
-                    f"kept); output tokens {span[0]}-{span[1]} are the tail after it",
-                    "tail": span,
-                }
-            )
+            record_cut(traj, index, result.tail_start, len(turn.output_ids), len(result.tool_calls))
         if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
             traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
         if result.recovered:
@@ -587,46 +476,9 @@ class RolloutGateway:
             "total": t_end - t0,
         }
 
-    def preview(self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None):
+    def preview(
+        self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None
+    ) -> ParsedOutput:
         """Parse a (partial) output as a turn's output would be (text, reasoning, tool calls);
         records nothing. For streaming: see :mod:`strands_art.streaming`."""
-        return self._parse(prompt_ids, output_ids, tools)
-
-    def _parse(
-        self,
-        prompt_ids: list[int],
-        output_ids: list[int],
-        tools: list[dict[str, Any]] | None,
-        suffix: str = "",
-    ):
-        eot = set(self.renderer.end_of_turn_ids)
-        ids = list(output_ids)
-        while ids and ids[-1] in eot:
-            ids.pop()
-        text = self.renderer.decode(ids)
-        if suffix:  # a call-list closer after a cut (toolcalls/cut.py): no dangling separator before it
-            text = text.rstrip(", \n") + suffix
-        think_open = prompt_opens_think(self.renderer.decode(prompt_ids[-8:]))
-        names = {(t.get("function", t)).get("name") for t in tools or []}
-        return self.renderer.tool_parser.parse(text, names, tools=tools or [], think_open=think_open)
-
-
-def policy_version(sample: SampleResult) -> int | None:
-    """The policy version a backend reported for a sample (``info["policy_version"]``), or None.
-
-    Raises:
-        InvalidSample: a version that is not an integer >= 0 (nothing is recorded).
-    """
-    version = sample.info.get("policy_version")
-    if version is None:
-        return None
-    if not is_int(version) or version < 0:
-        raise InvalidSample(f"backend reported policy version {version!r}; expected an integer >= 0")
-    return int(version)
-
-
-def _replay_arguments(call: ToolCall) -> str | dict[str, Any]:
-    """Arguments for the canonical assistant message: the exact JSON text the model sampled when
-    the parser kept it (a template renders a string verbatim, so the replay re-produces the
-    sampled tokens), else the decoded dict."""
-    return call.raw_arguments if call.raw_arguments is not None else call.arguments
+        return parse_output(self.renderer, prompt_ids, output_ids, tools)

@@ -11,7 +11,8 @@ Implements the Strands ``Model`` interface (strands/models/model.py of strands-a
 assigned. Strands rewrites history before a provider sees it again (blank text becomes
 "[blank text]", unparseable tool input becomes ``{}``, reasoning is kept only as a block); the
 provider maps each replayed assistant message back to what the gateway produced and reports any
-other rewrite as a reason-coded event on the trajectory. Calls the agent throws away (a hook's
+other rewrite as a reason-coded event on the trajectory (the conversion path,
+:mod:`strands_art.conversion`, shared with the HTTP front). Calls the agent throws away (a hook's
 retry, a cancelled turn) and summarization calls are tagged on their turns
 (:mod:`strands_art.turn_tags`). The provider knows nothing of tokens.
 """
@@ -32,14 +33,10 @@ from strands.models.model import Model
 from strands.types.exceptions import ContextWindowOverflowException, ModelThrottledException
 
 from strands_art.backends.base import BackendTimeout, BackendUnavailable
-from strands_art.canonical import CanonicalHistory
-from strands_art.formats import (
-    content_blocks,
-    strands_assistant_to_openai,
-    strands_user_to_openai,
-    stream_events,
-    tool_specs_to_openai,
-)
+from strands_art.conversion.canonical import CanonicalHistory
+from strands_art.conversion.session import SessionConversion, describe_tool_choice
+from strands_art.conversion.strands import forces_tool_choice, strands_request, tool_specs_to_openai
+from strands_art.formats import stream_events
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
 from strands_art.streaming import Finished, TextStream, streamed_turn
 from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
@@ -48,7 +45,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "stop", "seed")
-FORCING_TOOL_CHOICES = ("any", "tool")  # Strands ToolChoice keys that force a tool call
 
 
 class ARTModelConfig(TypedDict, total=False):
@@ -107,7 +103,7 @@ class ARTModel(Model):
     def __init__(self, gateway: RolloutGateway, session_id: str | None = None, **config: Any) -> None:
         self.gateway = gateway
         self.config: ARTModelConfig = {"model_id": "strands-art", "params": {}, "on_tool_choice": "ignore"}
-        self._histories: dict[str, CanonicalHistory] = {}
+        self._conversions: dict[str, SessionConversion] = {}
         self.tagger = TurnTagger(gateway)
         self._warned_tool_choice = False
         if session_id is not None:
@@ -121,14 +117,19 @@ class ARTModel(Model):
         return self.config["session_id"]
 
     @property
+    def conversion(self) -> SessionConversion:
+        """The conversion path's state of the current session (:mod:`strands_art.conversion`)."""
+        return self._conversions[self.session_id]
+
+    @property
     def canonical(self) -> CanonicalHistory:
         """The canonical history of the current session."""
-        return self._histories[self.session_id]
+        return self.conversion.history
 
     def _open(self, session_id: str | None) -> None:
         sid = self.gateway.open_session(session_id, self.config.get("group_id"))
         self.config["session_id"] = sid
-        self._histories.setdefault(sid, CanonicalHistory(self.gateway, sid))
+        self._conversions.setdefault(sid, SessionConversion(self.gateway, sid))
 
     # ------------------------------------------------------------------ config
     def update_config(self, **model_config: Any) -> None:  # type: ignore[override]
@@ -215,51 +216,22 @@ class ARTModel(Model):
         cfg["history_mode"] = self.gateway.config["history_mode"]
         return cfg  # type: ignore[return-value]
 
-    def _check_tool_choice(self, tool_choice: Any) -> None:
-        """A forcing ``tool_choice`` cannot be enforced on token-level sampling: reject it or
-        record a ``tool_choice_ignored`` event (same event as the HTTP front)."""
-        if not isinstance(tool_choice, dict) or not set(tool_choice) & set(FORCING_TOOL_CHOICES):
-            return
-        text = json.dumps(tool_choice, sort_keys=True)[:200]
+    def _check_tool_choice(self, tool_choice: Any) -> bool:
+        """Whether a forcing ``tool_choice`` is to be recorded as ignored (token-level sampling
+        cannot enforce it); raises under ``on_tool_choice="reject"``. Records nothing."""
+        if not forces_tool_choice(tool_choice):
+            return False
+        text = describe_tool_choice(tool_choice)
         if self.config.get("on_tool_choice") == "reject":
-            raise ValueError(
-                f"tool_choice {text} cannot be enforced on token-level sampling (on_tool_choice='reject')"
-            )
+            raise ValueError(f"{text} cannot be enforced on token-level sampling (on_tool_choice='reject')")
         if not self._warned_tool_choice:
             self._warned_tool_choice = True
             warnings.warn(
-                f"tool_choice {text} is not enforced: sampling is unconstrained (recorded as tool_choice_ignored)",
+                f"{text} is not enforced: sampling is unconstrained (recorded as tool_choice_ignored)",
                 UserWarning,
                 stacklevel=3,
             )
-        self.gateway.record_event(
-            self.session_id,
-            "tool_choice_ignored",
-            f"tool_choice {text} is not enforced: sampling is unconstrained",
-            tool_choice=tool_choice,
-        )
-
-    # ---------------------------------------------------------- canonical history
-    def to_chat_messages(
-        self, messages: list[dict[str, Any]], system_prompt: str | None
-    ) -> list[dict[str, Any]]:
-        """Strands messages → OpenAI chat messages, replaying what the gateway produced."""
-        out: list[dict[str, Any]] = []
-        if system_prompt:
-            out.append({"role": "system", "content": system_prompt})
-        for index, message in enumerate(messages):
-            content_blocks(message)  # validates role and content shape (StrandsFormatError)
-            if message.get("role") == "assistant":
-                out.append(self.canonical.assistant(index, strands_assistant_to_openai(message)))
-            else:
-                placeholders: list[str] = []
-                converted = strands_user_to_openai(message, placeholders)
-                self.canonical.report_non_text(index, placeholders)
-                for m in converted:
-                    if m["role"] == "tool":
-                        self.canonical.check_tool_result(index, m)
-                    out.append(m)
-        return out
+        return True
 
     # ------------------------------------------------------------------ stream
     async def stream(  # type: ignore[override]
@@ -299,9 +271,13 @@ class ARTModel(Model):
         """
         self.tagger.watch(kwargs.get("invocation_state"))
         self.tagger.settle()
-        chat = self.to_chat_messages(messages, system_prompt)
+        incoming = strands_request(messages, system_prompt)  # validated: nothing recorded yet
         tools = tool_specs_to_openai(tool_specs)
-        self._check_tool_choice(tool_choice)
+        ignore_tool_choice = self._check_tool_choice(tool_choice)
+        conversion = self.conversion
+        chat = conversion.canonical(incoming)
+        if ignore_tool_choice:
+            conversion.tool_choice_ignored(tool_choice)
         overrides = dict(self.config.get("params") or {})
         cancel = kwargs.get("cancel_signal")
         session = self.session_id
@@ -320,7 +296,7 @@ class ARTModel(Model):
                 yield item
         if result is None:
             return  # cancelled while sampling: no messageStop, Strands reports the turn cancelled
-        self.canonical.remember(result.assistant_message)
+        conversion.remember(result.assistant_message)
         turn = result.turn.index
         if is_summarizer_call(messages, tool_specs):
             self.tagger.tag(session, turn, SUMMARIZER, "a conversation manager's summarization call")

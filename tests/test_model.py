@@ -183,7 +183,7 @@ def test_config_round_trip_and_unknown_keys_warn(qwen3):
     ],
 )
 async def test_malformed_strands_messages_are_rejected_and_record_nothing(qwen3, messages, match):
-    from strands_art.formats import StrandsFormatError
+    from strands_art.conversion.strands import StrandsFormatError
 
     gateway, model = make(qwen3, [{"text": "x<|im_end|>"}])
     with pytest.raises(StrandsFormatError, match=match):
@@ -192,7 +192,7 @@ async def test_malformed_strands_messages_are_rejected_and_record_nothing(qwen3,
 
 
 async def test_tool_spec_without_a_name_is_rejected(qwen3):
-    from strands_art.formats import StrandsFormatError
+    from strands_art.conversion.strands import StrandsFormatError
 
     _, model = make(qwen3, [{"text": "x<|im_end|>"}])
     with pytest.raises(StrandsFormatError, match="needs a name"):

@@ -12,8 +12,8 @@ from support.serve_helpers import gateway as front_gateway
 from support.serve_helpers import running_front
 
 from strands_art.backends.scripted import ScriptedBackend
-from strands_art.canonical import replace_non_text_parts
-from strands_art.formats import StrandsFormatError, strands_user_to_openai
+from strands_art.conversion.openai import replace_non_text_parts
+from strands_art.conversion.strands import StrandsFormatError, strands_user_to_openai
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 

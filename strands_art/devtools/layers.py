@@ -11,7 +11,7 @@ Exit status 1 when there is a new upward edge or cycle, when a known exception o
 longer occurs, or when a module matches no layer.
 
 Data flows down (docs/architecture.md): apps and environments use the package; fronts turn a
-harness's messages into gateway calls; the gateway drives history, rendering and capture, which
+harness's messages into gateway calls through the conversion path; the gateway drives history, rendering and capture, which
 use the leaves. ``training/`` reads trajectories: it sits beside history, so it never imports the
 gateway, a front or ``envs``. Imports within one layer are allowed.
 
@@ -39,18 +39,17 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     # view/ reads every kind of run directory (migrate's, the training loop's, the HTTP front's
     # store): an app over stored files; it never imports the gateway (tests/test_layers.py)
     (
-        5,
+        6,
         "apps",
         ("strands_art", "strands_art.cli", "strands_art.demo", "strands_art.devtools", "strands_art.view"),
     ),
-    (5, "envs", ("strands_art.envs",)),
+    (6, "envs", ("strands_art.envs",)),
     (
-        4,
+        5,
         "fronts",
         (
             "strands_art.model",
             "strands_art.formats",
-            "strands_art.canonical",
             "strands_art.streaming",
             "strands_art.turn_tags",
             "strands_art.serve",
@@ -58,6 +57,9 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.replay",
         ),
     ),
+    # every front's messages become the gateway's canonical messages here (one path, one place
+    # for its events); it knows no front
+    (4, "conversion", ("strands_art.conversion",)),
     (3, "gateway", ("strands_art.gateway",)),
     (
         2,
@@ -66,6 +68,8 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.history",
             "strands_art.render",
             "strands_art.render_inputs",
+            "strands_art.turn_parse",
+            "strands_art.turn_cut",
             "strands_art.capture",
             "strands_art.rowcheck",
             "strands_art.literal",

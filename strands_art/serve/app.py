@@ -34,7 +34,8 @@ from typing import Any, TypedDict
 from aiohttp import web
 
 from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable
-from strands_art.canonical import CanonicalHistory, replace_non_text_parts
+from strands_art.conversion.openai import forces_tool_choice, openai_request
+from strands_art.conversion.session import SessionConversion
 from strands_art.gateway import (
     ContextBudgetExceeded,
     GatewayError,
@@ -45,8 +46,7 @@ from strands_art.gateway import (
     UnknownSession,
 )
 from strands_art.history.divergence import HistoryDivergence
-from strands_art.history.normalize import MessageError, normalize_message
-from strands_art.history.pairing import check_tool_pairing
+from strands_art.history.normalize import MessageError
 from strands_art.render import TemplateError
 from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
@@ -215,69 +215,30 @@ async def _body(request: web.Request) -> Any:
         raise RequestError(400, "the request body is nested too deeply to be read as JSON") from None
 
 
-def request_messages(messages: list[Any]) -> tuple[list[dict[str, Any]], list[list[str]]]:
-    """The request's messages validated and normalized (non-text parts as placeholders) and
-    each one's placeholders; tool results checked against the calls they answer. Records
-    nothing: a request refused here leaves no trace.
-
-    Raises:
-        MessageError: a malformed message or an unpaired tool result (400 ``invalid_message``).
-    """
-    normalized, placeholders = [], []
-    for index, raw in enumerate(messages):
-        raw, found = replace_non_text_parts(raw)
-        normalized.append(normalize_message(index, raw))
-        placeholders.append(found)
-    check_tool_pairing(normalized)
-    return normalized, placeholders
-
-
-def canonical_messages(
-    history: CanonicalHistory, messages: list[dict[str, Any]], placeholders: list[list[str]]
-) -> list[dict[str, Any]]:
-    """The messages of :func:`request_messages` with each assistant message the gateway
-    produced replaced by what it produced (so the prompt tokens are the ones the model saw);
-    rewrites and non-text content are recorded as events."""
-    out = []
-    for index, message in enumerate(messages):
-        history.report_non_text(index, placeholders[index])
-        if message["role"] == "assistant":
-            message = history.assistant(index, message)
-        elif message["role"] == "tool":
-            history.check_tool_result(index, message)
-        out.append(message)
-    return out
-
-
 def _logprobs(gateway: RolloutGateway, result: GenerateResult) -> dict[str, Any]:
     turn = result.turn
     return token_logprobs([gateway.renderer.decode([t]) for t in turn.output_ids], turn.logprobs)
 
 
-def _record_ignored(gateway: RolloutGateway, rollout_id: str, req: Any, turn: int) -> None:
+def _record_ignored(conversion: SessionConversion, req: Any, turn: int) -> None:
     """Events for the request fields the front did not apply (:mod:`strands_art.serve.fields`)."""
-    if req.tool_choice not in (None, "auto"):
-        gateway.record_event(
-            rollout_id,
-            "tool_choice_ignored",
-            f"tool_choice {json.dumps(req.tool_choice)[:200]} is not enforced: sampling is unconstrained",
-            turn=turn,
-            field="tool_choice",
-        )
+    if forces_tool_choice(req.tool_choice):
+        conversion.tool_choice_ignored(req.tool_choice, turn=turn)
     for name, reason in req.ignored:
-        gateway.record_event(rollout_id, "request_field_ignored", reason, turn=turn, field=name)
+        conversion.field_ignored(name, reason, turn=turn)
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     registry, config = request.app[REGISTRY], request.app[CONFIG]
     gateway = registry.gateway
     req = parse_chat_request(await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None))
-    normalized, placeholders = request_messages(req.messages)  # refused before anything is opened
-    rollout_id = registry.resolve(
-        request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER), req.user
-    )
-    history = registry.canonical(rollout_id)
-    messages = canonical_messages(history, normalized, placeholders)
+    path_id, header_id = request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER)
+    # the conversion path (strands_art.conversion): checked before anything is opened or
+    # recorded, reusing what the session's last recorded request already converted
+    incoming = openai_request(req.messages, _known(registry, path_id or header_id or req.user))
+    rollout_id = registry.resolve(path_id, header_id, req.user)
+    conversion = registry.conversion(rollout_id)
+    messages = conversion.canonical(incoming)
     model = req.model or config["model_name"]
     cid = completion_id()
     response: web.StreamResponse
@@ -314,9 +275,15 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         raise
     if not gateway.is_open(rollout_id):  # closed while the response was written
         return response
-    history.remember(result.assistant_message)
-    _record_ignored(gateway, rollout_id, req, result.turn.index)
+    conversion.remember(result.assistant_message, incoming, messages)
+    _record_ignored(conversion, req, result.turn.index)
     return response
+
+
+def _known(registry: SessionRegistry, rollout_id: Any) -> Any:
+    """The last recorded request of the session a request names, when it is open (else None)."""
+    conversion = registry.peek(rollout_id)
+    return conversion.known if conversion is not None else None
 
 
 async def models(request: web.Request) -> web.Response:

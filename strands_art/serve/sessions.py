@@ -9,7 +9,8 @@ A chat request names its rollout, first match wins:
 An id nobody opened is a 404 (``session_not_found``) unless the front auto-opens sessions; an id
 closed through the front is a 409 (``session_closed``) even with auto-open, so a late request
 can never start a second trajectory under a finished rollout's id. The front keeps one
-:class:`~strands_art.canonical.CanonicalHistory` per open session, dropped on close.
+:class:`~strands_art.conversion.session.SessionConversion` per open session (the conversion
+path's state: canonical history, the last recorded request's messages), dropped on close.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from strands_art.backends.base import SamplingParams
-from strands_art.canonical import CanonicalHistory
+from strands_art.conversion.session import SessionConversion
 from strands_art.gateway import RolloutGateway
 from strands_art.serve.wire import RequestError, check_unicode
 from strands_art.trajectory import Trajectory
@@ -75,12 +76,12 @@ class SessionRegistry:
         self.gateway = gateway
         self.auto_open = auto_open
         self.max_open = max_open
-        self._canonical: dict[str, CanonicalHistory] = {}
+        self._conversions: dict[str, SessionConversion] = {}
         self._closed: OrderedDict[str, None] = OrderedDict()
         self._remember_closed = remember_closed
 
     def __len__(self) -> int:
-        return len(self._canonical)
+        return len(self._conversions)
 
     @staticmethod
     def resolve(path_id: str | None, header_id: str | None, user: str | None) -> str:
@@ -101,8 +102,14 @@ class SessionRegistry:
         check_id(rollout_id)
         return rollout_id
 
-    def canonical(self, rollout_id: str) -> CanonicalHistory:
-        """The open session's canonical history.
+    def peek(self, rollout_id: str | None) -> SessionConversion | None:
+        """The conversion state of an open session, or None; opens nothing, raises nothing
+        (the request's messages are checked with it before the session is resolved)."""
+        conversion = self._conversions.get(rollout_id) if isinstance(rollout_id, str) else None
+        return conversion if conversion is not None and self.gateway.is_open(rollout_id) else None
+
+    def conversion(self, rollout_id: str) -> SessionConversion:
+        """The open session's conversion state (opened here under auto-open).
 
         Raises:
             RequestError: 409 ``session_closed``; 404 ``session_not_found`` (without auto-open).
@@ -110,7 +117,7 @@ class SessionRegistry:
         if rollout_id in self._closed:
             raise RequestError(409, f"rollout {rollout_id!r} is closed", code="session_closed")
         if not self.gateway.is_open(rollout_id):
-            self._canonical.pop(rollout_id, None)  # closed with the Python API
+            self._conversions.pop(rollout_id, None)  # closed with the Python API
             if not self.auto_open:
                 raise RequestError(
                     404,
@@ -120,10 +127,10 @@ class SessionRegistry:
                 )
             self._check_room()
             self.gateway.open_session(rollout_id)
-        history = self._canonical.get(rollout_id)
-        if history is None:
-            history = self._canonical[rollout_id] = CanonicalHistory(self.gateway, rollout_id)
-        return history
+        conversion = self._conversions.get(rollout_id)
+        if conversion is None:
+            conversion = self._conversions[rollout_id] = SessionConversion(self.gateway, rollout_id)
+        return conversion
 
     def open(self, rollout_id: str | None, group_id: str | None, sampling: SamplingParams | None) -> str:
         """Open a session (the trainer's call); a new id when none is given.
@@ -143,12 +150,12 @@ class SessionRegistry:
                         f"rollout {rollout_id!r} is already open with group {open_group!r}",
                         code="session_exists",
                     )
-        if rollout_id is None or rollout_id not in self._canonical:
+        if rollout_id is None or rollout_id not in self._conversions:
             self._check_room()
         rollout_id = self.gateway.open_session(rollout_id, group_id, sampling)
         if sampling is not None:
             self.gateway.set_sampling(rollout_id, sampling)
-        self._canonical.setdefault(rollout_id, CanonicalHistory(self.gateway, rollout_id))
+        self._conversions.setdefault(rollout_id, SessionConversion(self.gateway, rollout_id))
         return rollout_id
 
     def trajectory(self, rollout_id: str) -> Trajectory:
@@ -164,17 +171,17 @@ class SessionRegistry:
         """Close a session with an optional reward; its id is remembered as closed."""
         self._require_open(rollout_id)
         traj = self.gateway.close_session(rollout_id, reward)
-        self._canonical.pop(rollout_id, None)
+        self._conversions.pop(rollout_id, None)
         self._closed[rollout_id] = None
         while len(self._closed) > self._remember_closed:
             self._closed.popitem(last=False)
         return traj
 
     def _check_room(self) -> None:
-        if len(self._canonical) >= self.max_open:
+        if len(self._conversions) >= self.max_open:
             raise RequestError(
                 429,
-                f"{len(self._canonical)} sessions are open, the most this server allows: close some first",
+                f"{len(self._conversions)} sessions are open, the most this server allows: close some first",
                 type="rate_limit_error",
                 code="too_many_sessions",
             )

@@ -11,7 +11,7 @@ from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 
 from strands_art.backends.scripted import ScriptedBackend
-from strands_art.formats import tool_specs_to_openai
+from strands_art.conversion.strands import tool_specs_to_openai
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
 from strands_art.serve import create_app, start

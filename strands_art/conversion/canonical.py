@@ -5,8 +5,8 @@ Harnesses rewrite history before they send it again: Strands replaces blank text
 ``reasoning_content``, send ``content: null`` or re-serialize tool-call arguments (LangChain and
 LiteLLM parse them and ``json.dumps`` them back, which changes spacing). A chat template renders
 what it is given, so a rewritten assistant message would change the prompt tokens and fork the
-row. Both ways into the gateway (the Strands provider, strands_art/model.py, and the HTTP front,
-strands_art/serve/) keep one :class:`CanonicalHistory` per session: each assistant message a
+row. Every front keeps one :class:`CanonicalHistory` per session (inside its
+:class:`~strands_art.conversion.session.SessionConversion`): each assistant message a
 client replays is mapped back to the one the gateway produced (by the tool-call ids the gateway
 assigned, else by its text), and any other difference is recorded on the trajectory as a
 reason-coded ``rewrite`` event (codes: ``unknown_assistant_message``, ``tool_call_removed``,
@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from strands_art.formats import non_text_placeholder
+from strands_art.conversion.incoming import Known
 from strands_art.gateway import RolloutGateway
 from strands_art.history.normalize import parsed_arguments
 
@@ -68,13 +68,7 @@ class CanonicalHistory:
     def assistant(self, index: int, seen: dict[str, Any]) -> dict[str, Any]:
         """The produced message ``seen`` (message ``index`` of the request) stands for, or ``seen``
         itself (reported as ``unknown_assistant_message``) when the gateway did not produce it."""
-        produced = None
-        for call in seen.get("tool_calls") or []:
-            produced = self._by_tool_id.get(call.get("id", ""))
-            if produced is not None:
-                break
-        if produced is None and not seen.get("tool_calls"):
-            produced = self._by_text.get(_text(seen))
+        produced = self._produced(seen)
         if produced is None:
             self._report(
                 index, "unknown_assistant_message", "an assistant message the gateway did not produce"
@@ -82,6 +76,29 @@ class CanonicalHistory:
             return seen
         self._compare(index, seen, produced)
         return produced
+
+    def _produced(self, seen: dict[str, Any]) -> dict[str, Any] | None:
+        """The produced message ``seen`` stands for (by the tool-call ids, else by the text), or None."""
+        produced = None
+        for call in seen.get("tool_calls") or []:
+            produced = self._by_tool_id.get(call.get("id", ""))
+            if produced is not None:
+                break
+        if produced is None and not seen.get("tool_calls"):
+            produced = self._by_text.get(_text(seen))
+        return produced
+
+    def maps_as_before(self, known: Known) -> bool:
+        """Whether converting ``known.sent`` again would give ``known.out`` and no new event.
+
+        Its events (keyed by message index, emitted once) were emitted when it was converted at
+        the same index; only the mapping of an assistant message can change since (a later turn
+        produced a message with the same text), so it is looked up again: dict look-ups on the
+        ids or on the text string already hashed then, no parse.
+        """
+        if known.sent.get("role") != "assistant":
+            return True
+        return (self._produced(known.sent) or known.sent) is known.out
 
     def check_tool_result(self, index: int, message: dict[str, Any]) -> None:
         """Report a tool result whose text changed since the harness first sent it."""
@@ -95,7 +112,8 @@ class CanonicalHistory:
 
     def report_non_text(self, index: int, placeholders: list[str]) -> None:
         """Record a ``non_text_content`` event (once per message) for content the template
-        cannot render and the model saw as placeholder text instead (formats.non_text_placeholder)."""
+        cannot render and the model saw as placeholder text instead
+        (:func:`~strands_art.conversion.strands.non_text_placeholder`)."""
         if placeholders and (index, "non_text_content") not in self._reported:
             self._reported.add((index, "non_text_content"))
             logger.info("message %d: non-text content replaced by placeholders %s", index, placeholders)
@@ -134,29 +152,3 @@ def _arguments(args: Any) -> Any:
         return parsed_arguments(args)
     except ValueError:
         return args
-
-
-OPENAI_NON_TEXT_PARTS = {"image_url": "image", "input_audio": "audio", "file": "file"}
-
-
-def replace_non_text_parts(message: Any) -> tuple[Any, list[str]]:
-    """An OpenAI chat message with its ``image_url`` / ``input_audio`` / ``file`` content parts
-    replaced by text parts holding placeholder text (formats.non_text_placeholder), and the
-    placeholders. Anything else is returned unchanged (validation happens later)."""
-    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-        return message, []
-    parts, placeholders = [], []
-    for part in message["content"]:
-        kind = OPENAI_NON_TEXT_PARTS.get(part.get("type")) if isinstance(part, dict) else None
-        if kind is None:
-            parts.append(part)
-            continue
-        body = part.get(part["type"]) if isinstance(part.get(part["type"]), dict) else {}
-        fmt = body.get("format")
-        url = body.get("url")
-        if fmt is None and isinstance(url, str) and url.startswith("data:"):
-            fmt = url[5:].split(";", 1)[0].split(",", 1)[0] or None
-        placeholder = non_text_placeholder(kind, fmt, None, body.get("filename"))
-        placeholders.append(placeholder)
-        parts.append({"type": "text", "text": placeholder})
-    return ({**message, "content": parts} if placeholders else message), placeholders

@@ -57,7 +57,7 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl.workers.engine_workers import TrainingWorker  # noqa: E402
 from verl_episodes import QUESTIONS  # noqa: E402
-from verl_vllm_replica import external_vllm_manager  # noqa: E402
+from verl_vllm_replica import external_vllm_manager, sampled_runs  # noqa: E402
 
 from strands_art.registry import load_tokenizer  # noqa: E402
 from strands_art.verl.trainer import TRAINER_NAME  # noqa: E402
@@ -187,18 +187,6 @@ def ray_step(real_vllm, process_group, tmp_path_factory):  # noqa: F811
             tq.close()
         finally:
             ray.shutdown()
-
-
-def sampled_runs(mask: list[int]) -> list[tuple[int, int]]:
-    """``(start, end)`` of each run of 1s."""
-    runs, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
 
 
 def test_agent_loops_ran_in_verls_worker_actors(ray_step):

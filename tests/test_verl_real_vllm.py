@@ -50,7 +50,7 @@ from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
 from verl_cpu_platform import register_cpu_engines  # noqa: E402
 from verl_episodes import QUESTIONS  # noqa: E402
-from verl_vllm_replica import VLLMHTTPReplica  # noqa: E402
+from verl_vllm_replica import VLLMHTTPReplica, sampled_runs  # noqa: E402
 
 from strands_art.backends.vllm_server import free_port  # noqa: E402
 from strands_art.registry import load_tokenizer, smollm2_dir  # noqa: E402
@@ -270,13 +270,7 @@ def test_rows_hold_exactly_what_the_real_server_received_and_returned(outer_batc
             # reported receiving, the run is vLLM's token IDs, the recorded logprobs are vLLM's
             mask = [0] * len(out.prompt_ids) + list(out.response_mask)
             logprobs = [0.0] * len(out.prompt_ids) + list(out.response_logprobs)
-            runs, start = [], None
-            for i, m in enumerate([*mask, 0]):
-                if m and start is None:
-                    start = i
-                elif not m and start is not None:
-                    runs.append((start, i))
-                    start = None
+            runs = sampled_runs(mask)
             assert runs
             for s, e in runs:
                 ex = next(x for x in unmatched if x.sent_prompt_ids == ids[:s] and x.token_ids == ids[s:e])

@@ -46,6 +46,19 @@ class Exchange:
     finish_reason: str
 
 
+def sampled_runs(mask: list[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of 1s in a row's loss mask: each sampled run is one
+    :class:`Exchange` (the row before ``start`` was its prompt)."""
+    runs, start = [], None
+    for i, m in enumerate([*mask, 0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
 class VLLMHTTPReplica:
     """The ``server`` object verl's ``LLMServerClient`` awaits ``server.generate.remote(...)`` on.
 

@@ -197,10 +197,11 @@ class ExternalVLLMReplica(RolloutReplica):
 
 
 def external_vllm_manager(config: Any, base_url: str, model: str) -> LLMServerManager:
-    """verl's ``LLMServerManager.create`` in standalone mode (``rollout.nnodes`` > 0, one replica per
-    ``rollout.n_gpus_per_node * rollout.nnodes`` devices) with :class:`ExternalVLLMReplica` replicas
-    on the server at ``base_url``; ``.get_client()`` gives verl's ``LLMServerClient`` over verl's
-    load balancer actor."""
+    """verl's ``LLMServerManager.create`` in standalone mode (``rollout.nnodes`` > 0) with
+    :class:`ExternalVLLMReplica` replicas on the server at ``base_url``: verl makes
+    ``n_gpus_per_node * nnodes // (tensor * data * pipeline parallel size)`` of them (0 with verl's
+    default ``tensor_model_parallel_size=2`` on one device). ``.get_client()`` gives verl's
+    ``LLMServerClient`` over verl's load-balancer actor."""
     replica_cls = type("ExternalVLLMReplica", (ExternalVLLMReplica,), {"base_url": base_url, "model": model})
     manager_cls = type(
         "ExternalLLMServerManager", (LLMServerManager,), {"rollout_replica_class": replica_cls}

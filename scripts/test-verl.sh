@@ -2,7 +2,9 @@
 # The verl tests, in their own environment: verl 0.9.1 pins transformers 5.10.x, so it lives in
 # .venv-verl beside the main .venv. They run verl's real batch splitting, train_mini_batch and
 # agent-loop code on the CPU, and one outer batch of the strands_sync trainer with rollouts from a
-# real vLLM server (tests/test_verl_real_vllm.py, marker real_vllm): that server runs from the vLLM
+# real vLLM server (tests/test_verl_real_vllm.py, marker real_vllm), and the strands_agent loop inside
+# verl's own agent-loop manager and worker Ray actors on a local Ray cluster, sampling from the same
+# server (tests/test_verl_ray_agent_loop.py, marker real_vllm): that server runs from the vLLM
 # environment ($STRANDS_ART_VLLM_PYTHON or .venv-vllm, made by scripts/bootstrap-vllm.sh before this
 # script in CI); without one the test skips, or fails under STRANDS_ART_REQUIRE_VLLM=1.
 # Called by scripts/test.sh (first with --prepare, in the background while the main suite runs:
@@ -28,4 +30,4 @@ if [ "${1:-}" = "--prepare" ]; then
   exit 0
 fi
 exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py tests/test_verl_shims.py \
-  tests/test_verl_real_vllm.py "$@"
+  tests/test_verl_real_vllm.py tests/test_verl_ray_agent_loop.py "$@"

@@ -516,3 +516,23 @@ def test_update_actor_needs_a_layout(monkeypatch):
 
 def test_registered_under_its_trainer_mode():
     assert get_trainer_cls("strands_sync") is StepStablePPOTrainer
+
+
+def test_runs_in_verls_synchronous_mode():
+    """verl tests ``trainer_mode == "sync"`` literally: under ``strands_sync`` the trainer must still
+    get the synchronous replay buffer and keep whole dataloader fetches."""
+    from pathlib import Path
+
+    import verl
+    from hydra import compose, initialize_config_dir
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        cfg = compose(
+            config_name="ppo_trainer",
+            overrides=["algorithm.adv_estimator=grpo", f"trainer.v1.trainer_mode={TRAINER_NAME}"],
+        )
+    trainer = get_trainer_cls(TRAINER_NAME)(cfg)
+    assert trainer.trainer_mode == "sync" and type(trainer.replay_buffer) is ReplayBuffer
+    assert trainer.replay_buffer.gen_batch_size == cfg.data.train_batch_size  # not forced to 1

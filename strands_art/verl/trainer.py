@@ -144,6 +144,20 @@ class StepStablePPOTrainer(PPOTrainerSync):
 
     _layout: Layout | None = None
 
+    def __init__(self, config: Any) -> None:
+        """verl's ``PPOTrainer.__init__``, then the synchronous mode under verl's own name.
+
+        verl 0.9.1 tests the literal ``trainer_mode == "sync"`` (``trainer_base.py``:
+        ``_build_replay_buffer``, ``_init_dataloader``, ``_submit_batch_to_rollout``,
+        ``_load_checkpoint``, ``_reissue_inflight_prompts``, ``_save_checkpoint``); under
+        ``strands_sync`` it would take the asynchronous paths (``ReplayBufferAsync``, one prompt per
+        dataloader fetch, prompts and TransferQueue state in checkpoints). ``trainer.v1.sync``
+        holds the mode's options, as for the stock trainer.
+        """
+        super().__init__(config)
+        self.trainer_mode = "sync"
+        self.replay_buffer = self._build_replay_buffer()
+
     def batching_config(self, dp_size: int) -> BatchingConfig:
         """Our :class:`BatchingConfig` from verl's own configuration keys."""
         actor = self.config.actor_rollout_ref.actor

@@ -10,15 +10,25 @@ by the context left, ``logprobs=True`` -> ``logprobs=0``, ``finish_reason`` stop
 ``stop_reason="completed"``, abort -> ``"aborted"``, ``extra_fields["global_steps"]``) and samples
 on the real server with a token-ID ``/v1/completions`` request. Every exchange is kept, with the
 prompt IDs vLLM reports it received and the token IDs and logprobs it returned.
+
+For verl's own Ray actors (``tests/test_verl_ray_agent_loop.py``) the same stand-in runs as a Ray
+actor, :class:`VLLMHTTPServer` (``generate(...)`` with ``vLLMHttpServer.generate``'s keyword
+arguments), launched by :class:`ExternalVLLMReplica`: a ``RolloutReplica`` that verl's own
+``LLMServerManager`` builds in place of ``vLLMReplica`` (its ``rollout_replica_class`` attribute,
+which verl leaves open "for recipe to change"), so verl's manager, load balancer actor and
+``LLMServerClient`` route the agent-loop workers' requests to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-from verl.workers.rollout.replica import TokenOutput
+import ray
+from verl.workers.rollout.llm_server import LLMServerManager
+from verl.workers.rollout.replica import RolloutMode, RolloutReplica, TokenOutput
 
 from strands_art.backends.vllm import completions_url
 
@@ -34,6 +44,19 @@ class Exchange:
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: str
+
+
+def sampled_runs(mask: list[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of 1s in a row's loss mask: each sampled run is one
+    :class:`Exchange` (the row before ``start`` was its prompt)."""
+    runs, start = [], None
+    for i, m in enumerate([*mask, 0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
 
 
 class VLLMHTTPReplica:
@@ -117,3 +140,70 @@ class VLLMHTTPReplica:
             stop_reason=stop_reason,
             extra_fields={"global_steps": self.global_steps},
         )
+
+
+class VLLMHTTPServer:
+    """:class:`VLLMHTTPReplica` as verl's server actor: ``generate`` takes the keyword arguments of
+    ``vLLMHttpServer.generate`` (``LLMServerClient`` calls ``server.generate.remote(request_id=...,
+    prompt_ids=..., sampling_params=..., image_data=..., video_data=...)``)."""
+
+    def __init__(self, base_url: str, model: str, max_model_len: int, global_steps: int = 1) -> None:
+        self.replica = VLLMHTTPReplica(base_url, model, max_model_len, global_steps)
+
+    async def generate(
+        self,
+        prompt_ids: list[int],
+        sampling_params: dict[str, Any],
+        request_id: str,
+        image_data: Any = None,
+        video_data: Any = None,
+        **kwargs: Any,
+    ) -> TokenOutput:
+        return await self.replica.remote(
+            prompt_ids, sampling_params, request_id, image_data, video_data, **kwargs
+        )
+
+    def exchanges(self) -> list[Exchange]:
+        """Every exchange so far, in completion order."""
+        return list(self.replica.exchanges)
+
+
+class ExternalVLLMReplica(RolloutReplica):
+    """A verl rollout replica whose server is an already running vLLM (``base_url``, ``model``:
+    class attributes, set by :func:`external_vllm_manager`).
+
+    Only the standalone mode is offered: ``init_standalone`` launches the server actor without the
+    GPU resource pool verl's replicas reserve for their engine (the engine runs elsewhere).
+    """
+
+    base_url: str = ""
+    model: str = ""
+
+    async def init_standalone(self) -> None:
+        self.rollout_mode = RolloutMode.STANDALONE
+        await self.launch_servers()
+
+    async def launch_servers(self) -> None:
+        server = (
+            ray.remote(VLLMHTTPServer)
+            .options(
+                name=f"vllm_http_server_{self.replica_rank}", num_cpus=0, max_concurrency=self.max_concurrency
+            )
+            .remote(self.base_url, self.model, self.config.max_model_len)
+        )
+        self.servers = [server]
+        self._server_handle = server
+        self._server_address = urlsplit(self.base_url).netloc
+
+
+def external_vllm_manager(config: Any, base_url: str, model: str) -> LLMServerManager:
+    """verl's ``LLMServerManager.create`` in standalone mode (``rollout.nnodes`` > 0) with
+    :class:`ExternalVLLMReplica` replicas on the server at ``base_url``: verl makes
+    ``n_gpus_per_node * nnodes // (tensor * data * pipeline parallel size)`` of them (0 with verl's
+    default ``tensor_model_parallel_size=2`` on one device). ``.get_client()`` gives verl's
+    ``LLMServerClient`` over verl's load-balancer actor."""
+    replica_cls = type("ExternalVLLMReplica", (ExternalVLLMReplica,), {"base_url": base_url, "model": model})
+    manager_cls = type(
+        "ExternalLLMServerManager", (LLMServerManager,), {"rollout_replica_class": replica_cls}
+    )
+    return manager_cls.create(config=config)

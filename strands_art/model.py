@@ -40,6 +40,7 @@ from strands_art.formats import stream_events
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
 from strands_art.streaming import Finished, TextStream, streamed_turn
 from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
+from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -166,11 +167,7 @@ class ARTModel(Model):
         if "params" in cfg:
             self._validate_params(cfg["params"])
         limit = cfg.get("context_window_limit")
-        if limit is not None and (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 0 < limit <= self.gateway.max_context_tokens
-        ):
+        if limit is not None and (not is_int(limit) or not 0 < limit <= self.gateway.max_context_tokens):
             raise ValueError(
                 f"context_window_limit must be a whole number of tokens in 1..{self.gateway.max_context_tokens} "
                 f"(the gateway's max_context_tokens), got {limit!r}"

@@ -178,7 +178,7 @@ def read_turn(
 def cached_prompt_tokens(sample: SampleResult) -> int | None:
     """``SampleResult.info["cached_prompt_tokens"]`` when the backend reported an int, else None."""
     n = sample.info.get("cached_prompt_tokens")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    return int(n) if is_int(n) and n >= 0 else None
 
 
 def policy_version(sample: SampleResult) -> int | None:

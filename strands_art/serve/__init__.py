@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_HOST = "127.0.0.1"  # loopback: reaching the front from elsewhere is a deliberate choice
-DEFAULT_PORT = 8000
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+from strands_art.serve.defaults import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 
 __all__ = [
     "DEFAULT_HOST",

@@ -28,7 +28,6 @@ import asyncio
 import hmac
 import json
 import logging
-import math
 from typing import Any, TypedDict
 
 from aiohttp import web
@@ -48,10 +47,10 @@ from strands_art.gateway import (
 from strands_art.history.divergence import HistoryDivergence
 from strands_art.history.normalize import MessageError
 from strands_art.render import TemplateError
-from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from strands_art.serve.defaults import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from strands_art.serve.errors import RequestError
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
 from strands_art.serve.wire import (
-    RequestError,
     check_unicode,
     completion,
     completion_chunks,
@@ -61,6 +60,7 @@ from strands_art.serve.wire import (
     sse,
     token_logprobs,
 )
+from strands_art.validation import is_real
 
 logger = logging.getLogger(__name__)
 
@@ -325,9 +325,7 @@ async def close_session(request: web.Request) -> web.Response:
     if unknown:  # a misspelt reward must not close the rollout without one
         raise RequestError(400, f"unknown fields {unknown} (reward)")
     reward = body.get("reward")
-    if reward is not None and (
-        isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward)
-    ):
+    if reward is not None and not is_real(reward):  # a finite number, never a boolean
         raise RequestError(400, "'reward' must be a finite number", param="reward")
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)

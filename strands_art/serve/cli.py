@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strands_art.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from strands_art.serve.defaults import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.validation import (
     UsageError,
     check_float,

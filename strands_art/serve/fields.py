@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from strands_art.serve.wire import RequestError, _field
+from strands_art.serve.errors import RequestError, typed_field
 
 HONOURED, SAMPLING, IGNORED, REFUSED = "honoured", "sampling", "ignored", "refused"
 
@@ -133,14 +133,14 @@ def classify(body: dict[str, Any], reasoning_effort: str | None = None) -> Field
 
 
 def _conditional(body: dict[str, Any], plan: FieldPlan, reasoning_effort: str | None) -> None:
-    plan.logprobs = bool(_field(body, "logprobs", bool, "true or false"))
-    top = _field(body, "top_logprobs", int, "an integer")
+    plan.logprobs = bool(typed_field(body, "logprobs", bool, "true or false"))
+    top = typed_field(body, "top_logprobs", int, "an integer")
     if top:
         raise _refuse(
             "top_logprobs",
             f"top_logprobs={top}: the backends record only the sampled token's logprob (send 0 or omit it)",
         )
-    if _field(body, "parallel_tool_calls", bool, "true or false") is False:
+    if typed_field(body, "parallel_tool_calls", bool, "true or false") is False:
         plan.ignored.append(
             (
                 "parallel_tool_calls",
@@ -156,7 +156,7 @@ def _conditional(body: dict[str, Any], plan: FieldPlan, reasoning_effort: str | 
     modalities = body.get("modalities")
     if modalities is not None and (not isinstance(modalities, list) or any(m != "text" for m in modalities)):
         raise _refuse("modalities", f"modalities={_shown(modalities)}: text output only")
-    effort = _field(body, "reasoning_effort", str, "a string")
+    effort = typed_field(body, "reasoning_effort", str, "a string")
     if effort is not None and effort != reasoning_effort:
         rendered = (
             f"the prompt says reasoning effort {reasoning_effort!r}, the trainer's setting"

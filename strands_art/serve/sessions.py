@@ -23,7 +23,8 @@ from typing import Any
 from strands_art.backends.base import SamplingParams
 from strands_art.conversion.session import SessionConversion
 from strands_art.gateway import RolloutGateway
-from strands_art.serve.wire import RequestError, check_unicode
+from strands_art.serve.errors import RequestError
+from strands_art.serve.wire import check_unicode
 from strands_art.trajectory import Trajectory
 
 SESSION_HEADER = "X-Rollout-Id"

@@ -15,7 +15,8 @@ delta per call (index, id, name and the whole JSON-string arguments), a chunk wi
 ``{"content": [{"token", "logprob", "bytes", "top_logprobs": []}]}``, one entry per sampled token
 of the turn (reasoning, call markup and the end token included), with the recorded values.
 
-Errors use OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``.
+Errors use OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``
+(:class:`~strands_art.serve.errors.RequestError`, also importable from here).
 """
 
 from __future__ import annotations
@@ -27,36 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strands_art.gateway import GenerateResult
-
-
-class RequestError(ValueError):
-    """A request the front cannot serve; carries the HTTP status and OpenAI error fields.
-
-    Attributes:
-        status: HTTP status (4xx/5xx).
-        type: OpenAI error type (``invalid_request_error``, ``authentication_error``, ...).
-        code: OpenAI error code or None (``context_length_exceeded``, ``rate_limit_exceeded``, ...).
-        param: the request field at fault, or None.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        code: str | None = None,
-        param: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.type = type
-        self.code = code
-        self.param = param
-
-    def body(self) -> dict[str, Any]:
-        """OpenAI's error object."""
-        return {"error": {"message": str(self), "type": self.type, "param": self.param, "code": self.code}}
+from strands_art.serve.errors import RequestError, typed_field
+from strands_art.serve.fields import classify
 
 
 @dataclass
@@ -98,8 +71,6 @@ def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRe
             :func:`strands_art.serve.fields.classify` refuses (``reasoning_effort``: the
             effort the gateway renders, for its decision).
     """
-    from strands_art.serve.fields import classify
-
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
     messages = body.get("messages")
@@ -116,10 +87,10 @@ def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRe
         raise RequestError(
             400, f"n={n!r} is not supported: one sample per turn (open one session per sample)", param="n"
         )
-    user = _field(body, "user", str, "a string")
-    stream = _field(body, "stream", bool, "true or false")
-    model = _field(body, "model", str, "a string")
-    options = _field(body, "stream_options", dict, "an object") or {}
+    user = typed_field(body, "user", str, "a string")
+    stream = typed_field(body, "stream", bool, "true or false")
+    model = typed_field(body, "model", str, "a string")
+    options = typed_field(body, "stream_options", dict, "an object") or {}
     plan = classify(body, reasoning_effort)
     return ChatRequest(
         messages=messages,
@@ -133,14 +104,6 @@ def parse_chat_request(body: Any, reasoning_effort: str | None = None) -> ChatRe
         ignored=plan.ignored,
         logprobs=plan.logprobs,
     )
-
-
-def _field(body: dict[str, Any], key: str, kind: type, what: str) -> Any:
-    """``body[key]`` (None when absent or null); a 400 naming the field when it is not a ``kind``."""
-    value = body.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise RequestError(400, f"'{key}' must be {what}, got {type(value).__name__}", param=key)
-    return value
 
 
 def check_unicode(name: str, value: Any) -> None:

@@ -1,8 +1,8 @@
 """Replay a logged conversation through the gateway with the scripted backend.
 
 Used by ``strands-art replay FILE.json`` and ``strands-art replay --from-run RUN_DIR --rollout ID``
-(:func:`spec_from_run` builds the replay file from a stored rollout) (docs/architecture.md, "replay contract", describes the JSON) to debug row
-splits: every turn's messages are sent exactly as the harness sent them, and the recorded
+(:func:`spec_from_run` builds the replay file from a stored rollout; docs/replay.md describes the
+JSON) to debug row splits: every turn's messages are sent exactly as the harness sent them, and the recorded
 output (text or token IDs) is played back by :class:`~strands_art.backends.scripted.ScriptedBackend`.
 """
 

@@ -12,7 +12,7 @@ import json
 import httpx
 import pytest
 from conftest import ADD_TOOL
-from serve_helpers import gateway, running_front
+from support.serve_helpers import gateway, running_front
 
 import strands_art.conversion.openai as openai_mod
 import strands_art.serve.app as app_mod

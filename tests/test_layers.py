@@ -138,3 +138,32 @@ def test_readme_layout_names_every_top_level_module():
     missing = sorted(n for n in names if not re.search(rf"(?<![\w/]){re.escape(n)}(\.py|/)", block))
     assert missing == []
     assert "__init__.py" in block
+
+
+def test_architecture_doc_holds_the_generated_layer_table():
+    """docs/architecture.md's layer table is ``python -m strands_art.devtools.layers --table``,
+    verbatim: the doc cannot drift from LAYERS."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    table = layers.markdown_table()
+    assert table in doc
+    assert "| 4 | conversion | `conversion/` |" in table.splitlines()
+    out = subprocess.run(
+        [sys.executable, "-m", "strands_art.devtools.layers", "--table"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0 and out.stdout.strip() == table
+
+
+def test_architecture_doc_names_only_files_that_exist():
+    """Every ``name.py`` or ``folder/`` path docs/architecture.md names in backticks is a file or
+    folder of the package (or of the checkout): no module it describes has moved away."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    pkg = layers.package_root()
+    named = set(re.findall(r"`([\w./]+\.py)`", doc)) | set(re.findall(r"(?<=[`( ])([a-z_]+/[\w/.]*\.py)", doc))
+    files = {p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")}
+    missing = sorted(
+        n
+        for n in named
+        if not (ROOT / n).exists() and not any(f == n or f.endswith("/" + n) for f in files)
+    )
+    assert missing == []
+    assert len(named) > 20

@@ -304,9 +304,30 @@ def check(root: Path | None = None) -> Report:
     return Report(upward, stale, unplaced, len(known), len(edges), new_cycles, stale_cycles)
 
 
+def _shown(prefix: str, root: Path) -> str:
+    """A :data:`LAYERS` prefix as docs/architecture.md writes it: ``model.py``, ``serve/``, ``__init__.py``."""
+    if prefix == PACKAGE:
+        return "`__init__.py`"
+    path = root.joinpath(*prefix.split(".")[1:])
+    return f"`{path.name}/`" if path.is_dir() else f"`{path.name}.py`"
+
+
+def markdown_table(root: Path | None = None) -> str:
+    """:data:`LAYERS` as the Markdown table of docs/architecture.md ("Layers"), top layer first;
+    ``--table`` prints it and tests/test_layers.py checks that the doc holds it verbatim."""
+    root = root or package_root()
+    lines = ["| layer | name | modules |", "|---|---|---|"]
+    for number, name, prefixes in LAYERS:
+        lines.append(f"| {number} | {name} | {', '.join(_shown(p, root) for p in prefixes)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the upward edges (``importer:line -> imported``), the import cycles and a summary;
-    1 if any problem."""
+    1 if any problem. ``--table``: print :func:`markdown_table` instead."""
+    if argv and argv[0] == "--table":
+        print(markdown_table())
+        return 0
     report = check()
     for e in report.upward:
         a, b = layer_of(e.importer), layer_of(e.imported)

@@ -268,10 +268,11 @@ class ARTModel(Model):
         """
         self.tagger.watch(kwargs.get("invocation_state"))
         self.tagger.settle()
-        incoming = strands_request(messages, system_prompt)  # validated: nothing recorded yet
+        conversion = self.conversion
+        # validated, nothing recorded yet; the messages of the last recorded call are reused
+        incoming = strands_request(messages, system_prompt, conversion.strands_known)
         tools = tool_specs_to_openai(tool_specs)
         ignore_tool_choice = self._check_tool_choice(tool_choice)
-        conversion = self.conversion
         chat = conversion.canonical(incoming)
         if ignore_tool_choice:
             conversion.tool_choice_ignored(tool_choice)
@@ -294,6 +295,7 @@ class ARTModel(Model):
         if result is None:
             return  # cancelled while sampling: no messageStop, Strands reports the turn cancelled
         conversion.remember(result.assistant_message)
+        conversion.strands_known.remember(messages, incoming, chat)
         turn = result.turn.index
         if is_summarizer_call(messages, tool_specs):
             self.tagger.tag(session, turn, SUMMARIZER, "a conversation manager's summarization call")

@@ -1,6 +1,7 @@
-"""The HTTP front's conversion is proportional to a turn's new messages (issue 26 item 3): the
-messages a client re-sends unchanged are taken as the session's last recorded request left them,
-not normalized, scanned or compared again. Counted work, no timing (as tests/test_heal_work.py
+"""Each front's conversion is proportional to a turn's new messages (issue 26 items 3 and 4): the
+messages a client (an HTTP client, or Strands calling ARTModel) re-sends unchanged are taken as
+the session's last recorded request left them, not normalized, converted, scanned or compared
+again. Counted work, no timing (as tests/test_heal_work.py
 counts the gateway's heal). And the reuse changes nothing: the same conversation, with the
 reuse switched off, gives the same rows, prompts and events."""
 
@@ -12,11 +13,21 @@ import json
 import httpx
 import pytest
 from conftest import ADD_TOOL
+from strands import Agent, tool
+from strands.agent.conversation_manager import NullConversationManager
 from support.serve_helpers import gateway, running_front
+from support.strands_tools import add as _add_tool
 
+import strands_art.conversion.canonical as canonical_mod
 import strands_art.conversion.openai as openai_mod
+import strands_art.conversion.strands as strands_mod
+import strands_art.model as model_mod
 import strands_art.serve.app as app_mod
+from strands_art.conversion.strands import same_data
 from strands_art.history.normalize import normalize_message
+from strands_art.model import ARTModel
+
+ADD_SPEC = _add_tool.tool_spec
 
 CALL = '<think>\nadding\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a":1,"b":2}}\n</tool_call><|im_end|>'
 PNG = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
@@ -131,3 +142,140 @@ async def test_reuse_gives_the_same_rows_prompts_and_events_as_converting_everyt
     kinds = [e.get("code", e["kind"]) for e in reused["events"]]
     for code in ("non_text_content", "tool_result_changed", "unknown_assistant_message"):
         assert code in kinds  # the rewrites were seen
+
+
+# ---------------------------------------------------------------- the Strands front (ARTModel)
+
+
+def _counting_parse(monkeypatch) -> list[int]:
+    """Count the tool-call argument parses of CanonicalHistory's comparison."""
+    parsed: list[int] = []
+
+    def counting(args):
+        parsed.append(1)
+        return parse(args)
+
+    parse = canonical_mod.parsed_arguments
+    monkeypatch.setattr(canonical_mod, "parsed_arguments", counting)
+    return parsed
+
+
+@pytest.mark.parametrize("mode", ["linear", "tree"])
+async def test_strands_front_work_per_call_does_not_grow_with_the_history(qwen3, monkeypatch, mode) -> None:
+    """A Strands Agent's tool loop: call 0 converts its one user message; every later call only
+    the 2 new Strands messages (the assistant turn, converted once, and the new tool result),
+    and parses only the new turn's tool-call arguments (the produced and the replayed one), not
+    every earlier call's again."""
+    turns = 6
+    parsed = _counting_parse(monkeypatch)
+    gw = gateway(qwen3, [{"text": CALL}] * (turns - 1) + [{"text": "3<|im_end|>"}], history_mode=mode)
+    model = ARTModel(gateway=gw, session_id="s")
+    per_call: list[tuple[int, int, int]] = []  # (Strands messages sent, converted in full, parses)
+    stream = model.stream
+
+    async def counted(messages, *args, **kwargs):
+        before = (model.conversion.strands_known.work, len(parsed))
+        async for event in stream(messages, *args, **kwargs):
+            yield event
+        work = model.conversion.strands_known.work
+        per_call.append((len(messages), work - before[0], len(parsed) - before[1]))
+
+    model.stream = counted
+    sizes = iter(range(1, turns + 1))
+
+    @tool
+    def add(a: int, b: int) -> str:
+        """Add two integers, with a long report."""
+        return "x" * (12_000 * next(sizes))
+
+    agent = Agent(
+        model=model, tools=[add], callback_handler=None, conversation_manager=NullConversationManager()
+    )
+    await agent.invoke_async("add")
+    assert [n for n, _, _ in per_call] == [1 + 2 * k for k in range(turns)]  # the history grew
+    assert [w for _, w, _ in per_call] == [1] + [2] * (turns - 1)
+    assert [p for _, _, p in per_call] == [0] + [2] * (turns - 1)
+    assert len(gw.trajectory("s").turns) == turns
+
+
+def _strands_answer(events: list[dict]) -> dict:
+    """The Strands assistant message of a CALL turn, from its stream events."""
+    (start,) = [
+        e["contentBlockStart"]["start"]["toolUse"]
+        for e in events
+        if "toolUse" in e.get("contentBlockStart", {}).get("start", {})
+    ]
+    return {
+        "role": "assistant",
+        "content": [
+            {"reasoningContent": {"reasoningText": {"text": "adding"}}},
+            {"toolUse": {"toolUseId": start["toolUseId"], "name": "add", "input": {"a": 1, "b": 2}}},
+        ],
+    }
+
+
+async def _strands_converse(model, turns: int) -> None:
+    """``turns`` calls of a Strands conversation whose harness rewrites in place what it
+    re-sends (a conversation manager's way): an old tool result truncated, a JSON tool result's
+    keys reordered (equal as dicts, another text for the model), an image added to the first
+    message, an assistant message the gateway never produced inserted (everything after it
+    moves)."""
+    msgs: list[dict] = [{"role": "user", "content": [{"text": "add"}]}]
+    for k in range(turns):
+        if k == 2:
+            msgs[2]["content"][0]["toolResult"]["content"][0]["text"] = "cut"
+        if k == 3:
+            msgs[4]["content"][0]["toolResult"]["content"][0]["json"] = {"b": 2, "a": 1}
+            msgs[0]["content"].append({"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}})
+        if k == 4:
+            msgs[1:1] = [
+                {"role": "assistant", "content": [{"text": "ok"}]},
+                {"role": "user", "content": [{"text": "go on"}]},
+            ]
+        events = [e async for e in model.stream(msgs, [ADD_SPEC], "calc")]
+        answer = _strands_answer(events)
+        call_id = answer["content"][1]["toolUse"]["toolUseId"]
+        msgs.append(answer)
+        part = {"json": {"a": 1, "b": 2}} if k == 1 else {"text": "x" * (1000 * (k + 1))}
+        result = {"toolUseId": call_id, "status": "success", "content": [part]}
+        msgs.append({"role": "user", "content": [{"toolResult": result}]})
+
+
+@pytest.mark.parametrize("mode", ["linear", "tree"])
+async def test_strands_reuse_gives_the_same_rows_prompts_and_events_as_converting_everything(
+    qwen3, monkeypatch, mode
+) -> None:
+    full_request = model_mod.strands_request
+    exact = strands_mod.same_data
+
+    async def run(kind: str) -> tuple[dict, int]:
+        if kind == "full":  # every call converted in full, as before the reuse
+            monkeypatch.setattr(model_mod, "strands_request", lambda m, s, known=None: full_request(m, s))
+        # "loose": a reuse that took equal dicts as the same (==) would miss the reordered keys
+        monkeypatch.setattr(strands_mod, "same_data", (lambda a, b: a == b) if kind == "loose" else exact)
+        gw = gateway(qwen3, [{"text": CALL}] * 6, history_mode=mode)
+        model = ARTModel(gateway=gw, session_id="s")
+        await _strands_converse(model, 6)
+        traj = gw.close_session("s").to_dict()
+        for turn in traj["turns"]:  # timings differ run to run
+            turn.pop("timings", None)
+        return traj, model.conversion.strands_known.work
+
+    reused, work = await run("reuse")
+    loose, _ = await run("loose")
+    full, _ = await run("full")
+    assert reused == full
+    assert loose != full  # the test can tell a wrong reuse
+    # converted in full: the 2 new messages of each call (1 at first), the changed ones (call 2:
+    # the truncated result; call 3: the image, the reordered result) and the 8 moved (call 4)
+    assert work == 1 + 2 + (1 + 2) + (2 + 2) + (8 + 2) + 2
+    codes = [e.get("code", e["kind"]) for e in reused["events"]]
+    for code in ("non_text_content", "tool_result_changed", "unknown_assistant_message"):
+        assert code in codes  # the rewrites were seen
+
+
+def test_same_data_compares_key_order_and_types():
+    assert same_data({"a": [1, "x", b"y"], "b": None}, {"a": [1, "x", b"y"], "b": None})
+    assert not same_data({"a": 1, "b": 2}, {"b": 2, "a": 1})  # equal dicts, another JSON
+    assert not same_data({"a": 1}, {"a": 1.0}) and not same_data([True], [1])
+    assert not same_data(float("nan"), float("nan")) and not same_data((1,), (1,))

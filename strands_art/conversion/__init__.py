@@ -7,8 +7,9 @@ Two steps, the same for every front:
    (:func:`~strands_art.conversion.strands.strands_request`; the Strands provider
    :class:`~strands_art.model.ARTModel`, and through it the verl agent loop and the
    MigrationBench runner) or OpenAI chat messages
-   (:func:`~strands_art.conversion.openai.openai_request`; the HTTP front, proportional to the
-   new messages);
+   (:func:`~strands_art.conversion.openai.openai_request`; the HTTP front), both proportional
+   to the new messages (:class:`~strands_art.conversion.strands.StrandsKnown`,
+   :class:`~strands_art.conversion.openai.RequestKnown`);
 2. :meth:`SessionConversion.canonical` (one per session): the events (non-text content,
    harness rewrites, changed tool results) and the replay of what the gateway produced; the
    ignored request fields are recorded by the same object.

@@ -19,6 +19,7 @@ from typing import Any
 from strands_art.conversion.canonical import CanonicalHistory
 from strands_art.conversion.incoming import Incoming
 from strands_art.conversion.openai import RequestKnown
+from strands_art.conversion.strands import StrandsKnown
 from strands_art.gateway import RolloutGateway
 
 
@@ -32,6 +33,8 @@ class SessionConversion:
     Attributes:
         history: the canonical history (what the gateway produced, what was reported).
         known: the last recorded request's messages (HTTP front; :func:`openai_request` reuses them).
+        strands_known: the last recorded call's Strands messages (Strands front;
+            :func:`~strands_art.conversion.strands.strands_request` reuses them).
     """
 
     def __init__(self, gateway: RolloutGateway, rollout_id: str) -> None:
@@ -39,6 +42,7 @@ class SessionConversion:
         self.rollout_id = rollout_id
         self.history = CanonicalHistory(gateway, rollout_id)
         self.known = RequestKnown()
+        self.strands_known = StrandsKnown()
 
     def canonical(self, incoming: list[Incoming]) -> list[dict[str, Any]]:
         """The OpenAI-format messages for the gateway, one per incoming message, in order.

@@ -8,14 +8,22 @@ is the Strands front's first step of the conversion path (:mod:`strands_art.conv
 validates and converts a whole call before anything is recorded; the events come after, in
 :meth:`~strands_art.conversion.session.SessionConversion.canonical`. The way back (stream
 events) is :mod:`strands_art.formats`.
+
+Proportional to the new messages, as the HTTP front's step is: Strands re-sends its whole
+history every call. With the session's :class:`StrandsKnown` (the last recorded call's Strands
+messages, each with what the conversion made of it), a message that is *the same* as the known
+one at its index (:func:`same_data`: a walk over its dicts and lists comparing keys in order and
+leaves by type and value, no conversion, no JSON) is taken as converted then; only new or
+changed messages are converted, and :attr:`StrandsKnown.work` counts them.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
-from strands_art.conversion.incoming import Incoming
+from strands_art.conversion.incoming import Incoming, Known
 
 FORCING_TOOL_CHOICES = ("any", "tool")  # Strands ToolChoice keys that force a tool call
 
@@ -177,13 +185,87 @@ def strands_user_to_openai(message: dict[str, Any], omitted: list[str] | None = 
     return out
 
 
-def strands_request(messages: list[Any], system_prompt: str | None) -> list[Incoming]:
+def same_data(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same data *and* would convert and render the same: dicts
+    with the same keys in the same order (``json.dumps`` and a chat template keep key order,
+    ``==`` does not), lists item by item, other values of the same type and equal (``1``,
+    ``1.0`` and ``True`` differ; ``nan`` and a value of any other type are never the same). Cost: one step per dict, list and
+    leaf; strings and bytes compared at C speed."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(
+            ka == kb and same_data(va, vb) for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if type(a) is list:
+        return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) in _LEAVES and a == b
+
+
+_LEAVES = (str, int, float, bool, type(None), bytes)  # anything else: never the same, converted again
+
+
+class StrandsKnown:
+    """The Strands messages of a session's last recorded call, as the conversion path left them.
+
+    Attributes:
+        entries: per Strands message index, ``(snapshot, known)``: a deep copy of the message as
+            it was sent (Strands may change its own list in place later: a conversation manager
+            truncating a tool result) and one :class:`Known` per OpenAI message made of it; None
+            for a message that cannot be copied (always converted).
+        work: Strands messages converted in full, over the session's calls (what must not grow
+            with the history).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Any, tuple[Known, ...]] | None] = []
+        self.work = 0
+
+    def reusable(self, index: int, message: Any) -> tuple[Known, ...] | None:
+        """The known conversion of ``message`` at ``index``, when it is :func:`same_data` as the
+        message converted there; else None."""
+        entry = self.entries[index] if index < len(self.entries) else None
+        if entry is None or not same_data(message, entry[0]):
+            return None
+        return entry[1]
+
+    def remember(self, messages: list[Any], incoming: list[Incoming], out: list[dict[str, Any]]) -> None:
+        """Keep a recorded call: its Strands ``messages``, the :func:`strands_request` items made
+        of them and what :meth:`~strands_art.conversion.session.SessionConversion.canonical`
+        made of those. A message taken from the known ones keeps its snapshot (it is the same);
+        a converted one is copied."""
+        grouped: dict[int, list[Known]] = {}
+        reused: dict[int, bool] = {}
+        for item, m in zip(incoming, out, strict=True):
+            if item.index is None:
+                continue
+            grouped.setdefault(item.index, []).append(Known(item.message, m))
+            reused[item.index] = reused.get(item.index, True) and item.known is not None
+        entries: list[tuple[Any, tuple[Known, ...]] | None] = []
+        for index, message in enumerate(messages):
+            if reused.get(index) and index < len(self.entries) and self.entries[index] is not None:
+                snapshot = self.entries[index][0]
+            else:
+                try:
+                    snapshot = copy.deepcopy(message)
+                except Exception:  # noqa: BLE001 - an uncopyable message is converted every call
+                    entries.append(None)
+                    continue
+            entries.append((snapshot, tuple(grouped.get(index, ()))))
+        self.entries = entries
+
+
+def strands_request(
+    messages: list[Any], system_prompt: str | None, known: StrandsKnown | None = None
+) -> list[Incoming]:
     """A Strands call's messages as OpenAI messages, each with its Strands message index.
 
     The system prompt (when given) comes first, with no index (no event can concern it). An
     assistant message becomes one assistant message; a user message becomes one tool message per
     ``toolResult`` then a user message (:func:`strands_user_to_openai`), all with the user
-    message's index; its non-text placeholders ride on the first of them. Records nothing.
+    message's index; its non-text placeholders ride on the first of them. A message that is the
+    same as ``known``'s at its index (:meth:`StrandsKnown.reusable`) is taken as converted then
+    (each item carries its :class:`Known`). Records nothing.
 
     Raises:
         StrandsFormatError: a malformed message or an unknown block (nothing converted).
@@ -192,6 +274,12 @@ def strands_request(messages: list[Any], system_prompt: str | None) -> list[Inco
     if system_prompt:
         out.append(Incoming(None, {"role": "system", "content": system_prompt}))
     for index, message in enumerate(messages):
+        reuse = known.reusable(index, message) if known is not None else None
+        if reuse is not None:
+            out.extend(Incoming(index, k.sent, known=k) for k in reuse)
+            continue
+        if known is not None:
+            known.work += 1
         content_blocks(message)  # validates role and content shape (StrandsFormatError)
         if message.get("role") == "assistant":
             out.append(Incoming(index, strands_assistant_to_openai(message)))

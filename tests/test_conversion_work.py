@@ -279,3 +279,15 @@ def test_same_data_compares_key_order_and_types():
     assert not same_data({"a": 1, "b": 2}, {"b": 2, "a": 1})  # equal dicts, another JSON
     assert not same_data({"a": 1}, {"a": 1.0}) and not same_data([True], [1])
     assert not same_data(float("nan"), float("nan")) and not same_data((1,), (1,))
+
+
+def test_a_message_nested_past_the_recursion_limit_is_converted_not_reused():
+    def nested():
+        value: list = []
+        for _ in range(5000):
+            value = [value]
+        return {"role": "user", "content": [{"text": "x", "deep": value}]}
+
+    known = strands_mod.StrandsKnown()
+    known.entries = [(nested(), ())]
+    assert known.reusable(0, nested()) is None and known.reusable(1, {"role": "user"}) is None

@@ -148,7 +148,10 @@ def test_architecture_doc_holds_the_generated_layer_table():
     assert table in doc
     assert "| 4 | conversion | `conversion/` |" in table.splitlines()
     out = subprocess.run(
-        [sys.executable, "-m", "strands_art.devtools.layers", "--table"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-m", "strands_art.devtools.layers", "--table"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert out.returncode == 0 and out.stdout.strip() == table
 
@@ -158,12 +161,12 @@ def test_architecture_doc_names_only_files_that_exist():
     folder of the package (or of the checkout): no module it describes has moved away."""
     doc = (ROOT / "docs" / "architecture.md").read_text()
     pkg = layers.package_root()
-    named = set(re.findall(r"`([\w./]+\.py)`", doc)) | set(re.findall(r"(?<=[`( ])([a-z_]+/[\w/.]*\.py)", doc))
+    named = set(re.findall(r"`([\w./]+\.py)`", doc)) | set(
+        re.findall(r"(?<=[`( ])([a-z_]+/[\w/.]*\.py)", doc)
+    )
     files = {p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")}
     missing = sorted(
-        n
-        for n in named
-        if not (ROOT / n).exists() and not any(f == n or f.endswith("/" + n) for f in files)
+        n for n in named if not (ROOT / n).exists() and not any(f == n or f.endswith("/" + n) for f in files)
     )
     assert missing == []
     assert len(named) > 20

@@ -185,12 +185,15 @@ def strands_user_to_openai(message: dict[str, Any], omitted: list[str] | None = 
     return out
 
 
+_LEAVES = (str, int, float, bool, type(None), bytes)  # anything else: never the same, converted again
+
+
 def same_data(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` are the same data *and* would convert and render the same: dicts
     with the same keys in the same order (``json.dumps`` and a chat template keep key order,
     ``==`` does not), lists item by item, other values of the same type and equal (``1``,
-    ``1.0`` and ``True`` differ; ``nan`` and a value of any other type are never the same). Cost: one step per dict, list and
-    leaf; strings and bytes compared at C speed."""
+    ``1.0`` and ``True`` differ; ``nan`` and a value of any other type are never the same).
+    Cost: one step per dict, list and leaf; strings and bytes compared at C speed."""
     if type(a) is not type(b):
         return False
     if type(a) is dict:
@@ -200,9 +203,6 @@ def same_data(a: Any, b: Any) -> bool:
     if type(a) is list:
         return len(a) == len(b) and all(same_data(x, y) for x, y in zip(a, b, strict=True))
     return type(a) in _LEAVES and a == b
-
-
-_LEAVES = (str, int, float, bool, type(None), bytes)  # anything else: never the same, converted again
 
 
 class StrandsKnown:
@@ -225,9 +225,11 @@ class StrandsKnown:
         """The known conversion of ``message`` at ``index``, when it is :func:`same_data` as the
         message converted there; else None."""
         entry = self.entries[index] if index < len(self.entries) else None
-        if entry is None or not same_data(message, entry[0]):
-            return None
-        return entry[1]
+        try:
+            same = entry is not None and same_data(message, entry[0])
+        except RecursionError:  # nested past Python's limit: converted (and refused) as before
+            same = False
+        return entry[1] if same else None
 
     def remember(self, messages: list[Any], incoming: list[Incoming], out: list[dict[str, Any]]) -> None:
         """Keep a recorded call: its Strands ``messages``, the :func:`strands_request` items made

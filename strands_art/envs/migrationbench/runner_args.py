@@ -252,7 +252,7 @@ def _validate_ray_args(args: argparse.Namespace) -> None:
 
     Raises:
         UsageError: an empty or blank address, ``--backend litellm`` (no token capture to ship
-            back), or a resource request out of range.
+            back), ``--records`` (cloned on the driver only), or a resource request out of range.
     """
     address = getattr(args, "ray", None)
     if address is None:
@@ -261,6 +261,11 @@ def _validate_ray_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--ray must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
     if args.backend == "litellm":
         raise UsageError("--ray runs token-capturing backends only (llamacpp, transformers, vllm)")
+    if getattr(args, "records", None):
+        raise UsageError(
+            "--ray with --records is not supported: clone the records into a --tasks-dir on a "
+            "filesystem every node shares (docs/scale-out.md)"
+        )
     check_float("--ray-cpus", getattr(args, "ray_cpus", 1.0), 0.0, 1024.0, lo_open=True)
     check_float("--ray-memory-gb", getattr(args, "ray_memory_gb", 2.0), 0.0, 1 << 20)
     check_int("--ray-retries", getattr(args, "ray_retries", 3), 0, 100)

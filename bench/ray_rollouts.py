@@ -54,7 +54,7 @@ LLAMACPP_SAMPLING_S = (380.0, 398.0, 50.0)
 def run_once(mode: str, work: Path, tok, player, concurrency: int) -> tuple[float, list[dict]]:
     run_dir = work / f"{mode}-{time.monotonic_ns()}"
     argv = ["migrate", "--model", "qwen3-scripted", "--run-dir", str(run_dir), "--seed", "7"]
-    argv += ["--concurrency", str(concurrency), "--max-turns", "8", "--no-plot"]
+    argv += ["--concurrency", str(concurrency), "--max-turns", "8", "--max-new-tokens", "4096", "--no-plot"]
     if mode == "ray":
         argv += ["--ray"]
     args = build_parser().parse_args(argv)

@@ -5,8 +5,10 @@ start`` process with one CPU and one unit of ``strands_art_sandbox`` (:mod:`test
 two rollouts in flight land on two raylets and every result crosses the object store.
 
 - the bundled default tasks through Ray give the same records (rewards, evaluation, turns, rows,
-  tokens) and the same stored rows (token IDs, loss masks, logprobs) as in-process, with the
-  scripted reference policy (real Qwen3 tokenizer, real sandboxed Maven evaluation builds);
+  sampled tokens) and the same stored rows (sampled token IDs and logprobs, loss masks, rewards;
+  the context equal up to the workspace path the prompt names, a fresh temp name in every run) as
+  in-process, with the scripted reference policy (real Qwen3 tokenizer, real sandboxed Maven
+  evaluation builds);
 - SIGKILL of a worker node's Ray processes mid-rollout: the rollout runs again on the other node,
   each rollout is in results.jsonl, trajectories.jsonl and the Parquet parts once, and the dead
   attempt's sandboxed background job and scratch directory are gone.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -36,10 +39,10 @@ from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
 from strands_art.envs.migrationbench.reaper import descendants, processes
 from strands_art.envs.migrationbench.runner import run_migration
 from strands_art.envs.migrationbench.runner_args import DEFAULT_TASKS
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS, load_tasks
+from strands_art.envs.migrationbench.tasks import load_tasks
 from strands_art.store import TrajectoryStore
 from tests.migrate_kill_driver import ORPHAN_MARK, ShellWithBackgroundJob
-from tests.migrate_script import PatchThenAnswer, patched_files
+from tests.migrate_script import PatchThenAnswer, patched_files, pomless_tasks
 from tests.ray_cluster import LocalCluster, cmdline
 
 ray = pytest.importorskip("ray")
@@ -80,7 +83,8 @@ def cluster():
 
 def _args(run_dir: Path, *extra: str) -> Any:
     argv = ["migrate", "--model", "qwen3-scripted", "--run-dir", str(run_dir), "--seed", "7"]
-    argv += ["--concurrency", "2", "--max-turns", "8", "--no-plot", "--ray-memory-gb", "0.25", *extra]
+    argv += ["--concurrency", "2", "--max-turns", "8", "--max-new-tokens", "4096", "--no-plot"]
+    argv += ["--ray-memory-gb", "0.25", *extra]
     return build_parser().parse_args(argv)
 
 
@@ -89,8 +93,23 @@ def _rows(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["rollout_id"], r["row_index"]): r for r in table}
 
 
+def _sampled(row: dict[str, Any]) -> list[tuple[int, float]]:
+    """(token id, logprob) of every sampled token of a stored row, in order."""
+    return [
+        (t, lp) for t, m, lp in zip(row["input_ids"], row["loss_mask"], row["logprobs"], strict=True) if m
+    ]
+
+
+def _context_text(tok: Any, row: dict[str, Any]) -> str:
+    """The row decoded, with the workspace path of the first user turn replaced by ``<REPO>``."""
+    text = tok.decode(row["input_ids"])
+    path = re.search(r"Please help migrate this repo: (\S+)\. There are", text)
+    assert path, text[:2000]
+    return text.replace(path.group(1), "<REPO>")
+
+
 COMPARED = ("reward", "build_success", "java17_bytecode", "tests_run", "tests_required", "tests_equivalent")
-COMPARED += ("stop_reason", "error", "turns", "seed", "rows", "tokens", "sampled_tokens", "forks")
+COMPARED += ("stop_reason", "error", "turns", "seed", "rows", "sampled_tokens", "forks")
 
 
 @pytest.mark.maven
@@ -120,27 +139,20 @@ async def test_ray_run_of_default_tasks_matches_in_process(
     used = {r["ray_node"] for r in remote}
     assert len(used) == 2 and all(node_ids[u]["Resources"].get(SANDBOX_RESOURCE) for u in used)
     assert "ray_node" not in local[0]
-    # the same stored rows, token for token
+    # the same stored rows: every sampled token, logprob, mask and reward; the context tokens
+    # differ only by the workspace path the prompt names (a fresh temp name in every run)
     rows_local, rows_ray = _rows(tmp_path / "local"), _rows(tmp_path / "ray")
     assert rows_local.keys() == rows_ray.keys() and len(rows_local) == 3
     for key, row in rows_local.items():
-        for col in ("input_ids", "loss_mask", "logprobs", "turns", "reward", "group_id"):
-            assert row[col] == rows_ray[key][col], (key, col)
+        other = rows_ray[key]
+        for col in ("loss_mask", "turns", "reward", "group_id"):
+            assert row[col] == other[col], (key, col)
+        assert _sampled(row) == _sampled(other), key
+        assert _context_text(qwen3, row) == _context_text(qwen3, other), key
     evals = sorted(p.name for p in (tmp_path / "ray" / "logs").iterdir())
     assert evals == sorted(f"{n}-r0.eval.json" for n in DEFAULT_TASKS)
     assert json.loads((tmp_path / "ray" / "logs" / "junit-mix-r0.eval.json").read_text())["reward"] == 1.0
     assert [p for p in cluster.scratch.iterdir()] == []
-
-
-def _quick_tasks(root: Path, names: list[str]) -> Path:
-    for name in names:
-        d = root / name
-        (d / "repo").mkdir(parents=True)
-        (d / "repo" / "NOTES.txt").write_text(f"task {name}\n")
-        record: dict[str, Any] = dict.fromkeys(RECORD_FIELDS, 0)
-        record.update(repo=f"tests/{name}", base_commit="0" * 40, num_test_cases=1, license="Apache-2.0")
-        (d / "task.json").write_text(json.dumps(record))
-    return root
 
 
 def _orphans() -> list[int]:
@@ -154,7 +166,7 @@ async def test_sigkill_of_a_worker_node_mid_rollout_records_each_rollout_once(
     assert not _orphans(), "leftover processes from an earlier test"
     names = ["alpha", "beta", "gamma", "delta"]
     run_dir = tmp_path / "run"
-    args = _args(run_dir, "--ray", cluster.address, "--tasks-dir", str(_quick_tasks(tmp_path / "t", names)))
+    args = _args(run_dir, "--ray", cluster.address, "--tasks-dir", str(pomless_tasks(tmp_path / "t", names)))
     args.rollouts_per_task = 2
     node_a = next(n for n in cluster.nodes if n.name == "a")
     killed: list[int] = []

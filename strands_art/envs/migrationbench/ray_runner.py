@@ -196,6 +196,9 @@ def connect(address: str, *, slots: int) -> dict[str, float]:
                     resources={SANDBOX_RESOURCE: slots},
                     include_dashboard=False,
                     logging_level=logging.WARNING,
+                    # Ray renices its workers by 15 by default; on this machine the builds then run
+                    # behind everything else, so a local cluster keeps this process's priority
+                    _system_config={"worker_niceness": 0},
                 )
             else:
                 ray.init(address=address, logging_level=logging.WARNING)

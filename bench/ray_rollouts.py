@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import io
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -162,6 +163,7 @@ def main() -> int:
             per = slot_s + sampling + max(ray_s, 0.0)
             cells.append(min(machines * a.concurrency * 3600 / per, driver_cap))
         print(f"{machines:>5} | {cells[0]:>24.0f} | {cells[1]:>32.0f}")
+    shutil.rmtree(work, ignore_errors=True)
     print(
         f"RESULT ray_overhead={overhead:.3f} rollouts_per_hour_local={rate['local']:.1f} "
         f"rollouts_per_hour_ray={rate['ray']:.1f} ray_start_s={start_s:.1f} ray_s_per_rollout={ray_s:.2f} "

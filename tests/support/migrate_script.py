@@ -19,11 +19,12 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from strands_art.backends.base import SamplingParams
-from strands_art.envs.migrationbench.tasks import Task
+from strands_art.envs.migrationbench.tasks import RECORD_FIELDS, Task
 
 FINAL_ANSWER = "The project now targets Java 17 and `mvn clean verify` passes."
 
@@ -32,6 +33,19 @@ def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
     """One Hermes tool call as Qwen3 writes it, ending the turn."""
     body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     return f"<tool_call>\n{body}\n</tool_call><|im_end|>"
+
+
+def pomless_tasks(root: Path, names: Iterable[str]) -> Path:
+    """Task directories ``root/NAME`` with a one-file repository and no ``pom.xml`` (the evaluation
+    runs no Maven build and scores 0): for tests of the runner's bookkeeping. Returns ``root``."""
+    for name in names:
+        d = root / name
+        (d / "repo").mkdir(parents=True)
+        (d / "repo" / "NOTES.txt").write_text(f"task {name}\n")
+        record: dict[str, Any] = dict.fromkeys(RECORD_FIELDS, 0)
+        record.update(repo=f"tests/{name}", base_commit="0" * 40, num_test_cases=1, license="Apache-2.0")
+        (d / "task.json").write_text(json.dumps(record))
+    return root
 
 
 def patched_files(task: Task, work: Path) -> dict[str, str]:
@@ -97,6 +111,18 @@ class ReferencePlayer:
         if step == len(files) + 1:
             return {"text": tool_call_text("shell", {"command": "mvn -q clean verify"})}
         return {"text": FINAL_ANSWER + "<|im_end|>"}
+
+
+class PatchThenAnswer(ReferencePlayer):
+    """The reference migration without the agent's own ``mvn`` step (the evaluation build scores
+    it): ``cat pom.xml``, one ``create`` per patched file, the final answer."""
+
+    def __call__(self, prompt_ids: list[int], params: SamplingParams, index: int) -> dict[str, Any]:
+        prompt = self.tokenizer.decode(prompt_ids)
+        step = prompt.count("<tool_response>")
+        if step and step == len(self.tasks[self.task_of(prompt)][1]) + 1:
+            return {"text": FINAL_ANSWER + "<|im_end|>"}
+        return super().__call__(prompt_ids, params, index)
 
 
 class ShellThenAnswer:

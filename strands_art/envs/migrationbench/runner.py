@@ -389,6 +389,10 @@ async def run_migration(
     tasks: list[Task] | list[dict[str, Any]]
     tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)
     await _preflight(args, backend_factory)
+    if getattr(args, "ray", None):
+        from .ray_runner import connect
+
+        connect(args.ray, slots=max(1, args.concurrency))  # before anything is written
     rd = open_run_dir(run_dir)
     try:
         with run_token(rd.token, rd.workspaces):
@@ -452,9 +456,15 @@ async def _run(
     )
     if todo:
         config = rollout_config(args)
-        _check_sandbox(args, console)
-        with console.status("loading the model"):
-            gateway, make_model = _make_policy(args, backend_factory)
+        cluster = None
+        if getattr(args, "ray", None):  # rollouts on Ray workers; the model and sandbox live there
+            from .ray_runner import RayRollouts
+
+            gateway, make_model, cluster = None, None, RayRollouts(args, backend_factory, run_dir)
+        else:
+            _check_sandbox(args, console)
+            with console.status("loading the model"):
+                gateway, make_model = _make_policy(args, backend_factory)
         if gateway is not None and hasattr(gateway.backend, "models"):  # vLLM: fail fast, before any rollout
             try:
                 await gateway.backend.models()
@@ -470,7 +480,12 @@ async def _run(
             async def one(spec: RolloutSpec) -> None:
                 async with sem:
                     try:
-                        rec = await run_rollout(spec, config, gateway, make_model, run_dir, progress, board)
+                        if cluster is not None:
+                            rec = await cluster.run(spec)
+                        else:
+                            rec = await run_rollout(
+                                spec, config, gateway, make_model, run_dir, progress, board
+                            )
                     except UsageError:
                         raise
                     except Exception as exc:  # noqa: BLE001 - one rollout never ends the run
@@ -491,6 +506,8 @@ async def _run(
                 await asyncio.gather(*(one(s) for s in todo))
             finally:
                 board.close()
+                if cluster is not None:
+                    cluster.sweep_nodes()
         remove_base_if_empty(run_dir / WORKSPACES_DIR)
         if gateway is not None:
             await gateway.backend.aclose()

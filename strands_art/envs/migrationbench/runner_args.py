@@ -153,6 +153,29 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         "model is trusted. Default: refuse to start when the sandbox is unavailable",
     )
 
+    g = p.add_argument_group("scale-out (Ray; docs/scale-out.md)")
+    g.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run each rollout as a Ray task on a cluster node with the strands_art_sandbox resource "
+        "(agent, gateway, sandbox and Maven build there; this process alone writes the run "
+        "directory): auto = the cluster this machine belongs to, HOST:PORT or ray://... a given "
+        "one; --ray alone starts a local cluster. Needs pip install 'strands-art[ray]'",
+    )
+    g.add_argument("--ray-cpus", type=float, default=1.0, help="CPUs each Ray rollout asks for (default 1)")
+    g.add_argument(
+        "--ray-memory-gb", type=float, default=2.0, help="memory each Ray rollout asks for, GiB (default 2)"
+    )
+    g.add_argument(
+        "--ray-retries",
+        type=int,
+        default=3,
+        help="times a rollout whose worker or node died runs again elsewhere (default 3)",
+    )
+
 
 def resolve_defaults(args: argparse.Namespace) -> None:
     """Fill the model-dependent defaults left as None: the backend (the alias's preferred one), the
@@ -229,7 +252,32 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
     if args.base_url is not None:
         check_http_url("--base-url", args.base_url)
+    _validate_ray_args(args)
     if args.backend == "litellm" and "/" not in str(args.model):
         raise UsageError(
             f"--backend litellm needs --model PROVIDER/MODEL (e.g. openai/gpt-4o), got {args.model!r}"
         )
+
+
+def _validate_ray_args(args: argparse.Namespace) -> None:
+    """The ``--ray*`` options (absent in run directories of older versions: no Ray).
+
+    Raises:
+        UsageError: an empty or blank address, ``--backend litellm`` (no token capture to ship
+            back), ``--records`` (cloned on the driver only), or a resource request out of range.
+    """
+    address = getattr(args, "ray", None)
+    if address is None:
+        return
+    if not isinstance(address, str) or not address.strip() or any(c.isspace() for c in address):
+        raise UsageError(f"--ray must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    if args.backend == "litellm":
+        raise UsageError("--ray runs token-capturing backends only (llamacpp, transformers, vllm)")
+    if getattr(args, "records", None):
+        raise UsageError(
+            "--ray with --records is not supported: clone the records into a --tasks-dir on a "
+            "filesystem every node shares (docs/scale-out.md)"
+        )
+    check_float("--ray-cpus", getattr(args, "ray_cpus", 1.0), 0.0, 1024.0, lo_open=True)
+    check_float("--ray-memory-gb", getattr(args, "ray_memory_gb", 2.0), 0.0, 1 << 20)
+    check_int("--ray-retries", getattr(args, "ray_retries", 3), 0, 100)

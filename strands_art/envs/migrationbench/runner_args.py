@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import UsageError, check_http_url, check_int, check_sampling_args
+from strands_art.validation import UsageError, check_float, check_http_url, check_int, check_sampling_args
 
 from .config import LIMIT_FIELDS, SMALL_MODEL_LIMITS, RolloutConfig
 

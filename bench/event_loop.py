@@ -2,7 +2,7 @@
 
 Builds 8 linear sessions (Qwen3 tool loops of ~100K tokens, 51 messages), then runs several rounds
 in which all 8 plan their next turn at once (each render on the event loop in slices of
-``RENDER_SLICE_S`` of template work, fragments tokenized inline or with ``async_encode``). A ticker coroutine sleeps 1 ms in a loop and records how late it wakes: the
+``RENDER_SLICE_S`` of template work, fragments tokenized inline or in a worker thread, ``asyncio.to_thread``). A ticker coroutine sleeps 1 ms in a loop and records how late it wakes: the
 largest lateness is the largest stall of the event loop.
 
     python bench/event_loop.py [--sessions 8] [--tokens 100000] [--rounds 5]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import statistics
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_art.training.metrics import plot_seeds, seed_summary
+from strands_art.training.metrics import MetricsFile, plot_seeds, read_metrics, scan_metrics, seed_summary
 from strands_art.training.tasks_toy import capital_tasks
 
 
@@ -112,3 +113,42 @@ def test_learning_bench_report_and_result_line(capsys):
         "RESULT reward_start=0.150 reward_end=0.467 gain_mean=0.317 gain_std=0.451 improved_seeds=2/3 "
         "greedy_start=0.146 greedy_end=0.500"
     )
+
+
+BAD_LINES = st.sampled_from(
+    [
+        b"\xff\xfe",
+        b"not json",
+        b"[1, 2]",
+        b"5",
+        b"null",
+        b'"a string"',
+        b"{" * 3,
+        b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    ]
+)
+GOOD = st.dictionaries(
+    st.sampled_from(["kind", "outer_batch", "loss"]), st.integers(-5, 5) | st.text(max_size=5)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), GOOD, BAD_LINES), max_size=12), st.booleans())
+def test_scan_metrics_skips_bad_lines_and_counts_them(tmp_path_factory, lines, torn):
+    """Every complete line that is a JSON object is read, in order, whatever bad lines (not
+    UTF-8, not JSON, not an object, nested too deep) sit between them; each bad line is counted
+    by its line number; a torn tail is neither (before: one bad line read as an unreadable file)."""
+    path = tmp_path_factory.mktemp("m") / "metrics.jsonl"
+    data = b"".join((json.dumps(good).encode() if ok else bad) + b"\n" for ok, good, bad in lines)
+    path.write_bytes(data + (b'{"kind": "tr' if torn else b""))
+    got = scan_metrics(path)
+    assert got.records == [good for ok, good, _ in lines if ok]
+    assert got.skipped == [n for n, (ok, _, _) in enumerate(lines, 1) if not ok]
+    assert got.torn_tail is torn
+    assert read_metrics(path) == got.records
+
+
+def test_scan_metrics_missing_file_and_directory(tmp_path):
+    assert scan_metrics(tmp_path / "none.jsonl") == MetricsFile()
+    with pytest.raises(IsADirectoryError):
+        scan_metrics(tmp_path)

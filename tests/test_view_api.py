@@ -108,6 +108,26 @@ async def test_paths_outside_the_run_directory_are_refused(client: TestClient, r
     assert r.status == 200 and "renderTable" in await r.text()
 
 
+async def test_hard_links_are_refused_like_symlinks(
+    client: TestClient, run_dir: Path, tmp_path: Path
+) -> None:
+    """A hard link in the run directory may be the same file as one outside it (a secret the
+    run's writer linked in): refused with the symlinks' 403 and error shape, nothing of it sent
+    (before: served, the secret's text in the answer)."""
+    secret = tmp_path / "outside-secret.txt"
+    secret.write_text("SECRET-TOKEN\n")
+    os.link(secret, run_dir / "logs" / "linked.json")
+    d = await get(client, "/api/file?path=logs/linked.json", 403)
+    assert list(d) == ["error"] and "outside the run directory" in d["error"] and "2 hard links" in d["error"]
+    assert "SECRET" not in json.dumps(d)
+    (run_dir / "logs" / "escape.json").symlink_to(secret)
+    sym = await get(client, "/api/file?path=logs/escape.json", 403)
+    assert list(sym) == list(d)  # the same shape as a symlink that points out
+    secret.unlink()  # one link left: an ordinary file of the run again
+    ok = await get(client, "/api/file?path=logs/linked.json")
+    assert ok["text"] == "SECRET-TOKEN\n" and ok["size"] == 13
+
+
 async def test_torn_and_missing_are_reported(client: TestClient, run_dir: Path) -> None:
     with open(run_dir / "results.jsonl", "a") as f:
         f.write('{"rollout_id": "x", "rew')

@@ -58,23 +58,35 @@ async def test_odd_results_records_sort_filter_and_page(run_dir: Path) -> None:
 
 
 async def test_unreadable_metrics_and_results_files(run_dir: Path, tmp_path: Path) -> None:
-    """metrics.jsonl with NaN, non-object lines, invalid UTF-8, or a directory; results.jsonl a
-    directory: answered with what can be read and the problem named (before: 500)."""
+    """metrics.jsonl with NaN, non-object lines, invalid UTF-8, absurd nesting, or a directory;
+    results.jsonl a directory: answered with what can be read and the problem named (before:
+    500; then one bad line made the whole file read as [])."""
     (run_dir / "metrics.jsonl").write_bytes(b'{"kind": "train", "loss": NaN}\n[1, 2]\n5\n{"kind": "eval"}\n')
     [m] = await answers(run_dir, ["/api/metrics"])
     assert m["records"] == [{"kind": "train", "loss": "nan"}, {"kind": "eval"}]
-    _append(run_dir / "metrics.jsonl", b'"\xff\xfe"\n')
-    [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])
-    assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
-    (run_dir / "metrics.jsonl").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    assert m["unreadable_lines"] == 2  # the two lines that are not JSON objects
+    _append(run_dir / "metrics.jsonl", b'"\xff\xfe"\n{"kind": "train", "outer_batch": 1}\n')
+    _append(run_dir / "metrics.jsonl", b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    _append(run_dir / "metrics.jsonl", b'{"kind": "eval", "outer_batch": 2}\n{"kind": "tr')  # + a torn tail
     [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])  # before: RecursionError, 500
-    assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
+    assert m["records"] == [
+        {"kind": "train", "loss": "nan"},
+        {"kind": "eval"},
+        {"kind": "train", "outer_batch": 1},
+        {"kind": "eval", "outer_batch": 2},
+    ]
+    assert m["unreadable_lines"] == 4 and run["problems"]["unreadable_metrics_lines"] == 4
+    assert "unreadable_metrics" not in run["problems"]  # the file is readable
+    (run_dir / "metrics.jsonl").write_text('{"kind": "eval", "outer_batch": 0}\n')
+    [m, run] = await answers(run_dir, ["/api/metrics", "/api/run"])
+    assert m["unreadable_lines"] == 0 and "unreadable_metrics_lines" not in run["problems"]
     (run_dir / "metrics.jsonl").unlink()
     (run_dir / "metrics.jsonl").mkdir()
     (run_dir / "results.jsonl").unlink()
     (run_dir / "results.jsonl").mkdir()
     [m, run, items] = await answers(run_dir, ["/api/metrics", "/api/run", "/api/rollouts"])
-    assert m["records"] == [] and "Is a directory" in run["problems"]["unreadable_results_file"]
+    assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
+    assert "Is a directory" in run["problems"]["unreadable_results_file"]
     assert items["all"] == 4  # the trajectory store still lists every rollout
 
 

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +84,60 @@ class MetricsLog:
         os.replace(tmp, self.path)
 
 
-def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Records of a metrics JSONL file; missing file -> []."""
+@dataclass
+class MetricsFile:
+    """What :func:`scan_metrics` read from a metrics JSONL file.
+
+    Attributes:
+        records: the JSON objects of its complete lines, in file order.
+        skipped: line numbers (1-based) of complete lines that were skipped: not UTF-8, not
+            JSON, JSON nested too deep to parse, or JSON that is not an object.
+        torn_tail: the last line has no newline (a crash mid-write, or a line being written);
+            it is not among ``records`` nor ``skipped``.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    torn_tail: bool = False
+
+
+def scan_metrics(path: str | os.PathLike[str]) -> MetricsFile:
+    """Read a metrics JSONL file line by line: a bad line is skipped and counted, never the
+    whole file (missing file -> an empty :class:`MetricsFile`).
+
+    Raises:
+        OSError: the file cannot be read (a directory, no permission).
+    """
     path = Path(path)
-    if not path.exists():
-        return []
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(keepends=True), 1):
-        if not line.endswith("\n"):
-            logger.warning("%s:%d: skipping an incomplete line", path, n)
-            continue
+    result = MetricsFile()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return result
+    lines = data.split(b"\n")
+    result.torn_tail = lines[-1] != b""
+    if result.torn_tail:
+        logger.warning("%s:%d: skipping an incomplete line", path, len(lines))
+    for n, line in enumerate(lines[:-1], 1):
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            logger.warning("%s:%d: skipping an unreadable line", path, n)
-    return out
+            record = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            record = None
+        if isinstance(record, dict):
+            result.records.append(record)
+        elif line.strip():
+            result.skipped.append(n)
+    if result.skipped:
+        logger.warning(
+            "%s: skipped %d unreadable line(s): %s", path, len(result.skipped), result.skipped[:10]
+        )
+    return result
+
+
+def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Records of a metrics JSONL file; missing file -> []; bad lines are skipped with a
+    warning (:func:`scan_metrics` counts them)."""
+    return scan_metrics(path).records
 
 
 def plot_training(records: Sequence[Mapping[str, Any]], path: str | os.PathLike[str] | None = None):

@@ -24,7 +24,7 @@ from typing import Any
 from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results
 from strands_art.store import StoredLine, TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
-from strands_art.training.metrics import read_metrics
+from strands_art.training.metrics import scan_metrics
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
@@ -158,16 +158,22 @@ class RunView:
         return clip(data, 2000) if isinstance(data, dict) else None
 
     def metrics(self) -> list[dict[str, Any]]:
-        """Records of ``metrics.jsonl`` (a training run), [] if there is none; lines that are
-        not JSON objects are skipped, an unreadable file (not UTF-8, a directory) reads as []
-        and is counted in ``problems["unreadable_metrics"]``."""
+        """Records of ``metrics.jsonl`` (a training run), [] if there is none. A line that is
+        not a JSON object (not UTF-8, not JSON, nested too deep) is skipped and counted in
+        ``problems["unreadable_metrics_lines"]``; a file that cannot be read at all (a
+        directory) reads as [] with ``problems["unreadable_metrics"]`` set to 1."""
         try:
-            records = read_metrics(self.root / "metrics.jsonl")
-        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
+            scanned = scan_metrics(self.root / "metrics.jsonl")
+        except OSError as exc:
             logger.warning("cannot read metrics.jsonl: %s", exc)
             self.problems["unreadable_metrics"] = 1
             return []
-        return [r for r in records if isinstance(r, dict)]
+        self.problems.pop("unreadable_metrics", None)
+        if scanned.skipped:
+            self.problems["unreadable_metrics_lines"] = len(scanned.skipped)
+        else:
+            self.problems.pop("unreadable_metrics_lines", None)
+        return scanned.records
 
     def live(self) -> list[dict[str, Any]]:
         """Rollouts in flight (``live.json``: rollout_id, turn, last_call, started), [] if none."""

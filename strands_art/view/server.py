@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
+import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ CSP = (
 )
 SORT_KEYS = ("reward", "advantage", "turns", "rows", "tokens", "wall_s", "rollout_id", "task", "stop_reason")
 MAX_LIMIT = 1000
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def static_dir() -> Path:
@@ -235,7 +238,8 @@ async def _groups(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     view = request.app[VIEW]
-    return _json({"records": clip(await asyncio.to_thread(view.metrics), 200)})
+    records = clip(await asyncio.to_thread(view.metrics), 200)
+    return _json({"records": records, "unreadable_lines": view.problems.get("unreadable_metrics_lines", 0)})
 
 
 async def _live(request: web.Request) -> web.Response:
@@ -285,7 +289,8 @@ async def _row(request: web.Request) -> web.Response:
 
 async def _file(request: web.Request) -> web.Response:
     """A text file of the run directory (an evaluation log), clipped; paths that leave the run
-    directory (``..``, absolute paths, symlinks pointing out) are refused with 403."""
+    directory (``..``, absolute paths, symlinks pointing out) and regular files with more than
+    one hard link (another name may be outside the run) are refused with 403."""
     view = request.app[VIEW]
     rel = request.query.get("path", "")
     try:
@@ -297,10 +302,20 @@ async def _file(request: web.Request) -> web.Response:
     try:
         if not target.is_file():
             raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
-        size = target.stat().st_size
-        with open(target, "rb") as f:
+        # the checks hold for what is read: the open file, not the name (O_NOFOLLOW: a final
+        # component swapped for a symlink since resolve() fails; O_NONBLOCK: a FIFO never hangs)
+        with os.fdopen(os.open(target, _FILE_FLAGS), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
+            if st.st_nlink > 1:  # a hard link: the same file may live outside the run directory
+                raise _error(
+                    web.HTTPForbidden,
+                    f"{rel[:200]!r} has {st.st_nlink} hard links: it may be a file outside the run directory",
+                )
+            size = st.st_size
             head = f.read(FIELD_LIMIT * 4)
-    except OSError as exc:  # a name too long, no permission
+    except OSError as exc:  # a name too long, no permission, a symlink swapped in
         raise _error(web.HTTPBadRequest, f"cannot read {rel[:200]!r}: {exc.strerror}") from None
     return _json(
         {

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.envs.migrationbench.gen_project import Project, build_project
-from strands_art.envs.migrationbench.taskinfo import compute_fields
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +243,9 @@ def generate_task(kind: str, seed: int, out_dir: Path, split: str | None = None)
         GenerateError: unknown kind, or the task directory exists already.
         RuntimeError: git failed.
     """
+    # the task fields parse Java with tree-sitter: imported here, not when the CLI registers make-tasks
+    from strands_art.envs.migrationbench.taskinfo import compute_fields
+
     if kind not in KINDS:
         raise GenerateError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
     project = build_project(kind, task_rng(kind, seed))

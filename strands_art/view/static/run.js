@@ -84,9 +84,9 @@ function renderConfig(cfg) {
 }
 
 async function renderMetrics() {
-  let recs;
+  let recs, skipped;
   try {
-    recs = (await api("/api/metrics")).records;
+    ({ records: recs, unreadable_lines: skipped } = await api("/api/metrics"));
   } catch (e) {
     return;
   }
@@ -104,7 +104,8 @@ async function renderMetrics() {
     ["rows per rollout", [{ name: "rows_per_rollout", points: pts(train, "rows_per_rollout", 1) }]],
     ["zero-variance groups", [{ name: "zero_advantage_groups", points: pts(train, "zero_advantage_groups", 1) }]],
   ];
-  slot("plots").replaceChildren(...plots.map(([title, series]) =>
+  const note = skipped ? [el("div", { class: "banner", role: "status" }, `${skipped} unreadable line(s) in metrics.jsonl were skipped.`)] : [];
+  slot("plots").replaceChildren(...note, ...plots.map(([title, series]) =>
     el("div", { class: "plot" }, el("h3", {}, title, series.length > 1 && series[1].points.length ? el("span", { class: "muted" }, "  (solid: " + series[0].name + ", dashed: " + series[1].name + ")") : ""),
       SV.lineChart(series, { title, xlabel: "outer batches trained" }))));
 }

@@ -4,7 +4,7 @@ Every way of running the migration agent builds one: ``strands-art migrate`` fro
 (:func:`.runner_args.rollout_config`), the embedded training loop
 (:func:`.episodes.migrationbench_rollout`, ``strands-art train --env migrationbench``), verl's
 agent loop from the YAML's ``episode_kwargs`` (:func:`.episodes.migrationbench_episode`), and
-:func:`.runner.run_rollout` reads it. The agent's hook (:class:`.agent.RolloutLimits`) and the
+:func:`.rollout.run_rollout` reads it. The agent's hook (:class:`.agent.RolloutLimits`) and the
 shell tool (:mod:`.commands`) take their defaults from here too.
 
 A leaf module: it imports nothing but :mod:`strands_art.validation`, so ``--help`` stays light.

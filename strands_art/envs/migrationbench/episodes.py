@@ -1,6 +1,6 @@
 """The MigrationBench rollout for the trainers: one agent run through a trainer's gateway.
 
-Both build a :class:`.config.RolloutConfig` and call :func:`.runner.run_rollout` (fresh
+Both build a :class:`.config.RolloutConfig` and call :func:`.rollout.run_rollout` (fresh
 workspace, sandboxed shell and editor tools, real Maven evaluation, reward 0 / 0.5 / 1.0):
 
 - :func:`migrationbench_rollout`: a ``RolloutFn`` for the embedded training loop
@@ -32,7 +32,7 @@ from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Trajectory
 
 from .config import LIMIT_FIELDS, RolloutConfig
-from .runner import RolloutSpec, run_rollout
+from .rollout import RolloutSpec, run_rollout
 from .tasks import load_task
 
 

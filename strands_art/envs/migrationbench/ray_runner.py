@@ -141,14 +141,14 @@ def _rollout_task(spec: Any, args: argparse.Namespace, backend_factory: Any) -> 
 async def _attempt(
     spec: Any, args: argparse.Namespace, backend_factory: Any, run_dir: Path
 ) -> tuple[dict[str, Any], Any, str | None]:
-    from .runner import _crashed_record, _make_policy, run_rollout
+    from .rollout import crashed_record, make_policy, run_rollout
     from .runner_args import rollout_config
 
     if not getattr(args, "unsafe_no_sandbox", False):
         from strands_art.envs.sandbox import require_sandbox
 
         require_sandbox()  # SandboxUnavailable: the driver records the rollout failed, naming it
-    gateway, make_model = _make_policy(args, backend_factory)
+    gateway, make_model = make_policy(args, backend_factory)
     try:
         try:
             # the one call of the runner's per-rollout function on a worker
@@ -156,7 +156,7 @@ async def _attempt(
         except UsageError:
             raise
         except Exception as exc:  # noqa: BLE001 - as in the in-process runner: recorded as failed
-            record = _crashed_record(spec, exc, gateway)
+            record = crashed_record(spec, exc, gateway)
     finally:
         if gateway is not None:
             await gateway.backend.aclose()
@@ -252,13 +252,13 @@ class RayRollouts:
         from ray.exceptions import RayError
 
         from .evalguard import one_line
-        from .runner import _crashed_record
+        from .rollout import crashed_record
 
         try:
             out: AttemptResult = await self._task.remote(spec, self._args, self._factory)
         except RayError as exc:
             logger.error("rollout %s failed on the cluster: %s", spec.rollout_id, one_line(exc))
-            return _crashed_record(spec, exc, None)
+            return crashed_record(spec, exc, None)
         if out.evaluation_log is not None:
             (self.run_dir / "logs").mkdir(exist_ok=True)
             (self.run_dir / "logs" / f"{spec.rollout_id}.eval.json").write_text(

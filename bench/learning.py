@@ -102,30 +102,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def trainer_config(args: argparse.Namespace, seed: int) -> Any:
-    """The :class:`TrainerConfig` of one seed's run."""
-    from strands_art.backends.base import SamplingParams
-    from strands_art.training.grpo import GRPOConfig
-    from strands_art.training.loss import LossConfig
-    from strands_art.training.trainer_config import TrainerConfig
+    """The :class:`TrainerConfig` of one seed's run: ``strands-art train``'s settings
+    (:meth:`TrainSettings.trainer_config`, values checked as the command checks them) with this
+    benchmark's PPO clip range and advantage (std-scaled GRPO or Dr.GRPO)."""
+    import dataclasses
 
-    return TrainerConfig(
-        prompt_batch_size=args.prompt_batch,
-        rollouts_per_prompt=args.rollouts,
-        ppo_mini_batch_size=args.mini_batch,
-        ppo_epochs=args.epochs,
-        learning_rate=args.lr,
-        loss=LossConfig(clip_ratio_low=args.clip, clip_ratio_high=args.clip),
-        grpo=GRPOConfig(scale_by_std=not args.dr_grpo),
-        sampling=SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens),
-        eval_sampling=SamplingParams(
-            temperature=args.temperature if args.eval_temperature is None else args.eval_temperature,
-            max_new_tokens=args.max_new_tokens,
-        ),
-        eval_samples=args.eval_samples,
-        seed=seed,
-        checkpoint_every=0,
-        eval_every=args.eval_every,
+    from strands_art.training.grpo import GRPOConfig
+    from strands_art.training.settings import TrainSettings
+
+    settings = TrainSettings.resolve(
+        "capitals",
+        args.run_dir,
+        {
+            "prompt_batch": args.prompt_batch,
+            "rollouts_per_prompt": args.rollouts,
+            "ppo_mini_batch": args.mini_batch,
+            "epochs": args.epochs,
+            "lr": args.lr,
+            "temperature": args.temperature,
+            "max_new_tokens": args.max_new_tokens,
+            "eval_temperature": args.temperature if args.eval_temperature is None else args.eval_temperature,
+            "eval_samples": args.eval_samples,
+            "eval_every": args.eval_every,
+            "checkpoint_every": 0,
+            "seed": seed,
+        },
     )
+    cfg = settings.trainer_config()
+    loss = dataclasses.replace(cfg.loss, clip_ratio_low=args.clip, clip_ratio_high=args.clip)
+    return cfg.replace(loss=loss, grpo=GRPOConfig(scale_by_std=not args.dr_grpo))
 
 
 def named_correctly(texts: list[str], samples: int = 1) -> str:

@@ -119,30 +119,32 @@ def _summary(trajs: list[Any]) -> dict[str, Any]:
 
 
 def trainer_config(args: argparse.Namespace, seed: int) -> Any:
-    """The seed's :class:`TrainerConfig` (raises ValueError on a bad flag: built in the parent
-    first, so a bad ``--kl-coef`` fails before the vLLM server starts)."""
-    from strands_art.backends.base import SamplingParams
-    from strands_art.training.grpo import GRPOConfig
-    from strands_art.training.loss import LossConfig
-    from strands_art.training.trainer_config import TrainerConfig
+    """The seed's :class:`TrainerConfig`: ``strands-art train``'s settings
+    (:meth:`TrainSettings.trainer_config`; raises ValueError on a bad flag, with the flag's name:
+    built in the parent first, so a bad ``--kl-coef`` fails before the vLLM server starts)."""
+    from strands_art.training.settings import TrainSettings
 
-    sampling = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
-    return TrainerConfig(
-        prompt_batch_size=args.prompt_batch,
-        rollouts_per_prompt=args.rollouts,
-        ppo_mini_batch_size=args.mini_batch,
-        learning_rate=args.lr,
-        lr_warmup_steps=args.warmup_steps,
-        loss=LossConfig(kl_coef=args.kl_coef),
-        micro_batch_max_tokens=args.micro_batch_tokens,
-        lora_rank=LORA_RANK,
-        grpo=GRPOConfig(scale_by_std=True),
-        sampling=sampling,
-        eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=args.max_new_tokens),
-        seed=seed,
-        concurrency=args.concurrency,
-        checkpoint_every=0,
+    settings = TrainSettings.resolve(
+        "lookup",
+        args.run_dir,
+        {
+            "prompt_batch": args.prompt_batch,
+            "rollouts_per_prompt": args.rollouts,
+            "ppo_mini_batch": args.mini_batch,
+            "lr": args.lr,
+            "warmup_steps": args.warmup_steps,
+            "kl_coef": args.kl_coef,
+            "micro_batch_tokens": args.micro_batch_tokens,
+            "lora_rank": LORA_RANK,
+            "temperature": args.temperature,
+            "max_new_tokens": args.max_new_tokens,
+            "eval_temperature": 0.0,
+            "seed": seed,
+            "concurrency": args.concurrency,
+            "checkpoint_every": 0,
+        },
     )
+    return settings.trainer_config()
 
 
 def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:

@@ -229,10 +229,19 @@ def load_causal_lm(name: str, device: str | None = None, dtype: Any = None) -> A
         raise ModelNotFound("'qwen3' ships a tokenizer only; pass a local model directory for weights")
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    # GGUF aliases: de-quantized once into a cached checkpoint (gguf_model_dir), then read from it
-    path = gguf_model_dir(name) if name in LLAMACPP_ALIASES else resolve_dir(name)
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype or torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(causal_lm_dir(name)), dtype=dtype or torch.float32)
     return model.to(device).eval()
+
+
+def causal_lm_dir(name: str) -> Path:
+    """The transformers checkpoint :func:`load_causal_lm` reads for an alias or directory (what
+    a vLLM server must load to serve the same weights): GGUF aliases de-quantized once
+    (:func:`gguf_model_dir`), other aliases and directories as :func:`resolve_dir` finds them.
+
+    Raises:
+        ModelNotFound: not an alias nor a usable directory.
+    """
+    return gguf_model_dir(name) if name in LLAMACPP_ALIASES else resolve_dir(name)
 
 
 def preferred_backend(name: str) -> str:

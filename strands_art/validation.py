@@ -81,15 +81,28 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def check_sampling(
+    temperature: Any, max_new_tokens: Any, top_p: Any = 1.0, max_context_tokens: Any = None
+) -> None:
+    """The sampling values every command takes (``serve``, ``migrate``, ``train``):
+    ``--temperature`` [0, 100], ``--top-p`` (0, 1], ``--max-new-tokens`` 1 … 2^20,
+    ``--max-context-tokens`` 2 … 2^24 or unset (None).
+
+    Raises:
+        UsageError: the first value out of range, naming its flag.
+    """
+    check_float("--temperature", temperature, 0.0, 100.0)
+    check_float("--top-p", top_p, 0.0, 1.0, lo_open=True)
+    check_int("--max-new-tokens", max_new_tokens, 1, 1 << 20)
+    if max_context_tokens is not None:
+        check_int("--max-context-tokens", max_context_tokens, 2, 1 << 24)
+
+
 def check_sampling_args(args: argparse.Namespace) -> None:
-    """The sampling flags ``migrate`` and ``serve`` share: ``--temperature`` [0, 100],
-    ``--top-p`` (0, 1], ``--max-new-tokens`` 1 … 2^20, ``--max-context-tokens`` 2 … 2^24 or unset.
+    """:func:`check_sampling` on the sampling flags ``migrate`` and ``serve`` share
+    (``args.temperature``, ``top_p``, ``max_new_tokens``, ``max_context_tokens``).
 
     Raises:
         UsageError: the first value out of range.
     """
-    check_float("--temperature", args.temperature, 0.0, 100.0)
-    check_float("--top-p", args.top_p, 0.0, 1.0, lo_open=True)
-    check_int("--max-new-tokens", args.max_new_tokens, 1, 1 << 20)
-    if args.max_context_tokens is not None:
-        check_int("--max-context-tokens", args.max_context_tokens, 2, 1 << 24)
+    check_sampling(args.temperature, args.max_new_tokens, args.top_p, args.max_context_tokens)

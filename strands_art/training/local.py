@@ -67,9 +67,11 @@ token's correction uses the policy that produced it, so a row mixing versions (a
 multi-turn rollout) is corrected token by token; the lag is reported (``policy_lag_max``,
 ``policy_lag_mean`` in optimizer steps per sampled turn, ``mixed_policy_rows``).
 
-**Prefix sharing** (``share_prefix``, :mod:`strands_art.training.shared_prefix`): the rows of
-one group run their longest common token prefix once and their continuations on its KV cache,
-with the same loss and gradients (up to float rounding) at a fraction of the tokens.
+**Forward passes** (:mod:`strands_art.training.passes`): length-sorted micro-batches under the
+token budget, or with ``share_prefix`` (:mod:`strands_art.training.shared_prefix`) each group's
+longest common token prefix once and its rows' continuations on its KV cache, with the same loss
+and gradients (up to float rounding) at a fraction of the tokens. :attr:`LocalTrainer.passes`
+picks one; the update code is the same either way.
 
 The trainer reads trajectories only; it never imports the gateway (see
 :mod:`strands_art.training.loop` for the rollout loop).
@@ -78,12 +80,11 @@ The trainer reads trajectories only; it never imports the gateway (see
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,24 +92,16 @@ import torch
 
 from strands_art.backends.base import SamplingParams
 from strands_art.training import checkpoint, shared_prefix
-from strands_art.training.batching import BatchRow, MiniBatch, build_batch, micro_batches
-from strands_art.training.collate import collate
+from strands_art.training.batching import BatchRow, MiniBatch, build_batch
 from strands_art.training.grpo import compute_advantages
 from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
 from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
+from strands_art.training.passes import Passes, passes_for, stack_rows
 from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
-
-
-def _stack(micro: list[BatchRow], per_row: dict[int, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
-    """(B, T) tensor of the rows' ``per_row`` values (keyed by ``id(BatchRow)``), 0 on padding."""
-    out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
-    for i, br in enumerate(micro):
-        out[i, : br.num_tokens] = per_row[id(br)]
-    return out
 
 
 class NonFiniteGradient(FloatingPointError):
@@ -205,10 +198,8 @@ class LocalTrainer:
         self.step = 0
         self.outer_batch = 0
         self.warmup_offset: int | None = None
-        base = self.model.get_base_model()
         if config.share_prefix:
-            shared_prefix.check_model(base)
-        self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
+            shared_prefix.check_model(self.model.get_base_model())
 
     @property
     def device(self) -> torch.device:
@@ -294,34 +285,18 @@ class LocalTrainer:
         self.outer_batch += 1
         return metrics
 
-    def _logits(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor], int]:
-        """Logits of a micro-batch from its first sampled position on, its collated tensors, and
-        that position.
-
-        Only positions from the first sampled token on get logits (``logits_to_keep``): the
-        vocabulary projection and softmax of prompt positions would be thrown away anyway.
-        """
-        t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
-        ids = t["input_ids"]
-        width = ids.shape[1]
-        sampled = t["loss_mask"].sum(dim=0).nonzero()
-        first = max(1, int(sampled[0])) if len(sampled) else width - 1
-        keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
-        kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
-        logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
-        return logits, t, first
-
-    def _passes(self, rows: Sequence[BatchRow]) -> Iterator[tuple[list[BatchRow], torch.Tensor, dict, int]]:
-        """``(micro, logits, t, first)`` per micro-batch of ``rows`` (as :meth:`_logits`); with
-        ``share_prefix`` per chunk of a group sharing its prefix
-        (:func:`~strands_art.training.shared_prefix.passes`; padding rows left out)."""
-        budget = self.batching.micro_batch_max_tokens
-        if self.config.share_prefix:
-            real = [br for br in rows if not br.padding]
-            yield from shared_prefix.passes(self.model, real, self.pad_token_id, budget, self._logits)
-            return
-        for micro in micro_batches(rows, budget):
-            yield (micro, *self._logits(micro))
+    @property
+    def passes(self) -> Passes:
+        """The forward passes of the current configuration (:mod:`strands_art.training.passes`;
+        each group's prefix once with ``share_prefix``)."""
+        cfg = self.config
+        return passes_for(
+            cfg.share_prefix,
+            self.model,
+            self.pad_token_id,
+            self.batching.micro_batch_max_tokens,
+            self.kl_sampling,
+        )
 
     def _logprobs(
         self,
@@ -331,7 +306,7 @@ class LocalTrainer:
         first: int,
         kl: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """(B, T) trainer logprobs of a micro-batch from :meth:`_logits`' output, and its tensors.
+        """(B, T) trainer logprobs of a micro-batch from a pass's logits, and its tensors.
 
         Rows with raw rollout logprobs get theirs moved to the sampling distribution in
         ``rollout_logprobs`` (:func:`~strands_art.training.logprobs.move_raw_rollout_logprobs`).
@@ -349,9 +324,10 @@ class LocalTrainer:
     def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
         """Trainer logprobs of every row before the update (no grad), keyed by ``id(BatchRow)``."""
         out: dict[int, torch.Tensor] = {}
+        passes = self.passes
         with torch.no_grad():
             for mb in mini_batches:
-                for micro, logits, t, first in self._passes(mb.shards[0]):
+                for micro, logits, t, first in passes.passes(mb.shards[0]):
                     lp, _ = self._logprobs(micro, logits, t, first)
                     for i, br in enumerate(micro):
                         out[id(br)] = lp[i, : br.num_tokens].detach()
@@ -372,7 +348,8 @@ class LocalTrainer:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
         total, stats, filtered = 0.0, [], 0
-        for micro, logits, t, first, ref in self._train_passes(mb.shards[0]):
+        kl = cfg.loss.kl_coef > 0
+        for micro, logits, t, first, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
             lp, t = self._logprobs(micro, logits, t, first, kl=ref is not None)
             mask = t["loss_mask"]
             finite = torch.isfinite(lp)
@@ -383,7 +360,7 @@ class LocalTrainer:
             if old is None:
                 behaviour = rollout
             else:
-                behaviour = _stack(micro, old, t["input_ids"])
+                behaviour = stack_rows(micro, old, t["input_ids"])
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
             out = policy_loss(
                 lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref, t.get("kl_logprobs")
@@ -415,42 +392,12 @@ class LocalTrainer:
             self.backend.policy_version = self.step
         return total, stats, filtered, norm
 
-    def _train_passes(
-        self, shard: list[BatchRow]
-    ) -> Iterator[tuple[list[BatchRow], torch.Tensor, dict, int, Any]]:
-        """:meth:`_passes` over the rows of ``shard`` that train, each with its reference
-        logprobs (KL penalty; else None).
-
-        A row with advantage 0 (a group whose rewards are all equal, a padding row) adds exactly
-        0 to the loss and its gradient without a KL term (D is fixed): its forward and backward
-        passes are skipped, and its ratio statistics are not reported.
-        """
-        kl = self.config.loss.kl_coef > 0
-        if self.config.share_prefix:
-            rows = [br for br in shard if self._trains(br)]
-            refs = self._reference_rows(rows) if kl else None
-            for micro, logits, t, first in self._passes(rows):
-                yield micro, logits, t, first, None if refs is None else _stack(micro, refs, t["input_ids"])
-            return
-        for micro in micro_batches(shard, self.batching.micro_batch_max_tokens):
-            micro = [br for br in micro if self._trains(br)]  # filtered after the cut, as always
-            if not micro:
-                continue
-            ref = self._reference_logprobs(micro) if kl else None
-            yield (micro, *self._logits(micro), ref)
-
     def _trains(self, br: BatchRow) -> bool:
+        """Whether ``br``'s passes run. A row with advantage 0 (a group whose rewards are all
+        equal, a padding row) adds exactly 0 to the loss and its gradient without a KL term (D is
+        fixed): its forward and backward passes are skipped, and its ratio statistics are not
+        reported."""
         return br.advantage != 0.0 if self._skips_zero_advantage else not br.padding
-
-    def _reference_rows(self, rows: list[BatchRow]) -> dict[int, torch.Tensor]:
-        """The reference logprobs of every row (``id(BatchRow)`` -> (num_tokens,)), computed in
-        the same prefix-shared chunks as the training pass (adapter disabled, no grad)."""
-        out: dict[int, torch.Tensor] = {}
-        with torch.no_grad(), self.model.disable_adapter():
-            for micro, logits, t, first in self._passes(rows):
-                lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
-                out.update((id(br), lp[i, : br.num_tokens]) for i, br in enumerate(micro))
-        return out
 
     @property
     def _skips_zero_advantage(self) -> bool:
@@ -475,14 +422,6 @@ class LocalTrainer:
         under both policies (as in verl, whose logprobs are temperature-scaled only).
         """
         return dataclasses.replace(self.config.sampling, top_k=0, top_p=1.0)
-
-    def _reference_logprobs(self, micro: list[BatchRow]) -> torch.Tensor:
-        """(B, T) logprobs of the reference policy (the base model: adapter disabled) on
-        :attr:`kl_sampling`'s distribution, no grad."""
-        with torch.no_grad(), self.model.disable_adapter():
-            logits, t, first = self._logits(micro)
-            lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
-        return lp.detach()
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, run_dir: str | Path, extra: dict[str, Any] | None = None) -> Path:

@@ -134,7 +134,7 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
     """(tokenizer, LocalTrainer) on the settings' model and sampler."""
     import torch
 
-    from strands_art.registry import gguf_model_dir, load_causal_lm, load_tokenizer
+    from strands_art.registry import causal_lm_dir, load_causal_lm, load_tokenizer
     from strands_art.training.local import LocalTrainer
 
     if settings.threads:
@@ -160,7 +160,7 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
 
         flags = ["--enable-lora", "--max-lora-rank", str(settings.lora_rank), "--max-loras", "2"]
         server = VLLMServer(
-            gguf_model_dir(settings.model) if not Path(settings.model).is_dir() else settings.model,
+            causal_lm_dir(settings.model),
             settings.model,
             extra_args=flags,
             env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},

@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strands_art.backends.base import SamplingParams
+from strands_art.validation import (
+    UsageError,
+    check_bool,
+    check_float,
+    check_http_url,
+    check_int,
+    check_sampling,
+)
 
 if TYPE_CHECKING:  # torch behind them: imported where a config is built (``strands-art --help`` stays light)
     from strands_art.training.trainer_config import TrainerConfig
@@ -48,11 +56,44 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "threads": None,
     "max_staleness": 1,
+    "share_prefix": False,
     "train_tasks": None,
     "eval_tasks": None,
     "wandb": False,
 }
 """Every setting's default, unless the environment recommends another."""
+
+FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
+"""The command-line flag of each setting."""
+
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "outer_batches": (1, 10**6),
+    "prompt_batch": (1, 10**6),
+    "rollouts_per_prompt": (1, 4096),
+    "ppo_mini_batch": (1, 10**6),
+    "epochs": (1, 1000),
+    "warmup_steps": (0, 10**9),
+    "lora_rank": (1, 4096),
+    "micro_batch_tokens": (1, 1 << 24),
+    "max_turns": (1, 10**4),  # or None: the environment's own limit
+    "eval_samples": (1, 10**4),
+    "eval_every": (0, 10**9),
+    "checkpoint_every": (0, 10**9),
+    "concurrency": (1, 10**4),
+    "seed": (0, 2**63 - 1),
+    "threads": (1, 4096),  # or None: torch's default
+    "max_staleness": (0, 1000),
+}
+"""The integer settings' ranges (inclusive), checked with the flag's name in the message."""
+
+FLOAT_RANGES: dict[str, tuple[float, float, bool]] = {
+    "lr": (0.0, 1e3, True),
+    "kl_coef": (0.0, 1e3, False),
+    "max_grad_norm": (0.0, 1e9, True),  # or None: no clipping
+    "eval_temperature": (0.0, 100.0, False),
+}
+"""The real-valued settings' ranges ``(lo, hi, lo_open)``; ``--temperature`` and
+``--max-new-tokens`` are checked by :func:`strands_art.validation.check_sampling`, as in ``serve``."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +128,7 @@ class TrainSettings:
     seed: int
     threads: int | None
     max_staleness: int
+    share_prefix: bool
     train_tasks: str | None
     eval_tasks: str | None
     wandb: bool
@@ -107,11 +149,46 @@ class TrainSettings:
         for key, default in DEFAULTS.items():
             value = given.get(key)
             values[key] = value if value is not None else env_defaults.get(key, default)
+        if given.get("vllm_url") is not None and given.get("backend") is None:
+            values["backend"] = "vllm"  # a server named is a server to sample from
         settings = cls(env=env, run_dir=str(run_dir), **values)
-        settings.trainer_config()  # validate now, before any model is loaded
-        if settings.max_staleness < 0:
-            raise ValueError(f"--max-staleness must be >= 0, got {settings.max_staleness}")
+        settings.check()  # before any model is loaded
         return settings
+
+    def check(self) -> None:
+        """Check every value, the message naming its flag, as ``serve`` and ``migrate`` do
+        (:mod:`strands_art.validation`), then the sizes :class:`TrainerConfig` checks
+        (``--prompt-batch`` divisible by ``--ppo-mini-batch``, ...). Also run on a resumed run's
+        ``train.json`` (it may have been edited by hand).
+
+        Raises:
+            UsageError: a value of the wrong kind or out of range, or ``--vllm-url`` with
+                ``--backend transformers``.
+            ValueError: sizes :class:`TrainerConfig` refuses.
+        """
+        for key, (lo, hi) in INT_RANGES.items():
+            value = getattr(self, key)
+            if value is not None or key not in ("max_turns", "threads"):
+                check_int(FLAG_OF[key], value, lo, hi)
+        for key, (lo, hi, lo_open) in FLOAT_RANGES.items():
+            value = getattr(self, key)
+            if value is not None or key != "max_grad_norm":
+                check_float(FLAG_OF[key], value, lo, hi, lo_open=lo_open)
+        check_sampling(self.temperature, self.max_new_tokens)
+        for key, choices in (("backend", ("transformers", "vllm")), ("trainer", ("embedded", "verl"))):
+            if getattr(self, key) not in choices:
+                raise UsageError(
+                    f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
+                )
+        for key in ("share_prefix", "wandb"):
+            check_bool(FLAG_OF[key], getattr(self, key))
+        if self.vllm_url is not None:
+            check_http_url("--vllm-url", self.vllm_url)
+            if self.backend != "vllm":
+                raise UsageError(
+                    "--vllm-url names a vLLM server: it needs --backend vllm, not --backend " + self.backend
+                )
+        self.trainer_config()
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""
@@ -139,6 +216,7 @@ class TrainSettings:
             checkpoint_every=self.checkpoint_every,
             concurrency=self.concurrency,
             seed=self.seed,
+            share_prefix=self.share_prefix,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,4 +255,6 @@ class TrainSettings:
         path = Path(run_dir) / "train.json"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a `strands-art train` run directory")
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        settings = cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        settings.check()
+        return settings

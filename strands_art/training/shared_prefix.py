@@ -45,9 +45,11 @@ import torch
 
 from strands_art.training.batching import BatchRow, micro_batches
 from strands_art.training.collate import collate
+from strands_art.training.logprobs import kept_logprobs
+from strands_art.training.passes import Pass, Passes, TrainPass, stack_rows
 
 Logits = tuple[torch.Tensor, dict[str, torch.Tensor], int]
-"""(logits from position ``first - 1`` on, collated tensors, ``first``), as ``LocalTrainer._logits``."""
+"""(logits from position ``first - 1`` on, collated tensors, ``first``), as :meth:`Passes.logits`."""
 
 
 def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
@@ -228,3 +230,32 @@ def passes(
         pp.backward()
     for micro in micro_batches(rest, max_tokens) if rest else []:
         yield (micro, *plain(micro))
+
+
+class SharedPrefixPasses(Passes):
+    """:class:`~strands_art.training.passes.Passes` with each group's prefix run once
+    (:func:`passes`); what the trainer uses with ``TrainerConfig.share_prefix``. Padding rows are
+    left out (they add nothing to the loss), and the rows that do not train are left out before
+    the groups are formed."""
+
+    def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
+        real = [br for br in rows if not br.padding]
+        yield from passes(self.model, real, self.pad_token_id, self.max_tokens, self.logits)
+
+    def train_passes(
+        self, shard: Sequence[BatchRow], trains: Callable[[BatchRow], bool], kl: bool
+    ) -> Iterator[TrainPass]:
+        rows = [br for br in shard if trains(br)]
+        refs = self.reference_rows(rows) if kl else None
+        for micro, logits, t, first in self.passes(rows):
+            yield micro, logits, t, first, None if refs is None else stack_rows(micro, refs, t["input_ids"])
+
+    def reference_rows(self, rows: list[BatchRow]) -> dict[int, torch.Tensor]:
+        """The reference logprobs of every row (``id(BatchRow)`` -> (num_tokens,)), computed in
+        the same prefix-shared chunks as the training pass (adapter disabled, no grad)."""
+        out: dict[int, torch.Tensor] = {}
+        with torch.no_grad(), self.model.disable_adapter():
+            for micro, logits, t, first in self.passes(rows):
+                lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
+                out.update((id(br), lp[i, : br.num_tokens]) for i, br in enumerate(micro))
+        return out

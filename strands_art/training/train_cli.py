@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strands_art.training.settings import DEFAULTS
+from strands_art.training.settings import DEFAULTS, FLAG_OF
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
@@ -31,8 +31,6 @@ and TensorBoard event files in --run-dir.
 "Your own environment"). --max-staleness K (default 1) overlaps the rollouts of the next outer
 batch with the update on this one; 0 is the synchronous loop.
 """
-
-FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 
 
 def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -75,6 +73,13 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--micro-batch-tokens", type=int, help="padded tokens per micro-batch (memory)")
     g.add_argument(
         "--max-staleness", type=int, help="K: rollouts may be K updates behind (0: synchronous; default 1)"
+    )
+    g.add_argument(
+        "--share-prefix",
+        action="store_true",
+        default=None,
+        help="run each GRPO group's common prompt once and its rows on its KV cache (same loss and "
+        "gradients; faster when the prompt dominates, e.g. migrationbench)",
     )
     g = p.add_argument_group("rollouts and evaluation")
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")

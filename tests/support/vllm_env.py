@@ -18,9 +18,9 @@ def required() -> bool:
     return os.environ.get("STRANDS_ART_REQUIRE_VLLM") == "1"
 
 
-def start_real_vllm() -> VLLMServer:
-    """Start the shared server or skip/fail as :func:`required` says (``STRANDS_ART_SKIP_VLLM=1``
-    skips)."""
+def skip_without_vllm() -> None:
+    """Skip (or fail, as :func:`required` says) where no vLLM server can run: no vLLM environment,
+    or ``STRANDS_ART_SKIP_VLLM=1``."""
     if os.environ.get("STRANDS_ART_SKIP_VLLM") == "1" and not required():
         pytest.skip("STRANDS_ART_SKIP_VLLM=1")
     if vllm_python() is None:
@@ -28,6 +28,12 @@ def start_real_vllm() -> VLLMServer:
         if required():
             pytest.fail(msg)
         pytest.skip(msg)
+
+
+def start_real_vllm() -> VLLMServer:
+    """Start the shared server or skip/fail as :func:`required` says (``STRANDS_ART_SKIP_VLLM=1``
+    skips)."""
+    skip_without_vllm()
     server = VLLMServer(
         smollm2_dir(),
         SERVED_NAME,

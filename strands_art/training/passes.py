@@ -1,0 +1,120 @@
+"""The embedded trainer's forward passes over a mini-batch's rows: each micro-batch's logits, and
+the reference (base-model) logprobs of the KL penalty.
+
+:class:`Passes` is the ordinary path: length-sorted micro-batches under the token budget
+(:func:`~strands_art.training.batching.micro_batches`), every row run whole.
+:class:`~strands_art.training.shared_prefix.SharedPrefixPasses` (``TrainerConfig.share_prefix``)
+runs each group's common prefix once instead, with the same logits. The trainer
+(:class:`~strands_art.training.local.LocalTrainer`) asks :func:`passes_for` for one and does not
+branch on the choice itself.
+
+Every pass yields the logits from the micro-batch's first sampled position on (``first``):
+``(B, T - first + 1, V)``, through ``logits_to_keep`` where the model takes it (prompt positions
+need no vocabulary projection).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+
+from strands_art.backends.base import SamplingParams
+from strands_art.training.batching import BatchRow, micro_batches
+from strands_art.training.collate import collate
+from strands_art.training.logprobs import kept_logprobs
+
+Pass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int]
+"""``(micro, logits, t, first)``: the rows, their logits from position ``first - 1`` on, their
+collated tensors (:func:`~strands_art.training.collate.collate`) and ``first``."""
+
+TrainPass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int, "torch.Tensor | None"]
+"""A :data:`Pass` and the (B, T) reference logprobs of its rows (None without a KL term)."""
+
+
+def stack_rows(
+    micro: Sequence[BatchRow], per_row: dict[int, torch.Tensor], ids: torch.Tensor
+) -> torch.Tensor:
+    """(B, T) float32 tensor of the rows' ``per_row`` values (keyed by ``id(BatchRow)``, each
+    ``(num_tokens,)``), 0 on padding; ``ids`` gives the shape and device."""
+    out = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+    for i, br in enumerate(micro):
+        out[i, : br.num_tokens] = per_row[id(br)]
+    return out
+
+
+class Passes:
+    """Forward passes of a (peft) causal LM over rows, in micro-batches.
+
+    Args:
+        model: the peft model (run under the caller's grad mode).
+        pad_token_id: token ID of right padding.
+        max_tokens: the micro-batch budget, padded tokens (``micro_batch_max_tokens``).
+        kl_sampling: the distribution of the KL penalty's reference logprobs.
+    """
+
+    def __init__(self, model: Any, pad_token_id: int, max_tokens: int, kl_sampling: SamplingParams) -> None:
+        self.model, self.pad_token_id, self.max_tokens = model, pad_token_id, max_tokens
+        self.kl_sampling = kl_sampling
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._keep_logits = "logits_to_keep" in inspect.signature(base.forward).parameters
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def logits(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor], int]:
+        """Logits of a micro-batch from its first sampled position on, its collated tensors, and
+        that position (see the module docstring)."""
+        t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
+        ids = t["input_ids"]
+        width = ids.shape[1]
+        sampled = t["loss_mask"].sum(dim=0).nonzero()
+        first = max(1, int(sampled[0])) if len(sampled) else width - 1
+        keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
+        kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
+        logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
+        return logits, t, first
+
+    def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
+        """One :data:`Pass` per micro-batch of ``rows`` (padding rows included)."""
+        for micro in micro_batches(rows, self.max_tokens):
+            yield (micro, *self.logits(micro))
+
+    def train_passes(
+        self, shard: Sequence[BatchRow], trains: Callable[[BatchRow], bool], kl: bool
+    ) -> Iterator[TrainPass]:
+        """The passes of the rows of ``shard`` that train (``trains``), each with its reference
+        logprobs when ``kl``. The micro-batches are cut from the whole shard, then the rows that
+        do not train are left out (a micro-batch left empty is skipped).
+
+        Under grad the caller backpropagates each pass's loss before asking for the next one.
+        """
+        for micro in micro_batches(shard, self.max_tokens):
+            micro = [br for br in micro if trains(br)]
+            if not micro:
+                continue
+            ref = self.reference_logprobs(micro) if kl else None
+            yield (micro, *self.logits(micro), ref)
+
+    def reference_logprobs(self, micro: list[BatchRow]) -> torch.Tensor:
+        """(B, T) logprobs of the reference policy (the base model: adapter disabled) on
+        :attr:`kl_sampling`'s distribution, no grad."""
+        with torch.no_grad(), self.model.disable_adapter():
+            logits, t, first = self.logits(micro)
+            lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
+        return lp.detach()
+
+
+def passes_for(
+    share_prefix: bool, model: Any, pad_token_id: int, max_tokens: int, kl_sampling: SamplingParams
+) -> Passes:
+    """:class:`~strands_art.training.shared_prefix.SharedPrefixPasses` with ``share_prefix``, else
+    :class:`Passes`."""
+    if share_prefix:
+        from strands_art.training.shared_prefix import SharedPrefixPasses
+
+        return SharedPrefixPasses(model, pad_token_id, max_tokens, kl_sampling)
+    return Passes(model, pad_token_id, max_tokens, kl_sampling)

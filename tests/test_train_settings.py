@@ -1,0 +1,135 @@
+"""``strands-art train``'s options -> :class:`TrainSettings` -> :class:`TrainerConfig`, without
+loading a model: ``--share-prefix`` reaches the trainer's configuration, the printed command and
+``train.json``; every value is checked before anything is written, the message naming the flag,
+with the same helpers (and so the same words) as ``serve``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strands_art.cli import build_parser, main
+from strands_art.training.settings import FLAG_OF, INT_RANGES, TrainSettings
+from strands_art.training.train_cli import _given
+from strands_art.validation import UsageError
+
+
+def settings_of(argv: list[str]) -> TrainSettings:
+    args = build_parser().parse_args(["train", *argv])
+    return TrainSettings.resolve(args.env, args.run_dir, _given(args))
+
+
+def test_share_prefix_flag_reaches_the_trainer_config(tmp_path):
+    base = ["--env", "capitals", "--run-dir", str(tmp_path / "run")]
+    on, off = settings_of([*base, "--share-prefix"]), settings_of(base)
+    assert on.share_prefix is True and on.trainer_config().share_prefix is True
+    assert off.share_prefix is False and off.trainer_config().share_prefix is False
+    assert dataclasses.replace(on, share_prefix=False) == off  # nothing else changed
+    # the printed command gives the same settings back
+    assert "--share-prefix" in on.command() and "--share-prefix" not in off.command()
+    assert settings_of(shlex.split(on.command())[2:]) == on
+    assert settings_of(shlex.split(off.command())[2:]) == off
+    # train.json keeps it; a train.json written before the flag existed means off
+    on.save(tmp_path)
+    assert TrainSettings.load(tmp_path) == on
+    old = on.to_dict()
+    del old["share_prefix"]
+    (tmp_path / "train.json").write_text(json.dumps(old))
+    assert TrainSettings.load(tmp_path) == off
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    assert "--share-prefix" in help_text and "KV cache" in help_text
+
+
+def test_resume_refuses_to_switch_prefix_sharing(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    settings_of(["--env", "capitals", "--run-dir", str(run)]).save(run)
+    saved = (run / "train.json").read_text()
+    assert main(["train", "--resume", "--run-dir", str(run), "--share-prefix"]) == 2
+    assert "--share-prefix True (the run has False)" in capsys.readouterr().err
+    assert (run / "train.json").read_text() == saved
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--lr", "-1e-3", "--lr must be a finite number in (0, 1000], got -0.001"),
+        ("--lr", "nan", "--lr must be a finite number in (0, 1000], got nan"),
+        ("--temperature", "inf", "--temperature must be a finite number in [0, 100], got inf"),
+        ("--max-new-tokens", "0", "--max-new-tokens must be an integer from 1 to 1,048,576, got 0"),
+        ("--threads", "0", "--threads must be an integer from 1 to 4,096, got 0"),
+        ("--max-staleness", "-1", "--max-staleness must be an integer from 0 to 1,000, got -1"),
+        ("--concurrency", "0", "--concurrency must be an integer from 1 to 10,000, got 0"),
+        ("--max-grad-norm", "0", "--max-grad-norm must be a finite number in (0, 1e+09], got 0.0"),
+        ("--kl-coef", "-0.5", "--kl-coef must be a finite number in [0, 1000], got -0.5"),
+        ("--eval-temperature", "nan", "--eval-temperature must be a finite number in [0, 100], got nan"),
+        ("--vllm-url", "ftp://host", "--vllm-url must be an http:// or https:// URL with a host"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_flag_before_anything_is_written(
+    tmp_path, capsys, flag, value, message
+):
+    run = tmp_path / "run"
+    assert main(["train", "--env", "capitals", "--run-dir", str(run), f"{flag}={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("strands-art train: ") and message in err
+    assert not run.exists()  # nothing written
+
+
+def test_train_and_serve_refuse_a_sampling_value_in_the_same_words(tmp_path, capsys):
+    assert main(["train", "--env", "capitals", "--run-dir", str(tmp_path / "r"), "--temperature=-1"]) == 2
+    train_err = capsys.readouterr().err.removeprefix("strands-art train: ")
+    assert main(["serve", "--temperature=-1"]) == 2
+    serve_err = capsys.readouterr().err.removeprefix("strands-art serve: ")
+    assert train_err == serve_err == "--temperature must be a finite number in [0, 100], got -1.0\n"
+
+
+def test_vllm_url_implies_the_vllm_backend_and_contradicts_transformers(tmp_path):
+    base = ["--env", "capitals", "--run-dir", str(tmp_path / "run")]
+    s = settings_of([*base, "--vllm-url", "http://127.0.0.1:8000"])
+    assert (s.backend, s.vllm_url) == ("vllm", "http://127.0.0.1:8000")
+    assert settings_of([*base, "--backend", "vllm"]).vllm_url is None
+    with pytest.raises(UsageError, match="--vllm-url names a vLLM server: it needs --backend vllm"):
+        settings_of([*base, "--backend", "transformers", "--vllm-url", "http://127.0.0.1:8000"])
+
+
+def test_a_hand_edited_train_json_is_checked_on_resume(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    settings_of(["--env", "capitals", "--run-dir", str(run)]).save(run)
+    d = json.loads((run / "train.json").read_text())
+    (run / "train.json").write_text(json.dumps({**d, "lr": "1e-3"}))
+    assert main(["train", "--resume", "--run-dir", str(run)]) == 2
+    assert "--lr must be a finite number in (0, 1000], got '1e-3'" in capsys.readouterr().err
+    (run / "train.json").write_text(json.dumps({**d, "share_prefix": 1}))
+    assert main(["train", "--resume", "--run-dir", str(run)]) == 2
+    assert "--share-prefix must be true or false, got 1" in capsys.readouterr().err
+
+
+BASE = TrainSettings.resolve("capitals", "runs/x", {"prompt_batch": 2, "ppo_mini_batch": 1})
+FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch"})  # ppo_mini_batch must also divide prompt_batch
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.sampled_from(FREE), value=st.integers(-(2**70), 2**70) | st.sampled_from([0, 1, 2, 1000, 4096]))
+def test_an_integer_setting_passes_exactly_inside_its_range(key, value):
+    lo, hi = INT_RANGES[key]
+    s = dataclasses.replace(BASE, **{key: value})
+    if lo <= value <= hi:
+        s.check()
+    else:
+        with pytest.raises(UsageError, match=f"^{FLAG_OF[key]} must be an integer from"):
+            s.check()
+
+
+@given(key=st.sampled_from(FREE), value=st.sampled_from([True, 2.0, "3", None]))
+def test_an_integer_setting_of_another_kind_is_refused(key, value):
+    if value is None and key in ("max_turns", "threads"):
+        return  # None: the environment's / torch's default
+    with pytest.raises(UsageError, match=f"^{FLAG_OF[key]} must be an integer"):
+        dataclasses.replace(BASE, **{key: value}).check()

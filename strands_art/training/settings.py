@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "train_tasks": None,
     "eval_tasks": None,
     "wandb": False,
+    "ray": None,
 }
 """Every setting's default, unless the environment recommends another."""
 
@@ -90,6 +91,7 @@ class TrainSettings:
     train_tasks: str | None
     eval_tasks: str | None
     wandb: bool
+    ray: str | None = None
 
     @classmethod
     def resolve(

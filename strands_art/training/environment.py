@@ -13,7 +13,9 @@ factory hands it
 - ``gateway``: ``(tokenizer, backend) -> gateway``, builds the rollout gateway the rollouts run
   on (history mode, context limit: the environment's choice);
 - ``defaults``: recommended settings (``{"model": "smollm2", "lr": 7e-4, ...}``, keys named as
-  the command's options with ``_`` for ``-``), used where the command line gives none.
+  the command's options with ``_`` for ``-``), used where the command line gives none;
+- ``ray_resources`` (optional): custom Ray resources each rollout asks for under ``train --ray``
+  (:mod:`strands_art.training.ray_rollouts`, whose workers build the environment from ``--env``).
 
 ``--env NAME`` resolves a bundled environment (:data:`BUILTIN`), ``--env package.module:function``
 any importable factory.
@@ -69,6 +71,9 @@ class TrainEnvironment:
     rollout: RolloutFn
     gateway: Callable[[Any, Any], Any]
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    ray_resources: Mapping[str, float] = field(default_factory=dict)
+    """Custom Ray resources each rollout asks for under ``train --ray`` (e.g. MigrationBench's
+    ``{"strands_art_sandbox": 1}``: nodes with the sandbox, JDK and Maven repository)."""
 
     def check(self) -> None:
         """Raise :class:`EnvironmentSpecError` for no training task, a task without a ``name``, or

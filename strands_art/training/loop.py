@@ -71,9 +71,11 @@ def sample_tasks(tasks: Sequence[Any], n: int, seed: int, outer_batch: int) -> l
     return random.Random(f"{seed}-{outer_batch}").sample(list(tasks), n)
 
 
-async def _one(
+async def run_one(
     rollout: RolloutFn, gateway: Any, task: Any, rid: str, gid: str, sampling: SamplingParams
 ) -> Trajectory:
+    """One rollout; an exception of the agent, the environment or the backend gives a failed
+    trajectory (``metadata["failed"]``, ``metadata["error"]``, left out of GRPO), never a raise."""
     try:
         return await rollout(gateway, task, rid, gid, sampling)
     except Exception as exc:  # the agent, the environment or the backend failed
@@ -117,7 +119,7 @@ async def collect_rollouts(
         async with sem:
             if on_event is not None:
                 on_event("start", rid)
-            traj = await _one(rollout, gateway, task, rid, task.name, params)
+            traj = await run_one(rollout, gateway, task, rid, task.name, params)
         bar.update(1)
         if on_event is not None:
             on_event("end", rid)

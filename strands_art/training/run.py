@@ -21,7 +21,8 @@ The run directory::
     RUN_DIR/command.txt        the command line that reproduces them
     RUN_DIR/metrics.jsonl      one record per outer batch and per evaluation
     RUN_DIR/tensorboard/       event files (tensorboard --logdir RUN_DIR/tensorboard)
-    RUN_DIR/rows/              the trained rows, one file per outer batch
+    RUN_DIR/rows/              the trained rows, one file per outer batch (with ``--ray``, each
+                               line also names the Ray node and worker pid of its rollout)
     RUN_DIR/checkpoints/       LoRA adapter + optimizer + RNG (resume point)
     RUN_DIR/env/               the environment's own files (workspaces, logs)
 
@@ -109,6 +110,8 @@ def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) 
                 "reward": t.reward,
                 "failed": t.metadata.get("failed", False),
                 "rows": [r.to_dict() for r in t.rows],
+                # --ray: the Ray node and worker process that ran the rollout
+                **{k: t.metadata[k] for k in ("ray_node", "ray_pid") if k in t.metadata},
             }
         )
         for t in trajectories
@@ -174,6 +177,20 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
     return tok, LocalTrainer(model, tok, cfg, weight_sync=sync)
 
 
+def _rollout_fn(settings: TrainSettings, env: TrainEnvironment, stack: contextlib.ExitStack) -> Any:
+    """The environment's rollout function, or with ``--ray`` one that runs it as Ray tasks
+    (:mod:`strands_art.training.ray_rollouts`; a local cluster it starts is shut down at the end)."""
+    if settings.ray is None:
+        return env.rollout
+    from strands_art.training.ray_rollouts import RayRollout, connect
+
+    if connect(settings.ray, slots=settings.concurrency, resources=env.ray_resources):
+        import ray
+
+        stack.callback(ray.shutdown)
+    return RayRollout(settings.env, env_options(settings), settings.model, env.ray_resources)
+
+
 def run_training(settings: TrainSettings, **kwargs: Any) -> RunResult:
     """:func:`arun_training` in a new event loop (the command); same arguments."""
     return asyncio.run(arun_training(settings, **kwargs))
@@ -200,9 +217,14 @@ async def arun_training(
         on_batch: also called with each metrics record.
 
     Raises:
-        RunDirError, EnvironmentSpecError, ValueError: before any model is loaded.
+        RunDirError, EnvironmentSpecError, ValueError: before any model is loaded (``--ray``
+            settings it cannot run: before anything is written).
         RuntimeError: ``--wandb`` without wandb installed.
     """
+    if settings.ray is not None:  # refused before anything is written
+        from strands_art.training.ray_rollouts import check_settings
+
+        check_settings(settings.ray, settings.backend, settings.max_staleness)
     run_dir = Path(settings.run_dir)
     prepare_run_dir(run_dir, resume)
     env = env or resolve_environment(settings.env, env_options(settings))
@@ -216,6 +238,7 @@ async def arun_training(
     with contextlib.ExitStack() as stack:
         for sink in sinks:
             stack.callback(sink.close)
+        rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
         tok, trainer = _load(settings, run_dir, stack)
         gateway = env.gateway(tok, trainer.backend)
         live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
@@ -231,7 +254,7 @@ async def arun_training(
                 on_batch(record)
 
         records = await train(
-            trainer, gateway, env.train_tasks, env.rollout, settings.outer_batches, run_dir,
+            trainer, gateway, env.train_tasks, rollout, settings.outer_batches, run_dir,
             eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
             on_event=live.on_event if progress else None,
             on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),

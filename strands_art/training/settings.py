@@ -60,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "train_tasks": None,
     "eval_tasks": None,
     "wandb": False,
+    "ray": None,
 }
 """Every setting's default, unless the environment recommends another."""
 
@@ -132,6 +133,7 @@ class TrainSettings:
     train_tasks: str | None
     eval_tasks: str | None
     wandb: bool
+    ray: str | None = None
 
     @classmethod
     def resolve(

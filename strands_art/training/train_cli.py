@@ -97,6 +97,14 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "--wandb", action="store_true", default=None, help="also log to Weights & Biases (needs wandb)"
     )
     g.add_argument("--no-progress", action="store_true", help="no live panel (log lines only)")
+    g.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run each rollout as a Ray task: auto (this machine's cluster), HOST:PORT or ray://...; "
+        "alone: a local cluster. Needs --backend vllm and --max-staleness 0 (docs/scale-out.md)",
+    )
     p.set_defaults(func=run_train)
     return p
 

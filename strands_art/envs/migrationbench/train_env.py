@@ -15,6 +15,7 @@ from typing import Any
 
 from strands_art.envs.migrationbench.config import RolloutConfig
 from strands_art.envs.migrationbench.episodes import migrationbench_rollout
+from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
 from strands_art.envs.migrationbench.tasks import load_tasks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
@@ -58,4 +59,5 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
             tokenizer, backend, history_mode="linear", max_context_tokens=MAX_CONTEXT_TOKENS
         ),
         defaults=DEFAULTS,
+        ray_resources={SANDBOX_RESOURCE: 1},
     )

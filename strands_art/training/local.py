@@ -97,7 +97,8 @@ from strands_art.training.grpo import compute_advantages
 from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
 from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
-from strands_art.training.passes import Passes, passes_for, stack_rows
+from strands_art.training.passes import Passes, stack_rows
+from strands_art.training.shared_prefix import SharedPrefixPasses
 from strands_art.training.trainer_config import TrainerConfig, config_changes
 from strands_art.trajectory import Trajectory
 
@@ -289,14 +290,8 @@ class LocalTrainer:
     def passes(self) -> Passes:
         """The forward passes of the current configuration (:mod:`strands_art.training.passes`;
         each group's prefix once with ``share_prefix``)."""
-        cfg = self.config
-        return passes_for(
-            cfg.share_prefix,
-            self.model,
-            self.pad_token_id,
-            self.batching.micro_batch_max_tokens,
-            self.kl_sampling,
-        )
+        kind = SharedPrefixPasses if self.config.share_prefix else Passes
+        return kind(self.model, self.pad_token_id, self.batching.micro_batch_max_tokens, self.kl_sampling)
 
     def _logprobs(
         self,

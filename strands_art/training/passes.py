@@ -5,8 +5,8 @@ the reference (base-model) logprobs of the KL penalty.
 (:func:`~strands_art.training.batching.micro_batches`), every row run whole.
 :class:`~strands_art.training.shared_prefix.SharedPrefixPasses` (``TrainerConfig.share_prefix``)
 runs each group's common prefix once instead, with the same logits. The trainer
-(:class:`~strands_art.training.local.LocalTrainer`) asks :func:`passes_for` for one and does not
-branch on the choice itself.
+(:class:`~strands_art.training.local.LocalTrainer`) picks one in its ``passes`` property and does
+not branch on the choice anywhere else.
 
 Every pass yields the logits from the micro-batch's first sampled position on (``first``):
 ``(B, T - first + 1, V)``, through ``logits_to_keep`` where the model takes it (prompt positions
@@ -106,15 +106,3 @@ class Passes:
             logits, t, first = self.logits(micro)
             lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
         return lp.detach()
-
-
-def passes_for(
-    share_prefix: bool, model: Any, pad_token_id: int, max_tokens: int, kl_sampling: SamplingParams
-) -> Passes:
-    """:class:`~strands_art.training.shared_prefix.SharedPrefixPasses` with ``share_prefix``, else
-    :class:`Passes`."""
-    if share_prefix:
-        from strands_art.training.shared_prefix import SharedPrefixPasses
-
-        return SharedPrefixPasses(model, pad_token_id, max_tokens, kl_sampling)
-    return Passes(model, pad_token_id, max_tokens, kl_sampling)

@@ -17,12 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
-from support.family_cases import TOOLS as FAMILY_TOOLS
-from support.family_cases import WRITERS
+from support.family_cases import WRITERS, one_turn
 from support.serve_helpers import TOOLS, gateway, running_front
 from support.strands_tools import add
 
-from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.families.select import FAMILIES
 from strands_art.gateway import RolloutGateway
@@ -171,15 +169,7 @@ def test_k_calls_then_any_prefix_of_another_then_the_end_token(
     cut = data.draw(st.integers(start, complete - 1), label="cut")  # the further call not complete
     end = data.draw(st.sampled_from(ends), label="end")
     text = ("R</think>\n\n" if think else "") + more[:cut] + end
-    tok = load_tokenizer(alias)
-    gw = RolloutGateway(
-        tok,
-        ScriptedBackend(tok, [_stop(text)]),
-        family=family_of(alias),
-        sampling=SamplingParams(max_new_tokens=4096),
-    )
-    gw.open_session("s")
-    result = asyncio.run(gw.generate("s", [{"role": "user", "content": "go"}], FAMILY_TOOLS))
+    gw, result = one_turn(alias, _stop(text))
     assert [(c.name, c.arguments) for c in result.tool_calls] == CALLS[:k], (text, result.problems)
     assert result.finish_reason == "tool_calls" and not result.ill_formed
     turn = gw.trajectory("s").turns[0]

@@ -457,8 +457,11 @@ class RolloutGateway:
             )
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
-        if result.tail_start is not None:  # cut at the token limit after complete calls: mark the tail
-            record_cut(traj, index, result.tail_start, len(turn.output_ids), len(result.tool_calls))
+        if result.tail_start is not None:  # cut inside a call after complete calls: mark the tail
+            n_out, n_calls = len(turn.output_ids), len(result.tool_calls)
+            record_cut(
+                traj, index, result.tail_start, n_out, n_calls, sample.finish_reason, result.tail_problems
+            )
         if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
             traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
         if result.recovered:

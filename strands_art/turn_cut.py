@@ -1,7 +1,8 @@
-"""The length-cut step of a turn: a turn cut at the token limit ends at its last complete call.
+"""The cut step of a turn: a turn cut inside a call ends at its last complete call.
 
-The rule and its search are :mod:`strands_art.toolcalls.cut`; this is where the gateway applies
-them (:func:`cut_at_calls`, called by the parse step :func:`~strands_art.turn_parse.read_turn`)
+A turn cut at the token limit, or one whose text ends inside an unclosed call before its end
+token, keeps the calls it completed. The rule and its search are :mod:`strands_art.toolcalls.cut`;
+this is where the gateway applies them (:func:`cut_at_calls`, called by the parse step :func:`~strands_art.turn_parse.read_turn`)
 and records the tail (:func:`record_cut`: ``trajectory.metadata["cut_turns"]`` and a
 ``length_cut_at_calls`` event).
 """
@@ -23,12 +24,15 @@ def cut_at_calls(
     output_ids: list[int],
     finish_reason: str,
     tools: list[dict[str, Any]] | None,
+    whole: ParsedOutput,
 ) -> tuple[int, ParsedOutput] | None:
-    """``(tail_start, parsed)`` for a sample that ended at the token limit (``finish_reason``
-    "length") of a turn with tools, when a prefix of its output ends at complete calls
-    (:func:`~strands_art.toolcalls.cut.last_complete_calls`); else None. ``parse(ids, suffix)``
-    parses output IDs with text ``suffix`` added (:func:`~strands_art.turn_parse.parse_output`)."""
-    if finish_reason != "length" or not tools:
+    """``(tail_start, parsed)`` for a turn with tools whose sample ended at the token limit
+    (``finish_reason`` "length") or whose whole output (``whole``, its parse) is ill-formed
+    whatever the finish reason (an unclosed call before the end token), when a prefix of its
+    output ends at complete calls (:func:`~strands_art.toolcalls.cut.last_complete_calls`);
+    else None. ``parse(ids, suffix)`` parses output IDs with text ``suffix`` added
+    (:func:`~strands_art.turn_parse.parse_output`)."""
+    if not tools or (finish_reason != "length" and not whole.ill_formed):
         return None
     return last_complete_calls(
         output_ids,
@@ -38,16 +42,31 @@ def cut_at_calls(
     )
 
 
-def record_cut(traj: Trajectory, turn: int, tail_start: int, num_output: int, num_calls: int) -> None:
-    """Mark the tail of a cut turn: output tokens ``[tail_start, num_output)`` of ``turn``."""
+def record_cut(
+    traj: Trajectory,
+    turn: int,
+    tail_start: int,
+    num_output: int,
+    num_calls: int,
+    finish_reason: str,
+    problems: list[str],
+) -> None:
+    """Mark the tail of a cut turn: output tokens ``[tail_start, num_output)`` of ``turn``, the
+    sample's ``finish_reason`` ("length", or "stop" for an unclosed call before the end token)
+    and ``problems``, what the parser found wrong with the whole output."""
     span = [tail_start, num_output]
-    traj.metadata.setdefault("cut_turns", []).append({"turn": turn, "tail": span})
+    traj.metadata.setdefault("cut_turns", []).append(
+        {"turn": turn, "tail": span, "finish_reason": finish_reason}
+    )
+    how = "cut at the token limit" if finish_reason == "length" else f"ended inside a call ({finish_reason})"
     traj.events.append(
         {
             "turn": turn,
             "kind": "length_cut_at_calls",
-            "reason": f"cut at the token limit: ended at its last complete call ({num_calls} "
-            f"kept); output tokens {span[0]}-{span[1]} are the tail after it",
+            "reason": f"{how}: ended at its last complete call ({num_calls} kept); output tokens "
+            f"{span[0]}-{span[1]} are the tail after it",
             "tail": span,
+            "finish_reason": finish_reason,
+            "problems": list(problems),
         }
     )

@@ -32,7 +32,7 @@ class GenerateResult:
         text: assistant content without reasoning or tool-call markup.
         reasoning: the ``<think>`` content, or None.
         tool_calls: parsed calls with gateway-assigned ids (unique within the session).
-        finish_reason: "stop", "length" or "tool_calls" (also for a turn cut at the token limit
+        finish_reason: "stop", "length" or "tool_calls" (also for a turn cut inside a call
             after complete calls: see ``tail_start``).
         ill_formed: a tool call in the output could not be parsed (the raw text is in ``text``).
         problems: what was wrong (unparseable call, unknown tool name, ...).
@@ -41,10 +41,12 @@ class GenerateResult:
             history: the provider replays it).
         recovered: how each recovered tool call was written (``"fenced_json"``, ...; see
             :attr:`strands_art.toolcalls.base.ParsedOutput.recovered`).
-        tail_start: for a turn cut at the token limit after complete calls
-            (:mod:`strands_art.toolcalls.cut`), where the tail after its last complete call
-            starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls", the turn's
-            own "length"); None otherwise.
+        tail_start: for a turn cut after complete calls (:mod:`strands_art.toolcalls.cut`: at
+            the token limit, or ended inside an unclosed call), where the tail after its last
+            complete call starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls";
+            the turn's own stays "length" for a turn cut at the limit); None otherwise.
+        tail_problems: for a cut turn, what the parser found wrong with the whole output (e.g.
+            "tool call 4: unclosed <tool_call> ..."); empty otherwise.
     """
 
     text: str
@@ -57,6 +59,7 @@ class GenerateResult:
     assistant_message: dict[str, Any]
     recovered: list[str] = field(default_factory=list)
     tail_start: int | None = None
+    tail_problems: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -129,23 +132,24 @@ def read_turn(
     sample: SampleResult,
 ) -> GenerateResult:
     """Turn ``index`` of ``rollout_id`` read back from its sample: parsed (ended at its last
-    complete call when cut at the token limit, :mod:`strands_art.turn_cut`), its calls with the
+    complete call when cut at the token limit or inside an unclosed call,
+    :mod:`strands_art.turn_cut`), its calls with the
     gateway's ids, the :class:`~strands_art.trajectory.Turn` to record (``plan``: the history
     policy's prompt, its ``prompt_ids`` and ``lineage``; ``messages``: the normalized request).
 
     Raises:
         InvalidSample: the backend reported a policy version that is not an integer >= 0.
     """
-    parsed = parse_output(renderer, plan.prompt_ids, sample.output_ids, tools)
+    whole = parse_output(renderer, plan.prompt_ids, sample.output_ids, tools)
     cut = cut_at_calls(
         renderer,
         lambda ids, suffix: parse_output(renderer, plan.prompt_ids, ids, tools, suffix),
         sample.output_ids,
         sample.finish_reason,
         tools,
+        whole,
     )
-    if cut is not None:
-        parsed = cut[1]
+    parsed = whole if cut is None else cut[1]
     calls = session_calls(renderer, rollout_id, index, parsed)
     finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
     turn = Turn(
@@ -172,6 +176,7 @@ def read_turn(
         assistant_message=assistant_message(parsed, calls),
         recovered=list(parsed.recovered),
         tail_start=None if cut is None else cut[0],
+        tail_problems=[] if cut is None else list(whole.problems),
     )
 
 

@@ -13,16 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
-from support.family_cases import TOOLS as FAMILY_TOOLS
-from support.family_cases import WRITERS
+from support.family_cases import WRITERS, one_turn
 from support.serve_helpers import TOOLS, gateway, running_front
 from support.strands_tools import add
 
-from strands_art.backends.base import SamplingParams
-from strands_art.backends.scripted import ScriptedBackend
-from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
-from strands_art.registry import family_of, load_tokenizer
 
 CALL = '<tool_call>\n{{"name": "add", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
 CUT = "\n".join([CALL.format(a=1, b=2), CALL.format(a=3, b=4), '<tool_call>\n{"name": "add", "argu'])
@@ -76,7 +71,6 @@ CALLS = [("read_file", {"path": "a.txt"}), ("run", {"command": "ls -la"}), ("rea
 def test_every_family_keeps_the_calls_before_the_cut(alias, data):
     """Property: the calls a family's model completed, then a cut anywhere inside the next one."""
     writer = WRITERS[alias]
-    tok = load_tokenizer(alias)
     n = min(writer.max_calls, 2)
     done, more = writer.write_calls(CALLS[:n], 0), writer.write_calls(CALLS[: n + 1], 0)
     if writer.max_calls == 1:  # one call per turn (Llama 3.1): the model goes on with another
@@ -85,14 +79,7 @@ def test_every_family_keeps_the_calls_before_the_cut(alias, data):
     # inside the next call: within the first half of what it adds (its closing marker is later)
     cut = data.draw(st.integers(shared + 3, shared + (len(more) - len(done)) // 2), label="cut")
     text = ("R</think>\n\n" if writer.think else "") + more[:cut]
-    gw = RolloutGateway(
-        tok,
-        ScriptedBackend(tok, [_length(text)]),
-        family=family_of(alias),
-        sampling=SamplingParams(max_new_tokens=4096),
-    )
-    gw.open_session("s")
-    result = asyncio.run(gw.generate("s", [{"role": "user", "content": "go"}], FAMILY_TOOLS))
+    gw, result = one_turn(alias, _length(text))
     assert [(c.name, c.arguments) for c in result.tool_calls] == CALLS[:n]
     assert result.finish_reason == "tool_calls" and result.tail_start is not None
     assert 0 < result.tail_start <= len(gw.trajectory("s").turns[0].output_ids)

@@ -1,21 +1,29 @@
-"""A turn cut at the token limit keeps the tool calls it completed.
+"""A turn cut inside a call keeps the tool calls it completed.
 
-A model that writes its calls and then keeps going (more calls, more text) until the turn's
-token limit ends with an unclosed call; the parsers then report the output ill-formed and
-return no call at all, so a harness drops every call of the turn (Strands stops the agent on
-``max_tokens``). The rule (the gateway's, so the Strands provider and the HTTP front both
-follow it):
+A model that writes its calls and then keeps going (more calls, more text) ends with an unclosed
+call: at the turn's token limit, or when it samples its end token inside the call (seen: three
+complete calls, a fourth without ``</tool_call>``, then ``<|im_end|>``). The parsers then report
+the output ill-formed and return no call at all, so a harness drops every call of the turn
+(Strands stops the agent on ``max_tokens``, or ends it on the ill-formed text). The rule (the
+gateway's, so the Strands provider and the HTTP front both follow it):
 
-- a turn whose sample ended at the token limit (``finish_reason`` "length") ends at its last
-  complete call: the output is parsed as its **longest prefix that ends at a token boundary
-  and parses well-formed with at least one call**; those calls are the turn's calls and its
-  finish reason is ``tool_calls`` (Strands: ``tool_use``), so the harness runs them;
+- a turn with tools whose sample ended at the token limit (``finish_reason`` "length"), or
+  whose whole output parses ill-formed whatever its finish reason (an unclosed or broken call
+  after complete ones, then the end token), ends at its last complete call: the output is
+  parsed as its **longest prefix that ends at a token boundary and parses well-formed with at
+  least one call**; those calls are the turn's calls and its finish reason is ``tool_calls``
+  (Strands: ``tool_use``), so the harness runs them;
 - the row keeps every sampled token, the tail after that prefix included (it is what the
-  policy sampled, with its logprobs); the tail is marked: a ``length_cut_at_calls`` event and
+  policy sampled, with its logprobs); the tail is marked: a ``length_cut_at_calls`` event (with
+  the sample's ``finish_reason`` and the whole output's parse problems) and
   ``trajectory.metadata["cut_turns"]`` give its token span ``[tail_start, len(output_ids))``
   within the turn's output, for a trainer that wants to mask it;
-- the recorded :class:`~strands_art.trajectory.Turn` keeps ``finish_reason`` "length" (the
-  turn is still listed in ``metadata["truncated_turns"]``).
+- the recorded :class:`~strands_art.trajectory.Turn` keeps ``finish_reason`` "length" for a
+  turn cut at the limit (still listed in ``metadata["truncated_turns"]``); one ended by its end
+  token records "tool_calls", as any turn with calls;
+- a turn whose only call is broken (no complete call before it) is not cut: at the token limit
+  it stays a "length" turn, ended by its end token it stays an ill-formed turn (the raw text as
+  content, no call, finish reason "stop", listed in ``metadata["ill_formed_turns"]``).
 
 Only prefixes ending in a token whose text ends with a character a call can end with (``>``,
 ``}``, ``]``, ``|``, a newline: every family's closing marker or JSON; or ``,``, the separator

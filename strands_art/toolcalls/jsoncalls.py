@@ -22,7 +22,9 @@ Text kept next to a recovered call is noted in :attr:`ParsedOutput.problems`.
 
 A fenced block after which nothing else follows, that starts like a call (``{`` with a ``"name"``
 key) but does not parse or has the wrong shape, is an ill-formed call (``ill_formed`` with the
-reason). Everything recovered is listed in :attr:`ParsedOutput.recovered` (``"fenced_json"`` /
+reason); so is an unclosed last block after call blocks whose body is empty or starts with ``{``
+(the output ended inside a further call: the gateway then keeps the calls before it,
+:mod:`strands_art.toolcalls.cut`). Everything recovered is listed in :attr:`ParsedOutput.recovered` (``"fenced_json"`` /
 ``"bare_json"``); the sampled tokens are never changed, the row keeps exactly what was sampled.
 
 Replayed calls carry decoded ``arguments`` (``raw_arguments`` is None): this template writes
@@ -142,6 +144,13 @@ def _looks_like_call(body: str, names: set[str] | None) -> bool:
     return isinstance(classify(obj, names), str)
 
 
+def _cut_inside(content: str, start: int, end: int, body: str) -> bool:
+    """The fenced block ``content[start:end]`` is unclosed (the output ended inside it) and its
+    body, empty or starting with ``{``, may be the start of a call."""
+    unclosed = end == len(content) and not content[start:end].endswith("```")
+    return unclosed and (not body.strip() or body.lstrip().startswith("{"))
+
+
 class Qwen25JsonParser(HermesParser):
     """Hermes ``<tool_call>`` JSON, plus unambiguous fenced/bare JSON calls (module docstring)."""
 
@@ -183,6 +192,9 @@ class Qwen25JsonParser(HermesParser):
             try:
                 block_calls = calls_from_json_sequence(body, names)
             except NotACall as exc:
+                if calls and k == len(blocks) and _cut_inside(content, start, end, body):
+                    problem = f"fenced tool call {k}: unclosed (no closing ```; output cut off?)"
+                    return replace(out, ill_formed=True, problems=[*out.problems, problem])
                 if not _looks_like_call(body, names):
                     return None  # a code block that is not JSON-call-like: plain content
                 return replace(out, ill_formed=True, problems=[*out.problems, f"fenced tool call {k}: {exc}"])

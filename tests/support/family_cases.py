@@ -10,13 +10,16 @@ every call with a tool result carrying the call's id.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
+from strands_art.registry import family_of, load_tokenizer
 
 READ_TOOL = {
     "type": "function",
@@ -138,6 +141,20 @@ WRITERS: dict[str, Writer] = {
         Writer("gpt-oss", "harmony", ("<|call|>", "<|return|>"), 1, False, _llama, _harmony),
     )
 }
+
+
+def one_turn(alias: str, item: dict[str, Any]) -> tuple[RolloutGateway, Any]:
+    """One turn of ``alias``'s model sampled as ``item`` (a :class:`ScriptedBackend` item), with
+    :data:`TOOLS` offered and room for any output: ``(gateway, GenerateResult)``; session "s"."""
+    tok = load_tokenizer(alias)
+    gw = RolloutGateway(
+        tok,
+        ScriptedBackend(tok, [item]),
+        family=family_of(alias),
+        sampling=SamplingParams(max_new_tokens=4096),
+    )
+    gw.open_session("s")
+    return gw, asyncio.run(gw.generate("s", [{"role": "user", "content": "go"}], TOOLS))
 
 
 def harness_id(turn: int, k: int) -> str:

@@ -39,7 +39,7 @@ def _blocks():
 
 def test_docs_blocks_are_the_documented_lines():
     blocks = _blocks()
-    assert set(blocks) == {"vllm", "verl-cluster", "verl-cpu-tests", "bench-reference"}
+    assert set(blocks) == {"vllm", "verl-cluster", "verl-cpu-tests", "bench-reference", "ray"}
     assert blocks["vllm"].commands == (PipInstall((".[vllm]",)),)
     assert blocks["vllm"].pythons == ("3.11", "3.12", "3.13") and blocks["vllm"].fails_on == ()
     assert blocks["verl-cluster"].commands == (PipInstall((".[verl-vllm]",)),)
@@ -47,6 +47,8 @@ def test_docs_blocks_are_the_documented_lines():
     assert blocks["verl-cluster"].where.startswith("docs/setup-verl.md:")
     assert blocks["vllm"].where.startswith("docs/setup-vllm.md:")
     assert blocks["verl-cpu-tests"].pythons == ("3.11",)
+    assert blocks["ray"].commands == (PipInstall((".[ray]",)),)
+    assert blocks["ray"].where.startswith("docs/scale-out.md:") and blocks["ray"].pythons == ("3.11", "3.12")
     bench = blocks["bench-reference"].commands
     assert bench[1] == PipInstall((".",), no_deps=True)
 
@@ -69,7 +71,7 @@ def test_every_extra_named_in_the_docs_exists():
             for req in command.requirements:
                 if req.startswith("."):
                     named |= Requirement("x" + req.lstrip(".")).extras
-    assert named == {"vllm", "verl-vllm", "verl", "dev"}
+    assert named == {"vllm", "verl-vllm", "verl", "dev", "ray"}
     assert named <= extras
     # the cluster extra is verl's own pairing on top of ours
     assert project["optional-dependencies"]["verl-vllm"] == ["strands-art[verl,vllm]", "verl[vllm]==0.9.1"]

@@ -54,7 +54,9 @@ def parse_run(text: str) -> tuple[str, str]:
     """``MODEL:SETTING`` -> (model, setting); argparse error for an unknown setting."""
     model, sep, setting = text.rpartition(":")
     if not sep or not model or setting not in PROMPTS:
-        raise argparse.ArgumentTypeError(f"expected MODEL:SETTING with SETTING one of {', '.join(PROMPTS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected MODEL:SETTING with SETTING one of {', '.join(PROMPTS)}, got {text!r}"
+        )
     return model, setting
 
 
@@ -68,7 +70,9 @@ def task_kinds(tasks_dir: Path) -> dict[str, str]:
     return kinds
 
 
-def migrate_command(run_dir: Path, tasks_dir: Path, model: str, setting: str, args: argparse.Namespace) -> list[str]:
+def migrate_command(
+    run_dir: Path, tasks_dir: Path, model: str, setting: str, args: argparse.Namespace
+) -> list[str]:
     """The ``strands-art migrate`` command line of one run (``--resume`` for an existing run)."""
     cli = [sys.executable, "-m", "strands_art.cli", "migrate"]
     if (run_dir / "config.json").is_file():
@@ -149,7 +153,9 @@ def print_table(model: str, setting: str, summary: dict[str, Any], records: list
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks-dir", type=Path, required=True, help="generated tasks (strands-art make-tasks)")
-    p.add_argument("--run-root", type=Path, required=True, help="one run directory per MODEL.SETTING under it")
+    p.add_argument(
+        "--run-root", type=Path, required=True, help="one run directory per MODEL.SETTING under it"
+    )
     p.add_argument(
         "--runs",
         nargs="+",
@@ -175,10 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.table_only:
             cmd = migrate_command(run_dir, args.tasks_dir, model, setting, args)
             load0, t0 = os.getloadavg(), time.monotonic()
-            print(f"\n$ {' '.join(cmd[1:])}   (load before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f})", flush=True)
+            print(
+                f"\n$ {' '.join(cmd[1:])}   (load before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f})",
+                flush=True,
+            )
             rc = subprocess.run(cmd, check=False).returncode
             load1 = os.getloadavg()
-            print(f"exit {rc}, {time.monotonic() - t0:.0f} s, load after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
+            print(
+                f"exit {rc}, {time.monotonic() - t0:.0f} s, load after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}"
+            )
         records, _, unreadable, torn = scan_results(run_dir / "results.jsonl")
         summary = summarize(records, kinds)
         print_table(model, setting, summary, records)

@@ -167,7 +167,9 @@ def test_a_bad_prompt_is_refused(capsys):
     resolve_defaults(args)
     for bad in ("short", 1, ""):  # e.g. from a hand-edited config.json of a resumed run
         args.prompt = bad
-        with pytest.raises(UsageError, match=f"^--prompt must be one of compact, compact-no-recipe, full, got {bad!r}"):
+        with pytest.raises(
+            UsageError, match=f"^--prompt must be one of compact, compact-no-recipe, full, got {bad!r}"
+        ):
             rollout_config(args)
 
 

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd = migrate_command(run_dir, args.tasks_dir, model, setting, args)
             load0, t0 = os.getloadavg(), time.monotonic()
             print(
-                f"\n$ {' '.join(cmd[1:])}   (load before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f})",
+                f"\n$ python {' '.join(cmd[1:])}   (load before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f})",
                 flush=True,
             )
             rc = subprocess.run(cmd, check=False).returncode

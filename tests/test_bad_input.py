@@ -202,6 +202,21 @@ def test_migrate_resume_refuses_a_sandbox_opt_out_that_is_not_a_boolean(
     assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir()) == before
 
 
+@pytest.mark.parametrize("value", ["short", 1, ["compact"]])
+def test_migrate_resume_refuses_an_unknown_prompt(tmp_path: Path, capsys, value) -> None:
+    """``--prompt`` is read back from config.json on --resume: an unknown one stops before
+    anything is written."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"prompt": value}))
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir())
+    code, err = _run(capsys, "migrate", "--resume", str(run_dir))
+    _one_error_line(
+        code, err, "strands-art migrate:", "--prompt must be one of compact, compact-no-recipe, full, got"
+    )
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run_dir.iterdir()) == before
+
+
 def test_rollouts_run_directly_check_the_sandbox_opt_out() -> None:
     """Trainers call run_rollout with their own Namespace: the same check runs there."""
     from strands_art.cli import build_parser

@@ -17,6 +17,7 @@ from strands.models.model import Model
 from strands.tools.executors import SequentialToolExecutor
 
 from strands_art.envs.migrationbench.agent import (
+    COMPACT_USER_SUFFIX,
     SYSTEM_PROMPT,
     RolloutLimits,
     build_agent,
@@ -102,6 +103,20 @@ def test_prompt_and_task_forms(ws: Workspace) -> None:
     with pytest.raises(ValueError):
         num_tests_of({"repo": "x"})
     assert "maven.compiler.release" in SYSTEM_PROMPT and "mvn -q clean verify" in SYSTEM_PROMPT
+
+
+def test_the_user_turn_with_and_without_the_recipe(ws: Workspace) -> None:
+    """``compact`` appends the spelled-out shell calls; ``recipe=False`` (``--prompt
+    compact-no-recipe``) and the full prompt leave the plain MigrationBench user turn."""
+    plain = f"Please help migrate this repo: {ws.root}. There are 4 test cases in it."
+    task = {"num_test_cases": 4}
+    with_recipe = user_prompt(ws, task, compact=True)
+    assert with_recipe == plain + COMPACT_USER_SUFFIX
+    for call in ("sed -i 's#>1[.]8<#>17<#g'", "grep -rn '1[.]8' --include=pom.xml .", "mvn -q clean verify"):
+        assert call in with_recipe.removeprefix(plain)
+    assert user_prompt(ws, task, compact=True, recipe=False) == plain
+    assert user_prompt(ws, task, compact=False, recipe=True) == plain
+    assert user_prompt(ws, task) == plain
 
 
 def test_agent_uses_null_conversation_manager_and_sequential_tools(ws: Workspace) -> None:

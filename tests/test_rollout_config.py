@@ -39,6 +39,7 @@ BAD = [
     ("unsafe_no_sandbox", "false", "unsafe_no_sandbox must be true or false, got 'false'"),
     ("unsafe_no_sandbox", 1, "unsafe_no_sandbox must be true or false, got 1"),
     ("compact_prompt", None, "compact_prompt must be true or false, got None"),
+    ("user_recipe", "no", "user_recipe must be true or false, got 'no'"),
 ]
 
 
@@ -57,8 +58,8 @@ def test_a_bad_value_is_refused_naming_the_field(field, value, message):
 def test_on_the_command_line_the_error_names_the_flag(field, value, message):
     args = build_parser().parse_args(["migrate", "--backend", "transformers"])
     resolve_defaults(args)
-    if field == "compact_prompt":  # not a flag: derived from --backend
-        assert rollout_config(args).compact_prompt is False
+    if field in ("compact_prompt", "user_recipe"):  # not flags: derived from --prompt and --backend
+        assert (rollout_config(args).compact_prompt, rollout_config(args).user_recipe) == (False, True)
         return
     setattr(args, field, value)
     flag = "--" + field.replace("_", "-")
@@ -136,6 +137,40 @@ def test_flags_given_on_the_command_line_reach_the_config():
     config = rollout_config(args)
     assert (config.max_turns, config.build_timeout, config.time_limit) == (7, 90.0, 600.0)
     assert config.unsafe_no_sandbox is True and config.compact_prompt is True
+
+
+@pytest.mark.parametrize(
+    ("backend", "prompt", "expected"),
+    [
+        ("llamacpp", None, (True, True)),  # the default on llama.cpp: the compact recipe
+        ("llamacpp", "compact", (True, True)),
+        ("llamacpp", "compact-no-recipe", (True, False)),
+        ("llamacpp", "full", (False, True)),
+        ("transformers", None, (False, True)),  # the default elsewhere: the full system prompt
+        ("transformers", "compact-no-recipe", (True, False)),
+    ],
+)
+def test_prompt_flag_sets_the_system_prompt_and_the_recipe(backend, prompt, expected):
+    argv = ["migrate", "--backend", backend] + (["--prompt", prompt] if prompt else [])
+    args = build_parser().parse_args(argv)
+    resolve_defaults(args)
+    config = rollout_config(args)
+    assert (config.compact_prompt, config.user_recipe) == expected
+    assert config.max_turns == (SMALL_MODEL_LIMITS["max_turns"] if backend == "llamacpp" else 50)
+
+
+def test_a_bad_prompt_is_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["migrate", "--prompt", "short"])
+    assert exc.value.code == 2 and "invalid choice: 'short'" in capsys.readouterr().err
+    args = build_parser().parse_args(["migrate", "--backend", "llamacpp"])
+    resolve_defaults(args)
+    for bad in ("short", 1, ""):  # e.g. from a hand-edited config.json of a resumed run
+        args.prompt = bad
+        with pytest.raises(
+            UsageError, match=f"^--prompt must be one of compact, compact-no-recipe, full, got {bad!r}"
+        ):
+            rollout_config(args)
 
 
 def test_verl_episode_reads_only_the_limits_from_a_sample():

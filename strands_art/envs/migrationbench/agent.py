@@ -131,11 +131,11 @@ def num_tests_of(task: Any) -> int:
     return int(value)
 
 
-def user_prompt(workspace: Workspace, task: Any, *, compact: bool = False) -> str:
+def user_prompt(workspace: Workspace, task: Any, *, compact: bool = False, recipe: bool = True) -> str:
     """The first user turn for ``task`` in ``workspace`` (``USER_TURN`` filled in; with
-    ``compact``, followed by :data:`COMPACT_USER_SUFFIX`)."""
+    ``compact`` and ``recipe``, followed by :data:`COMPACT_USER_SUFFIX`, the spelled-out calls)."""
     text = USER_TURN.format(repo_path=workspace.root, num_tests=num_tests_of(task))
-    return text + COMPACT_USER_SUFFIX if compact else text
+    return text + COMPACT_USER_SUFFIX if compact and recipe else text
 
 
 class RolloutLimits(HookProvider):

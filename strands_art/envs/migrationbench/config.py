@@ -28,6 +28,7 @@ _RANGES: dict[str, tuple[Any, ...]] = {
     "build_timeout": ("float", 0.0, 86400.0, True),
     "unsafe_no_sandbox": ("bool",),
     "compact_prompt": ("bool",),
+    "user_recipe": ("bool",),
 }
 
 LIMIT_FIELDS = ("max_turns", "time_limit", "command_timeout", "max_output_bytes", "build_timeout")
@@ -76,6 +77,10 @@ class RolloutConfig:
             bubblewrap sandbox (default False: the sandbox is required). Only a real bool.
         compact_prompt: the short system prompt and user-turn recipe for small models
             (:data:`.agent.COMPACT_SYSTEM_PROMPT`; ``migrate`` sets it on llama.cpp).
+        user_recipe: with ``compact_prompt``, append the spelled-out shell calls
+            (:data:`.agent.COMPACT_USER_SUFFIX`) to the user turn (default True); False leaves
+            the plain user turn (``migrate --prompt compact-no-recipe``). Ignored without
+            ``compact_prompt`` (the full system prompt never has the recipe).
 
     Raises:
         UsageError: a value of the wrong type (``True`` is not an int, ``1`` not a bool) or out of
@@ -89,6 +94,7 @@ class RolloutConfig:
     build_timeout: float = 300.0
     unsafe_no_sandbox: bool = False
     compact_prompt: bool = False
+    user_recipe: bool = True
 
     def __post_init__(self) -> None:
         for field, value in check_values({f: getattr(self, f) for f in _RANGES}).items():
@@ -123,3 +129,12 @@ class RolloutConfig:
 
 SMALL_MODEL_LIMITS: dict[str, Any] = {"max_turns": 12, "time_limit": 600.0, "max_output_bytes": 4000}
 """Rollout limits for the llama.cpp aliases when not given: a 4-8K context and ~5 tokens/s."""
+
+PROMPTS: dict[str, dict[str, bool]] = {
+    "compact": {"compact_prompt": True, "user_recipe": True},
+    "compact-no-recipe": {"compact_prompt": True, "user_recipe": False},
+    "full": {"compact_prompt": False, "user_recipe": True},
+}
+"""``migrate --prompt`` -> the :class:`RolloutConfig` fields it sets: the compact system prompt
+with the shell calls spelled out in the user turn (the llama.cpp default), the compact system
+prompt alone, or the full system prompt (the default elsewhere)."""

@@ -184,7 +184,9 @@ async def run_rollout(
             hooks=[row] if row is not None else (),
         )
         try:
-            end = await run_agent(agent, user_prompt(ws, spec.task.record, compact=compact), limits)
+            end = await run_agent(
+                agent, user_prompt(ws, spec.task.record, compact=compact, recipe=config.user_recipe), limits
+            )
         finally:
             if row is not None:
                 row.close()

@@ -6,7 +6,7 @@ import argparse
 
 from strands_art.validation import UsageError, check_float, check_http_url, check_int, check_sampling_args
 
-from .config import LIMIT_FIELDS, SMALL_MODEL_LIMITS, RolloutConfig
+from .config import LIMIT_FIELDS, PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
@@ -88,6 +88,14 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     g.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling (default 0.95)")
     g.add_argument("--max-new-tokens", type=int, default=512, help="tokens sampled per turn (default 512)")
+    g.add_argument(
+        "--prompt",
+        choices=list(PROMPTS),
+        default=None,
+        help="compact: the short system prompt and the shell calls spelled out in the user turn "
+        "(default on llamacpp); compact-no-recipe: the short system prompt, plain user turn; "
+        "full: the full system prompt, plain user turn (default elsewhere)",
+    )
     g.add_argument(
         "--max-context-tokens",
         type=int,
@@ -207,16 +215,23 @@ def flag_of(field: str) -> str:
 
 def rollout_config(args: argparse.Namespace) -> RolloutConfig:
     """The :class:`.config.RolloutConfig` of resolved ``migrate`` options (:func:`resolve_defaults`):
-    the limits, ``unsafe_no_sandbox`` (absent means False: the sandbox on) and the compact prompt
-    on ``--backend llamacpp``.
+    the limits, ``unsafe_no_sandbox`` (absent means False: the sandbox on) and the prompt
+    (``--prompt``, :data:`.config.PROMPTS`; absent or None: compact on ``--backend llamacpp``,
+    else full).
 
     Raises:
         UsageError: the first value of the wrong type or out of range, naming its flag
-            (``--unsafe-no-sandbox must be true or false, got 'false'``).
+            (``--unsafe-no-sandbox must be true or false, got 'false'``), or an unknown
+            ``--prompt`` (e.g. from a resumed run's config.json).
     """
     values = {key: getattr(args, key) for key in LIMIT_FIELDS}
     values["unsafe_no_sandbox"] = getattr(args, "unsafe_no_sandbox", False)
-    values["compact_prompt"] = getattr(args, "backend", None) == "llamacpp"
+    prompt = getattr(args, "prompt", None)
+    if prompt is None:
+        prompt = "compact" if getattr(args, "backend", None) == "llamacpp" else "full"
+    if not isinstance(prompt, str) or prompt not in PROMPTS:
+        raise UsageError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+    values.update(PROMPTS[prompt])
     return RolloutConfig.from_mapping(values, flag_of)
 
 

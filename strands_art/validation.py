@@ -106,3 +106,38 @@ def check_sampling_args(args: argparse.Namespace) -> None:
         UsageError: the first value out of range.
     """
     check_sampling(args.temperature, args.max_new_tokens, args.top_p, args.max_context_tokens)
+
+
+def check_ray_address(address: str) -> None:
+    """Refuse a ``--ray`` address that is not ``local``, ``auto``, ``ray://HOST:PORT`` or
+    ``HOST:PORT`` (non-empty host without spaces, port 1..65535).
+
+    Raises:
+        UsageError: the one-line message naming the address.
+    """
+    if address in ("local", "auto"):
+        return
+    rest = address[len("ray://") :] if address.startswith("ray://") else address
+    host, _, port = rest.rpartition(":")
+    if not host or any(c.isspace() for c in address) or not (port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(f"--ray must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+
+
+def probe_ray_address(address: str, timeout_s: float = 5.0) -> None:
+    """Before ``ray.init``: refuse a ``HOST:PORT`` (or ``ray://HOST:PORT``) nothing answers on
+    within ``timeout_s`` seconds (a TCP connect); ``ray.init`` itself retries for minutes.
+
+    Raises:
+        UsageError: the host does not resolve or nothing listens on the port.
+    """
+    import socket
+
+    if address in ("local", "auto"):
+        return
+    check_ray_address(address)
+    rest = address[len("ray://") :] if address.startswith("ray://") else address
+    host, _, port = rest.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(f"--ray {address}: nothing answers at {host}:{port} ({exc})") from None

@@ -79,3 +79,42 @@ def test_cli_and_package_do_not_import_ray() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) is False
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("address", [":80", "host:", "host:99999", "host:x"])
+def test_malformed_ray_host_port_is_refused_in_one_line(tmp_path: Path, capsys, address) -> None:
+    run_dir = tmp_path / "run"
+    args = build_parser().parse_args(
+        ["migrate", "--run-dir", str(run_dir), "--ray", address, "--backend", "transformers"]
+    )
+    assert main_from_args(args) == 2
+    err = capsys.readouterr().err
+    assert "--ray must be auto, HOST:PORT" in err and err.count("\n") == 1, err
+    assert not run_dir.exists()
+
+
+def test_unreachable_ray_address_is_refused_before_ray_init(monkeypatch) -> None:
+    """A HOST:PORT nothing listens on: refused by a TCP probe, not after Ray's minutes of retries."""
+    ray = pytest.importorskip("ray")
+    from strands_art.envs.migrationbench.ray_runner import connect as migrate_connect
+    from strands_art.training.ray_rollouts import connect as train_connect
+    from strands_art.validation import UsageError
+
+    def no_init(*a, **k):
+        raise AssertionError("ray.init reached for an unreachable address")
+
+    monkeypatch.setattr(ray, "init", no_init)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    address = f"127.0.0.1:{_closed_port()}"
+    with pytest.raises(UsageError, match="nothing answers"):
+        migrate_connect(address, slots=1)
+    with pytest.raises(ValueError, match="nothing answers"):
+        train_connect(address, slots=1, resources={})

@@ -28,6 +28,9 @@ BASE = ["train", "--env", "capitals", "--no-progress"]
         (["--ray", "auto", "--backend", "transformers"], "--ray needs --backend vllm"),
         (["--ray", "--backend", "vllm", "--max-staleness", "1"], "--ray needs --max-staleness 0"),
         (["--ray", "nowhere", "--backend", "vllm", "--max-staleness", "0"], "--ray must be auto"),
+        (["--ray", ":80", "--backend", "vllm", "--max-staleness", "0"], "--ray must be auto"),
+        (["--ray", "h:99999", "--backend", "vllm", "--max-staleness", "0"], "--ray must be auto"),
+        (["--ray", "127.0.0.1:1", "--backend", "vllm", "--max-staleness", "0"], "nothing answers"),
     ],
 )
 def test_train_ray_refusals_write_nothing(tmp_path, capsys, extra, message):

@@ -38,6 +38,7 @@ from typing import Any
 from strands_art.backends.base import SamplingParams
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
 from strands_art.trajectory import Trajectory
+from strands_art.validation import UsageError, check_ray_address, probe_ray_address
 
 logger = logging.getLogger(__name__)
 
@@ -54,18 +55,19 @@ def check_settings(ray: str | None, backend: str, max_staleness: int) -> None:
 
     Raises:
         ValueError: an address that is not ``local``, ``auto``, ``HOST:PORT`` or ``ray://...``;
-            a backend other than ``vllm``; ``max_staleness`` other than 0.
+            a backend other than ``vllm``; ``max_staleness`` other than 0; a ``HOST:PORT`` nothing
+            answers on.
     """
     if ray is None:
         return
-    if not (ray in ("local", "auto") or ":" in ray):
-        raise ValueError(f"--ray must be auto, HOST:PORT or ray://HOST:PORT (or no value), got {ray!r}")
+    check_ray_address(ray)
     if backend != "vllm":
         raise ValueError(
             f"--ray needs --backend vllm (a server every Ray worker reaches), got --backend {backend}"
         )
     if max_staleness != 0:
         raise ValueError(f"--ray needs --max-staleness 0 (got {max_staleness}): see docs/scale-out.md")
+    probe_ray_address(ray)  # ray.init retries an unreachable address for minutes
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,10 @@ def connect(address: str, *, slots: int, resources: Mapping[str, float]) -> bool
                     _system_config={"worker_niceness": 0},  # as migrate --ray (docs/scale-out.md)
                 )
             else:
+                probe_ray_address(address)
                 ray.init(address=address, logging_level=logging.WARNING)
+        except UsageError:
+            raise
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ValueError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
         started = True

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.store import TrajectoryStore
-from strands_art.validation import UsageError
+from strands_art.validation import UsageError, probe_ray_address
 
 from .rundir import TRAJECTORIES_DIR, RunDirBusy, open_run_dir, run_token
 
@@ -202,7 +202,10 @@ def connect(address: str, *, slots: int) -> dict[str, float]:
                     _system_config={"worker_niceness": 0},
                 )
             else:
+                probe_ray_address(address)
                 ray.init(address=address, logging_level=logging.WARNING)
+        except UsageError:
+            raise
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UsageError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
     total = ray.cluster_resources()

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from strands_art.validation import UsageError, check_float, check_http_url, check_int, check_sampling_args
+from strands_art.validation import (
+    UsageError,
+    check_float,
+    check_http_url,
+    check_int,
+    check_ray_address,
+    check_sampling_args,
+)
 
 from .config import LIMIT_FIELDS, PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 
@@ -284,8 +291,9 @@ def _validate_ray_args(args: argparse.Namespace) -> None:
     address = getattr(args, "ray", None)
     if address is None:
         return
-    if not isinstance(address, str) or not address.strip() or any(c.isspace() for c in address):
+    if not isinstance(address, str):
         raise UsageError(f"--ray must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    check_ray_address(address)
     if args.backend == "litellm":
         raise UsageError("--ray runs token-capturing backends only (llamacpp, transformers, vllm)")
     if getattr(args, "records", None):

@@ -29,7 +29,10 @@ def is_real(value: Any, *, finite: bool = True) -> bool:
     with ``finite`` (the default) also never ``nan`` or ``±inf``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
-    return not finite or math.isfinite(value)
+    try:
+        return not finite or math.isfinite(value)
+    except OverflowError:  # an int no float holds (10**400 from YAML)
+        return False
 
 
 def check_int(flag: str, value: Any, lo: int, hi: int) -> int:
@@ -54,10 +57,13 @@ def check_float(flag: str, value: Any, lo: float, hi: float, *, lo_open: bool = 
 
 def check_bool(flag: str, value: Any) -> bool:
     """``value`` if it is ``True`` or ``False`` (not ``1``, ``"yes"`` or ``null``, e.g. from a
-    hand-edited ``config.json``); else :class:`UsageError`."""
-    if not isinstance(value, bool):
-        raise UsageError(f"{flag} must be true or false, got {_show(value)}")
-    return value
+    hand-edited ``config.json``) or a ``numpy.bool_`` (a pandas/parquet dataset row); else
+    :class:`UsageError`."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
+        return bool(value)
+    raise UsageError(f"{flag} must be true or false, got {_show(value)}")
 
 
 def check_http_url(flag: str, value: Any) -> str:

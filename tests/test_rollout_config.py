@@ -220,3 +220,19 @@ def test_the_old_training_paths_still_work_for_one_release(tmp_path: Path):
         limits_cls(max_turns=0)
     with pytest.raises(AttributeError):
         old.no_such_name  # noqa: B018
+
+
+def test_a_huge_integer_for_a_real_field_is_refused_not_overflowed():
+    """YAML reads ``time_limit: 1000...0`` (400 digits) as an int that no float holds."""
+    with pytest.raises(UsageError, match="^time_limit must be a finite number"):
+        RolloutConfig.from_mapping({"time_limit": 10**400})
+
+
+def test_numpy_bools_from_a_dataset_row_are_bools():
+    """A pandas/parquet row gives ``numpy.bool_`` (as it gives ``numpy.int64``, accepted); a
+    numpy integer is still not a bool."""
+    np = pytest.importorskip("numpy")
+    config = RolloutConfig.from_mapping({"compact_prompt": np.bool_(True), "max_turns": np.int64(7)})
+    assert config.compact_prompt is True and config.max_turns == 7
+    with pytest.raises(UsageError, match="^compact_prompt must be true or false"):
+        RolloutConfig.from_mapping({"compact_prompt": np.int64(1)})

@@ -236,3 +236,26 @@ def test_numpy_bools_from_a_dataset_row_are_bools():
     assert config.compact_prompt is True and config.max_turns == 7
     with pytest.raises(UsageError, match="^compact_prompt must be true or false"):
         RolloutConfig.from_mapping({"compact_prompt": np.int64(1)})
+
+
+def test_resume_of_a_run_made_before_prompt_keeps_its_prompt(tmp_path: Path):
+    """docs/migrationbench.md: with --resume the saved options replace the command line's. A
+    config.json from before ``--prompt`` has no ``prompt``: the run's rollouts used the backend's
+    default (compact on llama.cpp), and ``--resume DIR --prompt full`` must not switch the rest
+    of the run to another prompt."""
+    import json
+
+    from rich.console import Console
+
+    from strands_art.envs.migrationbench.runner import run_migration
+    from strands_art.envs.migrationbench.tasks import TaskError
+
+    old = vars(build_parser().parse_args(["migrate", "--backend", "llamacpp", "--tasks", "no-such-task"]))
+    old = {k: v for k, v in old.items() if k not in ("prompt", "resume", "func") and not k.startswith("ray")}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(old, default=str))
+    args = build_parser().parse_args(["migrate", "--resume", str(run), "--prompt", "full"])
+    with pytest.raises(TaskError):  # stops at the tasks, after the options are resolved
+        asyncio.run(run_migration(args, Console(quiet=True)))
+    assert rollout_config(args).compact_prompt is True

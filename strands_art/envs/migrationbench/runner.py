@@ -95,9 +95,12 @@ async def run_migration(
     if args.resume:
         if not cfg_path.is_file():
             raise UsageError(f"--resume {run_dir}: no config.json there (not a migrate run)")
-        for key, value in read_config(cfg_path).items():
+        saved = read_config(cfg_path)
+        for key, value in saved.items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
+        if "prompt" not in saved:  # a run from before --prompt: its backend's default, not the CLI's
+            args.prompt = None
     resolve_defaults(args)
     validate_migrate_args(args)
     if run_dir.exists() and not run_dir.is_dir():

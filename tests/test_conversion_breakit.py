@@ -84,3 +84,56 @@ async def test_reuse_equals_full_conversion(qwen3, monkeypatch, mode, client) ->
     reused = await run(True)
     full = await run(False)
     assert reused == full
+
+
+# ---------------------------------------------------------------- the Strands front, mutated in place
+
+
+def _strands_answer(events):
+    from test_conversion_work import _strands_answer as answer
+
+    return answer(events)
+
+
+async def _strands_mutating(model, spec) -> None:
+    """A harness that edits in place what it re-sends: an earlier call's input (1 -> 1.0, then
+    True), a tool result's nested list, a deleted text block, the same history sent twice."""
+    msgs: list[dict] = [{"role": "user", "content": [{"text": "add"}, {"text": "now"}]}]
+    for k in range(6):
+        if k == 2:
+            msgs[1]["content"][1]["toolUse"]["input"]["a"] = 1.0
+        if k == 3:
+            msgs[1]["content"][1]["toolUse"]["input"]["a"] = True
+            msgs[2]["content"][0]["toolResult"]["content"][0]["json"]["v"].append(9)
+        if k == 4:
+            del msgs[0]["content"][1]
+        for _ in range(2 if k == 5 else 1):
+            events = [e async for e in model.stream(msgs, [spec], "calc")]
+        answer = _strands_answer(events)
+        call_id = answer["content"][1]["toolUse"]["toolUseId"]
+        msgs.append(answer)
+        result = {"toolUseId": call_id, "status": "success", "content": [{"json": {"v": [k]}}]}
+        msgs.append({"role": "user", "content": [{"toolResult": result}]})
+
+
+@pytest.mark.parametrize("mode", ["linear", "tree"])
+async def test_strands_in_place_mutations_equal_full_conversion(qwen3, monkeypatch, mode) -> None:
+    from test_conversion_work import ADD_SPEC, CALL
+
+    import strands_art.model as model_mod
+    from strands_art.model import ARTModel
+
+    full_request = model_mod.strands_request
+
+    async def run(full: bool) -> dict:
+        with monkeypatch.context() as m:
+            if full:
+                m.setattr(model_mod, "strands_request", lambda msgs, s, known=None: full_request(msgs, s))
+            gw = gateway(qwen3, [{"text": CALL}] * 8, history_mode=mode)
+            await _strands_mutating(ARTModel(gateway=gw, session_id="s"), ADD_SPEC)
+            d = gw.close_session("s").to_dict()
+        for turn in d["turns"]:
+            turn.pop("timings", None)
+        return d
+
+    assert await run(False) == await run(True)

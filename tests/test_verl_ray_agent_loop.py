@@ -133,7 +133,7 @@ def ray_step(real_vllm, process_group, tmp_path_factory):  # noqa: F811
     # the worker processes import our agent loop and the CPU platform verl picks (VERL_PLATFORM)
     env = {
         "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)]),
-        "VERL_USE_EXTERNAL_MODULES": "verl_cpu_platform,strands_art.verl.agent_loop",
+        "VERL_USE_EXTERNAL_MODULES": "support.verl_cpu_platform,strands_art.verl.agent_loop",
         "TOKENIZERS_PARALLELISM": "false",
     }
     ray.init(address="local", num_cpus=4, include_dashboard=False, runtime_env={"env_vars": env})

@@ -178,7 +178,7 @@ def outer_batch(real_vllm, process_group):  # noqa: F811
 
         async def one(uid: str, session: int):
             loop = make_loop(
-                tok, replica, episode="verl_episodes.two_agents_episode", cfg=cfg, hf_model_type="llama"
+                tok, replica, episode="support.verl_episodes.two_agents_episode", cfg=cfg, hf_model_type="llama"
             )
             assert isinstance(loop, StrandsAgentLoop)
             outputs = await loop.run(

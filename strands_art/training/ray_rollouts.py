@@ -29,6 +29,7 @@ Ray is imported only when ``--ray`` is given. Source: Ray's task fault tolerance
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -174,9 +175,11 @@ def connect(address: str, *, slots: int, resources: Mapping[str, float]) -> bool
     total = ray.cluster_resources()
     missing = [k for k, v in resources.items() if total.get(k, 0) < v]
     if missing:
+        wanted = json.dumps({k: "N" for k in missing})
         raise ValueError(
-            f"--ray {address}: no node of the cluster declares the resource(s) {missing} this "
-            f"environment's rollouts need (docs/scale-out.md)"
+            f"--ray {address}: no node of the cluster declares the resource(s) {missing} the rollouts "
+            f"need; start the nodes that can run them with ray start --resources '{wanted}' "
+            f"(docs/scale-out.md)"
         )
     return started
 

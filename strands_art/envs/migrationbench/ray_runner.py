@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.store import TrajectoryStore
-from strands_art.validation import UsageError, probe_ray_address
+from strands_art.validation import UsageError
 
 from .rundir import TRAJECTORIES_DIR, RunDirBusy, open_run_dir, run_token
 
@@ -178,44 +178,22 @@ def _sweep_task() -> int:
 def connect(address: str, *, slots: int) -> dict[str, float]:
     """Join the Ray cluster at ``address`` (``auto``: the one this machine belongs to; ``HOST:PORT``
     or ``ray://...``) or, for ``local``, start one here with ``slots`` units of
-    :data:`SANDBOX_RESOURCE`. Returns the cluster's total resources.
+    :data:`SANDBOX_RESOURCE` (:func:`strands_art.training.ray_rollouts.connect`, the one join of
+    both commands). Returns the cluster's total resources.
 
     Raises:
         UsageError: Ray is not installed (``pip install 'strands-art[ray]'``), the cluster cannot
             be reached, or no node declares :data:`SANDBOX_RESOURCE`.
     """
+    from strands_art.training.ray_rollouts import connect as join
+
     try:
-        import ray
-    except ImportError:
-        raise UsageError("--ray needs Ray: pip install 'strands-art[ray]' (docs/scale-out.md)") from None
-    if not ray.is_initialized():
-        try:
-            if address == "local":
-                cpus = max(os.cpu_count() or 1, slots)
-                ray.init(
-                    num_cpus=cpus,
-                    resources={SANDBOX_RESOURCE: slots},
-                    include_dashboard=False,
-                    logging_level=logging.WARNING,
-                    # Ray renices its workers by 15 by default; on this machine the builds then run
-                    # behind everything else, so a local cluster keeps this process's priority
-                    _system_config={"worker_niceness": 0},
-                )
-            else:
-                probe_ray_address(address)
-                ray.init(address=address, logging_level=logging.WARNING)
-        except UsageError:
-            raise
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise UsageError(f"--ray {address}: cannot join the Ray cluster: {exc}") from None
-    total = ray.cluster_resources()
-    if total.get(SANDBOX_RESOURCE, 0) < 1:
-        raise UsageError(
-            f"--ray {address}: no node of the cluster declares the resource {SANDBOX_RESOURCE!r}; start "
-            f"the nodes that have bubblewrap, JDK 17 and the offline Maven repository with "
-            f"ray start --resources '{{\"{SANDBOX_RESOURCE}\": N}}' (docs/scale-out.md)"
-        )
-    return total
+        join(address, slots=slots, resources={SANDBOX_RESOURCE: 1})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    import ray
+
+    return ray.cluster_resources()
 
 
 class RayRollouts:

@@ -169,6 +169,34 @@ def test_evaluation_scores_non_finite_reward_as_failed():
     assert got["val_reward"] == 0.25
     assert got["val_failed"] == 3
     assert got["val_reward_std"] == pytest.approx(math.sqrt(3) / 4)
+    assert "val_success" not in got  # these rollouts report no success
+
+
+def test_evaluation_success_counts_failed_rollouts_as_failures():
+    import asyncio
+    from types import SimpleNamespace
+
+    from strands_art.backends.base import SamplingParams
+    from strands_art.training.loop import evaluate
+
+    # t0, t1 succeed; t2 does not; t3's reward is not finite (a failed rollout, success unread)
+    outcome = {"t0": (1.0, True), "t1": (1.0, True), "t2": (0.5, False), "t3": (math.nan, True)}
+
+    async def rollout(gateway, task, rid, gid, sampling):
+        reward, ok = outcome[task.name]
+        return Trajectory(rollout_id=rid, group_id=gid, reward=reward, metadata={"success": ok})
+
+    tasks = [SimpleNamespace(name=n) for n in outcome]
+    got = asyncio.run(evaluate(None, tasks, rollout, SamplingParams(), samples=2, progress=False))
+    assert got["val_rollouts"] == 8 and got["val_failed"] == 2
+    assert got["val_success"] == 0.5  # 4 of 8; the two failed ones count as failures
+    assert got["val_reward"] == pytest.approx(5 / 8)
+
+    async def partly(gateway, task, rid, gid, sampling):  # one rollout without the key: no success
+        meta = {} if task.name == "t2" else {"success": True}
+        return Trajectory(rollout_id=rid, group_id=gid, reward=1.0, metadata=meta)
+
+    assert "val_success" not in asyncio.run(evaluate(None, tasks, partly, SamplingParams(), progress=False))
 
 
 @settings(max_examples=60, deadline=None)

@@ -45,6 +45,22 @@ def test_seed_summary_one_seed_and_errors():
         seed_summary({3: run([0.5], train=[0.1, 0.2])})
 
 
+def test_seed_summary_of_another_eval_key():
+    runs = {0: run([0.5, 0.9]), 1: run([0.6, 0.7])}
+    for recs, success in zip(runs.values(), ([0.25, 0.875], [0.375, 0.5]), strict=True):
+        for r, v in zip((r for r in recs if r["kind"] == "eval"), success, strict=True):
+            r["val_success"] = v
+    s = seed_summary(runs, key="val_success")
+    assert [x["gain"] for x in s["seeds"]] == [0.625, 0.125]
+    assert s["reward_start"] == pytest.approx(0.3125) and s["reward_end"] == pytest.approx(0.6875)
+    assert seed_summary(runs)["reward_end"] == pytest.approx(0.8)  # val_reward, the default
+    with pytest.raises(ValueError, match="seed 0: the eval records have no 'val_nope'"):
+        seed_summary(runs, key="val_nope")
+    fig = plot_seeds(runs, eval_key="val_success")
+    assert list(fig.axes[1].lines[-1].get_ydata()) == pytest.approx([0.3125, 0.6875])
+    assert fig.axes[1].get_title() == "held-out success (evaluation records)"
+
+
 rewards = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
 

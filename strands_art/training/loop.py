@@ -152,7 +152,9 @@ async def evaluate(
     that are not finite numbers score 0 and count in ``val_failed``).
 
     Returns ``{"val_reward", "val_reward_std", "val_rollouts", "val_failed", "val_texts"}``
-    (``val_texts``: the reply texts the rollouts stored in ``metadata["text"]``, if any).
+    (``val_texts``: the reply texts the rollouts stored in ``metadata["text"]``, if any), plus
+    ``val_success`` (fraction in [0, 1]; failed rollouts count as failures) when every rollout
+    that did not fail put a bool ``metadata["success"]`` (the lookup environment does).
     """
     trajs = await collect_rollouts(
         gateway, tasks, rollout, sampling, samples, seed=seed + 7919, outer_batch=tag,
@@ -160,13 +162,17 @@ async def evaluate(
     )  # fmt: skip
     failed = [t.metadata.get("failed") or reward_problem(t.reward) is not None for t in trajs]
     rewards = [0.0 if bad else float(t.reward) for t, bad in zip(trajs, failed, strict=True)]
-    return {
+    out: dict[str, Any] = {
         "val_reward": statistics.fmean(rewards),
         "val_reward_std": statistics.pstdev(rewards),
         "val_rollouts": len(trajs),
         "val_failed": sum(1 for bad in failed if bad),
         "val_texts": [t.metadata.get("text") for t in trajs if "text" in t.metadata],
     }
+    kept = [t for t, bad in zip(trajs, failed, strict=True) if not bad]
+    if trajs and all(isinstance(t.metadata.get("success"), bool) for t in kept):
+        out["val_success"] = sum(1 for t in kept if t.metadata["success"]) / len(trajs)
+    return out
 
 
 async def train(

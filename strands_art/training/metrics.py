@@ -12,7 +12,8 @@ Records written by the loop (:mod:`strands_art.training.loop`):
   train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, loss_excluded_turns,
   loss_excluded_tokens, loss_excluded_rows.
 - ``{"kind": "eval", "outer_batch": b, "val_reward": ..., ...}``: evaluation after ``b``
-  outer batches (``b = 0``: before training).
+  outer batches (``b = 0``: before training); ``val_success`` too when the environment's
+  rollouts report a bool ``metadata["success"]`` (lookup).
 """
 
 from __future__ import annotations
@@ -202,12 +203,15 @@ def plot_modes(runs: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.P
     return fig
 
 
-def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]], key: str = "val_reward") -> dict[str, Any]:
     """Held-out reward before and after training, over several runs that differ only in seed.
 
     Args:
         runs: seed -> that run's metrics records (each needs at least two ``eval`` records:
             the first is "before", the last "after").
+        key: the eval record's number to compare (``val_reward``; ``val_success`` where the
+            environment reports success, e.g. lookup). The result keeps the names
+            ``reward_start``/``reward_end`` whatever the key.
 
     Returns:
         ``{"seeds": [{"seed", "start", "end", "gain"}, ...] (in seed order), "reward_start",
@@ -216,7 +220,7 @@ def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, A
         "n"}``.
 
     Raises:
-        ValueError: no runs, or a run with fewer than two eval records.
+        ValueError: no runs, or a run with fewer than two eval records, or one without ``key``.
     """
     import statistics
 
@@ -227,7 +231,9 @@ def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, A
         evals = [r for r in runs[seed] if r.get("kind") == "eval"]
         if len(evals) < 2:
             raise ValueError(f"seed {seed}: need eval records before and after training, got {len(evals)}")
-        start, end = float(evals[0]["val_reward"]), float(evals[-1]["val_reward"])
+        if key not in evals[0] or key not in evals[-1]:
+            raise ValueError(f"seed {seed}: the eval records have no {key!r}")
+        start, end = float(evals[0][key]), float(evals[-1][key])
         per_seed.append({"seed": seed, "start": start, "end": end, "gain": end - start})
     gains = [s["gain"] for s in per_seed]
     return {
@@ -242,9 +248,14 @@ def seed_summary(runs: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[str, A
     }
 
 
-def plot_seeds(runs: Mapping[int, Sequence[Mapping[str, Any]]], path: str | os.PathLike[str] | None = None):
-    """Training reward (left) and held-out reward (right) vs outer batch, one line per seed, with
-    the mean over seeds (black). Returns the Figure (saved to ``path`` when given)."""
+def plot_seeds(
+    runs: Mapping[int, Sequence[Mapping[str, Any]]],
+    path: str | os.PathLike[str] | None = None,
+    eval_key: str = "val_reward",
+):
+    """Training reward (left) and held-out ``eval_key`` (right; ``val_reward`` or
+    ``val_success``) vs outer batch, one line per seed, with the mean over seeds (black).
+    Returns the Figure (saved to ``path`` when given)."""
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
@@ -256,9 +267,9 @@ def plot_seeds(runs: Mapping[int, Sequence[Mapping[str, Any]]], path: str | os.P
         xs = [r["outer_batch"] + 1 for r in train]
         ax1.plot(xs, [r["reward_mean"] for r in train], ".-", color=color, alpha=0.6, label=f"seed {seed}")
         ax2.plot(
-            [r["outer_batch"] for r in evals], [r["val_reward"] for r in evals], "o-", color=color, alpha=0.8
+            [r["outer_batch"] for r in evals], [r[eval_key] for r in evals], "o-", color=color, alpha=0.8
         )
-        for kind, recs, key, off in (("train", train, "reward_mean", 1), ("eval", evals, "val_reward", 0)):
+        for kind, recs, key, off in (("train", train, "reward_mean", 1), ("eval", evals, eval_key, 0)):
             for r in recs:
                 means[kind].setdefault(r["outer_batch"] + off, []).append(r[key])
     for ax, kind in ((ax1, "train"), (ax2, "eval")):
@@ -266,7 +277,7 @@ def plot_seeds(runs: Mapping[int, Sequence[Mapping[str, Any]]], path: str | os.P
         ax.plot(xs, [sum(means[kind][x]) / len(means[kind][x]) for x in xs], "k--", lw=2, label="mean")
         ax.set_xlabel("outer batches trained")
     ax1.set(ylabel="reward", title="training reward (batch mean)")
-    ax2.set(title="held-out reward (evaluation records)")
+    ax2.set(title=f"held-out {eval_key.removeprefix('val_')} (evaluation records)")
     ax1.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     if path is not None:

@@ -162,6 +162,8 @@ def run_train(args: argparse.Namespace) -> int:
     run_dir = Path(settings.run_dir)
     if len(evals) >= 2:
         print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
+        if "val_success" in evals[0] and "val_success" in evals[-1]:
+            print(f"held-out success {evals[0]['val_success']:.3f} -> {evals[-1]['val_success']:.3f}")
     print(
         f"run: {run_dir} ({result.outer_batch} outer batches, {result.step} optimizer steps)\n"
         f"  metrics      {run_dir / 'metrics.jsonl'}\n"

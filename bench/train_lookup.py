@@ -1,26 +1,40 @@
-"""``strands-art train --env lookup`` on several seeds, through the command, with one seed killed
-(SIGKILL, at a random point after its first checkpoint) and resumed with ``--resume``.
+"""``strands-art train --env lookup`` on several seeds, through the command: the recorded learning
+reproduced, a killed run resumed, and synchronous vs asynchronous rollouts (``--max-staleness``).
 
-What it shows (issue "Training as a tool"): the command with the environment's recorded settings
-(``strands_art.envs.lookup.TRAIN_DEFAULTS``, the settings of ``bench/learning_tool.py``) learns:
-held-out success (a held-out rollout whose reward is 1.0: one call, then the code) before vs after
-training, on every seed; its TensorBoard event files hold every metrics record (read back with
-``tensorboard``'s own reader); the killed-and-resumed seed ends with the records an uninterrupted
-run gives. With ``--compare FILE`` (a recorded ``bench/learning_tool.py`` output) it also checks the
-per-batch training reward of each seed against that run: both go through the same loop, seeds and
-sampler, so they must be equal.
+What it shows (issue "Training as a tool"):
 
-Each seed is one ``strands-art train`` process (which starts its own vLLM server with
-``--backend vllm``): the seeds run one after the other. A seed whose run directory already holds a
-finished run (its final evaluation written) is not run again, so the summary can be redone with
-the same command.
+- **Learning through the command.** With the environment's recorded settings
+  (``strands_art.envs.lookup.TRAIN_DEFAULTS``, the settings of ``bench/learning_tool.py``), held-out
+  success (a held-out rollout whose reward is 1.0: one call, then the code) before vs after
+  training, per seed; with ``--compare FILE`` (a recorded ``bench/learning_tool.py`` output) each
+  seed's per-batch training reward is checked against that run (same loop, seeds and sampler: with
+  ``--max-staleness 0`` they must be equal).
+- **TensorBoard.** Each run's event files are read back with tensorboard's own reader
+  (``EventAccumulator``) and must hold every metrics record once.
+- **Kill and resume** (``--kill-seed S --reference DIR``): seed S is SIGKILLed (trainer and vLLM
+  server) at a random point after its first checkpoint and finished with ``--resume``; its final
+  adapter is compared byte for byte with the one of an uninterrupted run of the same command
+  (``--reference``: that run's directory), and its metrics records (clock timings aside) too.
+- **Asynchronous rollouts** (``--modes 0,1``): each seed runs once per ``--max-staleness`` value,
+  back to back, the order alternating from seed to seed. With ``--pin`` the trainer process is
+  pinned to ``--trainer-cores`` with one torch thread and the vLLM server's compute threads to
+  ``--sampler-cores`` (``VLLM_CPU_OMP_THREADS_BIND``), so sampling and training do not compete for
+  a core, as on a machine where the vLLM server has its own GPU. Wall time per update: from the
+  moment the initial evaluation's record is written to the moment the last update's record is
+  (the driver polls ``metrics.jsonl`` every second), divided by the updates; the ratio is
+  synchronous over asynchronous, mean over seeds.
 
-    python bench/train_lookup.py --run-root $RUN_ROOT --seeds 0,1,2 --kill-seed 1 \\
+Each run is one ``strands-art train`` process (which starts its own vLLM server with
+``--backend vllm``): runs go one after the other. A run directory that already holds a finished run
+is not run again (its timing then comes from the file ``timing.json`` written beside it), so the
+summary can be redone with the same command.
+
+    python bench/train_lookup.py --run-root $RUN_ROOT --seeds 0,1,2 --modes 0,1 --pin \\
         --compare bench/results/learning-tool-2026-11-30.txt --plot bench/results/train-lookup-DATE.png
 
-Needs: ``.venv-vllm`` (scripts/bootstrap-vllm.sh) for ``--backend vllm``; ``pip install tensorboard``
-for the event-file check (without it the check is skipped, and said so). About 35 min per seed
-on 2 cores. Prints a table and ends with ``RESULT ...``.
+Needs ``.venv-vllm`` (scripts/bootstrap-vllm.sh) for ``--backend vllm``, ``taskset`` for ``--pin``,
+``pip install tensorboard`` for the event-file check (without it the check is skipped, and said
+so). About 15 min per run on 2 idle cores. Prints tables and ends with ``RESULT ...``.
 """
 
 from __future__ import annotations
@@ -30,7 +44,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -40,32 +53,68 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+TIMING = "timing.json"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--run-root", required=True, help="one run directory per seed goes here (seedN)")
+    p.add_argument("--run-root", required=True, help="one run directory per (mode, seed) goes here: kK-seedS")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    p.add_argument("--kill-seed", type=int, default=None, help="the seed to SIGKILL once and resume")
     p.add_argument(
-        "--kill-window", type=float, default=600.0, help="kill within this many seconds after the first checkpoint"
+        "--modes", default="0", help="comma-separated --max-staleness values (0: the recorded loop)"
+    )
+    p.add_argument(
+        "--kill-seed", type=int, default=None, help="with --reference: the seed to SIGKILL and resume"
+    )
+    p.add_argument(
+        "--reference", default=None, help="an uninterrupted run directory of the killed seed's command"
+    )
+    p.add_argument(
+        "--kill-window",
+        type=float,
+        default=300.0,
+        help="kill within this many seconds after the first checkpoint",
     )
     p.add_argument("--backend", default="vllm", choices=("vllm", "transformers"))
-    p.add_argument("--threads", type=int, default=2, help="--threads of each train command")
-    p.add_argument("--max-staleness", type=int, default=0, help="0: the recorded (synchronous) loop")
-    p.add_argument("--compare", default=None, help="a recorded bench/learning_tool.py output to check against")
+    p.add_argument("--threads", type=int, default=2, help="--threads of each train command (1 with --pin)")
+    p.add_argument("--pin", action="store_true", help="trainer and vLLM compute on different cores")
+    p.add_argument("--trainer-cores", default="0", help="with --pin: the trainer process's cores (taskset)")
+    p.add_argument(
+        "--sampler-cores", default="1", help="with --pin: vLLM's compute threads (VLLM_CPU_OMP_THREADS_BIND)"
+    )
+    p.add_argument(
+        "--compare", default=None, help="a recorded bench/learning_tool.py output to check against"
+    )
     p.add_argument("--plot", default=None, help="figure: training reward and held-out success per seed")
     p.add_argument("--extra", default="", help="more train flags, e.g. '--outer-batches 2' (changes the run)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if (args.kill_seed is None) != (args.reference is None):
+        p.error("--kill-seed and --reference go together")
+    return args
 
 
-def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
-    """The ``strands-art train`` command line of one seed."""
-    return [
-        "strands-art", "train", "--env", "lookup", "--backend", args.backend,
-        "--max-staleness", str(args.max_staleness), "--threads", str(args.threads),
-        "--seed", str(seed), "--no-progress", "--run-dir", str(run_dir), *args.extra.split(),
+def train_command(args: argparse.Namespace, run_dir: Path, seed: int, k: int) -> list[str]:
+    """The command line of one run (with ``--pin``: under taskset, one torch thread)."""
+    cmd = [
+        "strands-art", "train", "--env", "lookup", "--backend", args.backend, "--max-staleness", str(k),
+        "--threads", str(1 if args.pin else args.threads), "--seed", str(seed), "--no-progress",
+        "--run-dir", str(run_dir), *args.extra.split(),
     ]  # fmt: skip
+    return ["taskset", "-c", args.trainer_cores, *cmd] if args.pin else cmd
+
+
+def run_env(args: argparse.Namespace) -> dict[str, str]:
+    env = dict(os.environ)
+    if args.pin:
+        env["VLLM_CPU_OMP_THREADS_BIND"] = args.sampler_cores
+    return env
+
+
+def _exe(cmd: list[str]) -> list[str]:
+    """``strands-art`` of this interpreter's environment when it is not on PATH."""
+    i = cmd.index("strands-art")
+    local = Path(sys.executable).parent / "strands-art"
+    return [*cmd[:i], str(local) if local.exists() else "strands-art", *cmd[i + 1 :]]
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -82,46 +131,113 @@ def finished(run_dir: Path) -> bool:
     return any(r.get("kind") == "eval" and r["outer_batch"] == n for r in read_records(run_dir))
 
 
-def _run(cmd: list[str], log: Path) -> int:
-    exe = shutil.which(cmd[0]) or str(Path(sys.executable).parent / cmd[0])
+def run_watched(
+    args: argparse.Namespace, cmd: list[str], run_dir: Path, log: Path, kill_after: float | None = None
+) -> dict[str, Any]:
+    """Run ``cmd``, noting when each metrics record appears (polled every second). With
+    ``kill_after``: SIGKILL its process group that many seconds after the first checkpoint.
+    Returns ``{"appeared": [seconds since start per record], "rc", "killed_at"}``."""
+    appeared: list[float] = []
+    killed_at = None
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        return subprocess.run([exe, *cmd[1:]], stdout=out, stderr=subprocess.STDOUT, cwd=REPO).returncode
-
-
-def run_killed_then_resumed(args: argparse.Namespace, run_dir: Path, seed: int, log: Path) -> dict[str, Any]:
-    """Start the seed's run, SIGKILL its whole process group (trainer and vLLM server) at a random
-    point after its first checkpoint, then ``--resume`` it to the end. Returns when/where it died."""
-    cmd = train_command(args, run_dir, seed)
-    exe = shutil.which(cmd[0]) or str(Path(sys.executable).parent / cmd[0])
-    delay = random.Random(seed).uniform(0.0, args.kill_window)
-    with log.open("a") as out:
-        out.write(f"$ {' '.join(cmd)}   # killed {delay:.0f}s after the first checkpoint\n")
-        out.flush()
         proc = subprocess.Popen(
-            [exe, *cmd[1:]], stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
+            _exe(cmd),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=run_env(args),
+            start_new_session=True,
         )
-        t0 = time.monotonic()
-        while not (run_dir / "checkpoints").exists() or not any((run_dir / "checkpoints").glob("ob-*")):
-            if proc.poll() is not None:
-                raise RuntimeError(f"seed {seed}: the run ended (exit {proc.returncode}) before its first checkpoint")
-            time.sleep(2)
-        time.sleep(delay)
-        if proc.poll() is not None:
-            raise RuntimeError(f"seed {seed}: the run ended before the kill; raise --kill-window's bound")
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        killed_at = time.monotonic() - t0
-    records = read_records(run_dir)
-    kill = {
-        "after_s": round(killed_at),
-        "train_records": sum(1 for r in records if r.get("kind") == "train"),
-        "checkpoints": sorted(p.name for p in (run_dir / "checkpoints").glob("ob-*")),
-    }
-    rc = _run(["strands-art", "train", "--resume", "--no-progress", "--run-dir", str(run_dir)], log)
-    if rc != 0:
-        raise RuntimeError(f"seed {seed}: --resume exited {rc} (see {log})")
+        t0, first_ckpt = time.monotonic(), None
+        while True:
+            done = proc.poll() is not None
+            n = len(read_records(run_dir))
+            appeared += [round(time.monotonic() - t0, 1)] * (n - len(appeared))
+            if kill_after is not None and killed_at is None:
+                if first_ckpt is None and any((run_dir / "checkpoints").glob("ob-*")):
+                    first_ckpt = time.monotonic()
+                if first_ckpt is not None and time.monotonic() - first_ckpt >= kill_after and not done:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    killed_at = round(time.monotonic() - t0)
+                    break
+            if done:
+                break
+            time.sleep(1.0)
+    return {"appeared": appeared, "rc": proc.returncode, "killed_at": killed_at}
+
+
+def per_update_s(records: list[dict[str, Any]], appeared: list[float]) -> float:
+    """Wall seconds per update: first eval record to last train record, over the updates."""
+    first_eval = next(i for i, r in enumerate(records) if r["kind"] == "eval")
+    trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
+    return (appeared[trains[-1]] - appeared[first_eval]) / len(trains)
+
+
+def run_one(args: argparse.Namespace, root: Path, seed: int, k: int) -> dict[str, Any]:
+    """One (mode, seed) run, or the finished one found; returns its timing record."""
+    run_dir, log = root / f"k{k}-seed{seed}", root / f"k{k}-seed{seed}.log"
+    cmd = train_command(args, run_dir, seed, k)
+    print(f"$ {' '.join(cmd)}", flush=True)
+    if finished(run_dir):
+        print(f"  finished run found in {run_dir}: not run again", flush=True)
+        return json.loads((run_dir / TIMING).read_text()) if (run_dir / TIMING).exists() else {}
+    if run_dir.exists():
+        raise SystemExit(f"{run_dir} holds an unfinished run: resume it or remove it")
+    got = run_watched(args, cmd, run_dir, log)
+    if got["rc"] != 0:
+        raise SystemExit(f"{run_dir}: strands-art train exited {got['rc']} (see {log})")
+    timing = {"s_per_update": per_update_s(read_records(run_dir), got["appeared"]), "appeared": got["appeared"],
+              "pinned": args.pin, "load_after": os.getloadavg()[0]}  # fmt: skip
+    (run_dir / TIMING).write_text(json.dumps(timing))
+    return timing
+
+
+def kill_and_resume(args: argparse.Namespace, root: Path, seed: int) -> dict[str, Any]:
+    """Seed ``seed`` with ``--max-staleness 0`` killed at a random point after its first checkpoint,
+    resumed to the end, then compared with the uninterrupted ``--reference`` run."""
+    from strands_art.training.metrics import TIMING_KEYS
+
+    run_dir, log = root / f"killed-seed{seed}", root / f"killed-seed{seed}.log"
+    delay = random.Random(seed).uniform(0.0, args.kill_window)
+    if not finished(run_dir):
+        if run_dir.exists():
+            raise SystemExit(f"{run_dir} holds an unfinished run: remove it")
+        got = run_watched(args, train_command(args, run_dir, seed, 0), run_dir, log, kill_after=delay)
+        if got["killed_at"] is None:
+            raise SystemExit(
+                f"{run_dir}: the run ended (exit {got['rc']}) before the kill; lower --kill-window"
+            )
+        kill = {"killed_at_s": got["killed_at"], "records_at_kill": len(got["appeared"]),
+                "checkpoints_at_kill": sorted(p.name for p in (run_dir / "checkpoints").glob("ob-*"))}  # fmt: skip
+        resumed = run_watched(
+            args,
+            ["strands-art", "train", "--resume", "--no-progress", "--run-dir", str(run_dir)],
+            run_dir,
+            log,
+        )
+        if resumed["rc"] != 0:
+            raise SystemExit(f"{run_dir}: --resume exited {resumed['rc']} (see {log})")
+        (run_dir / "kill.json").write_text(json.dumps(kill))
+    kill = json.loads((run_dir / "kill.json").read_text())
+    ref = Path(args.reference)
+
+    def final_adapter(d: Path) -> bytes:
+        last = sorted((d / "checkpoints").glob("ob-*"))[-1]
+        return (last / "adapter_model.safetensors").read_bytes()
+
+    def clockless(d: Path) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in read_records(d)]
+
+    rows = lambda d: {p.name: p.read_text() for p in sorted((d / "rows").glob("*.jsonl"))}  # noqa: E731
+    kill.update(
+        adapter_identical=final_adapter(run_dir) == final_adapter(ref),
+        records_identical=clockless(run_dir) == clockless(ref),
+        rows_identical=rows(run_dir) == rows(ref),
+        kill_delay_s=round(delay),
+    )
     return kill
 
 
@@ -153,75 +269,123 @@ def tensorboard_check(run_dir: Path, records: list[dict[str, Any]]) -> str:
     got_eval = [(e.step, e.value) for e in acc.Scalars("eval/val_reward")]
 
     def same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
-        return len(a) == len(b) and all(s == t and abs(x - y) < 1e-6 for (s, x), (t, y) in zip(a, b))
+        return len(a) == len(b) and all(
+            s == t and abs(x - y) < 1e-6 for (s, x), (t, y) in zip(a, b, strict=True)
+        )
 
     ok = same(got_train, train) and same(got_eval, evals)
     return f"{'ok' if ok else 'MISMATCH'} ({len(tags)} scalar tags, {len(got_train)} train + {len(got_eval)} eval points)"
 
 
+def mean_std(xs: list[float]) -> tuple[float, float]:
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    modes = [int(k) for k in args.modes.split(",")]
     root = Path(args.run_root)
     root.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    kills: dict[int, dict[str, Any]] = {}
-    for seed in seeds:
-        run_dir, log = root / f"seed{seed}", root / f"seed{seed}.log"
-        print(f"$ {' '.join(train_command(args, run_dir, seed))}", flush=True)
-        if finished(run_dir):
-            print(f"[seed {seed}] finished run found in {run_dir}: not run again", flush=True)
-            continue
-        if run_dir.exists():
-            raise SystemExit(f"{run_dir} holds an unfinished run: resume it or remove it")
-        if seed == args.kill_seed:
-            kills[seed] = run_killed_then_resumed(args, run_dir, seed, log)
-            print(f"[seed {seed}] killed and resumed: {kills[seed]}", flush=True)
-        elif _run(train_command(args, run_dir, seed), log) != 0:
-            raise SystemExit(f"seed {seed}: strands-art train failed (see {log})")
+    timing: dict[tuple[int, int], dict[str, Any]] = {}
+    for i, seed in enumerate(seeds):
+        for k in modes if i % 2 == 0 else modes[::-1]:
+            timing[k, seed] = run_one(args, root, seed, k)
+    kill = kill_and_resume(args, root, args.kill_seed) if args.kill_seed is not None else None
 
     from strands_art.training.metrics import plot_seeds, seed_summary
 
-    runs = {seed: read_records(root / f"seed{seed}") for seed in seeds}
     recorded = recorded_rewards(Path(args.compare)) if args.compare else {}
-    print(f"\nseed  success before -> after   reward before -> after   batch rewards{'  (= recorded?)' if recorded else ''}")
-    matches = []
-    for seed in seeds:
-        ev = [r for r in runs[seed] if r["kind"] == "eval"]
-        train = [r for r in runs[seed] if r["kind"] == "train"]
-        rewards = [f"{r['reward_mean']:.3f}" for r in train]
-        line = (
-            f"{seed:>4}  {ev[0]['val_success']:.3f} -> {ev[-1]['val_success']:.3f}            "
-            f"{ev[0]['val_reward']:.3f} -> {ev[-1]['val_reward']:.3f}             {rewards}"
-        )
-        if seed in recorded:
-            same = recorded[seed] == rewards
-            matches.append(same)
-            line += f"  {'yes' if same else 'NO: ' + str(recorded[seed])}"
-        print(line)
-        s_per_update = statistics.fmean(r["rollout_s"] + r["train_s"] for r in train)
+    matches: list[bool] = []
+    summary: dict[int, dict[str, Any]] = {}
+    for k in modes:
+        runs = {seed: read_records(root / f"k{k}-seed{seed}") for seed in seeds}
         print(
-            f"      {len(train)} updates, {train[-1]['step']} optimizer steps, "
-            f"rollouts {statistics.fmean(r['rollout_s'] for r in train):.0f}s + train "
-            f"{statistics.fmean(r['train_s'] for r in train):.0f}s = {s_per_update:.0f}s per update; "
-            f"TensorBoard {tensorboard_check(root / f'seed{seed}', runs[seed])}"
+            f"\n--max-staleness {k}{' (pinned: trainer cores ' + args.trainer_cores + ', vLLM cores ' + args.sampler_cores + ')' if args.pin else ''}"
         )
-    for seed, k in kills.items():
-        print(f"seed {seed}: SIGKILL {k['after_s']}s after start ({k['train_records']} updates logged, checkpoints "
-              f"{k['checkpoints']}), resumed to the end")  # fmt: skip
-    succ = seed_summary(runs, key="val_success")
-    rew = seed_summary(runs)
-    if args.plot:
-        plot_seeds(runs, args.plot, eval_key="val_success")
-        print(f"plot {args.plot}")
+        print(
+            f"seed  success before -> after   reward before -> after   s/update  dropped  batch rewards{'  (= recorded?)' if recorded and k == 0 else ''}"
+        )
+        dropped = total = 0
+        for seed in seeds:
+            ev = [r for r in runs[seed] if r["kind"] == "eval"]
+            train = [r for r in runs[seed] if r["kind"] == "train"]
+            rewards = [f"{r['reward_mean']:.3f}" for r in train]
+            dropped += sum(int(r.get("stale_dropped", 0)) for r in train)
+            total += sum(int(r["rollouts"]) for r in train)
+            line = (
+                f"{seed:>4}  {ev[0]['val_success']:.3f} -> {ev[-1]['val_success']:.3f}            "
+                f"{ev[0]['val_reward']:.3f} -> {ev[-1]['val_reward']:.3f}          "
+                f"{timing[k, seed].get('s_per_update', float('nan')):>6.0f}  "
+                f"{sum(int(r.get('stale_dropped', 0)) for r in train):>7}  {rewards}"
+            )
+            if recorded and k == 0 and seed in recorded:
+                same = recorded[seed] == rewards
+                matches.append(same)
+                line += f"  {'yes' if same else 'NO: ' + str(recorded[seed])}"
+            print(line)
+            print(
+                f"      {len(train)} updates, {train[-1]['step']} optimizer steps {[r['optimizer_steps'] for r in train]}, "
+                f"per update: rollouts {statistics.fmean(r['rollout_s'] for r in train):.0f}s, train "
+                f"{statistics.fmean(r['train_s'] for r in train):.0f}s, waited "
+                f"{statistics.fmean(r.get('rollout_wait_s', r['rollout_s']) for r in train):.0f}s; "
+                f"policy lag max {max(r.get('policy_lag_max', 0) for r in train)}; "
+                f"TensorBoard {tensorboard_check(root / f'k{k}-seed{seed}', runs[seed])}"
+            )
+        succ = seed_summary(runs, key="val_success")
+        summary[k] = {
+            "succ": succ,
+            "rew": seed_summary(runs),
+            "end": mean_std([s["end"] for s in succ["seeds"]]),
+            "s_per_update": mean_std(
+                [timing[k, seed]["s_per_update"] for seed in seeds if "s_per_update" in timing[k, seed]]
+            ),
+            "dropped": dropped / total if total else 0.0,
+        }
+        print(
+            f"held-out success {succ['reward_start']:.3f} -> {succ['reward_end']:.3f} (gain {succ['gain_mean']:.3f} "
+            f"± {succ['gain_std']:.3f}, improved on {succ['improved']}/{succ['n']} seeds); "
+            f"{summary[k]['s_per_update'][0]:.0f} ± {summary[k]['s_per_update'][1]:.0f} s per update"
+        )
+        if args.plot:
+            path = (
+                args.plot
+                if len(modes) == 1
+                else str(Path(args.plot).with_stem(f"{Path(args.plot).stem}-k{k}"))
+            )
+            plot_seeds(runs, path, eval_key="val_success")
+            print(f"plot {path}")
+    if kill is not None:
+        print(
+            f"\nkill and resume, seed {args.kill_seed} (--max-staleness 0): SIGKILL {kill['killed_at_s']}s after start "
+            f"({kill['kill_delay_s']}s after the first checkpoint; {kill['records_at_kill']} records and checkpoints "
+            f"{kill['checkpoints_at_kill']} on disk), then --resume to the end; against the uninterrupted run "
+            f"{args.reference}: final adapter {'identical' if kill['adapter_identical'] else 'DIFFERENT'}, "
+            f"metrics records (clock timings aside) {'identical' if kill['records_identical'] else 'DIFFERENT'}, "
+            f"rows {'identical' if kill['rows_identical'] else 'DIFFERENT'}"
+        )
     print(f"wall {time.perf_counter() - t_start:.0f}s (this invocation)")
-    print(
-        f"RESULT success_start={succ['reward_start']:.3f} success_end={succ['reward_end']:.3f} "
-        f"gain_mean={succ['gain_mean']:.3f} gain_std={succ['gain_std']:.3f} "
-        f"improved_seeds={succ['improved']}/{succ['n']} reward_start={rew['reward_start']:.3f} "
-        f"reward_end={rew['reward_end']:.3f} killed_seed={','.join(map(str, kills)) or 'none'} "
-        f"same_as_recorded={sum(matches)}/{len(matches)}"
+    base = summary[modes[0]]
+    out = (
+        f"RESULT success_start={base['succ']['reward_start']:.3f} success_end={base['succ']['reward_end']:.3f} "
+        f"gain_mean={base['succ']['gain_mean']:.3f} gain_std={base['succ']['gain_std']:.3f} "
+        f"improved_seeds={base['succ']['improved']}/{base['succ']['n']} reward_start={base['rew']['reward_start']:.3f} "
+        f"reward_end={base['rew']['reward_end']:.3f} same_as_recorded={sum(matches)}/{len(matches)}"
     )
+    if kill is not None:
+        out += f" resume_adapter_identical={kill['adapter_identical']} resume_records_identical={kill['records_identical']}"
+    if 0 in summary and len(modes) > 1:
+        k = max(modes)
+        sync, asyn = summary[0], summary[k]
+        out += (
+            f" updates_per_hour_ratio={sync['s_per_update'][0] / asyn['s_per_update'][0]:.2f} "
+            f"success_sync={sync['end'][0]:.3f} success_async={asyn['end'][0]:.3f} "
+            f"dropped_fraction={asyn['dropped']:.3f} success_sync_std={sync['end'][1]:.3f} "
+            f"success_async_std={asyn['end'][1]:.3f} s_per_update_sync={sync['s_per_update'][0]:.0f} "
+            f"s_per_update_async={asyn['s_per_update'][0]:.0f} async_k={k}"
+        )
+    print(out)
     return 0
 
 

@@ -198,6 +198,12 @@ def test_evaluation_success_counts_failed_rollouts_as_failures():
 
     assert "val_success" not in asyncio.run(evaluate(None, tasks, partly, SamplingParams(), progress=False))
 
+    async def all_failed(gateway, task, rid, gid, sampling):  # nothing to read success from
+        return Trajectory(rollout_id=rid, group_id=gid, reward=math.nan, metadata={"success": True})
+
+    got = asyncio.run(evaluate(None, tasks, all_failed, SamplingParams(), progress=False))
+    assert got["val_failed"] == 4 and "val_success" not in got
+
 
 @settings(max_examples=60, deadline=None)
 @given(

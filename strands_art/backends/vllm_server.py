@@ -12,7 +12,8 @@ prompt is prefilled in chunks (longer than the CPU default budget of 2048 tokens
 several prompts share a step) kills the engine (``RuntimeError: CPU Generator does not use
 offset`` in ``gpu_model_runner._bookkeeping_sync``), and the gateway sends a seed on every turn.
 
-:class:`VLLMServer` is a context manager: entering starts the process in its own process group and
+:class:`VLLMServer` is a context manager: entering starts the process in its own process group (under
+``vllm_leash.py``, which kills that group when this process dies, SIGKILL included) and
 waits until ``GET /v1/models`` answers (raises :class:`VLLMServerError` with the tail of the
 server's log if it exits or does not answer within ``startup_timeout_s``); leaving stops the whole
 process group (SIGTERM, then SIGKILL after ``stop_timeout_s``), also when the body raised.
@@ -25,6 +26,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +35,7 @@ from types import TracebackType
 import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+LEASH = Path(__file__).resolve().with_name("vllm_leash.py")
 
 
 class VLLMServerError(RuntimeError):
@@ -164,8 +167,14 @@ class VLLMServer:
         self._group_stopped = False
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
+            # under the leash (vllm_leash.py): the group dies with this process, even by SIGKILL
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                [sys.executable, str(LEASH), "--", *self.command()],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -191,6 +200,14 @@ class VLLMServer:
     def stop(self) -> None:
         """Stop the server's whole process group (SIGTERM, then SIGKILL), also what is left of
         it when the server process itself has exited. Idempotent."""
+        try:
+            self._stop_group()
+        finally:
+            if self.process is not None and self.process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.process.stdin.close()  # the leash's pipe, after the group is stopped
+
+    def _stop_group(self) -> None:
         proc = self.process
         if proc is None or self._group_stopped:
             return

@@ -153,8 +153,9 @@ async def evaluate(
 
     Returns ``{"val_reward", "val_reward_std", "val_rollouts", "val_failed", "val_texts"}``
     (``val_texts``: the reply texts the rollouts stored in ``metadata["text"]``, if any), plus
-    ``val_success`` (fraction in [0, 1]; failed rollouts count as failures) when every rollout
-    that did not fail put a bool ``metadata["success"]`` (the lookup environment does).
+    ``val_success`` (fraction in [0, 1]; failed rollouts count as failures) when at least one
+    rollout did not fail and every such rollout put a bool ``metadata["success"]`` (the lookup
+    environment does).
     """
     trajs = await collect_rollouts(
         gateway, tasks, rollout, sampling, samples, seed=seed + 7919, outer_batch=tag,
@@ -170,7 +171,7 @@ async def evaluate(
         "val_texts": [t.metadata.get("text") for t in trajs if "text" in t.metadata],
     }
     kept = [t for t, bad in zip(trajs, failed, strict=True) if not bad]
-    if trajs and all(isinstance(t.metadata.get("success"), bool) for t in kept):
+    if kept and all(isinstance(t.metadata.get("success"), bool) for t in kept):
         out["val_success"] = sum(1 for t in kept if t.metadata["success"]) / len(trajs)
     return out
 

@@ -52,6 +52,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from strands_art.training.metrics import read_metrics
+
 REPO = Path(__file__).resolve().parent.parent
 TIMING = "timing.json"
 
@@ -118,8 +120,8 @@ def _exe(cmd: list[str]) -> list[str]:
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "metrics.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    """The run's metrics records (none yet -> []; a line still being written is skipped)."""
+    return read_metrics(run_dir / "metrics.jsonl")
 
 
 def finished(run_dir: Path) -> bool:

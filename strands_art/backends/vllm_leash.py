@@ -44,5 +44,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout.flush()
-    os._exit(main(sys.argv[1:]))  # not sys.exit: the watcher thread is blocked in read(0)
+    status = main(sys.argv[1:])
+    sys.stderr.flush()
+    os._exit(status)  # not sys.exit: the watcher thread is blocked in read(0)

@@ -92,6 +92,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if (args.kill_seed is None) != (args.reference is None):
         p.error("--kill-seed and --reference go together")
+    if args.reference and not any(Path(args.reference, "checkpoints").glob("ob-*")):
+        p.error(f"--reference {args.reference}: no checkpoints/ob-* there (a finished run directory)")
     return args
 
 
@@ -262,6 +264,8 @@ def tensorboard_check(run_dir: Path, records: list[dict[str, Any]]) -> str:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     except ImportError:
         return "skipped (pip install tensorboard)"
+    if not (run_dir / "tensorboard").is_dir():
+        return "MISSING (no tensorboard/ directory)"
     acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0})
     acc.Reload()
     tags = acc.Tags()["scalars"]

@@ -89,3 +89,19 @@ def test_a_server_that_exits_while_starting_is_reported_and_leaves_nothing(tmp_p
     assert "No module named 'vllm'" in str(err.value)
     assert not group_alive(server.process.pid)
     assert server.process.stdin.closed
+
+
+def test_sigterm_gives_the_command_its_grace_and_a_missing_command_is_one_line():
+    # CMD takes 1 s to shut down on SIGTERM; the leash must outlive it and report its status
+    slow = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), sys.exit(5)))\ntime.sleep(60)"
+    p = subprocess.Popen([sys.executable, str(LEASH), "--", sys.executable, "-c", slow],
+                         stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    assert wait_until(lambda: len(members(p.pid)) >= 2)
+    time.sleep(0.5)  # the child's handler is installed
+    t0 = time.monotonic()
+    os.killpg(p.pid, signal.SIGTERM)
+    assert p.wait(timeout=30) == 5 and time.monotonic() - t0 >= 0.9
+    p.stdin.close()
+    q = subprocess.run([sys.executable, str(LEASH), "--", "/nonexistent/cmd"], stdin=subprocess.PIPE,
+                       capture_output=True, text=True, start_new_session=True, timeout=60)  # fmt: skip
+    assert q.returncode == 127 and q.stderr.startswith("vllm_leash.py: cannot run '/nonexistent/cmd'")

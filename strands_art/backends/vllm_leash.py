@@ -10,7 +10,10 @@ otherwise outlive a killed ``strands-art train`` (measured: a SIGKILLed api_serv
 ``VLLM::EngineCore`` and ``VLLM::Worker``, ~7 GiB, running) and would be started a second time by
 ``--resume``.
 
-Exits with ``CMD``'s exit status when ``CMD`` exits by itself (a signal's death as 128 + signal).
+Exits with ``CMD``'s exit status when ``CMD`` exits by itself (a signal's death as 128 + signal;
+127 when it cannot be started). Started outside a new session it makes one first, so the kill
+never reaches its caller's group. A SIGTERM to the group reaches ``CMD``; the leash waits for it.
+Not covered: processes ``CMD`` leaves behind when it exits by itself (``VLLMServer.stop`` kills them).
 Standard library only, run as a script: it imports nothing of strands_art.
 """
 
@@ -37,7 +40,17 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "--" or len(argv) < 2:
         print("usage: vllm_leash.py -- CMD [ARGS...]", file=sys.stderr)
         return 2
-    child = subprocess.Popen(argv[1:], stdin=subprocess.DEVNULL)
+    if os.getpgrp() != os.getpid():
+        os.setsid()  # lead a group of our own: the kill at EOF must not reach the caller's group
+    try:
+        child = subprocess.Popen(argv[1:], stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        print(f"vllm_leash.py: cannot run {argv[1]!r}: {exc}", file=sys.stderr)
+        return 127
+    # a SIGTERM to the group (VLLMServer.stop) is for CMD: the leash outlives it until CMD has
+    # shut down, so the caller's wait gives CMD its grace period (a handler, not SIG_IGN, which
+    # an exec'd child would inherit; set after the child started)
+    signal.signal(signal.SIGTERM, lambda *_: None)
     threading.Thread(target=_kill_group_at_eof, daemon=True).start()
     rc = child.wait()
     return rc if rc >= 0 else 128 - rc

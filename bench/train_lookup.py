@@ -34,7 +34,10 @@ summary can be redone with the same command.
 
 Needs ``.venv-vllm`` (scripts/bootstrap-vllm.sh) for ``--backend vllm``, ``taskset`` for ``--pin``,
 ``pip install tensorboard`` for the event-file check (without it the check is skipped, and said
-so). About 15 min per run on 2 idle cores. Prints tables and ends with ``RESULT ...``.
+so). About 15 min per run on 2 idle cores. Prints tables and ends with ``RESULT ...``; with
+``--modes 0,K`` also the ratio per seed over the whole run and after the first update (which cannot
+overlap: nothing was collected ahead of it), beside the bound ``(R + T) / max(R, T)`` of the
+synchronous run's rollout and training seconds.
 """
 
 from __future__ import annotations
@@ -178,6 +181,27 @@ def per_update_s(records: list[dict[str, Any]], appeared: list[float]) -> float:
     first_eval = next(i for i, r in enumerate(records) if r["kind"] == "eval")
     trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
     return (appeared[trains[-1]] - appeared[first_eval]) / len(trains)
+
+
+def steady_update_s(records: list[dict[str, Any]], appeared: list[float]) -> float:
+    """Wall seconds per update once the pipeline is full: first to last train record, over the
+    updates after the first (the first update cannot overlap: nothing was collected ahead of it).
+    NaN with fewer than 2 updates or no recorded arrival times."""
+    trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
+    if len(trains) < 2 or len(appeared) <= trains[-1]:
+        return float("nan")
+    return (appeared[trains[-1]] - appeared[trains[0]]) / (len(trains) - 1)
+
+
+def overlap_bound(records: list[dict[str, Any]]) -> float:
+    """The most overlap can buy for a synchronous run's updates after the first: mean over them of
+    (rollout_s + train_s) / max(rollout_s, train_s) (both sides kept their synchronous speed)."""
+    train = [r for r in records if r["kind"] == "train"][1:]
+    if not train:
+        return float("nan")
+    return statistics.fmean(
+        (r["rollout_s"] + r["train_s"]) / max(r["rollout_s"], r["train_s"]) for r in train
+    )
 
 
 def run_one(args: argparse.Namespace, root: Path, seed: int, k: int) -> dict[str, Any]:
@@ -348,6 +372,10 @@ def main(argv: list[str] | None = None) -> int:
                 [timing[k, seed]["s_per_update"] for seed in seeds if "s_per_update" in timing[k, seed]]
             ),
             "dropped": dropped / total if total else 0.0,
+            "steady": {
+                seed: steady_update_s(runs[seed], timing[k, seed].get("appeared", [])) for seed in seeds
+            },
+            "bound": {seed: overlap_bound(runs[seed]) for seed in seeds},
         }
         print(
             f"held-out success {succ['reward_start']:.3f} -> {succ['reward_end']:.3f} (gain {succ['gain_mean']:.3f} "
@@ -371,6 +399,18 @@ def main(argv: list[str] | None = None) -> int:
             f"metrics records (clock timings aside) {'identical' if kill['records_identical'] else 'DIFFERENT'}, "
             f"rows {'identical' if kill['rows_identical'] else 'DIFFERENT'}"
         )
+    if 0 in summary and len(modes) > 1:
+        k = max(modes)
+        print(
+            f"\nsynchronous / asynchronous (--max-staleness {k}) seconds per update, per seed (same invocation)"
+        )
+        print("seed   whole run   after the first update   bound (R + T) / max(R, T) of the synchronous run")
+        for seed in seeds:
+            whole = timing[0, seed].get("s_per_update", float("nan")) / timing[k, seed].get(
+                "s_per_update", float("nan")
+            )
+            steady = summary[0]["steady"][seed] / summary[k]["steady"][seed]
+            print(f"{seed:>4}   {whole:9.2f}   {steady:22.2f}   {summary[0]['bound'][seed]:.2f}")
     print(f"wall {time.perf_counter() - t_start:.0f}s (this invocation)")
     base = summary[modes[0]]
     out = (
@@ -390,6 +430,11 @@ def main(argv: list[str] | None = None) -> int:
             f"dropped_fraction={asyn['dropped']:.3f} success_sync_std={sync['end'][1]:.3f} "
             f"success_async_std={asyn['end'][1]:.3f} s_per_update_sync={sync['s_per_update'][0]:.0f} "
             f"s_per_update_async={asyn['s_per_update'][0]:.0f} async_k={k}"
+        )
+        steady = mean_std([sync["steady"][s] / asyn["steady"][s] for s in seeds])
+        out += (
+            f" updates_per_hour_ratio_steady={steady[0]:.2f} updates_per_hour_ratio_steady_std={steady[1]:.2f}"
+            f" overlap_bound={statistics.fmean(sync['bound'].values()):.2f}"
         )
     print(out)
     return 0

@@ -176,21 +176,19 @@ def run_watched(
     return {"appeared": appeared, "rc": proc.returncode, "killed_at": killed_at}
 
 
-def per_update_s(records: list[dict[str, Any]], appeared: list[float]) -> float:
-    """Wall seconds per update: first eval record to last train record, over the updates."""
-    first_eval = next(i for i, r in enumerate(records) if r["kind"] == "eval")
+def per_update_s(records: list[dict[str, Any]], appeared: list[float], after_first: bool = False) -> float:
+    """Wall seconds per update: first eval record to last train record, over the updates; with
+    ``after_first``, first to last train record over the updates after the first (once the pipeline is
+    full: the first update cannot overlap, nothing was collected ahead of it). NaN when there are no
+    such updates or no recorded arrival times."""
     trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
-    return (appeared[trains[-1]] - appeared[first_eval]) / len(trains)
-
-
-def steady_update_s(records: list[dict[str, Any]], appeared: list[float]) -> float:
-    """Wall seconds per update once the pipeline is full: first to last train record, over the
-    updates after the first (the first update cannot overlap: nothing was collected ahead of it).
-    NaN with fewer than 2 updates or no recorded arrival times."""
-    trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
-    if len(trains) < 2 or len(appeared) <= trains[-1]:
+    if after_first:
+        start, n = (trains[0] if trains else 0), len(trains) - 1
+    else:
+        start, n = next(i for i, r in enumerate(records) if r["kind"] == "eval"), len(trains)
+    if n < 1 or len(appeared) <= trains[-1]:
         return float("nan")
-    return (appeared[trains[-1]] - appeared[trains[0]]) / (len(trains) - 1)
+    return (appeared[trains[-1]] - appeared[start]) / n
 
 
 def overlap_bound(records: list[dict[str, Any]]) -> float:
@@ -373,9 +371,9 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "dropped": dropped / total if total else 0.0,
             "steady": {
-                seed: steady_update_s(runs[seed], timing[k, seed].get("appeared", [])) for seed in seeds
+                seed: per_update_s(runs[seed], timing[k, seed].get("appeared", []), after_first=True)
+                for seed in seeds
             },
-            "bound": {seed: overlap_bound(runs[seed]) for seed in seeds},
         }
         print(
             f"held-out success {succ['reward_start']:.3f} -> {succ['reward_end']:.3f} (gain {succ['gain_mean']:.3f} "
@@ -399,18 +397,18 @@ def main(argv: list[str] | None = None) -> int:
             f"metrics records (clock timings aside) {'identical' if kill['records_identical'] else 'DIFFERENT'}, "
             f"rows {'identical' if kill['rows_identical'] else 'DIFFERENT'}"
         )
-    if 0 in summary and len(modes) > 1:
-        k = max(modes)
+    async_k = max(modes) if 0 in summary and len(modes) > 1 else None
+    if async_k is not None:
+        nan = float("nan")
+        steady_ratio = {seed: summary[0]["steady"][seed] / summary[async_k]["steady"][seed] for seed in seeds}
+        bound = {seed: overlap_bound(read_records(root / f"k0-seed{seed}")) for seed in seeds}
         print(
-            f"\nsynchronous / asynchronous (--max-staleness {k}) seconds per update, per seed (same invocation)"
+            f"\nsynchronous / asynchronous (--max-staleness {async_k}) seconds per update, per seed (same invocation)"
         )
         print("seed   whole run   after the first update   bound (R + T) / max(R, T) of the synchronous run")
         for seed in seeds:
-            whole = timing[0, seed].get("s_per_update", float("nan")) / timing[k, seed].get(
-                "s_per_update", float("nan")
-            )
-            steady = summary[0]["steady"][seed] / summary[k]["steady"][seed]
-            print(f"{seed:>4}   {whole:9.2f}   {steady:22.2f}   {summary[0]['bound'][seed]:.2f}")
+            whole = timing[0, seed].get("s_per_update", nan) / timing[async_k, seed].get("s_per_update", nan)
+            print(f"{seed:>4}   {whole:9.2f}   {steady_ratio[seed]:22.2f}   {bound[seed]:.2f}")
     print(f"wall {time.perf_counter() - t_start:.0f}s (this invocation)")
     base = summary[modes[0]]
     out = (
@@ -421,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if kill is not None:
         out += f" resume_adapter_identical={kill['adapter_identical']} resume_records_identical={kill['records_identical']}"
-    if 0 in summary and len(modes) > 1:
-        k = max(modes)
+    if async_k is not None:
+        k = async_k
         sync, asyn = summary[0], summary[k]
         out += (
             f" updates_per_hour_ratio={sync['s_per_update'][0] / asyn['s_per_update'][0]:.2f} "
@@ -431,10 +429,10 @@ def main(argv: list[str] | None = None) -> int:
             f"success_async_std={asyn['end'][1]:.3f} s_per_update_sync={sync['s_per_update'][0]:.0f} "
             f"s_per_update_async={asyn['s_per_update'][0]:.0f} async_k={k}"
         )
-        steady = mean_std([sync["steady"][s] / asyn["steady"][s] for s in seeds])
+        steady = mean_std(list(steady_ratio.values()))
         out += (
             f" updates_per_hour_ratio_steady={steady[0]:.2f} updates_per_hour_ratio_steady_std={steady[1]:.2f}"
-            f" overlap_bound={statistics.fmean(sync['bound'].values()):.2f}"
+            f" overlap_bound={statistics.fmean(bound.values()):.2f}"
         )
     print(out)
     return 0

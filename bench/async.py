@@ -89,7 +89,8 @@ async def run_one(args: argparse.Namespace, seed: int, k: int) -> dict[str, Any]
         {"model": MODEL, "prompt_batch": args.prompt_batch, "rollouts_per_prompt": args.rollouts,
          "ppo_mini_batch": 1, "lr": args.lr, "warmup_steps": args.warmup_steps, "kl_coef": args.kl_coef,
          "micro_batch_tokens": 512, "lora_rank": 16, "temperature": 1.0, "max_new_tokens": args.max_new_tokens,
-         "eval_temperature": 1.0, "seed": seed, "concurrency": args.concurrency, "checkpoint_every": 0},
+         "eval_temperature": 1.0, "seed": seed, "concurrency": args.concurrency, "checkpoint_every": 0,
+         "max_staleness": k},  # old logprobs as the command takes them for this K
     )  # fmt: skip
     cfg = settings.trainer_config()
     sampling = cfg.sampling

@@ -126,6 +126,7 @@ def trainer_config(args: argparse.Namespace, seed: int) -> Any:
             "eval_every": args.eval_every,
             "checkpoint_every": 0,
             "seed": seed,
+            "max_staleness": 0,  # this loop is synchronous: old logprobs = the recorded ones
         },
     )
     cfg = settings.trainer_config()

@@ -142,6 +142,7 @@ def trainer_config(args: argparse.Namespace, seed: int) -> Any:
             "seed": seed,
             "concurrency": args.concurrency,
             "checkpoint_every": 0,
+            "max_staleness": 0,  # this loop is synchronous: old logprobs = the recorded ones
         },
     )
     return settings.trainer_config()

@@ -179,7 +179,8 @@ def run_watched(
 def per_update_s(records: list[dict[str, Any]], appeared: list[float], after_first: bool = False) -> float:
     """Wall seconds per update: first eval record to last train record, over the updates; with
     ``after_first``, first to last train record over the updates after the first (once the pipeline is
-    full: the first update cannot overlap, nothing was collected ahead of it). NaN when there are no
+    full: the first update cannot overlap, nothing was collected ahead of it). Evaluations in between
+    (``--eval-every``) are not training time: their ``eval_s`` is taken out. NaN when there are no
     such updates or no recorded arrival times."""
     trains = [i for i, r in enumerate(records) if r["kind"] == "train"]
     if after_first:
@@ -188,7 +189,8 @@ def per_update_s(records: list[dict[str, Any]], appeared: list[float], after_fir
         start, n = next(i for i, r in enumerate(records) if r["kind"] == "eval"), len(trains)
     if n < 1 or len(appeared) <= trains[-1]:
         return float("nan")
-    return (appeared[trains[-1]] - appeared[start]) / n
+    evals = sum(r.get("eval_s", 0.0) for r in records[start + 1 : trains[-1]] if r["kind"] == "eval")
+    return (appeared[trains[-1]] - appeared[start] - evals) / n
 
 
 def overlap_bound(records: list[dict[str, Any]]) -> float:
@@ -320,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     for i, seed in enumerate(seeds):
         for k in modes if i % 2 == 0 else modes[::-1]:
             timing[k, seed] = run_one(args, root, seed, k)
+            if timing[k, seed].get("appeared"):  # from the arrival times, with this file's rule
+                records = read_records(root / f"k{k}-seed{seed}")
+                timing[k, seed]["s_per_update"] = per_update_s(records, timing[k, seed]["appeared"])
     kill = kill_and_resume(args, root, args.kill_seed) if args.kill_seed is not None else None
 
     from strands_art.training.metrics import plot_seeds, seed_summary
@@ -361,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"policy lag max {max(r.get('policy_lag_max', 0) for r in train)}; "
                 f"TensorBoard {tensorboard_check(root / f'k{k}-seed{seed}', runs[seed])}"
             )
+            if len(ev) > 2:  # --eval-every: every evaluation, after how many updates
+                print(
+                    "      held-out success "
+                    + ", ".join(f"{r['outer_batch']}: {r['val_success']:.3f}" for r in ev)
+                )
         succ = seed_summary(runs, key="val_success")
         summary[k] = {
             "succ": succ,

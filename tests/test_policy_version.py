@@ -5,6 +5,7 @@ policy that sampled it (rows mixing versions included)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 import torch
@@ -156,8 +157,9 @@ def stale_rollouts(trainer: LocalTrainer, shift_by_turn: dict[int, float]) -> li
 
 def make_trainer(smollm2_tok, **kw) -> LocalTrainer:
     torch.manual_seed(0)
-    cfg = TrainerConfig(prompt_batch_size=1, rollouts_per_prompt=2, ppo_mini_batch_size=1, lora_rank=4,
-                        lora_alpha=8, sampling=SAMPLING, **kw)  # fmt: skip
+    kw = {"prompt_batch_size": 1, **kw}
+    cfg = TrainerConfig(rollouts_per_prompt=2, ppo_mini_batch_size=1, lora_rank=4, lora_alpha=8, sampling=SAMPLING,
+                        **kw)  # fmt: skip
     return LocalTrainer(tiny_llama(), smollm2_tok, cfg)
 
 
@@ -174,11 +176,76 @@ def test_the_ratio_uses_each_tokens_recorded_logprob(smollm2_tok):
 
 
 def test_recomputed_old_logprobs_weight_by_the_recorded_ones(smollm2_tok):
-    """``recompute_old_logprobs``: the truncated importance weight exp(old - recorded) comes from
+    """``old_logprobs="recompute"``: the truncated importance weight exp(old - recorded) comes from
     the recorded logprobs; a shift of 1 nat (weight e > cap 2) is capped on every token, a shift
     of 0.5 (weight 1.65) on none."""
-    capped = make_trainer(smollm2_tok, recompute_old_logprobs=True, loss=LossConfig(tis_cap=2.0))
+    capped = make_trainer(smollm2_tok, old_logprobs="recompute", loss=LossConfig(tis_cap=2.0))
     assert capped.update(stale_rollouts(capped, {0: 1.0, 1: 1.0}))["tis_capped_fraction"] == 1.0
-    free = make_trainer(smollm2_tok, recompute_old_logprobs=True, loss=LossConfig(tis_cap=2.0))
+    free = make_trainer(smollm2_tok, old_logprobs="recompute", loss=LossConfig(tis_cap=2.0))
     m = free.update(stale_rollouts(free, {0: 0.5, 1: 0.5}))
     assert m["tis_capped_fraction"] == 0.0 and m["clip_fraction"] == 0.0  # ratio vs own pass = 1
+
+
+def two_groups_of_stale_rollouts(trainer: LocalTrainer, shift_by_turn: dict[int, float]) -> list[Trajectory]:
+    """:func:`stale_rollouts` twice, as groups ``g0`` and ``g1`` (two mini-batches of one task each)."""
+    out = []
+    for g in ("g0", "g1"):
+        for traj in stale_rollouts(trainer, shift_by_turn):
+            rid = f"{g}-{traj.rollout_id}"
+            rows = [dataclasses.replace(r, rollout_id=rid, group_id=g) for r in traj.rows]
+            out.append(Trajectory(rid, g, rows=rows, reward=traj.reward))
+    return out
+
+
+def lora_weights(trainer: LocalTrainer) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in trainer.params]
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_first_pass_old_logprobs_equal_recomputed_ones_with_one_mini_batch(smollm2_tok, epochs):
+    """With one mini-batch per update, the trainer's logprobs at the row's first optimizer step are
+    the pre-update logprobs a recompute pass gives: the same update, weights and statistics alike,
+    and neither ratio clips at the first step though the rollouts are 1 nat stale (TIS capped)."""
+    out = {}
+    for mode in ("recompute", "first-pass"):
+        trainer = make_trainer(smollm2_tok, old_logprobs=mode, ppo_epochs=epochs)
+        m = trainer.update(stale_rollouts(trainer, {0: 1.0, 1: 1.0}))
+        out[mode] = (m, lora_weights(trainer))
+    (m_re, w_re), (m_fp, w_fp) = out["recompute"], out["first-pass"]
+    assert m_fp["optimizer_steps"] == m_re["optimizer_steps"] == epochs
+    for key in ("loss", "grad_norm", "clip_fraction", "tis_capped_fraction", "approx_kl"):
+        assert m_fp[key] == pytest.approx(m_re[key], abs=1e-6), key
+    assert m_fp["tis_capped_fraction"] == 1.0  # exp(1) > cap 2 on every token
+    assert max(float((a - b).abs().max()) for a, b in zip(w_re, w_fp, strict=True)) < 1e-6
+    assert max(float(a.abs().max()) for a in w_fp) > 0  # it trained (lora_B moved from 0)
+
+
+def test_first_pass_takes_each_mini_batchs_old_logprobs_at_its_own_first_step(smollm2_tok, monkeypatch):
+    """Two mini-batches, one epoch, stale rollouts (0.5 nat): with the recorded logprobs as old the
+    ratio clips, with ``first-pass`` it is 1 at every row's only step (no clipping; the TIS weight
+    carries the correction), and no recompute pass runs."""
+    rollout = make_trainer(smollm2_tok, prompt_batch_size=2)
+    m_rollout = rollout.update(two_groups_of_stale_rollouts(rollout, {0: 0.5, 1: 0.5}))
+    first = make_trainer(smollm2_tok, prompt_batch_size=2, old_logprobs="first-pass")
+    monkeypatch.setattr(first, "_recompute", lambda *_: pytest.fail("first-pass needs no extra pass"))
+    m_first = first.update(two_groups_of_stale_rollouts(first, {0: 0.5, 1: 0.5}))
+    assert m_rollout["optimizer_steps"] == m_first["optimizer_steps"] == 2
+    # ratio exp(0.5) = 1.65 > 1.2: the clip binds on every token of the rewarded rollout (A > 0)
+    assert m_rollout["clip_fraction"] == pytest.approx(0.5)
+    assert m_first["clip_fraction"] == 0.0
+    assert m_first["loss"] != pytest.approx(m_rollout["loss"], abs=1e-4)
+
+
+def test_old_logprobs_setting_and_its_older_spelling():
+    """One setting; a config saved before it (``recompute_old_logprobs``, a bool) loads as it meant."""
+    assert TrainerConfig().old_logprobs == "rollout"
+    saved = TrainerConfig().to_dict()
+    del saved["old_logprobs"]
+    for old, new in ((True, "recompute"), (False, "rollout")):
+        assert TrainerConfig.from_dict({**saved, "recompute_old_logprobs": old}).old_logprobs == new
+    assert (
+        TrainerConfig.from_dict(TrainerConfig(old_logprobs="first-pass").to_dict()).old_logprobs
+        == "first-pass"
+    )
+    with pytest.raises(ValueError, match="old_logprobs must be one of rollout, recompute, first-pass"):
+        TrainerConfig(old_logprobs="proximal")

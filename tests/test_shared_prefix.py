@@ -57,6 +57,7 @@ def trainer(tok):
             if "lora_B" in n:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
     t.optimizer.step = lambda *a, **k: None
+    t.fixture_config = cfg  # each case starts from it (gradients)
     return t
 
 
@@ -127,7 +128,7 @@ def single(tok) -> list[Trajectory]:
 
 
 def gradients(trainer, trajs, **cfg) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
-    trainer.config = trainer.config.replace(**cfg)
+    trainer.config = trainer.fixture_config.replace(**cfg)  # not the previous case's settings
     trainer.batching = trainer.config.batching()
     m = trainer.update(trajs)
     return m, {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
@@ -140,8 +141,13 @@ CASES = {
         sampling=SamplingParams(temperature=0.8, top_k=40, top_p=0.9, max_new_tokens=32),
         micro_batch_max_tokens=48,
     ),
+    "first_pass_tis_chunks": dict(
+        old_logprobs="first-pass",
+        loss=LossConfig(tis_cap=1.5),
+        micro_batch_max_tokens=30,
+    ),
     "recompute_tis_chunks": dict(
-        recompute_old_logprobs=True,
+        old_logprobs="recompute",
         loss=LossConfig(tis_cap=1.5),
         micro_batch_max_tokens=30,
     ),

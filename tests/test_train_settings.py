@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strands_art.cli import build_parser, main
-from strands_art.training.settings import FLAG_OF, INT_RANGES, TrainSettings
+from strands_art.training.settings import AUTO_ASYNC_OLD_LOGPROBS, FLAG_OF, INT_RANGES, TrainSettings
 from strands_art.training.train_cli import _given
 from strands_art.validation import UsageError
 
@@ -133,3 +133,25 @@ def test_an_integer_setting_of_another_kind_is_refused(key, value):
         return  # None: the environment's / torch's default
     with pytest.raises(UsageError, match=f"^{FLAG_OF[key]} must be an integer"):
         dataclasses.replace(BASE, **{key: value}).check()
+
+
+def test_old_logprobs_auto_is_saved_resolved_and_old_runs_keep_rollout(tmp_path):
+    """``--old-logprobs auto`` (the default) is ``rollout`` when synchronous and first-pass
+    otherwise, and train.json keeps the resolved value, so a resumed run trains as it started
+    whatever ``auto`` means later; a train.json from before the setting means ``rollout``."""
+    base = ["--env", "lookup", "--run-dir", str(tmp_path / "run")]
+    sync, lagged = settings_of([*base, "--max-staleness", "0"]), settings_of([*base, "--max-staleness", "1"])
+    assert sync.old_logprobs == "rollout" and sync.trainer_config().old_logprobs == "rollout"
+    assert lagged.old_logprobs == lagged.trainer_config().old_logprobs == AUTO_ASYNC_OLD_LOGPROBS
+    chosen = settings_of([*base, "--old-logprobs", "recompute"])
+    assert chosen.trainer_config().old_logprobs == "recompute"
+    assert "--old-logprobs recompute" in chosen.command()
+    assert settings_of(shlex.split(chosen.command())[2:]) == chosen
+    chosen.save(tmp_path)
+    assert TrainSettings.load(tmp_path) == chosen
+    before = lagged.to_dict()
+    del before["old_logprobs"]
+    (tmp_path / "train.json").write_text(json.dumps(before))
+    assert TrainSettings.load(tmp_path).old_logprobs == "rollout"
+    with pytest.raises(UsageError, match="--old-logprobs must be one of rollout, recompute, first-pass"):
+        dataclasses.replace(chosen, old_logprobs="auto").check()

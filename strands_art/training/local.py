@@ -61,8 +61,10 @@ adapter.
 
 **Which logprobs correct what.** The PPO ratio's denominator is the *recorded* logprob of each
 sampled token (``Row.logprobs``, what the backend reported for the policy version that sampled
-it), or with ``recompute_old_logprobs`` the trainer's own pass, with the recorded logprob
-entering the truncated importance weight ``min(exp(old - recorded), tis_cap)``. Either way a
+it), or (``old_logprobs``) the trainer's own logprobs, from a no-grad pass before the update
+(``"recompute"``) or detached from the row's first optimizer step of the update
+(``"first-pass"``, no extra pass), with the recorded logprob entering the truncated importance
+weight ``min(exp(old - recorded), tis_cap)``. Either way a
 token's correction uses the policy that produced it, so a row mixing versions (a sync during a
 multi-turn rollout) is corrected token by token; the lag is reported (``policy_lag_max``,
 ``policy_lag_mean`` in optimizer steps per sampled turn, ``mixed_policy_rows``).
@@ -245,7 +247,11 @@ class LocalTrainer:
         metrics.update(batch.metrics)
         cfg = self.config
         with self.lock:
-            old = self._recompute(batch.mini_batches) if cfg.recompute_old_logprobs else None
+            old: dict[int, torch.Tensor] | None = None  # "rollout": the recorded logprobs
+            if cfg.old_logprobs == "recompute":
+                old = self._recompute(batch.mini_batches)
+            elif cfg.old_logprobs == "first-pass":
+                old = {}  # filled by each row's first optimizer step of this update (_step)
             stats_all: list[dict[str, float]] = []
             first: list[dict[str, float]] = []
             losses, norms = [], []
@@ -347,6 +353,7 @@ class LocalTrainer:
         for micro, logits, t, first, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
             lp, t = self._logprobs(micro, logits, t, first, kl=ref is not None)
             mask = t["loss_mask"]
+            lp_raw = lp
             finite = torch.isfinite(lp)
             filtered += int(((~finite) & (mask > 0)).sum())
             mask = mask * finite
@@ -355,6 +362,9 @@ class LocalTrainer:
             if old is None:
                 behaviour = rollout
             else:
+                if cfg.old_logprobs == "first-pass":  # this row's first step of the update: ratio 1
+                    for i, br in enumerate(micro):
+                        old.setdefault(id(br), lp_raw[i, : br.num_tokens].detach())
                 behaviour = stack_rows(micro, old, t["input_ids"])
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
             out = policy_loss(

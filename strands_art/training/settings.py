@@ -57,12 +57,20 @@ DEFAULTS: dict[str, Any] = {
     "threads": None,
     "max_staleness": 1,
     "share_prefix": False,
+    "old_logprobs": "auto",
     "train_tasks": None,
     "eval_tasks": None,
     "wandb": False,
     "ray": None,
 }
 """Every setting's default, unless the environment recommends another."""
+
+OLD_LOGPROBS_CHOICES = ("rollout", "recompute", "first-pass")
+"""``--old-logprobs`` values besides ``auto`` (``TrainerConfig.old_logprobs``; kept here so that
+``strands-art --help`` does not import torch)."""
+AUTO_ASYNC_OLD_LOGPROBS = "first-pass"
+"""What ``--old-logprobs auto`` (the default) means with ``--max-staleness`` >= 1; with 0 it
+means ``rollout``. :meth:`TrainSettings.resolve` saves the resolved value in ``train.json``."""
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 """The command-line flag of each setting."""
@@ -130,6 +138,7 @@ class TrainSettings:
     threads: int | None
     max_staleness: int
     share_prefix: bool
+    old_logprobs: str
     train_tasks: str | None
     eval_tasks: str | None
     wandb: bool
@@ -151,6 +160,8 @@ class TrainSettings:
         for key, default in DEFAULTS.items():
             value = given.get(key)
             values[key] = value if value is not None else env_defaults.get(key, default)
+        if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
+            values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
         if given.get("vllm_url") is not None and given.get("backend") is None:
             values["backend"] = "vllm"  # a server named is a server to sample from
         settings = cls(env=env, run_dir=str(run_dir), **values)
@@ -177,7 +188,11 @@ class TrainSettings:
             if value is not None or key != "max_grad_norm":
                 check_float(FLAG_OF[key], value, lo, hi, lo_open=lo_open)
         check_sampling(self.temperature, self.max_new_tokens)
-        for key, choices in (("backend", ("transformers", "vllm")), ("trainer", ("embedded", "verl"))):
+        for key, choices in (
+            ("backend", ("transformers", "vllm")),
+            ("trainer", ("embedded", "verl")),
+            ("old_logprobs", OLD_LOGPROBS_CHOICES),
+        ):
             if getattr(self, key) not in choices:
                 raise UsageError(
                     f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
@@ -219,6 +234,7 @@ class TrainSettings:
             concurrency=self.concurrency,
             seed=self.seed,
             share_prefix=self.share_prefix,
+            old_logprobs=self.old_logprobs,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,12 +242,13 @@ class TrainSettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainSettings:
-        """Inverse of :meth:`to_dict`; keys a newer version added take their defaults."""
+        """Inverse of :meth:`to_dict`; keys a newer version added take their defaults, except
+        ``old_logprobs``: ``rollout``, what every run saved before the setting existed trained with."""
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
             raise ValueError(f"unknown keys in train.json: {sorted(unknown)}")
-        return cls(**{**DEFAULTS, **d})
+        return cls(**{**DEFAULTS, "old_logprobs": "rollout", **d})
 
     def command(self) -> str:
         """The ``strands-art train`` command line that gives these settings (every option spelled out)."""

@@ -12,10 +12,12 @@ trainer::
     drop  if  updates_behind > K
 
 ``steps_per_update`` is the fixed number of optimizer steps of one outer batch (mini-batches x
-PPO epochs). A kept rollout is trained with its recorded logprobs as the behaviour policy, token
-by token (a rollout may mix versions when a weight sync lands between its turns), so the PPO
-ratio and the truncated importance weight correct the off-policy gap exactly as for on-policy
-rows. Dropping was chosen over finishing and correcting because a stale rollout's whole token
+PPO epochs). A kept rollout is corrected with its recorded logprobs, token by token (a rollout
+may mix versions when a weight sync lands between its turns): ``strands-art train`` with K >= 1
+takes the PPO ratio's old logprobs from the trainer's own first pass over the row
+(``old_logprobs="first-pass"``), so the recorded ones enter the truncated importance weight and
+the clip does not throw away the gradient of tokens the trainer has already moved past the clip
+range since they were sampled (:mod:`strands_art.training.local`, docs/training.md). Dropping was chosen over finishing and correcting because a stale rollout's whole token
 prefix came from the old policy; the loop's schedule keeps rollouts within K (a batch's rollouts
 start at most K updates before it is trained), so a drop is a guard (a slow rollout, a sync that
 lagged), and the count says when it fires. Dropping changes the rows, never the optimizer step

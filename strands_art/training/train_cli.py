@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strands_art.training.settings import DEFAULTS, FLAG_OF
+from strands_art.training.settings import DEFAULTS, FLAG_OF, OLD_LOGPROBS_CHOICES
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
@@ -73,6 +73,13 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--micro-batch-tokens", type=int, help="padded tokens per micro-batch (memory)")
     g.add_argument(
         "--max-staleness", type=int, help="K: rollouts may be K updates behind (0: synchronous; default 1)"
+    )
+    g.add_argument(
+        "--old-logprobs",
+        choices=("auto", *OLD_LOGPROBS_CHOICES),
+        help="the PPO ratio's old logprobs: the recorded ones (rollout), a no-grad trainer pass before "
+        "the update (recompute), or the trainer's own at each row's first step (first-pass); auto "
+        "(default): rollout when synchronous, else first-pass",
     )
     g.add_argument(
         "--share-prefix",

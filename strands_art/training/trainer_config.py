@@ -18,6 +18,7 @@ from strands_art.backends.base import SamplingParams
 from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
+from strands_art.training.settings import OLD_LOGPROBS_CHOICES
 from strands_art.validation import is_int, is_real
 
 _INT_FIELDS = (
@@ -38,6 +39,8 @@ _INT_FIELDS = (
 )
 
 _REAL_FIELDS = ("learning_rate", "weight_decay", "max_grad_norm")
+OLD_LOGPROBS = OLD_LOGPROBS_CHOICES
+"""Where the PPO ratio's ``old`` logprobs come from (:attr:`TrainerConfig.old_logprobs`)."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,15 @@ class TrainerConfig:
         sampling: rollout sampling (the trainer computes its logprobs under the same
             temperature / top-k / top-p, :mod:`strands_art.backends.sampling`).
         eval_sampling: evaluation sampling (default greedy).
-        recompute_old_logprobs: run a no-grad pass before the update and use the trainer's own
-            logprobs as the behaviour policy (the recorded ones then only enter the TIS weight).
+        old_logprobs: the ``old`` logprobs of the PPO ratio (the proximal policy; the recorded
+            ones always enter the truncated importance weight ``min(exp(old - recorded), tis_cap)``):
+            ``"rollout"`` (default): the recorded ones (then the weight is 1);
+            ``"recompute"``: a no-grad trainer pass over the outer batch before its first
+            optimizer step (decoupled PPO, Fu et al. 2025 "AReaL"; one extra forward pass);
+            ``"first-pass"``: the trainer's own logprobs, detached, from the first optimizer step
+            that trains the row in this update (no extra pass; the ratio is 1 there, so with one
+            PPO epoch the clip never binds and the weight alone corrects a stale rollout; later
+            epochs clip against it). See docs/training.md, "Asynchronous rollouts".
         share_prefix: run the longest common token prefix of each group's rows once and the
             rows' continuations on its KV cache (:mod:`strands_art.training.shared_prefix`):
             the same loss and gradients up to float rounding, with far fewer tokens when the
@@ -110,7 +120,7 @@ class TrainerConfig:
     eval_sampling: SamplingParams = field(
         default_factory=lambda: SamplingParams(temperature=0.0, max_new_tokens=32)
     )
-    recompute_old_logprobs: bool = False
+    old_logprobs: str = "rollout"
     share_prefix: bool = False
     seed: int = 0
     concurrency: int = 8
@@ -135,6 +145,10 @@ class TrainerConfig:
         if self.weight_decay < 0 or (self.max_grad_norm is not None and self.max_grad_norm <= 0):
             raise ValueError(
                 f"need weight_decay >= 0 and max_grad_norm > 0 or None, got {self.weight_decay}, {self.max_grad_norm}"
+            )
+        if self.old_logprobs not in OLD_LOGPROBS:
+            raise ValueError(
+                f"old_logprobs must be one of {', '.join(OLD_LOGPROBS)}, got {self.old_logprobs!r}"
             )
         if not isinstance(self.share_prefix, bool):
             raise ValueError(f"share_prefix must be a bool, got {self.share_prefix!r}")
@@ -176,7 +190,11 @@ class TrainerConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainerConfig:
-        """Inverse of :meth:`to_dict`; unknown keys raise ValueError."""
+        """Inverse of :meth:`to_dict`; unknown keys raise ValueError. A config saved before
+        ``old_logprobs`` existed spelled it ``recompute_old_logprobs`` (a bool)."""
+        d = dict(d)
+        if "recompute_old_logprobs" in d and "old_logprobs" not in d:
+            d["old_logprobs"] = "recompute" if d.pop("recompute_old_logprobs") else "rollout"
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:

@@ -353,7 +353,9 @@ class LocalTrainer:
         for micro, logits, t, first, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
             lp, t = self._logprobs(micro, logits, t, first, kl=ref is not None)
             mask = t["loss_mask"]
-            lp_raw = lp
+            if cfg.old_logprobs == "first-pass":  # this row's first step of the update: ratio 1
+                for i, br in enumerate(micro):
+                    old.setdefault(id(br), lp[i, : br.num_tokens].detach())
             finite = torch.isfinite(lp)
             filtered += int(((~finite) & (mask > 0)).sum())
             mask = mask * finite
@@ -362,9 +364,6 @@ class LocalTrainer:
             if old is None:
                 behaviour = rollout
             else:
-                if cfg.old_logprobs == "first-pass":  # this row's first step of the update: ratio 1
-                    for i, br in enumerate(micro):
-                        old.setdefault(id(br), lp_raw[i, : br.num_tokens].detach())
                 behaviour = stack_rows(micro, old, t["input_ids"])
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
             out = policy_loss(

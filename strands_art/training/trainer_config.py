@@ -39,8 +39,6 @@ _INT_FIELDS = (
 )
 
 _REAL_FIELDS = ("learning_rate", "weight_decay", "max_grad_norm")
-OLD_LOGPROBS = OLD_LOGPROBS_CHOICES
-"""Where the PPO ratio's ``old`` logprobs come from (:attr:`TrainerConfig.old_logprobs`)."""
 
 
 @dataclass(frozen=True)
@@ -146,9 +144,9 @@ class TrainerConfig:
             raise ValueError(
                 f"need weight_decay >= 0 and max_grad_norm > 0 or None, got {self.weight_decay}, {self.max_grad_norm}"
             )
-        if self.old_logprobs not in OLD_LOGPROBS:
+        if self.old_logprobs not in OLD_LOGPROBS_CHOICES:
             raise ValueError(
-                f"old_logprobs must be one of {', '.join(OLD_LOGPROBS)}, got {self.old_logprobs!r}"
+                f"old_logprobs must be one of {', '.join(OLD_LOGPROBS_CHOICES)}, got {self.old_logprobs!r}"
             )
         if not isinstance(self.share_prefix, bool):
             raise ValueError(f"share_prefix must be a bool, got {self.share_prefix!r}")

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strands_art.cli import build_parser, main
-from strands_art.training.settings import AUTO_ASYNC_OLD_LOGPROBS, FLAG_OF, INT_RANGES, TrainSettings
+from strands_art.training.old_logprobs import AUTO_ASYNC_OLD_LOGPROBS
+from strands_art.training.settings import FLAG_OF, INT_RANGES, TrainSettings
 from strands_art.training.train_cli import _given
 from strands_art.validation import UsageError
 

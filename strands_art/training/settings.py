@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strands_art.backends.base import SamplingParams
+from strands_art.training.old_logprobs import AUTO_ASYNC_OLD_LOGPROBS, OLD_LOGPROBS_CHOICES
 from strands_art.validation import (
     UsageError,
     check_bool,
@@ -64,13 +65,6 @@ DEFAULTS: dict[str, Any] = {
     "ray": None,
 }
 """Every setting's default, unless the environment recommends another."""
-
-OLD_LOGPROBS_CHOICES = ("rollout", "recompute", "first-pass")
-"""``--old-logprobs`` values besides ``auto`` (``TrainerConfig.old_logprobs``; kept here so that
-``strands-art --help`` does not import torch)."""
-AUTO_ASYNC_OLD_LOGPROBS = "first-pass"
-"""What ``--old-logprobs auto`` (the default) means with ``--max-staleness`` >= 1; with 0 it
-means ``rollout``. :meth:`TrainSettings.resolve` saves the resolved value in ``train.json``."""
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 """The command-line flag of each setting."""

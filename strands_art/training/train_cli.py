@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from strands_art.training.settings import DEFAULTS, FLAG_OF, OLD_LOGPROBS_CHOICES
+from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
+from strands_art.training.settings import DEFAULTS, FLAG_OF
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->

@@ -18,7 +18,7 @@ from strands_art.backends.base import SamplingParams
 from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
-from strands_art.training.settings import OLD_LOGPROBS_CHOICES
+from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
 from strands_art.validation import is_int, is_real
 
 _INT_FIELDS = (

@@ -152,6 +152,23 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert "not divisible" in capsys.readouterr().err
     assert main(["train", "--env", "capitals", "--trainer", "verl", "--run-dir", str(tmp_path / "z")]) == 2
     assert "only --env migrationbench" in capsys.readouterr().err
+    assert main(["train", "--env", "lookup", "--prompt", "compact", "--run-dir", str(tmp_path / "p")]) == 2
+    assert "--env lookup has its own keys and prompt" in capsys.readouterr().err
+    assert not (tmp_path / "p" / "metrics.jsonl").exists()
+
+
+def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
+    from strands_art.envs.migrationbench.config import RolloutConfig
+    from strands_art.envs.migrationbench.train_env import rollout_config
+    from strands_art.validation import UsageError
+
+    assert rollout_config(None, None) == RolloutConfig(max_turns=20)  # full: the class defaults
+    compact = rollout_config(12, "compact-no-recipe")
+    assert (compact.max_turns, compact.time_limit, compact.max_output_bytes) == (12, 600.0, 4000)
+    assert (compact.compact_prompt, compact.user_recipe) == (True, False)
+    assert rollout_config(None, "compact").user_recipe is True and rollout_config(None, "compact").max_turns == 20
+    with pytest.raises(UsageError, match="--prompt must be one of compact, compact-no-recipe, full, got 'short'"):
+        rollout_config(None, "short")
 
 
 def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
@@ -177,6 +194,9 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert "make_verl_dataset.py --tasks-dir" in script
     assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
     assert "verl launch written" in capsys.readouterr().out
+    argv[argv.index(str(run))] = str(tmp_path / "mb2")
+    assert main([*argv, "--prompt", "compact"]) == 2
+    assert "set the prompt in examples/migrationbench/verl_agent_loops.yaml" in capsys.readouterr().err
 
 
 def test_live_progress_and_tensorboard_sink(tmp_path):

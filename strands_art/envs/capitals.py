@@ -29,11 +29,12 @@ DEFAULTS: dict[str, Any] = {
 
 
 def train_environment(options: EnvOptions) -> TrainEnvironment:
-    """The capital task: 24 training countries, 8 held-out ones (``--train-tasks``/``--eval-tasks``
-    and ``--max-turns`` do not apply and are refused)."""
-    if options.train_tasks or options.eval_tasks or options.max_turns:
+    """The capital task: 24 training countries, 8 held-out ones (``--train-tasks``/``--eval-tasks``,
+    ``--max-turns`` and ``--prompt`` do not apply and are refused)."""
+    if options.train_tasks or options.eval_tasks or options.max_turns or options.prompt:
         raise ValueError(
-            "--env capitals has its own tasks and one turn: no --train-tasks/--eval-tasks/--max-turns"
+            "--env capitals has its own tasks, prompt and one turn: "
+            "no --train-tasks/--eval-tasks/--max-turns/--prompt"
         )
     return TrainEnvironment(
         name="capitals",

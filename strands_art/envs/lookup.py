@@ -240,13 +240,14 @@ def train_environment(options: Any) -> Any:
     (one row per rollout), :func:`lookup_rollout` with ``--max-turns`` (default 2).
 
     Raises:
-        ValueError: ``--train-tasks``/``--eval-tasks`` given (the keys are fixed), ``max_turns`` < 2.
+        ValueError: ``--train-tasks``/``--eval-tasks``/``--prompt`` given (the keys and prompt are
+            fixed), ``max_turns`` < 2.
     """
     from strands_art.gateway import RolloutGateway
     from strands_art.training.environment import TrainEnvironment
 
-    if options.train_tasks or options.eval_tasks:
-        raise ValueError("--env lookup has its own keys: no --train-tasks/--eval-tasks")
+    if options.train_tasks or options.eval_tasks or options.prompt:
+        raise ValueError("--env lookup has its own keys and prompt: no --train-tasks/--eval-tasks/--prompt")
     return TrainEnvironment(
         name="lookup",
         train_tasks=lookup_tasks("train"),

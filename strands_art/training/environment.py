@@ -53,12 +53,15 @@ class EnvOptions:
         eval_tasks: ``--eval-tasks``, likewise.
         max_turns: ``--max-turns`` (model calls per rollout), None for the environment's default.
         work_dir: a directory the environment may write to (logs, workspaces): ``RUN_DIR/env``.
+        prompt: ``--prompt`` (the name of one of the environment's prompt settings), or None for
+            its default; an environment without such settings refuses one.
     """
 
     train_tasks: Path | None = None
     eval_tasks: Path | None = None
     max_turns: int | None = None
     work_dir: Path = Path("env")
+    prompt: str | None = None
 
 
 @dataclass

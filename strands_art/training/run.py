@@ -79,6 +79,7 @@ def env_options(settings: TrainSettings) -> EnvOptions:
         eval_tasks=Path(settings.eval_tasks) if settings.eval_tasks else None,
         max_turns=settings.max_turns,
         work_dir=Path(settings.run_dir) / "env",
+        prompt=settings.prompt,
     )
 
 

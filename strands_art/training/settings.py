@@ -61,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "old_logprobs": "auto",
     "train_tasks": None,
     "eval_tasks": None,
+    "prompt": None,
     "wandb": False,
     "ray": None,
 }
@@ -136,6 +137,7 @@ class TrainSettings:
     train_tasks: str | None
     eval_tasks: str | None
     wandb: bool
+    prompt: str | None = None
     ray: str | None = None
 
     @classmethod
@@ -191,6 +193,8 @@ class TrainSettings:
                 raise UsageError(
                     f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
                 )
+        if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
+            raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "wandb"):
             check_bool(FLAG_OF[key], getattr(self, key))
         if self.vllm_url is not None:

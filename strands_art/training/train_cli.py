@@ -96,6 +96,11 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--concurrency", type=int, help="rollouts in flight at once")
     g.add_argument("--train-tasks", help="training tasks directory (migrationbench)")
     g.add_argument("--eval-tasks", help="held-out tasks directory (migrationbench)")
+    g.add_argument(
+        "--prompt",
+        help="migrationbench: compact, compact-no-recipe or full, as `migrate --prompt` (default full; "
+        "the compact ones also take the small-model limits: 600 s and 4,000 bytes of shell output)",
+    )
     g.add_argument("--eval-every", type=int, help="evaluate every N outer batches (0: before and after only)")
     g.add_argument("--eval-samples", type=int, help="rollouts per held-out task")
     g.add_argument("--eval-temperature", type=float, help="held-out sampling temperature")

@@ -78,7 +78,8 @@ def write_verl_launch(s: TrainSettings) -> Path:
     """Write ``RUN_DIR/verl/launch.sh`` (executable) and return its path.
 
     Raises:
-        ValueError: an environment other than migrationbench, or no ``--train-tasks``.
+        ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
+            ``--prompt`` (verl's agent loop takes it from ``verl_agent_loops.yaml``).
     """
     if s.env != "migrationbench":
         raise ValueError(
@@ -86,6 +87,12 @@ def write_verl_launch(s: TrainSettings) -> Path:
         )
     if not s.train_tasks:
         raise ValueError("--trainer verl needs --train-tasks DIR (the verl dataset is made from it)")
+    if s.prompt is not None:
+        raise ValueError(
+            "--trainer verl: set the prompt in examples/migrationbench/verl_agent_loops.yaml "
+            "(episode_kwargs compact_prompt / user_recipe, as in PROMPTS of "
+            "strands_art/envs/migrationbench/config.py), not with --prompt"
+        )
     out = Path(s.run_dir) / "verl"
     out.mkdir(parents=True, exist_ok=True)
     data = f"{s.run_dir}/verl/data"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from strands_art.envs.migrationbench.config import RolloutConfig
+from strands_art.envs.migrationbench.config import PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 from strands_art.envs.migrationbench.episodes import migrationbench_rollout
 from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
 from strands_art.envs.migrationbench.tasks import load_tasks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
+from strands_art.validation import UsageError
 
 DEFAULTS: dict[str, Any] = {
     "model": "qwen2.5-coder-0.5b",
@@ -40,16 +41,22 @@ MAX_CONTEXT_TOKENS = 16384
 def train_environment(options: EnvOptions) -> TrainEnvironment:
     """MigrationBench tasks from ``options.train_tasks`` (default: bundled) and ``options.eval_tasks``.
 
-    Each rollout runs with ``RolloutConfig(max_turns=...)`` (:mod:`.config`; the other limits at
-    their defaults), the same object ``strands-art migrate`` and verl's agent loop build.
+    Each rollout runs with the :class:`RolloutConfig` of ``--max-turns`` and ``--prompt``
+    (:data:`.config.PROMPTS`, as ``strands-art migrate --prompt``; default ``full``), the same object
+    ``strands-art migrate`` and verl's agent loop build. The compact prompts are the small-model
+    setting and take its limits too (:data:`.config.SMALL_MODEL_LIMITS`: 600 s per rollout, 4,000
+    bytes of shell output kept per command), as ``migrate`` does on llama.cpp, so a training run
+    and the base success table of ``bench/migration_base.py`` roll out alike; ``full`` keeps the
+    class defaults.
 
     Raises:
         TaskError: a tasks directory that does not exist or holds a malformed task.
-        UsageError: ``--max-turns`` out of range (named ``max_turns``).
+        UsageError: ``--max-turns`` out of range (named ``max_turns``), or a ``--prompt`` that is
+            not one of :data:`.config.PROMPTS`.
     """
+    config = rollout_config(options.max_turns, options.prompt)
     train = load_tasks(options.train_tasks)
     held = load_tasks(options.eval_tasks) if options.eval_tasks else []
-    config = RolloutConfig(max_turns=options.max_turns or DEFAULTS["max_turns"])
     return TrainEnvironment(
         name="migrationbench",
         train_tasks=train,
@@ -61,3 +68,16 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
         defaults=DEFAULTS,
         ray_resources={SANDBOX_RESOURCE: 1},
     )
+
+
+def rollout_config(max_turns: int | None, prompt: str | None) -> RolloutConfig:
+    """The rollout settings of ``--max-turns`` (None: :data:`DEFAULTS`) and ``--prompt`` (None: ``full``).
+
+    Raises:
+        UsageError: see :func:`train_environment`.
+    """
+    name = prompt or "full"
+    if name not in PROMPTS:
+        raise UsageError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+    limits = {k: v for k, v in SMALL_MODEL_LIMITS.items() if k != "max_turns"} if name != "full" else {}
+    return RolloutConfig(max_turns=max_turns or DEFAULTS["max_turns"], **limits, **PROMPTS[name])

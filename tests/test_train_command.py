@@ -166,8 +166,13 @@ def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
     compact = rollout_config(12, "compact-no-recipe")
     assert (compact.max_turns, compact.time_limit, compact.max_output_bytes) == (12, 600.0, 4000)
     assert (compact.compact_prompt, compact.user_recipe) == (True, False)
-    assert rollout_config(None, "compact").user_recipe is True and rollout_config(None, "compact").max_turns == 20
-    with pytest.raises(UsageError, match="--prompt must be one of compact, compact-no-recipe, full, got 'short'"):
+    assert (
+        rollout_config(None, "compact").user_recipe is True
+        and rollout_config(None, "compact").max_turns == 20
+    )
+    with pytest.raises(
+        UsageError, match="--prompt must be one of compact, compact-no-recipe, full, got 'short'"
+    ):
         rollout_config(None, "short")
 
 

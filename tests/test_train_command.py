@@ -201,7 +201,7 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert "verl launch written" in capsys.readouterr().out
     argv[argv.index(str(run))] = str(tmp_path / "mb2")
     assert main([*argv, "--prompt", "compact"]) == 2
-    assert "set the prompt in examples/migrationbench/verl_agent_loops.yaml" in capsys.readouterr().err
+    assert "verl's agent loop runs the full prompt" in capsys.readouterr().err
 
 
 def test_live_progress_and_tensorboard_sink(tmp_path):

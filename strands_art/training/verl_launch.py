@@ -79,7 +79,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
 
     Raises:
         ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
-            ``--prompt`` (verl's agent loop takes it from ``verl_agent_loops.yaml``).
+            ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only).
     """
     if s.env != "migrationbench":
         raise ValueError(
@@ -89,9 +89,9 @@ def write_verl_launch(s: TrainSettings) -> Path:
         raise ValueError("--trainer verl needs --train-tasks DIR (the verl dataset is made from it)")
     if s.prompt is not None:
         raise ValueError(
-            "--trainer verl: set the prompt in examples/migrationbench/verl_agent_loops.yaml "
-            "(episode_kwargs compact_prompt / user_recipe, as in PROMPTS of "
-            "strands_art/envs/migrationbench/config.py), not with --prompt"
+            "--trainer verl: verl's agent loop runs the full prompt (the episode_kwargs of "
+            "examples/migrationbench/verl_agent_loops.yaml set rollout limits only); "
+            "--prompt is for the embedded trainer"
         )
     out = Path(s.run_dir) / "verl"
     out.mkdir(parents=True, exist_ok=True)

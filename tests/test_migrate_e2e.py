@@ -67,6 +67,9 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         times = rec["times"]
         assert set(times) == {"tools_s", "maven_s", "evaluation_s", "sampling_s", "gateway_s", "wall_s"}
         assert 0 < times["evaluation_s"] < times["maven_s"] < times["wall_s"]
+        ed = rec["edited_files"]  # the audit: exactly the reference's files, the build outputs left out
+        assert sorted(ed["modified"] + ed["added"]) == sorted(files[rec["task"]]), ed
+        assert ed["deleted"] == [] and ed["truncated"] is False
         assert times["sampling_s"] >= 0 and times["gateway_s"] > 0
 
     # results.jsonl and the trajectory store hold the same rollouts, rewards attached to rows

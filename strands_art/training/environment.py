@@ -77,6 +77,9 @@ class TrainEnvironment:
     ray_resources: Mapping[str, float] = field(default_factory=dict)
     """Custom Ray resources each rollout asks for under ``train --ray`` (e.g. MigrationBench's
     ``{"strands_art_sandbox": 1}``: nodes with the sandbox, JDK and Maven repository)."""
+    max_context_tokens: int | None = None
+    """Tokens one rollout's context may reach (prompt + every turn; the gateway's budget): the
+    vLLM server the command starts is given it as ``--max-model-len`` (None: 4,096)."""
 
     def check(self) -> None:
         """Raise :class:`EnvironmentSpecError` for no training task, a task without a ``name``, or

@@ -134,8 +134,11 @@ def kept_records(run_dir: Path) -> list[dict[str, Any]]:
     return log.read()
 
 
-def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -> tuple[Any, Any]:
-    """(tokenizer, LocalTrainer) on the settings' model and sampler."""
+def _load(
+    settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack, max_model_len: int | None = None
+) -> tuple[Any, Any]:
+    """(tokenizer, LocalTrainer) on the settings' model and sampler (a vLLM server started here
+    gets ``max_model_len``, the environment's context budget; None: the server's default)."""
     import torch
 
     from strands_art.registry import causal_lm_dir, load_causal_lm, load_tokenizer
@@ -169,6 +172,7 @@ def _load(settings: TrainSettings, run_dir: Path, stack: contextlib.ExitStack) -
             extra_args=flags,
             env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
             log_path=run_dir / "vllm-server.log",
+            **({"max_model_len": max_model_len} if max_model_len else {}),
         )
         stack.enter_context(server)
         url = server.base_url
@@ -240,7 +244,7 @@ async def arun_training(
         for sink in sinks:
             stack.callback(sink.close)
         rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
-        tok, trainer = _load(settings, run_dir, stack)
+        tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
         gateway = env.gateway(tok, trainer.backend)
         live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         if progress:

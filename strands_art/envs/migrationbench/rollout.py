@@ -35,6 +35,7 @@ from strands_art.store import TrajectoryStore
 
 from .agent import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, RolloutLimits, build_agent, run_agent, user_prompt
 from .config import RolloutConfig
+from .edits import edited_files
 from .evalguard import guarded_evaluation, one_line, reason_of
 from .progress import LiveBoard, RolloutProgress
 from .rundir import (
@@ -246,6 +247,10 @@ async def run_rollout(
                 ill_formed_turns=len(traj.metadata.get("ill_formed_turns", [])),
                 recovered_calls=sum(len(r["how"]) for r in traj.metadata.get("recovered_calls", [])),
             )
+        try:  # the audit of what the agent changed (not part of the reward)
+            record["edited_files"] = await asyncio.to_thread(edited_files, spec.task.dir / "repo", ws.root)
+        except OSError as exc:
+            record["edited_files_error"] = one_line(exc)
         times["wall_s"] = time.monotonic() - t0
         record["times"] = {k: round(v, 3) for k, v in times.items()}
         record["tool_stats"] = stats.to_dict()

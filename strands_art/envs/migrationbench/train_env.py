@@ -67,6 +67,7 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
         ),
         defaults=DEFAULTS,
         ray_resources={SANDBOX_RESOURCE: 1},
+        max_context_tokens=MAX_CONTEXT_TOKENS,
     )
 
 

@@ -1,0 +1,283 @@
+"""GRPO on the migration agent itself: ``strands-art train --env migrationbench`` on generated tasks,
+held-out migration reward before and after, on several seeds (issue "Train the migration agent").
+
+Each seed is one ``strands-art train`` process with the recorded settings (:data:`FLAGS`, then
+``--extra``), run one after the other (each starts its own vLLM server; two at once would share
+the same 2 cores and not fit memory with their Maven builds). A run directory that already holds
+a finished run is not run again and one that holds a stopped run is resumed (``--resume``), so
+the summary can be redone with the same command; ``--table-only`` summarizes what is there,
+finished or not (a stopped run is reported at its last evaluation and said so).
+
+What it prints, per seed and over seeds:
+
+- held-out reward (mean over the held-out rollouts, 0 / 0.5 / 1.0 each) at every evaluation and
+  the change from the first to the last; a seed *improved* when its last evaluation is above its
+  first by more than the seeds' spread (the standard deviation over seeds of the first
+  evaluation; 0 with one seed);
+- training reward per outer batch (the GRPO groups' mean), groups whose rewards all tie
+  (``zero_advantage_groups``: no gradient from them), and what an update costs: rollout seconds,
+  training seconds, evaluation seconds;
+- per kind (the task name's prefix): held-out reward at the first and the last evaluation, from
+  the rollout records (``RUN_DIR/env/rollouts/results.jsonl``);
+- an audit of the successful rollouts (reward 1.0, training and held-out): the files each
+  changed (``edited_files`` of the record: the workspace compared with the task's ``repo/``),
+  counted by path pattern, and every rollout that changed a test source or deleted a file listed.
+
+Ends with ``RESULT seeds=N updates=U heldout_before=m+-s heldout_after=m+-s improved_seeds=K/N
+rollout_s=... train_s=... eval_s=...``; ``--plot FILE`` draws the curves (training reward per
+outer batch, held-out reward at each evaluation, one colour per seed).
+
+    python bench/migration_learning.py --run-root $RUN_ROOT --train-tasks $TASKS/train \\
+        --eval-tasks $TASKS/eval --seeds 0,1 --plot bench/results/migration-learning-DATE.png
+
+Needs ``.venv-vllm`` (scripts/bootstrap-vllm.sh), Java 17 + Maven and bubblewrap
+(scripts/setup-system.sh), and task directories from ``strands-art make-tasks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from strands_art.training.metrics import read_metrics
+
+FLAGS = (
+    "--model qwen2.5-coder-0.5b --backend vllm --prompt compact-no-recipe --max-turns 12 "
+    "--temperature 0.7 --max-new-tokens 512 --outer-batches 4 --prompt-batch 2 --rollouts-per-prompt 4 "
+    "--ppo-mini-batch 1 --epochs 1 --lr 3e-4 --warmup-steps 0 --kl-coef 0 --share-prefix "
+    "--micro-batch-tokens 512 --max-staleness 0 --eval-every 0 --eval-samples 2 --eval-temperature 0.7 "
+    "--concurrency 4 --checkpoint-every 1"
+)
+"""The recorded settings (bench/results/migration-learning-2026-12-01.txt): Qwen2.5-Coder-0.5B, the
+compact system prompt without the spelled calls (base success 25 % of one draw per train task,
+bench/results/migration-base-2026-12-01.txt), 2 tasks x 4 rollouts per outer batch, one optimizer
+step per task (2 per update), synchronous, held-out evaluation before and after (2 rollouts per
+held-out task at the rollout temperature)."""
+
+TEST_SOURCE = re.compile(r"(^|/)src/test/")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run-root", required=True, help="one run directory per seed goes here: seedS")
+    p.add_argument("--train-tasks", required=True, help="training task directories (make-tasks)")
+    p.add_argument("--eval-tasks", required=True, help="held-out task directories (make-tasks)")
+    p.add_argument("--seeds", default="0,1", help="comma-separated seeds")
+    p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
+    p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
+    p.add_argument("--plot", default=None, help="write the curves to this PNG")
+    return p.parse_args(argv)
+
+
+def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
+    """The command line of one seed's run (``--resume`` when its directory holds a stopped run)."""
+    exe = Path(sys.executable).parent / "strands-art"
+    head = [str(exe) if exe.exists() else "strands-art", "train"]
+    if (run_dir / "train.json").exists():
+        return [*head, "--resume", "--run-dir", str(run_dir), "--no-progress"]
+    return [
+        *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
+        *FLAGS.split(), *args.extra.split(), "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress",
+    ]  # fmt: skip
+
+
+def finished(run_dir: Path) -> bool:
+    """A run whose settings say N outer batches and whose log has the evaluation after N."""
+    cfg = run_dir / "train.json"
+    if not cfg.exists():
+        return False
+    n = json.loads(cfg.read_text())["outer_batches"]
+    return any(
+        r.get("kind") == "eval" and r["outer_batch"] == n for r in read_metrics(run_dir / "metrics.jsonl")
+    )
+
+
+def rollout_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The rollout records of the run (``env/rollouts/results.jsonl``); a torn last line is skipped."""
+    path = run_dir / "env" / "rollouts" / "results.jsonl"
+    out = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def kind_of(task: str) -> str:
+    """``java-level-props-0000007`` -> ``java-level-props`` (make-tasks names)."""
+    return re.sub(r"-\d+$", "", task)
+
+
+def eval_batch(rollout_id: str) -> int | None:
+    """``eval-b4-TASK-r1`` -> 4; None for a training rollout."""
+    m = re.match(r"eval-b(\d+)-", rollout_id)
+    return int(m.group(1)) if m else None
+
+
+def mean_std(xs: list[float]) -> tuple[float, float]:
+    return (statistics.fmean(xs) if xs else float("nan")), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def summarize_seed(run_dir: Path) -> dict[str, Any]:
+    records = read_metrics(run_dir / "metrics.jsonl")
+    evals = [r for r in records if r.get("kind") == "eval"]
+    trains = [r for r in records if r.get("kind") == "train"]
+    rollouts = rollout_records(run_dir)
+    per_kind: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for rec in rollouts:
+        b = eval_batch(rec.get("rollout_id", ""))
+        if b is not None:
+            per_kind[b][kind_of(rec["task"])].append(float(rec.get("reward", 0.0)))
+    return {
+        "dir": run_dir,
+        "finished": finished(run_dir),
+        "evals": [
+            (r["outer_batch"], r["val_reward"], r.get("val_failed", 0), r.get("eval_s")) for r in evals
+        ],
+        "trains": trains,
+        "per_kind": per_kind,
+        "rollouts": rollouts,
+    }
+
+
+def audit(rollouts: list[dict[str, Any]]) -> list[str]:
+    """Lines: what the successful rollouts changed, by path pattern, and the suspicious ones."""
+    good = [r for r in rollouts if float(r.get("reward", 0.0)) == 1.0]
+    patterns: Counter[str] = Counter()
+    sets: Counter[str] = Counter()
+    flagged = []
+    missing = 0
+    for r in good:
+        ed = r.get("edited_files")
+        if ed is None:
+            missing += 1
+            continue
+        paths = ed["modified"] + ed["added"]
+        kinds = sorted({re.sub(r"^.*?(pom\.xml)$", r"\1", p) if p.endswith("pom.xml") else p for p in paths})
+        for p in paths:
+            patterns["*/pom.xml" if p.endswith("pom.xml") and "/" in p else p if p == "pom.xml" else p] += 1
+        sets[", ".join(kinds) or "(nothing)"] += 1
+        if ed["deleted"] or any(TEST_SOURCE.search(p) for p in paths) or ed.get("truncated"):
+            flagged.append(
+                f"    {r['rollout_id']}: modified {ed['modified']} added {ed['added']} deleted {ed['deleted']}"
+            )
+    lines = [
+        f"successful rollouts (reward 1.0): {len(good)}; without an edit audit (recorded before it existed): {missing}"
+    ]
+    lines += [f"  {n:3d} x changed {s}" for s, n in sets.most_common()]
+    lines.append(
+        "  files changed, counted over those rollouts: "
+        + ", ".join(f"{p} {n}" for p, n in patterns.most_common())
+    )
+    lines.append(f"  changed a test source, deleted a file or too many files: {len(flagged)}")
+    return lines + flagged
+
+
+def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for seed, s in seeds.items():
+        xs = [r["outer_batch"] + 1 for r in s["trains"]]
+        line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], marker="o", label=f"seed {seed}")[0]
+        ax2.plot([e[0] for e in s["evals"]], [e[1] for e in s["evals"]], marker="s", color=line.get_color(),
+                 label=f"seed {seed}")  # fmt: skip
+    ax1.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05),
+            title="GRPO training reward")  # fmt: skip
+    ax2.set(xlabel="updates", ylabel="held-out reward", ylim=(-0.05, 1.05), title="held-out migration reward")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("strands-art train --env migrationbench (Qwen2.5-Coder-0.5B, CPU)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    root = Path(args.run_root)
+    root.mkdir(parents=True, exist_ok=True)
+    for seed in seeds if not args.table_only else []:
+        run_dir = root / f"seed{seed}"
+        if finished(run_dir):
+            print(f"seed {seed}: {run_dir} holds a finished run", flush=True)
+            continue
+        cmd = train_command(args, run_dir, seed)
+        print(f"$ {' '.join(cmd)}   ({time.strftime('%H:%M:%S')}, load {os.getloadavg()})", flush=True)
+        t0 = time.monotonic()
+        rc = subprocess.run(cmd).returncode
+        print(f"seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
+        if rc != 0:
+            return rc
+    summary = {
+        seed: summarize_seed(root / f"seed{seed}") for seed in seeds if (root / f"seed{seed}").exists()
+    }
+    print(f"\nsettings: {FLAGS} {args.extra}".rstrip())
+    firsts, lasts, updates = [], [], []
+    cost: dict[str, list[float]] = defaultdict(list)
+    for seed, s in summary.items():
+        state = "finished" if s["finished"] else "NOT FINISHED (stopped; reported at its last evaluation)"
+        print(f"\nseed {seed}: {state}")
+        for b, reward, failed, eval_s in s["evals"]:
+            print(
+                f"  held-out after {b} updates: reward {reward:.3f} (failed rollouts {failed}, {eval_s or 0:.0f} s)"
+            )
+            if eval_s:
+                cost["eval_s"].append(eval_s)
+        for r in s["trains"]:
+            print(
+                f"  update {r['outer_batch'] + 1}: training reward {r['reward_mean']:.3f} +- {r['reward_std']:.3f}, "
+                f"tied groups {r['zero_advantage_groups']}, rows {r['rows']}, sampled tokens {r['sampled_tokens']}, "
+                f"rollouts {r['rollout_s']:.0f} s, training {r['train_s']:.0f} s, grad norm {r.get('grad_norm', 0):.3f}"
+            )
+            cost["rollout_s"].append(r["rollout_s"])
+            cost["train_s"].append(r["train_s"])
+        if len(s["evals"]) >= 2:
+            firsts.append(s["evals"][0][1])
+            lasts.append(s["evals"][-1][1])
+            updates.append(s["evals"][-1][0])
+        kinds = sorted({k for b in s["per_kind"].values() for k in b})
+        if s["evals"]:
+            b0, b1 = s["evals"][0][0], s["evals"][-1][0]
+            print(f"  per kind, held-out reward after {b0} -> after {b1} updates (rollouts):")
+            for k in kinds:
+                x0, x1 = s["per_kind"][b0].get(k, []), s["per_kind"][b1].get(k, [])
+                print(f"    {k:20s} {mean_std(x0)[0]:.2f} ({len(x0)}) -> {mean_std(x1)[0]:.2f} ({len(x1)})")
+        for line in audit(s["rollouts"]):
+            print("  " + line)
+    spread = mean_std(firsts)[1]
+    improved = sum(1 for a, b in zip(firsts, lasts, strict=True) if b - a > spread)
+    (m0, s0), (m1, s1) = mean_std(firsts), mean_std(lasts)
+    print(f"\nheld-out reward before {m0:.3f} +- {s0:.3f}, after {m1:.3f} +- {s1:.3f}; per seed "
+          + ", ".join(f"{a:.3f} -> {b:.3f}" for a, b in zip(firsts, lasts, strict=True))
+          + f"; improved (by more than the spread {spread:.3f}): {improved}/{len(firsts)}")  # fmt: skip
+    if args.plot and summary:
+        plot(summary, args.plot)
+        print(f"figure: {args.plot}")
+    c = {k: mean_std(v)[0] for k, v in cost.items()}
+    print(
+        f"RESULT seeds={len(firsts)} updates={min(updates) if updates else 0} heldout_before={m0:.3f}+-{s0:.3f} "
+        f"heldout_after={m1:.3f}+-{s1:.3f} improved_seeds={improved}/{len(firsts)} "
+        f"rollout_s={c.get('rollout_s', float('nan')):.0f} train_s={c.get('train_s', float('nan')):.0f} "
+        f"eval_s={c.get('eval_s', float('nan')):.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -236,3 +236,40 @@ def test_live_progress_and_tensorboard_sink(tmp_path):
     sink.close()
     tags = tensorboard_tags(tmp_path / "tensorboard")
     assert tags == {"eval/val_reward": [(0, 0.5)], "train/reward_mean": [(1, 0.25)]}
+
+
+def test_the_vllm_server_gets_the_environments_context_budget(tmp_path, monkeypatch):
+    """--backend vllm starts the server with the environment's context (MigrationBench: the
+    gateway's 16,384 tokens), not vLLM's 4,096 default the short tasks use."""
+    import contextlib
+
+    from strands_art.backends import vllm_server
+    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+    from strands_art.training import run
+    from strands_art.training.environment import EnvOptions, resolve_environment
+    from strands_art.training.settings import TrainSettings
+
+    env = resolve_environment(
+        "migrationbench", EnvOptions(train_tasks=bundled_tasks_dir(), work_dir=tmp_path)
+    )
+    assert env.max_context_tokens == 16384
+    assert resolve_environment("lookup", EnvOptions()).max_context_tokens is None
+
+    seen: dict = {}
+
+    class Started(Exception):
+        pass
+
+    def server(*args, **kwargs):
+        seen.update(kwargs)
+        raise Started  # the arguments are what is checked; no server process is started
+
+    monkeypatch.setattr(vllm_server, "VLLMServer", server)
+    settings = TrainSettings.resolve("capitals", str(tmp_path / "run"), {"backend": "vllm"})
+    with contextlib.ExitStack() as stack, pytest.raises(Started):
+        run._load(settings, tmp_path, stack, env.max_context_tokens)
+    assert seen["max_model_len"] == 16384
+    seen.clear()
+    with contextlib.ExitStack() as stack, pytest.raises(Started):
+        run._load(settings, tmp_path, stack, None)
+    assert "max_model_len" not in seen  # VLLMServer's own default

@@ -294,6 +294,10 @@ def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
     assert rec["rollouts"] == 2 and rec["failed_rollouts"] == 0
     assert rec["reward_mean"] == 0.0  # a random model migrates nothing; the build check fails
     assert rec["rows"] >= 2 and rec["tokens"] > 1000 and rec["optimizer_steps"] == 1 and trainer.step == 1
+    results = [json.loads(x) for x in (tmp_path / "mb" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["rollout_id"] for r in results) == ["b0-compiler-props-r0", "b0-compiler-props-r1"]
+    assert [r["reward"] for r in results] == [0.0, 0.0] and all(r["task"] == "compiler-props" for r in results)
+    assert all(set(r["edited_files"]) == {"modified", "added", "deleted", "truncated"} for r in results)
 
 
 # ---------------------------------------------------------------- config and toy task

@@ -16,6 +16,7 @@ import ``envs`` (docs/architecture.md; ``python -m strands_art.devtools.layers``
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import socket
 import tempfile
@@ -33,6 +34,7 @@ from strands_art.trajectory import Trajectory
 
 from .config import LIMIT_FIELDS, RolloutConfig
 from .rollout import RolloutSpec, run_rollout
+from .rundir import RESULTS_FILE
 from .tasks import load_task
 
 
@@ -87,8 +89,9 @@ def migrationbench_rollout(
             a non-llama.cpp backend). A deprecated :class:`MigrationBenchLimits` is accepted and
             supplies ``run_dir`` when it is not given.
         model_id: the ``model_id`` of the :class:`~strands_art.model.ARTModel` of each rollout.
-        run_dir: where the runner writes evaluation logs and its trajectory store (default: a
-            fresh temporary directory, made now).
+        run_dir: where the runner writes evaluation logs, its trajectory store and
+            ``results.jsonl`` (one record per rollout, training and held-out, as ``migrate``
+            writes it; default: a fresh temporary directory, made now).
 
     The returned ``async (gateway, task, rollout_id, group_id, sampling) -> Trajectory`` opens the
     session with the loop's sampling parameters, builds an ``ARTModel`` on it, lets the runner
@@ -116,6 +119,7 @@ def migrationbench_rollout(
 
         spec = _LoopSpec(task=task, index=0, seed=sampling.seed or 0, rid=rollout_id)
         record = await run_rollout(spec, config, gateway, make_model, where)
+        append_record(where / RESULTS_FILE, record)
         for traj in TrajectoryStore(where / "trajectories"):
             if traj.rollout_id == rollout_id:
                 traj.metadata["record"] = record
@@ -123,6 +127,18 @@ def migrationbench_rollout(
         raise RuntimeError(f"rollout {rollout_id} finished but its trajectory was not stored")
 
     return rollout
+
+
+def append_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Append ``record`` as one JSON line to ``path`` in a single ``O_APPEND`` write, fsync'ed
+    (rollouts of one process append concurrently; a line is never interleaved)."""
+    line = (json.dumps(record) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def episode_config(sample: Mapping[str, Any]) -> RolloutConfig:

@@ -13,7 +13,9 @@ What it prints, per seed and over seeds:
 - held-out reward (mean over the held-out rollouts, 0 / 0.5 / 1.0 each) at every evaluation and
   the change from the first to the last; a seed *improved* when its last evaluation is above its
   first by more than the seeds' spread (the standard deviation over seeds of the first
-  evaluation; 0 with one seed);
+  evaluation or of the last, whichever is larger; 0 with one seed). Before training every seed
+  has the same weights (the LoRA update starts at zero), so the first evaluations differ only by
+  sampling: their spread is the evaluation's own noise;
 - training reward per outer batch (the GRPO groups' mean), groups whose rewards all tie
   (``zero_advantage_groups``: no gradient from them), and what an update costs: rollout seconds,
   training seconds, evaluation seconds;
@@ -151,36 +153,32 @@ def summarize_seed(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def path_pattern(path: str) -> str:
+    """``pom.xml`` and ``*/pom.xml`` (a module's) stay as patterns; any other path as it is."""
+    return path if path == "pom.xml" or not path.endswith("/pom.xml") else "*/pom.xml"
+
+
 def audit(rollouts: list[dict[str, Any]]) -> list[str]:
     """Lines: what the successful rollouts changed, by path pattern, and the suspicious ones."""
     good = [r for r in rollouts if float(r.get("reward", 0.0)) == 1.0]
-    patterns: Counter[str] = Counter()
+    files: Counter[str] = Counter()
     sets: Counter[str] = Counter()
     flagged = []
-    missing = 0
     for r in good:
-        ed = r.get("edited_files")
-        if ed is None:
-            missing += 1
-            continue
+        ed = r["edited_files"]
         paths = ed["modified"] + ed["added"]
-        kinds = sorted({re.sub(r"^.*?(pom\.xml)$", r"\1", p) if p.endswith("pom.xml") else p for p in paths})
-        for p in paths:
-            patterns["*/pom.xml" if p.endswith("pom.xml") and "/" in p else p if p == "pom.xml" else p] += 1
-        sets[", ".join(kinds) or "(nothing)"] += 1
-        if ed["deleted"] or any(TEST_SOURCE.search(p) for p in paths) or ed.get("truncated"):
+        files.update(path_pattern(p) for p in paths)
+        sets[", ".join(sorted({path_pattern(p) for p in paths})) or "(nothing)"] += 1
+        if ed["deleted"] or any(TEST_SOURCE.search(p) for p in paths) or ed["truncated"]:
             flagged.append(
                 f"    {r['rollout_id']}: modified {ed['modified']} added {ed['added']} deleted {ed['deleted']}"
             )
-    lines = [
-        f"successful rollouts (reward 1.0): {len(good)}; without an edit audit (recorded before it existed): {missing}"
-    ]
-    lines += [f"  {n:3d} x changed {s}" for s, n in sets.most_common()]
+    lines = [f"successful rollouts (reward 1.0): {len(good)}, by what they changed:"]
+    lines += [f"  {n:3d} x {s}" for s, n in sets.most_common()]
     lines.append(
-        "  files changed, counted over those rollouts: "
-        + ", ".join(f"{p} {n}" for p, n in patterns.most_common())
+        "  files changed over those rollouts: " + ", ".join(f"{p} {n}" for p, n in files.most_common())
     )
-    lines.append(f"  changed a test source, deleted a file or too many files: {len(flagged)}")
+    lines.append(f"  that changed a test source, deleted a file or changed too many files: {len(flagged)}")
     return lines + flagged
 
 
@@ -260,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {k:20s} {mean_std(x0)[0]:.2f} ({len(x0)}) -> {mean_std(x1)[0]:.2f} ({len(x1)})")
         for line in audit(s["rollouts"]):
             print("  " + line)
-    spread = mean_std(firsts)[1]
+    spread = max(mean_std(firsts)[1], mean_std(lasts)[1])
     improved = sum(1 for a, b in zip(firsts, lasts, strict=True) if b - a > spread)
     (m0, s0), (m1, s1) = mean_std(firsts), mean_std(lasts)
     print(f"\nheld-out reward before {m0:.3f} +- {s0:.3f}, after {m1:.3f} +- {s1:.3f}; per seed "

@@ -175,6 +175,21 @@ def test_the_ratio_uses_each_tokens_recorded_logprob(smollm2_tok):
     assert m["clip_fraction"] > 0  # ratio exp(0.3) = 1.35 is outside [0.8, 1.2]
 
 
+def test_the_gap_is_measured_at_the_first_step_that_runs_a_pass(smollm2_tok):
+    """A tied group first (longer rows: packed into the first mini-batch; its rows skipped: no pass,
+    no statistics): the gap comes from the next mini-batch, the first one measured, not 0.0."""
+    trainer = make_trainer(smollm2_tok, prompt_batch_size=2)
+    trainer.step = 2
+    tied = [
+        Trajectory(f"t{k}", "tied", rows=[Row([*range(1, 11), 50 + k, 51], [0] * 10 + [1, 1], [0.0] * 10 + [-1.0, -1.0], f"t{k}", "tied")],
+                   reward=0.0)
+        for k in range(2)
+    ]  # fmt: skip
+    m = trainer.update(tied + stale_rollouts(trainer, {0: 0.3, 1: 0.1}))
+    assert m["zero_advantage_rows_skipped"] == 2 and m["optimizer_steps"] == 2
+    assert m["logprob_gap"] == pytest.approx((0.3 + 0.1) / 2, abs=1e-5)
+
+
 def test_recomputed_old_logprobs_weight_by_the_recorded_ones(smollm2_tok):
     """``old_logprobs="recompute"``: the truncated importance weight exp(old - recorded) comes from
     the recorded logprobs; a shift of 1 nat (weight e > cap 2) is capped on every token, a shift

@@ -265,8 +265,8 @@ class LocalTrainer:
                 norms.append(norm)
                 stats_all.extend(stats)
                 filtered += n_filtered
-                if k == 0:
-                    first = stats
+                if not merge_stats(first)["tokens"]:  # the first step that ran a pass (a tied group's
+                    first = stats  # rows are skipped; no gradient of this batch has been applied yet)
         if self.weight_sync is not None:
             self.weight_sync.sync(self.model, self.step)
             metrics["sync_s"] = self.weight_sync.sync_s

@@ -7,8 +7,9 @@ Records written by the loop (:mod:`strands_art.training.loop`):
   sampled_tokens, optimizer_steps (this batch), step (total), mini_batches, padding_rows,
   padded_token_fraction, micro_batches, loss, grad_norm, approx_kl, clip_fraction,
   kl_ref (k3 KL to the base model, when the KL penalty is on), lr (of the last step),
-  logprob_gap, logprob_abs_gap (trainer minus rollout logprob on sampled tokens, first
-  optimizer step of the batch, before any update from it), tis_capped_fraction, rollout_s,
+  logprob_gap, logprob_abs_gap (trainer minus rollout logprob on sampled tokens, at the batch's
+  first optimizer step that runs a pass, before any gradient of the batch is applied; 0.0 when
+  no step runs one), tis_capped_fraction, rollout_s,
   train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, loss_excluded_turns,
   loss_excluded_tokens, loss_excluded_rows.
 - ``{"kind": "eval", "outer_batch": b, "val_reward": ..., ...}``: evaluation after ``b``

@@ -296,7 +296,9 @@ def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
     assert rec["rows"] >= 2 and rec["tokens"] > 1000 and rec["optimizer_steps"] == 1 and trainer.step == 1
     results = [json.loads(x) for x in (tmp_path / "mb" / "results.jsonl").read_text().splitlines()]
     assert sorted(r["rollout_id"] for r in results) == ["b0-compiler-props-r0", "b0-compiler-props-r1"]
-    assert [r["reward"] for r in results] == [0.0, 0.0] and all(r["task"] == "compiler-props" for r in results)
+    assert [r["reward"] for r in results] == [0.0, 0.0] and all(
+        r["task"] == "compiler-props" for r in results
+    )
     assert all(set(r["edited_files"]) == {"modified", "added", "deleted", "truncated"} for r in results)
 
 
@@ -561,3 +563,31 @@ def test_kl_penalty_under_top_k_is_taken_without_the_filters(tok):
     for _ in range(3):
         trainer.update(flat)
     assert by_hand()[2] < 0.6 * ratio0  # pulled toward the base model (old code: ~0.8)
+
+
+def test_gradient_checkpointing_gives_the_same_update(tok):
+    """Activation checkpointing recomputes activations in the backward pass: the same loss and
+    LoRA weights as the plain update (2 PPO epochs, 2 mini-batches), the model back in eval mode
+    and without checkpointing afterwards (the shared sampler generates with its KV cache)."""
+    trainer, gateway = make(tok)
+    trajs = rollouts(trainer, gateway)
+    plain, ckpt = make(tok)[0], make(tok, gradient_checkpointing=True)[0]
+    saved = {"plain": 0, "ckpt": 0}  # tensors autograd saves for the backward pass, outside checkpoints
+
+    def update(name: str, t: LocalTrainer) -> dict:
+        def pack(x: torch.Tensor) -> torch.Tensor:
+            saved[name] += 1
+            return x
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+            return t.update(trajs)
+
+    m_plain, m_ckpt = update("plain", plain), update("ckpt", ckpt)
+    assert m_ckpt["loss"] == pytest.approx(m_plain["loss"], abs=1e-6)
+    assert m_ckpt["grad_norm"] == pytest.approx(m_plain["grad_norm"], abs=1e-6)
+    a, b = lora_state(plain), lora_state(ckpt)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert 0 < saved["ckpt"] < saved["plain"] / 2, saved  # the decoder layers' activations are not kept
+    assert not ckpt.model.training and not ckpt.model.get_base_model().is_gradient_checkpointing
+    with pytest.raises(ValueError, match="use one of share_prefix and gradient_checkpointing"):
+        config(share_prefix=True, gradient_checkpointing=True)

@@ -81,12 +81,13 @@ The trainer reads trajectories only; it never imports the gateway (see
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,7 +247,7 @@ class LocalTrainer:
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)
         metrics.update(batch.metrics)
         cfg = self.config
-        with self.lock:
+        with self.lock, self._checkpointing():
             old: dict[int, torch.Tensor] | None = None  # "rollout": the recorded logprobs
             if cfg.old_logprobs == "recompute":
                 old = self._recompute(batch.mini_batches)
@@ -402,6 +403,22 @@ class LocalTrainer:
         fixed): its forward and backward passes are skipped, and its ratio statistics are not
         reported."""
         return br.advantage != 0.0 if self._skips_zero_advantage else not br.padding
+
+    @contextlib.contextmanager
+    def _checkpointing(self) -> Iterator[None]:
+        """With ``gradient_checkpointing``: activation checkpointing on and the model in train mode
+        (transformers checkpoints only in train mode; LoRA dropout is 0 and the supported models
+        have no dropout, so the math is the eval-mode math) for the update, off and eval after."""
+        if not self.config.gradient_checkpointing:
+            yield
+            return
+        self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.model.train()
+        try:
+            yield
+        finally:
+            self.model.eval()
+            self.model.gradient_checkpointing_disable()
 
     @property
     def _skips_zero_advantage(self) -> bool:

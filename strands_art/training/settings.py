@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "threads": None,
     "max_staleness": 1,
     "share_prefix": False,
+    "gradient_checkpointing": False,
     "old_logprobs": "auto",
     "train_tasks": None,
     "eval_tasks": None,
@@ -138,6 +139,7 @@ class TrainSettings:
     eval_tasks: str | None
     wandb: bool
     prompt: str | None = None
+    gradient_checkpointing: bool = False
     ray: str | None = None
 
     @classmethod
@@ -195,7 +197,7 @@ class TrainSettings:
                 )
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
-        for key in ("share_prefix", "wandb"):
+        for key in ("share_prefix", "gradient_checkpointing", "wandb"):
             check_bool(FLAG_OF[key], getattr(self, key))
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)
@@ -232,6 +234,7 @@ class TrainSettings:
             concurrency=self.concurrency,
             seed=self.seed,
             share_prefix=self.share_prefix,
+            gradient_checkpointing=self.gradient_checkpointing,
             old_logprobs=self.old_logprobs,
         )
 

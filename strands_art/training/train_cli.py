@@ -89,6 +89,13 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         help="run each GRPO group's common prompt once and its rows on its KV cache (same loss and "
         "gradients; faster when the prompt dominates, e.g. migrationbench)",
     )
+    g.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        default=None,
+        help="recompute activations in the backward pass (same loss and gradients, one more forward "
+        "pass, far less memory: long agent rows on a small machine); not with --share-prefix",
+    )
     g = p.add_argument_group("rollouts and evaluation")
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")
     g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")

@@ -80,6 +80,14 @@ class TrainerConfig:
             prompt dominates (MigrationBench). Default False: the unshared pass stays the
             reference (bit for bit what earlier runs and checkpoints computed), and with short
             prompts sharing saves little while giving up batching rows of different groups.
+        gradient_checkpointing: keep only each decoder layer's input during the optimizer steps'
+            forward passes and recompute the rest in the backward pass (transformers'
+            non-reentrant activation checkpointing, the model in train mode for the update only):
+            the same loss and gradients, one more forward pass of compute, activation memory of
+            one layer instead of all of them. Default False. Measured on MigrationBench rows
+            (Qwen2.5-Coder-0.5B float32, 8 rows up to 2,948 tokens): without it one update peaked
+            at 16.5 GiB resident. It drops the KV cache, so it cannot be combined with
+            ``share_prefix`` (refused).
         seed: base seed for task sampling, rollout sampling seeds and torch.
         concurrency: rollouts in flight at once.
         checkpoint_every: save a checkpoint every this many outer batches (0: never).
@@ -120,6 +128,7 @@ class TrainerConfig:
     )
     old_logprobs: str = "rollout"
     share_prefix: bool = False
+    gradient_checkpointing: bool = False
     seed: int = 0
     concurrency: int = 8
     checkpoint_every: int = 1
@@ -148,8 +157,14 @@ class TrainerConfig:
             raise ValueError(
                 f"old_logprobs must be one of {', '.join(OLD_LOGPROBS_CHOICES)}, got {self.old_logprobs!r}"
             )
-        if not isinstance(self.share_prefix, bool):
-            raise ValueError(f"share_prefix must be a bool, got {self.share_prefix!r}")
+        for name in ("share_prefix", "gradient_checkpointing"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.share_prefix and self.gradient_checkpointing:
+            raise ValueError(
+                "share_prefix runs the rows' continuations on the prefix's KV cache, which activation "
+                "checkpointing drops: use one of share_prefix and gradient_checkpointing"
+            )
         self.batching()  # validates the batching sizes
         if self.rollouts_per_prompt < 1:
             raise ValueError(f"rollouts_per_prompt must be >= 1, got {self.rollouts_per_prompt}")

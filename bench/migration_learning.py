@@ -193,13 +193,17 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     for seed, s in seeds.items():
         xs = [r["outer_batch"] + 1 for r in s["trains"]]
-        line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], marker="o", label=f"seed {seed}")[0]
+        # markers only: consecutive outer batches draw different tasks, a line would suggest a trend
+        line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], "o", label=f"seed {seed}")[0]
         ax2.plot([e[0] for e in s["evals"]], [e[1] for e in s["evals"]], marker="s", color=line.get_color(),
                  label=f"seed {seed}")  # fmt: skip
     ax1.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05),
             title="GRPO training reward")  # fmt: skip
     ax2.set(xlabel="updates", ylabel="held-out reward", ylim=(-0.05, 1.05), title="held-out migration reward")
-    for ax in (ax1, ax2):
+    n = max([json.loads((s["dir"] / "train.json").read_text())["outer_batches"] for s in seeds.values()])
+    for ax, lo in ((ax1, 1), (ax2, 0)):
+        ax.set_xlim(lo - 0.5, n + 0.5)
+        ax.set_xticks(range(lo, n + 1))
         ax.grid(alpha=0.3)
         ax.legend()
     fig.suptitle("strands-art train --env migrationbench (Qwen2.5-Coder-0.5B, CPU)")

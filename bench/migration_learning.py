@@ -106,16 +106,19 @@ def finished(run_dir: Path) -> bool:
 
 
 def rollout_records(run_dir: Path) -> list[dict[str, Any]]:
-    """The rollout records of the run (``env/rollouts/results.jsonl``); a torn last line is skipped."""
+    """The rollout records of the run (``env/rollouts/results.jsonl``), the last one per rollout id
+    (a resumed run redoes the outer batch it was killed in and appends its rollouts again); a torn
+    line is skipped."""
     path = run_dir / "env" / "rollouts" / "results.jsonl"
-    out = []
+    out: dict[str, dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                out.append(json.loads(line))
+                rec = json.loads(line)
             except json.JSONDecodeError:
                 continue
-    return out
+            out[rec["rollout_id"]] = rec
+    return list(out.values())
 
 
 def kind_of(task: str) -> str:

@@ -91,7 +91,9 @@ def migrationbench_rollout(
         model_id: the ``model_id`` of the :class:`~strands_art.model.ARTModel` of each rollout.
         run_dir: where the runner writes evaluation logs, its trajectory store and
             ``results.jsonl`` (one record per rollout, training and held-out, as ``migrate``
-            writes it; default: a fresh temporary directory, made now).
+            writes it; a resumed training run redoes the outer batch it was killed in and appends
+            those rollouts again: the last line of a rollout id is the one trained on; default: a
+            fresh temporary directory, made now).
 
     The returned ``async (gateway, task, rollout_id, group_id, sampling) -> Trajectory`` opens the
     session with the loop's sampling parameters, builds an ``ARTModel`` on it, lets the runner

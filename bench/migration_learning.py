@@ -50,6 +50,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
+
 from strands_art.training.metrics import read_metrics
 
 FLAGS = (
@@ -92,17 +94,6 @@ def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[st
         *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
         *FLAGS.split(), *args.extra.split(), "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress",
     ]  # fmt: skip
-
-
-def finished(run_dir: Path) -> bool:
-    """A run whose settings say N outer batches and whose log has the evaluation after N."""
-    cfg = run_dir / "train.json"
-    if not cfg.exists():
-        return False
-    n = json.loads(cfg.read_text())["outer_batches"]
-    return any(
-        r.get("kind") == "eval" and r["outer_batch"] == n for r in read_metrics(run_dir / "metrics.jsonl")
-    )
 
 
 def rollout_records(run_dir: Path) -> list[dict[str, Any]]:

@@ -31,13 +31,16 @@ def _tree(root: Path, max_entries: int) -> tuple[dict[str, os.stat_result], bool
         dirnames[:] = sorted(
             d for d in dirnames if d != ".git" and not (d == "target" and "pom.xml" in names)
         )
-        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+        links = [
+            d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
+        ]  # entries, never walked into
+        seen += len(dirnames) - len(links)  # the directories walked next
+        for name in sorted(filenames) + links:
             seen += 1
             if seen > max_entries:
                 return out, True
             path = os.path.join(dirpath, name)
             out[os.path.relpath(path, root)] = os.lstat(path)
-        seen += len(dirnames)
     return out, False
 
 

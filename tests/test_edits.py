@@ -7,6 +7,7 @@ import shutil
 import threading
 
 from strands_art.envs.migrationbench.edits import edited_files
+from strands_art.envs.sandbox.removal import remove_tree
 
 
 def make_repo(root):
@@ -72,3 +73,25 @@ def test_a_huge_tree_is_cut_and_says_so(tmp_path):
     assert out["truncated"] is True
     assert out["deleted"] == []  # the workspace's walk was cut: nothing is claimed deleted
     assert len(out["added"]) <= 20 and all(p.startswith("junk") for p in out["added"])
+
+
+def test_a_tree_deeper_than_the_limit_is_cut_without_recursion(tmp_path):
+    orig = make_repo(tmp_path / "orig")
+    ws = tmp_path / "ws"
+    shutil.copytree(orig, ws, symlinks=True)
+    fd = os.open(ws, os.O_RDONLY)
+    for _ in range(1200):  # os.walk recursed once per level: RecursionError at ~1000
+        os.mkdir("x", dir_fd=fd)
+        fd, old = os.open("x", os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.close(os.open("Deep.java", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    os.close(fd)
+    (ws / "pom.xml").write_text("<project><source>17</source></project>\n")
+    out = edited_files(orig, ws, max_depth=5)
+    assert out == {"modified": ["pom.xml"], "added": [], "deleted": [], "truncated": True}
+    # within the limit, the same tree is walked to the bottom
+    shallow = ws / "y/y"
+    shallow.mkdir(parents=True)
+    (shallow / "S.java").write_text("s")
+    remove_tree(ws / "x")  # shutil.rmtree recurses too
+    assert edited_files(orig, ws, max_depth=5)["added"] == ["y/y/S.java"]

@@ -17,31 +17,48 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from strands_art.envs.sandbox.files import MAX_COPY_DEPTH
+
 MAX_ENTRIES = 20_000
 """Entries (files, links, directories) walked per tree before the audit stops (``truncated``)."""
 
+MAX_DEPTH = MAX_COPY_DEPTH
+"""Directory levels walked per tree; deeper directories are left out (``truncated``): the
+evaluator's copy refuses such a tree too."""
 
-def _tree(root: Path, max_entries: int) -> tuple[dict[str, os.stat_result], bool]:
+
+def _tree(root: Path, max_entries: int, max_depth: int) -> tuple[dict[str, os.stat_result], bool]:
     """Relative path -> lstat of every non-directory under ``root`` (``.git`` and ``target/``
-    build outputs left out), and whether the walk stopped at ``max_entries``."""
+    build outputs left out), and whether the walk stopped (``max_entries`` entries, or a
+    directory nested deeper than ``max_depth`` levels, left unwalked).
+
+    Iterative (an explicit stack, not ``os.walk``'s recursion): a hostile tree thousands of
+    levels deep must cut the walk, never overflow Python's stack."""
     out: dict[str, os.stat_result] = {}
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        names = set(dirnames) | set(filenames)
-        dirnames[:] = sorted(
-            d for d in dirnames if d != ".git" and not (d == "target" and "pom.xml" in names)
-        )
-        links = [
-            d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
-        ]  # entries, never walked into
-        seen += len(dirnames) - len(links)  # the directories walked next
-        for name in sorted(filenames) + links:
-            seen += 1
+    seen, cut = 0, False
+    stack: list[tuple[str, int]] = [(os.fspath(root), 0)]
+    while stack:
+        dirpath, depth = stack.pop()
+        with os.scandir(dirpath) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        names = {e.name for e in entries}
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name == ".git" or (e.name == "target" and "pom.xml" in names):
+                    continue
+                seen += 1
+                if depth + 1 > max_depth:
+                    cut = True
+                    continue
+                stack.append((e.path, depth + 1))
+                continue
+            seen += 1  # a file, a link (to a directory too: never walked into), a FIFO ...
             if seen > max_entries:
                 return out, True
-            path = os.path.join(dirpath, name)
-            out[os.path.relpath(path, root)] = os.lstat(path)
-    return out, False
+            out[os.path.relpath(e.path, root)] = e.stat(follow_symlinks=False)
+        if seen > max_entries:
+            return out, True
+    return out, cut
 
 
 def _same(a: Path, sa: os.stat_result, b: Path, sb: os.stat_result) -> bool:
@@ -53,13 +70,14 @@ def _same(a: Path, sa: os.stat_result, b: Path, sb: os.stat_result) -> bool:
 
 
 def edited_files(original: str | os.PathLike[str], workspace: str | os.PathLike[str],
-                 max_entries: int = MAX_ENTRIES) -> dict[str, Any]:  # fmt: skip
+                 max_entries: int = MAX_ENTRIES, max_depth: int = MAX_DEPTH) -> dict[str, Any]:  # fmt: skip
     """The files of ``workspace`` that differ from ``original`` (the task's ``repo/``).
 
     Args:
         original: the untouched repository (trusted).
         workspace: the rollout's copy after the agent ran (hostile: see the module doc).
         max_entries: entries walked per tree before stopping.
+        max_depth: directory levels walked per tree; deeper ones are not (``truncated``).
 
     Returns:
         ``{"modified": [...], "added": [...], "deleted": [...], "truncated": bool}``: sorted
@@ -71,8 +89,8 @@ def edited_files(original: str | os.PathLike[str], workspace: str | os.PathLike[
         OSError: a tree cannot be walked (the caller records the error instead).
     """
     a_root, b_root = Path(original), Path(workspace)
-    a, a_cut = _tree(a_root, max_entries)
-    b, b_cut = _tree(b_root, max_entries)
+    a, a_cut = _tree(a_root, max_entries, max_depth)
+    b, b_cut = _tree(b_root, max_entries, max_depth)
     modified = [p for p in a if p in b and not _same(a_root / p, a[p], b_root / p, b[p])]
     return {
         "modified": sorted(Path(p).as_posix() for p in modified),

@@ -249,7 +249,7 @@ async def run_rollout(
             )
         try:  # the audit of what the agent changed (not part of the reward)
             record["edited_files"] = await asyncio.to_thread(edited_files, spec.task.dir / "repo", ws.root)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - an audit of hostile files never fails the rollout
             record["edited_files_error"] = one_line(exc)
         times["wall_s"] = time.monotonic() - t0
         record["times"] = {k: round(v, 3) for k, v in times.items()}

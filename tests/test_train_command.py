@@ -199,9 +199,19 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert "make_verl_dataset.py --tasks-dir" in script
     assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
     assert "verl launch written" in capsys.readouterr().out
+    assert "algorithm.rollout_correction.bypass_mode=True" in script  # default: the recorded logprobs
     argv[argv.index(str(run))] = str(tmp_path / "mb2")
     assert main([*argv, "--prompt", "compact"]) == 2
     assert "verl's agent loop runs the full prompt" in capsys.readouterr().err
+    assert main([*argv, "--old-logprobs", "recompute"]) == 0  # verl recomputes them before the update
+    recompute = (tmp_path / "mb2" / "verl" / "launch.sh").read_text()
+    assert "bypass_mode=False" in recompute and "bypass_mode=True" not in recompute
+    argv[argv.index(str(tmp_path / "mb2"))] = str(tmp_path / "mb3")
+    assert main([*argv, "--old-logprobs", "first-pass"]) == 2
+    assert "has no verl counterpart" in capsys.readouterr().err
+    assert main([*argv, "--max-staleness", "1"]) == 2
+    assert "trains synchronously" in capsys.readouterr().err
+    assert not (tmp_path / "mb3" / "verl").exists()  # refused before anything is written
 
 
 def test_live_progress_and_tensorboard_sink(tmp_path):

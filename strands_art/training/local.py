@@ -97,7 +97,13 @@ from strands_art.backends.base import SamplingParams
 from strands_art.training import checkpoint, shared_prefix
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch
 from strands_art.training.grpo import compute_advantages
-from strands_art.training.logprobs import RAW, kept_logprobs, move_raw_rollout_logprobs, trainer_logprobs
+from strands_art.training.logprobs import (
+    RAW,
+    Kept,
+    kept_logprobs,
+    move_raw_rollout_logprobs,
+    trainer_logprobs,
+)
 from strands_art.training.lora import lora_model
 from strands_art.training.loss import loss_denominator, merge_stats, policy_loss
 from strands_art.training.passes import Passes, stack_rows
@@ -305,7 +311,7 @@ class LocalTrainer:
         micro: list[BatchRow],
         logits: torch.Tensor,
         t: dict[str, torch.Tensor],
-        first: int,
+        kept: Kept,
         kl: bool = False,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """(B, T) trainer logprobs of a micro-batch from a pass's logits, and its tensors.
@@ -316,11 +322,11 @@ class LocalTrainer:
         distribution (:attr:`kl_sampling`, with grad).
         """
         ids = t["input_ids"]
-        lp = kept_logprobs(logits, ids, first, self.config.sampling)
+        lp = kept_logprobs(logits, ids, kept, self.config.sampling)
         if kl:
             same = self.kl_sampling == self.config.sampling
-            t["kl_logprobs"] = lp if same else kept_logprobs(logits, ids, first, self.kl_sampling)
-        move_raw_rollout_logprobs([br.row.metadata for br in micro], t, lp, logits, first)
+            t["kl_logprobs"] = lp if same else kept_logprobs(logits, ids, kept, self.kl_sampling)
+        move_raw_rollout_logprobs([br.row.metadata for br in micro], t, lp, logits, kept)
         return lp, t
 
     def _recompute(self, mini_batches: list[MiniBatch]) -> dict[int, torch.Tensor]:
@@ -329,8 +335,8 @@ class LocalTrainer:
         passes = self.passes
         with torch.no_grad():
             for mb in mini_batches:
-                for micro, logits, t, first in passes.passes(mb.shards[0]):
-                    lp, _ = self._logprobs(micro, logits, t, first)
+                for micro, logits, t, kept in passes.passes(mb.shards[0]):
+                    lp, _ = self._logprobs(micro, logits, t, kept)
                     for i, br in enumerate(micro):
                         out[id(br)] = lp[i, : br.num_tokens].detach()
         return out
@@ -351,8 +357,8 @@ class LocalTrainer:
                 p.grad = torch.zeros_like(p)
         total, stats, filtered = 0.0, [], 0
         kl = cfg.loss.kl_coef > 0
-        for micro, logits, t, first, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
-            lp, t = self._logprobs(micro, logits, t, first, kl=ref is not None)
+        for micro, logits, t, kept, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
+            lp, t = self._logprobs(micro, logits, t, kept, kl=ref is not None)
             mask = t["loss_mask"]
             if cfg.old_logprobs == "first-pass":  # this row's first step of the update: ratio 1
                 for i, br in enumerate(micro):

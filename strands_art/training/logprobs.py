@@ -44,22 +44,37 @@ def trainer_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, sampling: An
     return torch.nn.functional.pad(lp, (1, 0), value=0.0)
 
 
-def kept_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, first: int, sampling: Any) -> torch.Tensor:
-    """:func:`trainer_logprobs` from logits computed only for the last positions (``logits_to_keep``).
+Kept = int | torch.Tensor
+"""Which positions a pass's logits cover: an ``int`` ``first`` (positions ``first - 1 .. T - 1``,
+the contiguous range from the first sampled token on) or a 1-D long tensor of positions (sorted,
+each ``< T - 1``; position ``p``'s logits predict token ``p + 1``), e.g. only the positions
+before sampled tokens (:meth:`~strands_art.training.passes.Passes.logits`)."""
+
+
+def kept_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, kept: Kept, sampling: Any) -> torch.Tensor:
+    """:func:`trainer_logprobs` from logits computed only at some positions (``logits_to_keep``).
 
     Args:
-        logits: (B, K, V), the logits of positions ``T - K .. T - 1`` with ``K = T - first + 1``
-            (they predict tokens ``first .. T - 1``), or the full (B, T, V).
+        logits: (B, K, V): with an ``int`` ``kept`` (``first``), the logits of positions
+            ``T - K .. T - 1`` with ``K = T - first + 1`` (they predict tokens ``first .. T - 1``);
+            with a tensor ``kept`` (K,), the logits of those positions; or the full (B, T, V).
         input_ids: (B, T) token IDs.
-        first: the first position whose logprob is needed (>= 1).
+        kept: :data:`Kept`.
         sampling: the distribution, as in :func:`trainer_logprobs`.
 
     Returns:
-        (B, T) natural-log probabilities; columns ``0 .. first - 1`` are 0.
+        (B, T) natural-log probabilities of the tokens the kept positions predict (column
+        ``p + 1`` for position ``p``); every other column is 0 (the gradient flows only into the
+        kept positions' logits).
     """
+    if isinstance(kept, torch.Tensor):
+        targets = input_ids[:, kept + 1]
+        lp = sampling_token_logprobs(logits, targets, sampling)
+        index = (kept + 1).unsqueeze(0).expand_as(lp)
+        return torch.zeros(input_ids.shape, dtype=lp.dtype, device=lp.device).scatter(1, index, lp)
     if logits.shape[1] != input_ids.shape[1]:
-        lp = trainer_logprobs(logits, input_ids[:, first - 1 :], sampling)[:, 1:]
-        return torch.nn.functional.pad(lp, (first, 0), value=0.0)
+        lp = trainer_logprobs(logits, input_ids[:, kept - 1 :], sampling)[:, 1:]
+        return torch.nn.functional.pad(lp, (kept, 0), value=0.0)
     return trainer_logprobs(logits, input_ids, sampling)
 
 
@@ -80,7 +95,7 @@ def move_raw_rollout_logprobs(
     tensors: dict[str, torch.Tensor],
     processed: torch.Tensor,
     logits: torch.Tensor,
-    first: int,
+    kept: Kept,
 ) -> None:
     """Bring the raw-mode rows' ``tensors["rollout_logprobs"]`` to the sampling distribution, in place.
 
@@ -90,7 +105,7 @@ def move_raw_rollout_logprobs(
         tensors: the collated micro-batch (``input_ids``, ``loss_mask``, ``rollout_logprobs``; (B, T)).
         processed: (B, T) the trainer's logprobs on the sampling distribution.
         logits: the micro-batch's logits, as in :func:`kept_logprobs`.
-        first: as in :func:`kept_logprobs`.
+        kept: as in :func:`kept_logprobs`.
 
     Only sampled tokens (loss mask 1) whose moved value is finite change; no gradient flows.
     """
@@ -99,7 +114,7 @@ def move_raw_rollout_logprobs(
         return
     ids = tensors["input_ids"]
     with torch.no_grad():
-        raw = kept_logprobs(logits, ids, first, RAW)
+        raw = kept_logprobs(logits, ids, kept, RAW)
         sel = torch.tensor(raw_rows, device=ids.device)
         recorded = tensors["rollout_logprobs"][sel]
         moved = processed_from_raw(recorded, processed[sel], raw[sel])

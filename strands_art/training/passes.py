@@ -8,9 +8,14 @@ runs each group's common prefix once instead, with the same logits. The trainer
 (:class:`~strands_art.training.local.LocalTrainer`) picks one in its ``passes`` property and does
 not branch on the choice anywhere else.
 
-Every pass yields the logits from the micro-batch's first sampled position on (``first``):
-``(B, T - first + 1, V)``, through ``logits_to_keep`` where the model takes it (prompt positions
-need no vocabulary projection).
+A pass yields logits only where the loss reads them. :class:`Passes` projects the vocabulary
+only at the positions that predict a sampled token of some row of the micro-batch (``kept``, a
+1-D tensor passed as ``logits_to_keep``): ``(B, K, V)``. A tool result or a user turn between
+two assistant turns of a multi-turn row needs no projection, and the float32 logits of
+Qwen2.5 (151,936 columns: 0.6 MB per position and copy) were the largest tensors of an update
+of agent rows (docs/training.md, "Memory"). The shared-prefix passes keep the contiguous range
+from the unit's first sampled token on (``kept`` an ``int``, ``first``). A model whose
+``forward`` takes no ``logits_to_keep`` yields the full ``(B, T, V)``.
 """
 
 from __future__ import annotations
@@ -24,14 +29,21 @@ import torch
 from strands_art.backends.base import SamplingParams
 from strands_art.training.batching import BatchRow, micro_batches
 from strands_art.training.collate import collate
-from strands_art.training.logprobs import kept_logprobs
+from strands_art.training.logprobs import Kept, kept_logprobs
 
-Pass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int]
-"""``(micro, logits, t, first)``: the rows, their logits from position ``first - 1`` on, their
-collated tensors (:func:`~strands_art.training.collate.collate`) and ``first``."""
+Pass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], Kept]
+"""``(micro, logits, t, kept)``: the rows, their logits at the positions ``kept`` says
+(:data:`~strands_art.training.logprobs.Kept`), their collated tensors
+(:func:`~strands_art.training.collate.collate`) and ``kept``."""
 
 TrainPass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int, "torch.Tensor | None"]
 """A :data:`Pass` and the (B, T) reference logprobs of its rows (None without a KL term)."""
+
+
+def sampled_positions(loss_mask: torch.Tensor) -> torch.Tensor:
+    """(K,) long tensor, sorted: the positions whose logits predict a sampled token of some row
+    of ``loss_mask`` (B, T) (``p`` where some row has mask 1 at ``p + 1``); empty when none does."""
+    return (loss_mask[:, 1:] > 0).any(dim=0).nonzero().flatten()
 
 
 def stack_rows(
@@ -65,18 +77,20 @@ class Passes:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def logits(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor], int]:
-        """Logits of a micro-batch from its first sampled position on, its collated tensors, and
-        that position (see the module docstring)."""
+    def logits(self, micro: list[BatchRow]) -> tuple[torch.Tensor, dict[str, torch.Tensor], Kept]:
+        """Logits of a micro-batch at the positions that predict its sampled tokens, its collated
+        tensors, and those positions (see the module docstring)."""
         t = {k: v.to(self.device) for k, v in collate(micro, self.pad_token_id).items()}
         ids = t["input_ids"]
-        width = ids.shape[1]
-        sampled = t["loss_mask"].sum(dim=0).nonzero()
-        first = max(1, int(sampled[0])) if len(sampled) else width - 1
-        keep = width - first + 1  # positions first-1 .. width-1 predict tokens first .. width
-        kwargs = {"logits_to_keep": keep} if self._keep_logits else {}
+        kept: Kept = sampled_positions(t["loss_mask"])
+        if not self._keep_logits:  # the whole sequence's logits
+            kept, kwargs = 1, {}
+        elif len(kept) == 0:  # nothing sampled (padding rows): the last position only, all 0
+            kept, kwargs = ids.shape[1], {"logits_to_keep": 1}
+        else:
+            kwargs = {"logits_to_keep": kept}
         logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
-        return logits, t, first
+        return logits, t, kept
 
     def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
         """One :data:`Pass` per micro-batch of ``rows`` (padding rows included)."""
@@ -103,6 +117,6 @@ class Passes:
         """(B, T) logprobs of the reference policy (the base model: adapter disabled) on
         :attr:`kl_sampling`'s distribution, no grad."""
         with torch.no_grad(), self.model.disable_adapter():
-            logits, t, first = self.logits(micro)
-            lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
+            logits, t, kept = self.logits(micro)
+            lp = kept_logprobs(logits, t["input_ids"], kept, self.kl_sampling)
         return lp.detach()

@@ -80,7 +80,7 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         choices=("auto", *OLD_LOGPROBS_CHOICES),
         help="the PPO ratio's old logprobs: the recorded ones (rollout), a no-grad trainer pass before "
         "the update (recompute), or the trainer's own at each row's first step (first-pass); auto "
-        "(default): rollout when synchronous, else first-pass",
+        "(default): rollout when synchronous (always with --trainer verl: its bypass mode), else first-pass",
     )
     g.add_argument(
         "--share-prefix",

@@ -4,7 +4,8 @@ Writes ``RUN_DIR/verl/launch.sh``: the dataset step (``examples/migrationbench/m
 on ``--train-tasks``) and ``python -m verl.trainer.main_ppo`` with the Hydra overrides of
 ``examples/migrationbench/train_verl.sh`` (the published configuration: step-stable batching via
 ``trainer.v1.trainer_mode=strands_sync``, the Strands agent loop) where the run's settings replace
-the batch sizes, group size, epochs, learning rate and warmup, KL, LoRA rank, sampling, seed and
+the batch sizes, group size, epochs, learning rate and warmup, KL, the PPO ratio's old logprobs
+(``--old-logprobs``: verl's bypass mode), LoRA rank, sampling, seed and
 the number of steps. ``MODEL``, ``NGPUS``, ``NNODES`` and ``TP`` come from the environment as in
 that script. Only ``--env migrationbench`` has a verl agent loop.
 """
@@ -22,7 +23,6 @@ _FIXED = [
     "algorithm.adv_estimator=grpo",
     "algorithm.norm_adv_by_std_in_grpo=True",
     "algorithm.use_kl_in_reward=False",
-    "algorithm.rollout_correction.bypass_mode=True",
     "data.return_raw_chat=True",
     "actor_rollout_ref.model.use_remove_padding=True",
     "actor_rollout_ref.model.enable_gradient_checkpointing=True",
@@ -42,11 +42,29 @@ _FIXED = [
 ]
 
 
+BYPASS_MODE = {"rollout": True, "recompute": False}
+"""``--old-logprobs`` -> verl's ``algorithm.rollout_correction.bypass_mode``: True takes the
+recorded rollout logprobs as the PPO ratio's old ones (no extra forward pass, the published
+configuration); False recomputes them with the actor before the update (decoupled PPO's proximal
+policy, the rollout logprobs kept for the importance-sampling correction). ``first-pass`` has no
+verl counterpart."""
+
+
 def verl_overrides(s: TrainSettings) -> list[str]:
-    """The Hydra overrides of these settings (after the fixed ones of the published configuration)."""
+    """The Hydra overrides of these settings (after the fixed ones of the published configuration).
+
+    Raises:
+        ValueError: ``--old-logprobs first-pass`` (no verl counterpart, :data:`BYPASS_MODE`).
+    """
+    if s.old_logprobs not in BYPASS_MODE:
+        raise ValueError(
+            f"--trainer verl: --old-logprobs {s.old_logprobs} has no verl counterpart; "
+            "use rollout (bypass mode, the default) or recompute (verl recomputes them before the update)"
+        )
     kl = s.kl_coef > 0
     return [
         *_FIXED,
+        f"algorithm.rollout_correction.bypass_mode={BYPASS_MODE[s.old_logprobs]}",
         f"data.train_batch_size={s.prompt_batch}",
         f"data.max_response_length={s.max_new_tokens}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={s.ppo_mini_batch}",
@@ -79,7 +97,8 @@ def write_verl_launch(s: TrainSettings) -> Path:
 
     Raises:
         ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
-            ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only).
+            ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only),
+            ``--old-logprobs first-pass``.
     """
     if s.env != "migrationbench":
         raise ValueError(
@@ -93,12 +112,13 @@ def write_verl_launch(s: TrainSettings) -> Path:
             "examples/migrationbench/verl_agent_loops.yaml set rollout limits only); "
             "--prompt is for the embedded trainer"
         )
+    overrides_of_settings = verl_overrides(s)  # refuses before anything is written
     out = Path(s.run_dir) / "verl"
     out.mkdir(parents=True, exist_ok=True)
     data = f"{s.run_dir}/verl/data"
     overrides = " \\\n  ".join(
         [
-            *verl_overrides(s),
+            *overrides_of_settings,
             f'data.train_files="{data}/train.parquet"',
             f'data.val_files="{data}/val.parquet"',
             'actor_rollout_ref.model.path="$MODEL"',

@@ -15,6 +15,7 @@ from strands_art.registry import load_causal_lm, load_tokenizer
 from strands_art.training.batching import BatchRow, padding_row
 from strands_art.training.logprobs import kept_logprobs, trainer_logprobs
 from strands_art.training.passes import Passes, sampled_positions
+from strands_art.training.shared_prefix import SharedPrefixPasses, prefix_units
 from strands_art.trajectory import Row
 
 SAMPLING = SamplingParams(temperature=0.7)
@@ -124,3 +125,25 @@ def test_a_micro_batch_with_nothing_sampled_gives_zero_logprobs(tok, model):
         logits, t, kept = passes.logits([context_only])
         lp = kept_logprobs(logits, t["input_ids"], kept, SAMPLING)
     assert logits.shape[1] == 1 and lp.shape == (1, 4) and (lp == 0).all()
+
+
+def test_shared_prefix_passes_project_the_same_positions(tok, model):
+    """A group of multi-turn rows through the prefix-shared passes: logits only at the positions
+    before sampled tokens (the prefix's last one included), the same logprobs as unshared."""
+    rows = [multi_turn(tok, 3, "a"), multi_turn(tok, 2, "b")]
+    rows[1].row.input_ids[-3] = rows[1].row.input_ids[-3] + 1  # the rows differ near their ends
+    [unit], rest = prefix_units(rows)
+    assert not rest and unit.prefix_len > 40  # prompt and two turns, run once
+    plain = Passes(model, tok.pad_token_id, 4096, SAMPLING)
+    shared = SharedPrefixPasses(model, tok.pad_token_id, 4096, SAMPLING)
+    with torch.no_grad():
+        [(micro, logits, t, kept)] = list(shared.passes(rows))
+        assert sorted(br.row.rollout_id for br in micro) == ["a", "b"]  # one unit, one chunk
+        mask = t["loss_mask"]
+        assert set(sampled_positions(mask).tolist()) <= set(kept.tolist())
+        assert logits.shape[1] == len(kept) <= len(sampled_positions(mask)) + 1
+        lp = kept_logprobs(logits, t["input_ids"], kept, SAMPLING)
+        p_logits, p_t, p_kept = plain.logits(micro)
+        expected = kept_logprobs(p_logits, p_t["input_ids"], p_kept, SAMPLING)
+    on = mask > 0
+    torch.testing.assert_close(lp[on], expected[on], atol=1e-5, rtol=0)

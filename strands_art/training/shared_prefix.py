@@ -13,10 +13,12 @@ mini-batch (rows sharing a ``group_id``; rows without one: a ``rollout_id``):
    attention over the ``P`` cached positions) on that cache, repeated once per row, in chunks
    under ``micro_batch_max_tokens`` counted without the prefix
    (:func:`~strands_art.training.batching.micro_batches` with ``shared=P``);
-4. puts the prefix's logits (positions ``first - 1 .. P - 1``, ``first`` the unit's first
-   sampled token) in front of each continuation's logits, so every row gets exactly the
-   ``(B, T - first + 1, V)`` logits the unshared pass computes, and the loss code is unchanged:
-   a sampled token inside the prefix (two rows of one rollout after a fork) still counts once
+4. projects the vocabulary only where a loss reads it, as the unshared pass does: in the prefix
+   at the positions that predict a sampled token of some row of the unit (and at ``P - 1``,
+   which predicts each row's first own token), in the continuations at those of the chunk's
+   rows; the prefix's logits go in front of each continuation's, with the positions they
+   cover (:data:`~strands_art.training.logprobs.Kept`), so the loss code is unchanged: a
+   sampled token inside the prefix (two rows of one rollout after a fork) still counts once
    per row whose loss mask has it, as unshared.
 
 **Exact gradients.** The cache is not cut from the graph: each chunk runs on leaf copies of the
@@ -45,11 +47,11 @@ import torch
 
 from strands_art.training.batching import BatchRow, micro_batches
 from strands_art.training.collate import collate
-from strands_art.training.logprobs import kept_logprobs
-from strands_art.training.passes import Pass, Passes, TrainPass, stack_rows
+from strands_art.training.logprobs import Kept, kept_logprobs
+from strands_art.training.passes import Pass, Passes, TrainPass, sampled_positions, stack_rows
 
-Logits = tuple[torch.Tensor, dict[str, torch.Tensor], int]
-"""(logits from position ``first - 1`` on, collated tensors, ``first``), as :meth:`Passes.logits`."""
+Logits = tuple[torch.Tensor, dict[str, torch.Tensor], Kept]
+"""(logits at the positions ``kept``, collated tensors, ``kept``), as :meth:`Passes.logits`."""
 
 
 def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
@@ -134,7 +136,7 @@ class PrefixPass:
 
         pp = PrefixPass(model, unit, pad_token_id)
         for rows in pp.chunks(max_tokens):
-            logits, t, first = pp.logits(rows)
+            logits, t, kept = pp.logits(rows)
             ...  # loss of these rows; loss.backward() under grad
         pp.backward()  # under grad: the prefix's share of every row's gradient, once
 
@@ -151,15 +153,17 @@ class PrefixPass:
         params = _base_forward(model)
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         p = unit.prefix_len
-        sampled = [i for br in unit.rows for i, m in enumerate(br.row.loss_mask) if m]
-        self.first = min(max(1, min(sampled, default=p)), p)  # logits from position first - 1 on
+        # the prefix positions whose logits some row's loss reads (position q predicts token q + 1),
+        # and always the last one: it predicts each row's first own token
+        wanted = {q for br in unit.rows for q in range(p - 1) if br.row.loss_mask[q + 1]} | {p - 1}
+        self.kept = torch.tensor(sorted(wanted), dtype=torch.long)
         device = next(model.parameters()).device
         ids = torch.tensor([unit.rows[0].row.input_ids[:p]], dtype=torch.long, device=device)
-        keep = p - self.first + 1
-        kwargs = {"logits_to_keep": keep} if "logits_to_keep" in params else {}
+        self._keep_logits = "logits_to_keep" in params
+        kwargs = {"logits_to_keep": self.kept.to(device)} if self._keep_logits else {}
         cache = DynamicCache(config=model.config)
         out = model(input_ids=ids, use_cache=True, **{self._cache_kw: cache}, **kwargs)
-        logits = out.logits[:, -keep:]
+        logits = out.logits if self._keep_logits else out.logits[:, self.kept.to(device)]
         self._outputs = [t for layer in cache.layers for t in (layer.keys, layer.values)] + [logits]
         self._grad = torch.is_grad_enabled()
         # Leaves the continuations run on; their accumulated gradient goes through the prefix
@@ -172,8 +176,10 @@ class PrefixPass:
         return micro_batches(self.unit.rows, max_tokens, shared=self.unit.prefix_len)
 
     def logits(self, rows: list[BatchRow]) -> Logits:
-        """Logits of ``rows`` (some of the unit's) from position ``first - 1`` on, their
-        collated tensors (full rows) and ``first``; the prefix's logits repeated in front."""
+        """Logits of ``rows`` (some of the unit's) at the positions that predict a sampled token
+        (the prefix's :attr:`kept`, the same for every row, then the continuation's positions of
+        :func:`~strands_art.training.passes.sampled_positions`), their collated tensors (full
+        rows) and those positions (:data:`~strands_art.training.logprobs.Kept`)."""
         from transformers import DynamicCache
 
         p = self.unit.prefix_len
@@ -183,15 +189,26 @@ class PrefixPass:
         cache = DynamicCache(list(zip(kv[0::2], kv[1::2], strict=True)), config=self.model.config)
         suffix = ids[:, p:]
         positions = torch.arange(p, ids.shape[1], device=ids.device).unsqueeze(0).expand(n, -1)
+        cont = sampled_positions(t["loss_mask"])
+        cont = cont[cont >= p] - p  # indices into the continuation
+        if self._keep_logits:  # nothing sampled after the prefix: one position, not used
+            kwargs = {"logits_to_keep": cont if len(cont) else 1}
+        else:
+            kwargs = {}
         out = self.model(
             input_ids=suffix,
             attention_mask=t["attention_mask"],
             position_ids=positions,
             use_cache=True,
             **{self._cache_kw: cache},
+            **kwargs,
         )
+        cont_logits = out.logits if self._keep_logits else out.logits[:, cont]
         prefix_logits = self._leaves[-1].expand(n, -1, -1)
-        return torch.cat([prefix_logits, out.logits], dim=1), t, self.first
+        kept = torch.cat([self.kept.to(ids.device), cont + p])
+        if len(cont) == 0:
+            return prefix_logits, t, kept
+        return torch.cat([prefix_logits, cont_logits], dim=1), t, kept
 
     def backward(self) -> None:
         """Backpropagate the gradients the chunks left on the prefix's keys, values and logits
@@ -214,9 +231,9 @@ def passes(
     pad_token_id: int,
     max_tokens: int,
     plain: Callable[[list[BatchRow]], Logits],
-) -> Iterator[tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int]]:
+) -> Iterator[Pass]:
     """Every row's logits, prefix-shared where rows share a prefix: yields ``(rows, logits, t,
-    first)`` per chunk of a :class:`PrefixUnit`, then per micro-batch of the other rows (through
+    kept)`` per chunk of a :class:`PrefixUnit`, then per micro-batch of the other rows (through
     ``plain``, the trainer's unshared pass).
 
     Under grad the caller must backpropagate each yielded chunk's loss before asking for the
@@ -247,15 +264,15 @@ class SharedPrefixPasses(Passes):
     ) -> Iterator[TrainPass]:
         rows = [br for br in shard if trains(br)]
         refs = self.reference_rows(rows) if kl else None
-        for micro, logits, t, first in self.passes(rows):
-            yield micro, logits, t, first, None if refs is None else stack_rows(micro, refs, t["input_ids"])
+        for micro, logits, t, kept in self.passes(rows):
+            yield micro, logits, t, kept, None if refs is None else stack_rows(micro, refs, t["input_ids"])
 
     def reference_rows(self, rows: list[BatchRow]) -> dict[int, torch.Tensor]:
         """The reference logprobs of every row (``id(BatchRow)`` -> (num_tokens,)), computed in
         the same prefix-shared chunks as the training pass (adapter disabled, no grad)."""
         out: dict[int, torch.Tensor] = {}
         with torch.no_grad(), self.model.disable_adapter():
-            for micro, logits, t, first in self.passes(rows):
-                lp = kept_logprobs(logits, t["input_ids"], first, self.kl_sampling)
+            for micro, logits, t, kept in self.passes(rows):
+                lp = kept_logprobs(logits, t["input_ids"], kept, self.kl_sampling)
                 out.update((id(br), lp[i, : br.num_tokens]) for i, br in enumerate(micro))
         return out

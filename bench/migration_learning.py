@@ -67,7 +67,9 @@ bench/results/migration-base-2026-12-01.txt), 2 tasks x 4 rollouts per outer bat
 step per task (2 per update), synchronous, held-out evaluation before and after (2 rollouts per
 held-out task at the rollout temperature). Activation checkpointing, not prefix sharing: with
 ``--share-prefix`` (no checkpointing) one update of 8 rows of up to 2,948 tokens peaked at 17.6 GiB
-resident and the run was OOM-killed beside its vLLM server on 24 GiB; checkpointed, 9.1 GiB."""
+resident and the run was OOM-killed beside its vLLM server on 24 GiB; checkpointed, 9.1 GiB. An update
+with a 5,549-token row still peaked at 17.9 GiB checkpointed until the trainer projected the vocabulary
+only before sampled tokens: 9.7 GiB (bench/results/update-memory-2026-12-02.txt)."""
 
 TEST_SOURCE = re.compile(r"(^|/)src/test/")
 

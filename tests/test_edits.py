@@ -95,3 +95,22 @@ def test_a_tree_deeper_than_the_limit_is_cut_without_recursion(tmp_path):
     (shallow / "S.java").write_text("s")
     remove_tree(ws / "x")  # shutil.rmtree recurses too
     assert edited_files(orig, ws, max_depth=5)["added"] == ["y/y/S.java"]
+
+
+def test_a_path_longer_than_path_max_cuts_the_walk_instead_of_failing(tmp_path):
+    orig = make_repo(tmp_path / "orig")
+    ws = tmp_path / "ws"
+    shutil.copytree(orig, ws, symlinks=True)
+    fd = os.open(ws, os.O_RDONLY)
+    for _ in range(20):  # 20 x 255 characters: past PATH_MAX (4096) well before the depth limit
+        os.mkdir("n" * 255, dir_fd=fd)
+        fd, old = os.open("n" * 255, os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    os.close(os.open("Deep.java", os.O_CREAT | os.O_WRONLY, dir_fd=fd))
+    os.close(fd)
+    (ws / "README.md").unlink()
+    try:
+        out = edited_files(orig, ws)
+    finally:
+        remove_tree(ws / ("n" * 255))
+    assert out == {"modified": [], "added": [], "deleted": [], "truncated": True}

@@ -65,6 +65,26 @@ def test_truncated_importance_sampling():
     assert out.stats["tis_capped"] == 0.0
 
 
+def test_off_mask_values_never_reach_the_loss():
+    """Context and left-out turns may hold anything (-inf recorded logprobs, logprobs far below
+    exp's range, values a pass never computed): the loss, its gradient and every statistic are
+    those of the masked tokens alone."""
+    cfg = LossConfig(kl_coef=0.1)
+    t = lambda *x: torch.tensor([x], dtype=torch.float32)  # noqa: E731
+    lp = t(0.0, -200.0, math.log(1.5), float("-inf")).requires_grad_()
+    old, rollout = t(5.0, -500.0, 0.0, 3.0), t(float("-inf"), float("-inf"), 0.0, float("nan"))
+    ref = t(float("-inf"), 0.0, 0.0, 1.0)
+    out = policy_loss(lp, old, rollout, torch.tensor([-1.0]), t(0, 0, 1, 0), 1.0, cfg, ref)
+    clean = torch.tensor([[0.0, 0.0, math.log(1.5), 0.0]], requires_grad=True)
+    zero = torch.zeros(1, 4)
+    expected = policy_loss(clean, zero, zero, torch.tensor([-1.0]), t(0, 0, 1, 0), 1.0, cfg, zero)
+    assert math.isfinite(out.loss.item()) and out.loss.item() == pytest.approx(expected.loss.item())
+    out.loss.backward()
+    expected.loss.backward()
+    assert torch.equal(lp.grad, clean.grad) and lp.grad[0, 2].item() != 0.0
+    assert out.stats == pytest.approx(expected.stats)
+
+
 def test_kl_penalty_toward_the_reference_exact():
     cfg = LossConfig(tis_cap=None, kl_coef=0.1)
     t = lambda x: torch.tensor([[0.0, x]], dtype=torch.float64)  # noqa: E731

@@ -206,6 +206,8 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert main([*argv, "--old-logprobs", "recompute"]) == 0  # verl recomputes them before the update
     recompute = (tmp_path / "mb2" / "verl" / "launch.sh").read_text()
     assert "bypass_mode=False" in recompute and "bypass_mode=True" not in recompute
+    assert "rollout_correction.rollout_is=token" in recompute  # the recorded ones: truncated IS weight
+    assert "rollout_correction.rollout_is_threshold=2.0" in recompute and "rollout_is=" not in script
     argv[argv.index(str(tmp_path / "mb2"))] = str(tmp_path / "mb3")
     assert main([*argv, "--old-logprobs", "first-pass"]) == 2
     assert "has no verl counterpart" in capsys.readouterr().err

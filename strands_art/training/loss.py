@@ -182,7 +182,17 @@ def policy_loss(
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(-1)
     mask = loss_mask.to(logprobs.dtype)
-    old = old_logprobs.detach().to(logprobs.dtype)
+    # Off-mask positions are set to 0 before any arithmetic: they hold context, a turn left out of
+    # the loss (its recorded logprobs may be -inf) or values a pass never computed, and inf * 0
+    # would make the sums NaN.
+    on, zero = mask > 0, torch.zeros((), dtype=logprobs.dtype, device=logprobs.device)
+    logprobs = torch.where(on, logprobs, zero)
+    old = torch.where(on, old_logprobs.detach().to(logprobs.dtype), zero)
+    rollout_logprobs = torch.where(on, rollout_logprobs.to(logprobs.dtype), zero)
+    if ref_logprobs is not None:
+        ref_logprobs = torch.where(on, ref_logprobs.detach().to(logprobs.dtype), zero)
+    if kl_logprobs is not None:
+        kl_logprobs = torch.where(on, kl_logprobs.to(logprobs.dtype), zero)
     log_ratio = logprobs - old
     ratio = torch.exp(log_ratio)
     adv = advantages.to(logprobs.dtype)

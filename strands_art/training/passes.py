@@ -36,7 +36,7 @@ Pass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], Kept]
 (:data:`~strands_art.training.logprobs.Kept`), their collated tensors
 (:func:`~strands_art.training.collate.collate`) and ``kept``."""
 
-TrainPass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], int, "torch.Tensor | None"]
+TrainPass = tuple[list[BatchRow], torch.Tensor, dict[str, torch.Tensor], Kept, "torch.Tensor | None"]
 """A :data:`Pass` and the (B, T) reference logprobs of its rows (None without a KL term)."""
 
 

@@ -164,9 +164,10 @@ class TrainSettings:
                 "--max-staleness: the verl launch trains synchronously (trainer.v1.trainer_mode="
                 "strands_sync); asynchronous rollouts are the embedded trainer's"
             )
+        if verl:
+            values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
-            sync = values["max_staleness"] == 0 or verl
-            values["old_logprobs"] = "rollout" if sync else AUTO_ASYNC_OLD_LOGPROBS
+            values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
         if given.get("vllm_url") is not None and given.get("backend") is None:
             values["backend"] = "vllm"  # a server named is a server to sample from
         settings = cls(env=env, run_dir=str(run_dir), **values)

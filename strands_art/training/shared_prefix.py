@@ -191,10 +191,11 @@ class PrefixPass:
         positions = torch.arange(p, ids.shape[1], device=ids.device).unsqueeze(0).expand(n, -1)
         cont = sampled_positions(t["loss_mask"])
         cont = cont[cont >= p] - p  # indices into the continuation
-        if self._keep_logits:  # nothing sampled after the prefix: one position, not used
-            kwargs = {"logits_to_keep": cont if len(cont) else 1}
-        else:
-            kwargs = {}
+        prefix_logits = self._leaves[-1].expand(n, -1, -1)
+        prefix_kept = self.kept.to(ids.device)
+        if len(cont) == 0:  # nothing sampled after the prefix: no continuation pass is needed
+            return prefix_logits, t, prefix_kept
+        kwargs = {"logits_to_keep": cont} if self._keep_logits else {}
         out = self.model(
             input_ids=suffix,
             attention_mask=t["attention_mask"],
@@ -204,11 +205,7 @@ class PrefixPass:
             **kwargs,
         )
         cont_logits = out.logits if self._keep_logits else out.logits[:, cont]
-        prefix_logits = self._leaves[-1].expand(n, -1, -1)
-        kept = torch.cat([self.kept.to(ids.device), cont + p])
-        if len(cont) == 0:
-            return prefix_logits, t, kept
-        return torch.cat([prefix_logits, cont_logits], dim=1), t, kept
+        return torch.cat([prefix_logits, cont_logits], dim=1), t, torch.cat([prefix_kept, cont + p])
 
     def backward(self) -> None:
         """Backpropagate the gradients the chunks left on the prefix's keys, values and logits

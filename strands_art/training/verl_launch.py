@@ -15,6 +15,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from strands_art.training.loss import LossConfig
 from strands_art.training.settings import TrainSettings
 
 _FIXED = [
@@ -42,21 +43,29 @@ _FIXED = [
 ]
 
 
-BYPASS_MODE = {"rollout": True, "recompute": False}
-"""``--old-logprobs`` -> verl's ``algorithm.rollout_correction.bypass_mode``: True takes the
-recorded rollout logprobs as the PPO ratio's old ones (no extra forward pass, the published
-configuration); False recomputes them with the actor before the update (decoupled PPO's proximal
-policy, the rollout logprobs kept for the importance-sampling correction). ``first-pass`` has no
-verl counterpart."""
+OLD_LOGPROBS = {
+    "rollout": ["algorithm.rollout_correction.bypass_mode=True"],
+    "recompute": [
+        "algorithm.rollout_correction.bypass_mode=False",
+        "algorithm.rollout_correction.rollout_is=token",
+        f"algorithm.rollout_correction.rollout_is_threshold={LossConfig().tis_cap}",
+    ],
+}
+"""``--old-logprobs`` -> verl 0.9.1's ``algorithm.rollout_correction`` (``RolloutCorrectionConfig``).
+``rollout``: bypass mode, the recorded rollout logprobs are the PPO ratio's old ones (no extra
+forward pass; the published configuration). ``recompute``: decoupled mode, the actor recomputes
+them before the update (the proximal policy) and the recorded ones enter a token-level truncated
+importance weight capped like the embedded trainer's (``LossConfig.tis_cap``; verl's yaml leaves
+``rollout_is`` null, i.e. no weight). ``first-pass`` has no verl counterpart."""
 
 
 def verl_overrides(s: TrainSettings) -> list[str]:
     """The Hydra overrides of these settings (after the fixed ones of the published configuration).
 
     Raises:
-        ValueError: ``--old-logprobs first-pass`` (no verl counterpart, :data:`BYPASS_MODE`).
+        ValueError: ``--old-logprobs first-pass`` (no verl counterpart, :data:`OLD_LOGPROBS`).
     """
-    if s.old_logprobs not in BYPASS_MODE:
+    if s.old_logprobs not in OLD_LOGPROBS:
         raise ValueError(
             f"--trainer verl: --old-logprobs {s.old_logprobs} has no verl counterpart; "
             "use rollout (bypass mode, the default) or recompute (verl recomputes them before the update)"
@@ -64,7 +73,7 @@ def verl_overrides(s: TrainSettings) -> list[str]:
     kl = s.kl_coef > 0
     return [
         *_FIXED,
-        f"algorithm.rollout_correction.bypass_mode={BYPASS_MODE[s.old_logprobs]}",
+        *OLD_LOGPROBS[s.old_logprobs],
         f"data.train_batch_size={s.prompt_batch}",
         f"data.max_response_length={s.max_new_tokens}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={s.ppo_mini_batch}",

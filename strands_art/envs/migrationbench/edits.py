@@ -29,8 +29,8 @@ evaluator's copy refuses such a tree too."""
 
 def _tree(root: Path, max_entries: int, max_depth: int) -> tuple[dict[str, os.stat_result], bool]:
     """Relative path -> lstat of every non-directory under ``root`` (``.git`` and ``target/``
-    build outputs left out), and whether the walk stopped (``max_entries`` entries, or a
-    directory nested deeper than ``max_depth`` levels, left unwalked).
+    build outputs left out), and whether the walk stopped (``max_entries`` entries) or left a
+    directory out (nested deeper than ``max_depth`` levels, or unreadable).
 
     Iterative (an explicit stack, not ``os.walk``'s recursion): a hostile tree thousands of
     levels deep must cut the walk, never overflow Python's stack."""
@@ -39,8 +39,14 @@ def _tree(root: Path, max_entries: int, max_depth: int) -> tuple[dict[str, os.st
     stack: list[tuple[str, int]] = [(os.fspath(root), 0)]
     while stack:
         dirpath, depth = stack.pop()
-        with os.scandir(dirpath) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            if depth == 0:
+                raise  # the tree itself cannot be read
+            cut = True  # a directory the agent made unreadable, a path too long: not audited
+            continue
         names = {e.name for e in entries}
         for e in entries:
             if e.is_dir(follow_symlinks=False):
@@ -55,7 +61,10 @@ def _tree(root: Path, max_entries: int, max_depth: int) -> tuple[dict[str, os.st
             seen += 1  # a file, a link (to a directory too: never walked into), a FIFO ...
             if seen > max_entries:
                 return out, True
-            out[os.path.relpath(e.path, root)] = e.stat(follow_symlinks=False)
+            try:
+                out[os.path.relpath(e.path, root)] = e.stat(follow_symlinks=False)
+            except OSError:
+                cut = True
         if seen > max_entries:
             return out, True
     return out, cut

@@ -124,6 +124,11 @@ def measure(
     from strands_art.training.trainer_config import TrainerConfig
 
     g = len(trajs)
+    if len({t.reward for t in trajs}) < 2:  # GRPO advantage 0 for every row: the trainer skips them all
+        sys.exit(
+            f"G={g}: every rollout of the group has reward {trajs[0].reward}, so the trainer would skip every "
+            "row and time nothing; use a run whose first group's rewards differ"
+        )
     out: dict[str, Any] = {}
     for share in (False, True):
         cfg = TrainerConfig(

@@ -158,13 +158,12 @@ class TrainSettings:
         for key, default in DEFAULTS.items():
             value = given.get(key)
             values[key] = value if value is not None else env_defaults.get(key, default)
-        verl = values["trainer"] == "verl"  # its strands_sync trainer is synchronous
-        if verl and given.get("max_staleness") not in (None, 0):
-            raise UsageError(
-                "--max-staleness: the verl launch trains synchronously (trainer.v1.trainer_mode="
-                "strands_sync); asynchronous rollouts are the embedded trainer's"
-            )
-        if verl:
+        if values["trainer"] == "verl":  # its strands_sync trainer is synchronous
+            if given.get("max_staleness") not in (None, 0):
+                raise UsageError(
+                    "--max-staleness: the verl launch trains synchronously (trainer.v1.trainer_mode="
+                    "strands_sync); asynchronous rollouts are the embedded trainer's"
+                )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
             values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS

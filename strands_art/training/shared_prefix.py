@@ -156,14 +156,14 @@ class PrefixPass:
         # the prefix positions whose logits some row's loss reads (position q predicts token q + 1),
         # and always the last one: it predicts each row's first own token
         wanted = {q for br in unit.rows for q in range(p - 1) if br.row.loss_mask[q + 1]} | {p - 1}
-        self.kept = torch.tensor(sorted(wanted), dtype=torch.long)
         device = next(model.parameters()).device
+        self.kept = torch.tensor(sorted(wanted), dtype=torch.long, device=device)
         ids = torch.tensor([unit.rows[0].row.input_ids[:p]], dtype=torch.long, device=device)
         self._keep_logits = "logits_to_keep" in params
-        kwargs = {"logits_to_keep": self.kept.to(device)} if self._keep_logits else {}
+        kwargs = {"logits_to_keep": self.kept} if self._keep_logits else {}
         cache = DynamicCache(config=model.config)
         out = model(input_ids=ids, use_cache=True, **{self._cache_kw: cache}, **kwargs)
-        logits = out.logits if self._keep_logits else out.logits[:, self.kept.to(device)]
+        logits = out.logits if self._keep_logits else out.logits[:, self.kept]
         self._outputs = [t for layer in cache.layers for t in (layer.keys, layer.values)] + [logits]
         self._grad = torch.is_grad_enabled()
         # Leaves the continuations run on; their accumulated gradient goes through the prefix
@@ -192,9 +192,8 @@ class PrefixPass:
         cont = sampled_positions(t["loss_mask"])
         cont = cont[cont >= p] - p  # indices into the continuation
         prefix_logits = self._leaves[-1].expand(n, -1, -1)
-        prefix_kept = self.kept.to(ids.device)
         if len(cont) == 0:  # nothing sampled after the prefix: no continuation pass is needed
-            return prefix_logits, t, prefix_kept
+            return prefix_logits, t, self.kept
         kwargs = {"logits_to_keep": cont} if self._keep_logits else {}
         out = self.model(
             input_ids=suffix,
@@ -205,7 +204,7 @@ class PrefixPass:
             **kwargs,
         )
         cont_logits = out.logits if self._keep_logits else out.logits[:, cont]
-        return torch.cat([prefix_logits, cont_logits], dim=1), t, torch.cat([prefix_kept, cont + p])
+        return torch.cat([prefix_logits, cont_logits], dim=1), t, torch.cat([self.kept, cont + p])
 
     def backward(self) -> None:
         """Backpropagate the gradients the chunks left on the prefix's keys, values and logits

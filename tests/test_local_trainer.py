@@ -374,6 +374,35 @@ def test_zero_advantage_rows_are_skipped_exactly(tok):
     assert all(torch.equal(same[k], before[k]) for k in before)  # zero gradient, zero Adam state
 
 
+def test_a_zero_gradient_step_moves_nothing(tok):
+    """After a batch with signal, a batch whose groups all tie has gradient exactly 0: its steps
+    count (step, policy version) but leave every LoRA weight and AdamW's state as they were.
+    Stepped anyway, AdamW's momentum moves every weight along the last gradient's sign (the
+    check below on a copy: what the skip avoids)."""
+    trainer, gateway = make(tok, ppo_epochs=1)
+    trajs = rollouts(trainer, gateway)
+    m1 = trainer.update(trajs)
+    assert m1["grad_norm"] > 0 and m1["zero_gradient_steps"] < m1["optimizer_steps"]
+    before = lora_state(trainer)
+    adam = {k: {n: v.clone() for n, v in st.items()} for k, st in trainer.optimizer.state.items()}
+    step = trainer.step
+    tied = [dataclasses.replace(t, reward=0.5) for t in trajs]
+    m2 = trainer.update(tied)
+    assert m2["optimizer_steps"] == m2["zero_gradient_steps"] == 2 and m2["grad_norm"] == 0.0
+    assert trainer.step == step + 2
+    assert all(torch.equal(before[k], v) for k, v in lora_state(trainer).items())
+    for k, st in trainer.optimizer.state.items():
+        for n, v in st.items():
+            assert torch.equal(v, adam[k][n]), n
+
+    # what optimizer.step() on that zero gradient would have done: moved every weight with momentum
+    for p in trainer.params:
+        p.grad = torch.zeros_like(p)
+    trainer.optimizer.step()
+    moved = [k for k, v in lora_state(trainer).items() if not torch.equal(before[k], v)]
+    assert len(moved) == len(before)
+
+
 # ---------------------------------------------------------------- warmup and KL penalty
 
 

@@ -20,12 +20,22 @@ outer batch of finished trajectories:
 **Learning-rate warmup** (``lr_warmup_steps = W``): the ``s``-th optimizer step (1-based)
 counted from the first one with a nonzero gradient uses ``learning_rate * min(1, s / W)``.
 AdamW's first steps move every LoRA parameter by about the learning rate whatever the gradient's
-size; warmup keeps the first update of a run small. With warmup on, the steps before the first
-nonzero gradient (a run whose first groups all have equal rewards) skip ``optimizer.step()``:
-no update, no weight decay, AdamW's step count (its bias correction) unchanged, so the first
-real update is exactly that of a run that started with it. They still count as steps (the step
-count and the policy version advance as the configuration says) and do not use up the warmup
-(:attr:`LocalTrainer.warmup_offset`, saved in checkpoints).
+size; warmup keeps the first update of a run small. The steps before the first
+nonzero gradient (a run whose first groups all have equal rewards) skip ``optimizer.step()``
+like every zero-gradient step (below), so the first real update is exactly that of a run that
+started with it, and they do not use up the warmup (:attr:`LocalTrainer.warmup_offset`, saved
+in checkpoints).
+
+**A step whose gradient is exactly zero skips ``optimizer.step()``** (every row of its
+mini-batch skipped: GRPO groups whose rewards all tie, padding; never with a KL term). AdamW would
+otherwise move every weight on its momentum and its second-moment estimate: from one earlier
+gradient ``g``, the next zero-gradient steps move each parameter by about ``0.67, 0.52, 0.42, ...``
+times the learning rate along ``sign(g)``, so one group's noisy gradient is applied several times
+over (measured on a migration run: two tied groups grew the LoRA ``B`` norm by 26 %). Skipped, the
+step is no update and no weight decay, and AdamW's step count (its bias correction) does not
+advance; it still counts as a step (the step count and the policy version advance as the
+configuration says) and is counted in ``zero_gradient_steps``. verl steps its optimizer on a
+zero gradient; there a mini-batch spans many groups, so an all-tied mini-batch is rare.
 
 **Non-finite gradients** (a diverging loss, a huge ``kl_coef``): the step is refused before
 ``optimizer.step()`` (:class:`NonFiniteGradient`); the adapter keeps the weights of the step before
@@ -291,6 +301,7 @@ class LocalTrainer:
             logprob_abs_gap=gap.get("logprob_abs_gap", 0.0),
             filtered_tokens=filtered,
             zero_advantage_rows_skipped=skipped,
+            zero_gradient_steps=sum(1 for n in norms if n == 0.0),  # optimizer.step() skipped (module doc)
             step=self.step,
             train_s=elapsed,
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
@@ -391,12 +402,13 @@ class LocalTrainer:
                 "batch applied; resume from the last checkpoint to drop them); lower the learning rate or "
                 "kl_coef, or check the rows' logprobs"
             )
-        if self.warmup_offset is None and norm > 0:  # recorded with warmup off too (W may change on resume)
+        zero = norm == 0.0  # every row skipped (a tied group, padding): not one parameter has a gradient
+        if self.warmup_offset is None and not zero:  # recorded with warmup off too (W may change on resume)
             self.warmup_offset = self.step
         waiting = cfg.lr_warmup_steps > 0 and self.warmup_offset is None
         for group in self.optimizer.param_groups:  # a function of the step counts: resume-safe
             group["lr"] = 0.0 if waiting else self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
-        if not waiting:  # no gradient yet: the warmup waits, and AdamW is not stepped at all (module doc)
+        if not zero:  # a zero gradient steps nothing: AdamW's momentum would move every weight (module doc)
             self.optimizer.step()
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`

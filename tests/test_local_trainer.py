@@ -378,7 +378,7 @@ def test_a_zero_gradient_step_moves_nothing(tok):
     """After a batch with signal, a batch whose groups all tie has gradient exactly 0: its steps
     count (step, policy version) but leave every LoRA weight and AdamW's state as they were.
     Stepped anyway, AdamW's momentum moves every weight along the last gradient's sign (the
-    check below on a copy: what the skip avoids)."""
+    last check steps the same trainer on that zero gradient: what the skip avoids)."""
     trainer, gateway = make(tok, ppo_epochs=1)
     trajs = rollouts(trainer, gateway)
     m1 = trainer.update(trajs)

@@ -83,6 +83,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
     p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
     p.add_argument("--plot", default=None, help="write the curves to this PNG")
+    p.add_argument(
+        "--recorded", action="append", default=[], metavar="FILE",
+        help="a results file of this bench (bench/results/migration-learning-*.txt): its finished seeds that are "
+        "not in --seeds join the over-seed summary and the figure (their run directories need not exist)",
+    )  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -187,16 +192,22 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    for seed, s in seeds.items():
+    for seed, s in sorted(seeds.items()):
+        label = f"seed {seed}" + (" (recorded)" if "recorded" in s else "")
         xs = [r["outer_batch"] + 1 for r in s["trains"]]
         # markers only: consecutive outer batches draw different tasks, a line would suggest a trend
-        line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], "o", label=f"seed {seed}")[0]
+        line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], "o", label=label)[0]
         ax2.plot([e[0] for e in s["evals"]], [e[1] for e in s["evals"]], marker="s", color=line.get_color(),
-                 label=f"seed {seed}")  # fmt: skip
+                 label=label)  # fmt: skip
     ax1.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05),
             title="GRPO training reward")  # fmt: skip
     ax2.set(xlabel="updates", ylabel="held-out reward", ylim=(-0.05, 1.05), title="held-out migration reward")
-    n = max([json.loads((s["dir"] / "train.json").read_text())["outer_batches"] for s in seeds.values()])
+    n = max(
+        len(s["trains"])
+        if "recorded" in s
+        else json.loads((s["dir"] / "train.json").read_text())["outer_batches"]
+        for s in seeds.values()
+    )
     for ax, lo in ((ax1, 1), (ax2, 0)):
         ax.set_xlim(lo - 0.5, n + 0.5)
         ax.set_xticks(range(lo, n + 1))
@@ -205,6 +216,45 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
     fig.suptitle("strands-art train --env migrationbench (Qwen2.5-Coder-0.5B, CPU)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+SEED_LINE = re.compile(r"^seed (\d+): (finished|NOT FINISHED.*)$")
+EVAL_LINE = re.compile(
+    r"^  held-out after (\d+) updates: reward ([\d.]+) \(failed rollouts (\d+), (\d+) s\)$"
+)
+TRAIN_LINE = re.compile(
+    r"^  update (\d+): training reward ([\d.]+) \+- ([\d.]+), tied groups (\d+), rows (\d+), "
+    r"sampled tokens (\d+), rollouts (\d+) s, training (\d+) s, grad norm ([\d.]+)$"
+)
+
+
+def recorded_seeds(path: Path) -> dict[int, dict[str, Any]]:
+    """The finished seeds of an earlier results file of this bench, parsed from the lines this
+    bench prints (``seed S: finished``, ``held-out after U updates: ...``, ``update U: ...``).
+
+    Returns {seed: summary} with ``evals`` and ``trains`` as :func:`summarize_seed` gives them
+    (rewards in [0, 1]; seconds as printed, rounded) and ``recorded`` = ``path``; no per-kind
+    rewards or audit (those need the run directory: the file itself holds them). A seed marked NOT
+    FINISHED is left out. Raises ValueError when the file holds no finished seed."""
+    out: dict[int, dict[str, Any]] = {}
+    cur: dict[str, Any] | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if m := SEED_LINE.match(line):
+            cur = {"evals": [], "trains": [], "recorded": path, "finished": m.group(2) == "finished"}
+            out[int(m.group(1))] = cur
+        elif cur is not None and (m := EVAL_LINE.match(line)):
+            cur["evals"].append((int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
+        elif cur is not None and (m := TRAIN_LINE.match(line)):
+            g = m.groups()
+            cur["trains"].append({
+                "outer_batch": int(g[0]) - 1, "reward_mean": float(g[1]), "reward_std": float(g[2]),
+                "zero_advantage_groups": int(g[3]), "rows": int(g[4]), "sampled_tokens": int(g[5]),
+                "rollout_s": float(g[6]), "train_s": float(g[7]), "grad_norm": float(g[8]),
+            })  # fmt: skip
+    done = {seed: s for seed, s in out.items() if s["finished"] and len(s["evals"]) >= 2}
+    if not done:
+        raise ValueError(f"{path}: no finished seed with two held-out evaluations in this bench's format")
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,10 +278,15 @@ def main(argv: list[str] | None = None) -> int:
         seed: summarize_seed(root / f"seed{seed}") for seed in seeds if (root / f"seed{seed}").exists()
     }
     print(f"\nsettings: {FLAGS} {args.extra}".rstrip())
+    for path in args.recorded:
+        for seed, s in recorded_seeds(Path(path)).items():
+            summary.setdefault(seed, s)
     firsts, lasts, updates = [], [], []
     cost: dict[str, list[float]] = defaultdict(list)
-    for seed, s in summary.items():
+    for seed, s in sorted(summary.items()):
         state = "finished" if s["finished"] else "NOT FINISHED (stopped; reported at its last evaluation)"
+        if "recorded" in s:
+            state += f", recorded in {s['recorded']} (per kind and audit there)"
         print(f"\nseed {seed}: {state}")
         for b, reward, failed, eval_s in s["evals"]:
             print(
@@ -251,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             firsts.append(s["evals"][0][1])
             lasts.append(s["evals"][-1][1])
             updates.append(s["evals"][-1][0])
+        if "recorded" in s:
+            continue
         kinds = sorted({k for b in s["per_kind"].values() for k in b})
         if s["evals"]:
             b0, b1 = s["evals"][0][0], s["evals"][-1][0]

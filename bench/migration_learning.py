@@ -77,18 +77,22 @@ TEST_SOURCE = re.compile(r"(^|/)src/test/")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run-root", required=True, help="one run directory per seed goes here: seedS")
-    p.add_argument("--train-tasks", required=True, help="training task directories (make-tasks)")
-    p.add_argument("--eval-tasks", required=True, help="held-out task directories (make-tasks)")
+    p.add_argument("--train-tasks", help="training task directories (make-tasks); not with --table-only")
+    p.add_argument("--eval-tasks", help="held-out task directories (make-tasks); not with --table-only")
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds")
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
     p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
     p.add_argument("--plot", default=None, help="write the curves to this PNG")
     p.add_argument(
         "--recorded", action="append", default=[], metavar="FILE",
-        help="a results file of this bench (bench/results/migration-learning-*.txt): its finished seeds that are "
-        "not in --seeds join the over-seed summary and the figure (their run directories need not exist)",
+        help="a results file of this bench (bench/results/migration-learning-*.txt) with the same settings: its "
+        "finished seeds join the over-seed summary and the figure; a seed with a run directory under --run-root, "
+        "or in two files, is refused",
     )  # fmt: skip
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.table_only and not (args.train_tasks and args.eval_tasks):
+        p.error("--train-tasks and --eval-tasks are required unless --table-only")
+    return args
 
 
 def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
@@ -228,17 +232,34 @@ TRAIN_LINE = re.compile(
 )
 
 
-def recorded_seeds(path: Path) -> dict[int, dict[str, Any]]:
+def recorded_seeds(path: Path, settings: str | None = None) -> dict[int, dict[str, Any]]:
     """The finished seeds of an earlier results file of this bench, parsed from the lines this
     bench prints (``seed S: finished``, ``held-out after U updates: ...``, ``update U: ...``).
 
     Returns {seed: summary} with ``evals`` and ``trains`` as :func:`summarize_seed` gives them
     (rewards in [0, 1]; seconds as printed, rounded) and ``recorded`` = ``path``; no per-kind
     rewards or audit (those need the run directory: the file itself holds them). A seed marked NOT
-    FINISHED is left out. Raises ValueError when the file holds no finished seed."""
+    FINISHED is left out.
+
+    Raises:
+        ValueError: the file holds no finished seed, or ``settings`` (the flags after ``settings:``)
+            is given and the file's ``settings:`` line differs (names the flags that differ).
+        OSError, UnicodeDecodeError: the file cannot be read as text.
+    """
     out: dict[int, dict[str, Any]] = {}
     cur: dict[str, Any] | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if settings is not None:
+        theirs = next((x.removeprefix("settings: ") for x in lines if x.startswith("settings: ")), None)
+        if theirs is None:
+            raise ValueError(f"{path}: no `settings:` line, so its seeds cannot be checked against these")
+        if theirs.split() != settings.split():
+            ours, other = set(flag_pairs(settings)), set(flag_pairs(theirs))
+            raise ValueError(
+                f"{path}: recorded with other settings (there: {' '.join(sorted(other - ours)) or '-'}; "
+                f"here: {' '.join(sorted(ours - other)) or '-'})"
+            )
+    for line in lines:
         if m := SEED_LINE.match(line):
             cur = {"evals": [], "trains": [], "recorded": path, "finished": m.group(2) == "finished"}
             out[int(m.group(1))] = cur
@@ -257,10 +278,40 @@ def recorded_seeds(path: Path) -> dict[int, dict[str, Any]]:
     return done
 
 
+def flag_pairs(settings: str) -> list[str]:
+    """``--lr 3e-4 --kl-coef 0 --gradient-checkpointing`` -> ``["--lr=3e-4", "--kl-coef=0",
+    "--gradient-checkpointing"]`` (for naming what differs between two settings lines)."""
+    out: list[str] = []
+    for tok in settings.split():
+        if tok.startswith("--") or not out:
+            out.append(tok)
+        else:
+            out[-1] += f"={tok}"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        return run(args)
+    except (ValueError, OSError) as exc:
+        print(f"migration_learning.py: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     root = Path(args.run_root)
+    settings = f"{FLAGS} {args.extra}".strip()
+    recorded: dict[int, dict[str, Any]] = {}
+    for path in args.recorded:  # checked before anything runs
+        for seed, s in recorded_seeds(Path(path), settings).items():
+            if seed in recorded:
+                raise ValueError(f"seed {seed} is in both {recorded[seed]['recorded']} and {path}")
+            if seed in seeds and (root / f"seed{seed}").exists():
+                raise ValueError(f"seed {seed} is in {path} and has a run directory, {root / f'seed{seed}'}")
+            recorded[seed] = s
+    seeds = [s for s in seeds if s not in recorded]  # a recorded seed is not run again
     root.mkdir(parents=True, exist_ok=True)
     for seed in seeds if not args.table_only else []:
         run_dir = root / f"seed{seed}"
@@ -277,10 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         seed: summarize_seed(root / f"seed{seed}") for seed in seeds if (root / f"seed{seed}").exists()
     }
-    print(f"\nsettings: {FLAGS} {args.extra}".rstrip())
-    for path in args.recorded:
-        for seed, s in recorded_seeds(Path(path)).items():
-            summary.setdefault(seed, s)
+    summary.update(recorded)
+    if not summary:
+        raise ValueError(
+            f"nothing to summarize: no run directory seedS under {root} for --seeds {args.seeds}"
+        )
+    print(f"\nsettings: {settings}")
     firsts, lasts, updates = [], [], []
     cost: dict[str, list[float]] = defaultdict(list)
     for seed, s in sorted(summary.items()):

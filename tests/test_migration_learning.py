@@ -31,8 +31,10 @@ def test_a_committed_results_file_reads_back_to_its_numbers():
 
 
 def test_the_over_seed_summary_joins_a_recorded_seed(tmp_path, capsys):
-    ml.main(["--run-root", str(tmp_path), "--train-tasks", "x", "--eval-tasks", "y", "--seeds", "1",
-             "--table-only", "--recorded", str(RECORDED)])  # fmt: skip
+    assert (
+        ml.main(["--run-root", str(tmp_path), "--seeds", "0,1", "--table-only", "--recorded", str(RECORDED)])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "seed 0: finished, recorded in" in out
     assert (
@@ -61,3 +63,23 @@ def test_unfinished_seeds_are_left_out_and_a_foreign_file_is_refused(tmp_path):
     other.write_text("RESULT seeds=2\n")
     with pytest.raises(ValueError, match="no finished seed"):
         ml.recorded_seeds(other)
+
+
+def test_a_recorded_file_with_other_settings_or_a_seed_twice_is_refused(tmp_path, capsys):
+    text = RECORDED.read_text(encoding="utf-8")
+    other = tmp_path / "other-lr.txt"
+    other.write_text(text.replace("--lr 3e-4 --warmup-steps", "--lr 1.5e-4 --warmup-steps"))
+    with pytest.raises(ValueError, match=r"other settings \(there: --lr=1.5e-4; here: --lr=3e-4\)"):
+        ml.recorded_seeds(other, ml.FLAGS)
+    base = ["--run-root", str(tmp_path / "root"), "--table-only"]
+    assert ml.main([*base, "--recorded", str(other)]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert ml.main([*base, "--recorded", str(RECORDED), "--recorded", str(RECORDED)]) == 2
+    assert "seed 0 is in both" in capsys.readouterr().err
+    (tmp_path / "root" / "seed0").mkdir(parents=True)
+    assert ml.main([*base, "--seeds", "0", "--recorded", str(RECORDED)]) == 2
+    assert "has a run directory" in capsys.readouterr().err
+    assert ml.main([*base, "--seeds", "7"]) == 2  # no run directory, nothing recorded
+    assert "nothing to summarize" in capsys.readouterr().err
+    assert ml.main([*base, "--recorded", str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt" in capsys.readouterr().err

@@ -101,8 +101,16 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")
     g.add_argument("--max-turns", type=int, help="model calls per rollout (multi-turn environments)")
     g.add_argument("--concurrency", type=int, help="rollouts in flight at once")
-    g.add_argument("--train-tasks", help="training tasks directory (migrationbench)")
-    g.add_argument("--eval-tasks", help="held-out tasks directory (migrationbench)")
+    g.add_argument(
+        "--train-tasks",
+        help="training tasks directory (migrationbench): one directory per task with task.json, as "
+        "make-tasks writes; default: the 9 bundled tasks",
+    )
+    g.add_argument(
+        "--eval-tasks",
+        help="held-out tasks directory (migrationbench), none of them a training task; default: no "
+        "held-out evaluation",
+    )
     g.add_argument(
         "--prompt",
         help="migrationbench: compact, compact-no-recipe or full, as `migrate --prompt` (default full; "

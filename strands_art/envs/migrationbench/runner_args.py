@@ -17,7 +17,8 @@ from .config import LIMIT_FIELDS, PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 
 MIGRATE_DESCRIPTION = """\
 Run the MigrationBench agent (a Strands agent with a shell and a file editor) on Java 8 Maven
-tasks, score each rollout with a real `mvn clean verify` under JDK 17 (reward 0 / 0.5 / 1), and
+tasks, score each rollout with real sandboxed Maven builds under JDK 17 (a compile build, then
+the test build: reward 0 / 0.5 / 1), and
 write a run directory: results.jsonl (one line per rollout), trajectories/ (token-exact rows
 with rewards), config.json, summary.png, logs/. Defaults: Qwen2.5-Coder-1.5B-Instruct on
 llama.cpp (CPU) over 3 of the 9 bundled tasks (about 20 minutes on 2 cores); --all-tasks runs

@@ -128,11 +128,26 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
     """All task directories under ``root`` (default: the bundled tasks), sorted by name.
 
     ``names`` selects a subset; an unknown name raises TaskError listing the known ones.
+
+    Raises:
+        TaskError: ``root`` is not a directory, is one task's own directory (it holds
+            ``task.json``: give its parent), or holds no task directory (a subdirectory with
+            ``task.json``, as ``strands-art make-tasks`` writes); a malformed task; an unknown name.
     """
     base = Path(root) if root else bundled_tasks_dir()
     if not base.is_dir():
         raise TaskError(f"no task directory at {base}")
+    if (base / "task.json").is_file():
+        raise TaskError(
+            f"{base} is one task's directory (it holds task.json); give the directory that holds the "
+            f"task directories, here {base.parent}"
+        )
     tasks = {p.name: load_task(p) for p in sorted(base.iterdir()) if (p / "task.json").is_file()}
+    if not tasks:
+        raise TaskError(
+            f"{base} holds no task: a tasks directory holds one directory per task, each with task.json "
+            "(as `strands-art make-tasks` writes them)"
+        )
     if names:
         unknown = [n for n in names if n not in tasks]
         if unknown:

@@ -16,7 +16,7 @@ from typing import Any
 from strands_art.envs.migrationbench.config import PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 from strands_art.envs.migrationbench.episodes import migrationbench_rollout
 from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
-from strands_art.envs.migrationbench.tasks import load_tasks
+from strands_art.envs.migrationbench.tasks import TaskError, load_tasks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
 from strands_art.validation import UsageError
@@ -50,13 +50,20 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
     class defaults.
 
     Raises:
-        TaskError: a tasks directory that does not exist or holds a malformed task.
+        TaskError: a tasks directory that does not exist, holds no task or a malformed one
+            (:func:`.tasks.load_tasks`), or held-out tasks whose names are training tasks' too.
         UsageError: ``--max-turns`` out of range (named ``max_turns``), or a ``--prompt`` that is
             not one of :data:`.config.PROMPTS`.
     """
     config = rollout_config(options.max_turns, options.prompt)
     train = load_tasks(options.train_tasks)
     held = load_tasks(options.eval_tasks) if options.eval_tasks else []
+    both = sorted({t.name for t in train} & {t.name for t in held})
+    if both:
+        raise TaskError(
+            f"held-out tasks are also training tasks: {', '.join(both[:5])}{' ...' if len(both) > 5 else ''} "
+            "(--eval-tasks must be held out: make-tasks --split eval draws disjoint seeds)"
+        )
     return TrainEnvironment(
         name="migrationbench",
         train_tasks=train,

@@ -244,6 +244,8 @@ def test_cli_makes_a_split_that_migrate_can_load(tmp_path: Path, capsys: pytest.
         (["--fork-count", "-2"], "--fork-count"),
         (["--n", "0"], "--n must be >= 1"),
         (["--split", "heldout-kind", "--kinds", "nashorn"], "only the held-out kind base64"),
+        (["--kinds", ""], "an empty kind"),
+        (["--kinds", "jaxb,,nashorn"], "an empty kind"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_writes_nothing(

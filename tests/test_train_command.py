@@ -133,6 +133,10 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert "--lr 0.0005 (the run has 0.001)" in capsys.readouterr().err
     assert main(["train", "--env", "nosuch", "--run-dir", str(tmp_path / "x")]) == 2
     assert "unknown environment 'nosuch'" in capsys.readouterr().err
+    assert main(["train", "--env", "os:path", "--run-dir", str(tmp_path / "m")]) == 2
+    assert (
+        "environment 'os:path': os:path is a module, not a function of EnvOptions" in capsys.readouterr().err
+    )
     assert (
         main(
             [

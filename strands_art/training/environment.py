@@ -98,8 +98,8 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
     """The environment ``spec`` names (a :data:`BUILTIN` name or ``module:function``), built.
 
     Raises:
-        EnvironmentSpecError: unknown name, a module or function that cannot be imported, a factory
-            that does not return a :class:`TrainEnvironment`, or one that fails its check.
+        EnvironmentSpecError: unknown name, a module or function that cannot be imported, a name
+            that is not callable, a factory that does not return a :class:`TrainEnvironment`, or one that fails its check.
     """
     target = BUILTIN.get(spec, spec)
     if ":" not in target:
@@ -111,6 +111,11 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise EnvironmentSpecError(f"cannot load environment {spec!r}: {exc}") from exc
+    if not callable(factory):
+        raise EnvironmentSpecError(
+            f"environment {spec!r}: {target} is a {type(factory).__name__}, not a function of EnvOptions "
+            "returning a TrainEnvironment"
+        )
     env = factory(options)
     if not isinstance(env, TrainEnvironment):
         raise EnvironmentSpecError(

@@ -355,9 +355,11 @@ def make_tasks_command(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S
     from strands_art.validation import UsageError, check_float, check_int
 
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
+    kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds is not None else None
     t0 = time.monotonic()
     try:
+        if kinds is not None and not all(kinds):
+            raise UsageError(f"--kinds {args.kinds!r}: an empty kind (comma-separated names, none empty)")
         check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
         if args.fork_count is not None:
             check_int("--fork-count", args.fork_count, 0, 1024)

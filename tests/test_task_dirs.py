@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from strands_art.envs.migrationbench.tasks import TaskError, bundled_tasks_dir, load_tasks
-from strands_art.envs.migrationbench.train_env import train_environment
-from strands_art.training.environment import EnvOptions
+from strands_art.training.environment import (
+    EnvironmentSpecError,
+    EnvOptions,
+    TrainEnvironment,
+    resolve_environment,
+)
 
 
 def test_a_directory_without_tasks_is_refused(tmp_path: Path):
@@ -29,16 +33,46 @@ def test_one_tasks_own_directory_is_refused_naming_its_parent(tmp_path: Path):
 
 def test_held_out_tasks_that_are_training_tasks_are_refused(tmp_path: Path):
     opts = EnvOptions(work_dir=tmp_path, eval_tasks=bundled_tasks_dir())  # train: the bundled tasks too
-    with pytest.raises(TaskError, match=r"held-out tasks are also training tasks: compiler-props, "):
-        train_environment(opts)
+    with pytest.raises(
+        EnvironmentSpecError,
+        match=r"'migrationbench': held-out tasks are also training tasks: compiler-props, ",
+    ):
+        resolve_environment("migrationbench", opts)
     shutil.copytree(bundled_tasks_dir() / "jaxb-datatype", tmp_path / "held" / "jaxb-datatype", symlinks=True)
     with pytest.raises(
-        TaskError, match=r"also training tasks: jaxb-datatype \(--eval-tasks must be held out"
+        EnvironmentSpecError, match=r"also training tasks: jaxb-datatype \(held-out tasks must not"
     ):
-        train_environment(EnvOptions(work_dir=tmp_path, eval_tasks=tmp_path / "held"))
+        resolve_environment("migrationbench", EnvOptions(work_dir=tmp_path, eval_tasks=tmp_path / "held"))
     shutil.copytree(bundled_tasks_dir() / "nashorn-eval", tmp_path / "train" / "nashorn-eval", symlinks=True)
-    env = train_environment(
-        EnvOptions(work_dir=tmp_path, train_tasks=tmp_path / "train", eval_tasks=tmp_path / "held")
+    env = resolve_environment(
+        "migrationbench",
+        EnvOptions(work_dir=tmp_path, train_tasks=tmp_path / "train", eval_tasks=tmp_path / "held"),
     )
     assert [t.name for t in env.train_tasks] == ["nashorn-eval"]
     assert [t.name for t in env.eval_tasks] == ["jaxb-datatype"]
+
+
+def test_every_environment_refuses_held_out_tasks_it_trains_on():
+    """The rule is TrainEnvironment's, not MigrationBench's: a user's own environment gets it too."""
+
+    class Task:
+        def __init__(self, name: str):
+            self.name = name
+
+    def env(train: list[str], held: list[str]) -> TrainEnvironment:
+        return TrainEnvironment(
+            name="mine",
+            train_tasks=[Task(n) for n in train],
+            eval_tasks=[Task(n) for n in held],
+            rollout=lambda *a: None,
+            gateway=lambda tokenizer, backend: None,
+        )
+
+    env(["a", "b"], ["c"]).check()
+    with pytest.raises(
+        EnvironmentSpecError, match=r"^environment 'mine': held-out tasks are also training tasks: b \("
+    ):
+        env(["a", "b"], ["c", "b"]).check()
+    names = [f"t{i}" for i in range(7)]
+    with pytest.raises(EnvironmentSpecError, match=r"training tasks: t0, t1, t2, t3, t4 \.\.\. \("):
+        env(names, names).check()

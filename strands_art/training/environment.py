@@ -82,8 +82,9 @@ class TrainEnvironment:
     vLLM server the command starts is given it as ``--max-model-len`` (None: 4,096)."""
 
     def check(self) -> None:
-        """Raise :class:`EnvironmentSpecError` for no training task, a task without a ``name``, or
-        task names that repeat (they are the GRPO group ids)."""
+        """Raise :class:`EnvironmentSpecError` for no training task, a task without a ``name``,
+        task names that repeat within a split (they are the GRPO group ids), or a held-out task
+        whose name is a training task's too (held-out success would measure what was trained on)."""
         if not self.train_tasks:
             raise EnvironmentSpecError(f"environment {self.name!r} has no training task")
         for kind, tasks in (("training", self.train_tasks), ("held-out", self.eval_tasks)):
@@ -92,6 +93,13 @@ class TrainEnvironment:
                 raise EnvironmentSpecError(f"environment {self.name!r}: a {kind} task has no string `name`")
             if len(set(names)) != len(names):
                 raise EnvironmentSpecError(f"environment {self.name!r}: {kind} task names repeat")
+        both = sorted({t.name for t in self.train_tasks} & {t.name for t in self.eval_tasks})
+        if both:
+            shown = ", ".join(both[:5]) + (" ..." if len(both) > 5 else "")
+            raise EnvironmentSpecError(
+                f"environment {self.name!r}: held-out tasks are also training tasks: {shown} "
+                "(held-out tasks must not be trained on)"
+            )
 
 
 def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:

@@ -17,7 +17,9 @@ Task ``i`` gets kind ``kinds[i % len(kinds)]`` and seed ``S + i`` (offset by the
 the same arguments give byte-identical files (``repo/.git/index`` aside: it records file stat
 data) and the same commit ids. The generated code only uses what Debian's offline Maven
 repository can build. Each task is then checked with two sandboxed builds (:mod:`.verify`):
-untouched 0.0, reference 1.0; ``--no-verify`` skips that.
+untouched 0.0, reference 1.0; each outcome is written into the task's ``task.json``
+(``generated.check``), and ``train`` refuses a task whose check failed. ``--no-verify`` skips the
+checks (``train`` then warns that the tasks are unchecked).
 """
 
 from __future__ import annotations
@@ -382,7 +384,7 @@ def make_tasks_command(args: argparse.Namespace) -> int:
 
 
 def _verify_all(dirs: list[Path], made: dict[str, dict], args: argparse.Namespace, t0: float) -> int:
-    from strands_art.envs.migrationbench.verify import check_task
+    from strands_art.envs.migrationbench.verify import check_task, record_check
     from strands_art.envs.sandbox import SandboxError
 
     ok: dict[str, int] = {}
@@ -398,12 +400,14 @@ def _verify_all(dirs: list[Path], made: dict[str, dict], args: argparse.Namespac
                     timeout_s=args.timeout,
                     untouched_builds=gen["untouched_builds"],
                 )
-                line, good = res.line(), res.ok
+                line, good, why = res.line(), res.ok, None
             except SandboxError as exc:
                 print(f"strands-art make-tasks: the sandbox cannot start: {exc}", file=sys.stderr)
                 return 2
             except (RuntimeError, OSError, ValueError) as exc:
-                line, good = f"{d.name:<28} FAIL: {' '.join(str(exc).split())[:300]}", False
+                res, why = None, " ".join(str(exc).split())[:300]
+                line, good = f"{d.name:<28} FAIL: {why}", False
+            record_check(d, res, why)  # train refuses a failed task, warns about an unchecked one
             print(f"[{i}/{len(dirs)} {time.monotonic() - t0:.0f}s] {line}", flush=True)
             if good:
                 ok[gen["kind"]] = ok.get(gen["kind"], 0) + 1

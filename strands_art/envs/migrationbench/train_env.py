@@ -11,16 +11,19 @@ mode, its evaluation logs under ``RUN_DIR/env/rollouts``.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from strands_art.envs.migrationbench.config import PROMPTS, SMALL_MODEL_LIMITS, RolloutConfig
 from strands_art.envs.migrationbench.episodes import migrationbench_rollout
 from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
 from strands_art.envs.migrationbench.tasks import TaskError, load_tasks
+from strands_art.envs.migrationbench.verify import failed_checks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
 from strands_art.validation import UsageError
 
+logger = logging.getLogger(__name__)
 DEFAULTS: dict[str, Any] = {
     "model": "qwen2.5-coder-0.5b",
     "outer_batches": 4,
@@ -51,18 +54,28 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
 
     Raises:
         TaskError: a tasks directory that does not exist, holds no task or a malformed one
-            (:func:`.tasks.load_tasks`), or held-out tasks whose names are training tasks' too.
+            (:func:`.tasks.load_tasks`), or a generated task whose ``make-tasks`` check failed
+            (:func:`.verify.failed_checks`; one never checked is only warned about). Held-out tasks that are training tasks too are refused by
+            :meth:`TrainEnvironment.check` (``resolve_environment`` calls it), as for every
+            environment; ``make-tasks --split eval`` draws seeds disjoint from ``--split train``.
         UsageError: ``--max-turns`` out of range (named ``max_turns``), or a ``--prompt`` that is
             not one of :data:`.config.PROMPTS`.
     """
     config = rollout_config(options.max_turns, options.prompt)
     train = load_tasks(options.train_tasks)
     held = load_tasks(options.eval_tasks) if options.eval_tasks else []
-    both = sorted({t.name for t in train} & {t.name for t in held})
-    if both:
+    failed, unchecked = failed_checks((t.name, t.record) for t in [*train, *held])
+    if failed:
         raise TaskError(
-            f"held-out tasks are also training tasks: {', '.join(both[:5])}{' ...' if len(both) > 5 else ''} "
-            "(--eval-tasks must be held out: make-tasks --split eval draws disjoint seeds)"
+            f"{len(failed)} task(s) failed their make-tasks check (untouched must score 0.0, the "
+            f"reference 1.0; task.json generated.check says why): {_names(failed)}"
+        )
+    if unchecked:
+        logger.warning(
+            "%d generated task(s) were never checked (make-tasks --no-verify, or stopped before "
+            "them); their rewards are unproven: %s",
+            len(unchecked),
+            _names(unchecked),
         )
     return TrainEnvironment(
         name="migrationbench",
@@ -89,3 +102,7 @@ def rollout_config(max_turns: int | None, prompt: str | None) -> RolloutConfig:
         raise UsageError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
     limits = {k: v for k, v in SMALL_MODEL_LIMITS.items() if k != "max_turns"} if name != "full" else {}
     return RolloutConfig(max_turns=max_turns or DEFAULTS["max_turns"], **limits, **PROMPTS[name])
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" ... ({len(names) - 5} more)" if len(names) > 5 else "")

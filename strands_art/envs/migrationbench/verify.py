@@ -10,17 +10,25 @@ under a scratch directory and scores each copy with
 2. the copy with ``git apply reference.patch`` must score 1.0 (build ok, every main class
    major 61, tests run >= ``num_test_cases``, same test methods).
 
-Two builds per task, about 10-30 s each on an idle 2-core machine.
+Two builds per task, about 10-30 s each on an idle 2-core machine. ``make-tasks`` writes each
+outcome into the task's ``task.json`` (:func:`record_check`, under ``generated.check``), and
+training refuses a task whose check failed (:func:`failed_checks`).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from strands_art.envs.migrationbench.evaluator import EvalResult, EvalTask, evaluate
+
+CHECK_KEY = "check"
+"""Where :func:`record_check` puts the outcome: ``task.json["generated"]["check"]``."""
 
 
 @dataclass
@@ -47,6 +55,48 @@ class TaskCheck:
             f"{r.tests_run}/{r.tests_required}, majors {r.details.get('class_major_versions')})  "
             + ("OK" if self.ok else "FAIL: " + "; ".join(self.problems))
         )
+
+
+def record_check(task_dir: Path, check: TaskCheck | None, problem: str | None = None) -> None:
+    """Write a check's outcome into ``task_dir/task.json`` as ``generated.check``: ``ok`` (bool),
+    ``untouched_reward`` / ``reference_reward`` (float, None when that build did not run) and
+    ``problems`` (list[str]). ``check`` None with ``problem``: the check could not run (e.g. the
+    patch did not apply). The file is replaced atomically (a killed writer leaves the old one).
+
+    Raises:
+        OSError / ValueError: ``task.json`` cannot be read, parsed or written.
+    """
+    meta = task_dir / "task.json"
+    record = json.loads(meta.read_text(encoding="utf-8"))
+    problems = list(check.problems) if check is not None else [problem or "the check did not run"]
+    record.setdefault("generated", {})[CHECK_KEY] = {
+        "ok": not problems,
+        "untouched_reward": check.untouched.reward if check and check.untouched else None,
+        "reference_reward": check.reference.reward if check and check.reference else None,
+        "problems": problems,
+    }
+    tmp = meta.with_name("task.json.tmp")
+    tmp.write_bytes((json.dumps(record, indent=2) + "\n").encode("utf-8"))
+    os.replace(tmp, meta)
+
+
+def failed_checks(records: Iterable[tuple[str, dict]]) -> tuple[list[str], list[str]]:
+    """``(failed, unchecked)`` task names among ``(name, task.json record)`` pairs: ``failed``, the
+    generated tasks whose recorded check (:func:`record_check`) failed; ``unchecked``, the generated
+    tasks with no recorded check (``make-tasks --no-verify``, or one stopped before it reached
+    them). Tasks that were not generated (the bundled ones, real MigrationBench records) are in
+    neither."""
+    failed, unchecked = [], []
+    for name, record in records:
+        generated = record.get("generated")
+        if not isinstance(generated, dict):
+            continue
+        check = generated.get(CHECK_KEY)
+        if not isinstance(check, dict):
+            unchecked.append(name)
+        elif check.get("ok") is not True:
+            failed.append(name)
+    return failed, unchecked
 
 
 def apply_patch(repo: Path, patch: Path) -> None:

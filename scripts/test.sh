@@ -4,7 +4,7 @@
 # them fail instead of skip when it is missing; STRANDS_ART_SKIP_VLLM=1 skips them), the resolver
 # check of every documented install line (scripts/check-installs.sh), then the verl tests in
 # .venv-verl (scripts/test-verl.sh; STRANDS_ART_SKIP_VERL=1 skips them). Extra arguments go to the
-# main pytest run.
+# main pytest runs (both parts, below).
 #
 # The environments are independent, so .venv-vllm installs beside .venv, and the install check and
 # the .venv-verl install (mostly download and unpack) run in the background while the main suite
@@ -45,7 +45,20 @@ else
 fi
 bash scripts/check-installs.sh >"$logs/check-installs.log" 2>&1 &
 check_pid=$!
-.venv/bin/python -m pytest -q -p no:cacheprovider --basetemp "$pytest_tmp/t" "$@" || status=$?
+# the main suite in two parts: most tests on $STRANDS_ART_TEST_WORKERS pytest-xdist workers (default
+# 2; many tests wait on a JVM, a sandbox or a server, so two workers use the two cores; the vLLM and
+# Ray tests share one worker, so one server starts), then the tests marked `alone` (they look at
+# every process of the machine) by themselves. Exit status 5 (nothing selected, e.g. a path with no
+# `alone` test) is not a failure.
+pytest_part() {
+  local rc=0
+  STRANDS_ART_TEST_PHASE=$1 .venv/bin/python -m pytest -q -p no:cacheprovider --basetemp "$pytest_tmp/$1" \
+    "${@:2}" || rc=$?
+  if [ "$rc" = 5 ]; then rc=0; fi
+  return "$rc"
+}
+pytest_part parallel -n "${STRANDS_ART_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
+pytest_part alone "$@" || status=$?
 wait_for check-installs "$check_pid" || status=$?
 if [ "${STRANDS_ART_SKIP_VERL:-0}" != "1" ]; then
   if wait_for prepare-verl "$verl_pid"; then

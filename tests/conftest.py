@@ -5,6 +5,7 @@ is on sys.path; not ``tests.``, which .venv-verl shadows with a foreign package)
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -22,6 +23,40 @@ if importlib.util.find_spec("verl") is not None:  # the verl tests (.venv-verl):
         from support.verl_cpu_platform import activate
 
         activate()
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one compute thread per pytest-xdist worker (scripts/test.sh runs one worker per core), set
+    # before torch is imported, inherited by the subprocesses tests start: torch's OpenMP threads
+    # spin at each barrier, and two workers' four threads on two cores ran the shared-prefix tests
+    # 10-20x slower than one worker did
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+PHASE_ENV = "STRANDS_ART_TEST_PHASE"
+"""``parallel``: leave out the tests marked ``alone``; ``alone``: only those; unset: every test.
+scripts/test.sh runs the suite as ``PHASE=parallel pytest -n 2 --dist loadgroup``, then
+``PHASE=alone pytest``."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup``, the tests that use the session's real vLLM server
+    or a Ray cluster run on one worker, one after another (one server per run, not one per worker;
+    two clusters' raylets never compete); then the :envvar:`STRANDS_ART_TEST_PHASE` selection."""
+    for item in items:
+        if "real_vllm" in getattr(item, "fixturenames", ()) or item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("servers"))
+    phase = os.environ.get(PHASE_ENV, "")
+    if phase not in ("", "parallel", "alone"):
+        raise pytest.UsageError(f"{PHASE_ENV}={phase!r}: use parallel, alone, or leave it unset")
+    if phase:
+        keep, drop = [], []
+        for item in items:
+            (keep if (item.get_closest_marker("alone") is not None) == (phase == "alone") else drop).append(
+                item
+            )
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

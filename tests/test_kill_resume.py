@@ -29,6 +29,7 @@ from strands_art.store import TrajectoryStore
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.alone,  # _leftovers() reads every process's environment: another test's run would count
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc"),
 ]
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,13 @@ no import cycle, not even through imports inside functions (``python -m strands_
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
+import re
+import shutil
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 
 class ModelNotFound(FileNotFoundError):
@@ -39,3 +44,45 @@ def package_dir(module: str, pip_name: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFound(f"the package {pip_name!r} is not installed (pip install {pip_name})")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+def temp_beside(target: Path) -> Path:
+    """The temporary path a copy of ``target`` is written to before it is renamed into place:
+    ``<target>.tmp<PID>`` beside it. Copies that dead processes left there (a SIGTERM or SIGKILL
+    skips every clean-up, and a converted model is gigabytes) are removed first
+    (:func:`remove_stale_temps`)."""
+    remove_stale_temps(target)
+    return target.with_name(f"{target.name}.tmp{os.getpid()}")
+
+
+def remove_stale_temps(target: Path) -> list[Path]:
+    """Remove ``<target>.tmp<PID>[-<thread>]`` siblings whose process no longer runs; returns them.
+
+    A live PID's copy is left alone (it may be a concurrent writer, or a reused PID: harmless)."""
+    pattern = re.compile(re.escape(target.name) + r"\.tmp(\d+)(?:-\d+)?")
+    removed = []
+    try:
+        siblings = list(target.parent.iterdir())
+    except OSError:  # no cache yet
+        return removed
+    for path in siblings:
+        match = pattern.fullmatch(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        logger.info("removing %s, left by a process that no longer runs", path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True

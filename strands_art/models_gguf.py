@@ -44,7 +44,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from strands_art.model_cache import cache_dir
+from strands_art.model_cache import cache_dir, temp_beside
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def join_parts(parts: list[Path], target: Path, *, size: int, sha256: str) -> Pa
         OSError: a part cannot be read or the cache cannot be written.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}-{threading.get_ident()}")
+    tmp = temp_beside(target).with_name(f"{target.name}.tmp{os.getpid()}-{threading.get_ident()}")
     h = hashlib.sha256()
     written = 0
     try:
@@ -256,7 +256,7 @@ def tokenizer_dir(alias: str) -> Path:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         tok.chat_template = repair_template(tok.chat_template)
         tok.model_max_length = spec.context_length
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        tmp = temp_beside(target)
         try:
             tok.save_pretrained(tmp)
             os.replace(tmp, target)

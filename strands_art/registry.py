@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 # defined in a leaf module (models_gguf and families.sources use them too), public here as before
-from strands_art.model_cache import ModelNotFound, cache_dir, package_dir
+from strands_art.model_cache import ModelNotFound, cache_dir, package_dir, temp_beside
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def _converted(target: Path, gguf: Path, tokenizer_src: Path | None = None) -> P
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         _forget_gguf_origin(model)
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+        tmp = temp_beside(target)
         tmp.mkdir(parents=True, exist_ok=True)
         try:
             model.save_pretrained(tmp)

@@ -107,6 +107,33 @@ def test_migrate_refuses_a_run_dir_that_is_a_file(tmp_path, capsys):
     assert "exists and is not a directory" in line and (tmp_path / "f").read_text() == "x"
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--tasks-dir", ""], "--tasks-dir is empty (an unset variable?)"),
+        (["--records", " "], "--records is empty (an unset variable?)"),
+        (["--tasks"], "--tasks names no task"),
+        (["--all-tasks", "--tasks", "junit-mix"], "--all-tasks and --tasks both choose tasks"),
+        (["--records", "r.csv", "--tasks-dir", "d"], "--records and --tasks-dir are two task sources"),
+    ],
+)
+def test_migrate_refuses_an_empty_or_doubled_task_source(tmp_path, capsys, extra, message):
+    """An unset $TASKS must not become the bundled tasks (a run of hours), nor two sources one."""
+    line = _migrate(capsys, tmp_path / "run", *extra)
+    assert message in line and not (tmp_path / "run").exists()
+
+
+def test_migrate_refuses_a_run_dir_holding_a_run_without_resume(tmp_path, capsys):
+    """Its results.jsonl was made with its config.json's settings: new ones would mix into it."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text('{"tasks": ["junit-mix"], "seed": 0}')
+    line = _migrate(capsys, run, "--tasks", "compiler-props", "--seed", "5")
+    assert f"--run-dir {run} holds a migrate run already: `--resume {run}` continues it" in line
+    assert (run / "config.json").read_text() == '{"tasks": ["junit-mix"], "seed": 0}'
+    assert sorted(p.name for p in run.iterdir()) == ["config.json"]
+
+
 def test_migrate_checks_the_server_before_writing_config(tmp_path, capsys):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))

@@ -195,7 +195,9 @@ def test_splits_have_disjoint_seeds_and_a_held_out_kind() -> None:
         (["jaxb", "jaxb"], 2, 0, None, "twice"),
         (None, 0, 0, None, "--n"),
         (None, 1, -1, None, "--seed"),
-        (None, 2, 999_999, "train", "leaves split train"),
+        (None, 2, 999_999, "train", "exceeds split train"),
+        (None, 10_001, 0, None, r"--n must be in \[1, 10000\]"),
+        (None, 3, (1 << 40) - 2, None, "--seed must be in"),  # its last task's seed would pass the bound
         ([HELDOUT_KIND], 1, 0, "train", "held-out kind"),
         (["jaxb"], 1, 0, "heldout-kind", "only the held-out kind"),
         (None, 1, 0, "test", "unknown split"),
@@ -242,7 +244,8 @@ def test_cli_makes_a_split_that_migrate_can_load(tmp_path: Path, capsys: pytest.
     [
         (["--timeout", "-1"], "--timeout"),
         (["--fork-count", "-2"], "--fork-count"),
-        (["--n", "0"], "--n must be >= 1"),
+        (["--n", "0"], "--n must be in [1, 10000], got 0"),
+        (["--n", "1000000000"], "--n must be in [1, 10000]"),
         (["--split", "heldout-kind", "--kinds", "nashorn"], "only the held-out kind base64"),
         (["--kinds", ""], "an empty kind"),
         (["--kinds", "jaxb,,nashorn"], "an empty kind"),
@@ -264,3 +267,7 @@ def test_cli_refuses_a_file_as_out_dir(tmp_path: Path, capsys: pytest.CaptureFix
     assert cli_main(["make-tasks", str(target), "--no-verify", "--n", "1"]) == 2
     assert "is not an empty directory" in capsys.readouterr().err
     assert target.read_text() == "mine"
+    assert cli_main(["make-tasks", str(target / "sub"), "--no-verify", "--n", "1"]) == 2  # a bad argument
+    assert f"cannot make {target / 'sub'}: Not a directory" in capsys.readouterr().err
+    assert cli_main(["make-tasks", "", "--no-verify", "--n", "1"]) == 2  # not the current directory
+    assert "OUT_DIR is empty (an unset variable?)" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -153,7 +154,20 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
         )
         == 2
     )
-    assert "not divisible" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--prompt-batch=3 is not divisible by --ppo-mini-batch=2" in err and "_size" not in err  # flags
+    argv = [
+        "train",
+        "--env",
+        "capitals",
+        "--share-prefix",
+        "--gradient-checkpointing",
+        "--run-dir",
+        str(tmp_path / "g"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "use one of --share-prefix and --gradient-checkpointing" in err and "share_prefix" not in err
     assert main(["train", "--env", "capitals", "--trainer", "verl", "--run-dir", str(tmp_path / "z")]) == 2
     assert "only --env migrationbench" in capsys.readouterr().err
     assert main(["train", "--env", "lookup", "--prompt", "compact", "--run-dir", str(tmp_path / "p")]) == 2
@@ -200,7 +214,8 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
         "trainer.v1.trainer_mode=strands_sync",
     ):
         assert override in script, override
-    assert "make_verl_dataset.py --tasks-dir" in script
+    assert f"make_verl_dataset.py --tasks-dir {bundled_tasks_dir()} --out" in script  # no held-out set
+    assert "MODEL=${MODEL:-Qwen/Qwen2.5-Coder-0.5B-Instruct}" in script  # the alias's HF model
     assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
     assert "verl launch written" in capsys.readouterr().out
     assert "algorithm.rollout_correction.bypass_mode=True" in script  # default: the recorded logprobs
@@ -289,3 +304,54 @@ def test_the_vllm_server_gets_the_environments_context_budget(tmp_path, monkeypa
     with contextlib.ExitStack() as stack, pytest.raises(Started):
         run._load(settings, tmp_path, stack, None)
     assert "max_model_len" not in seen  # VLLMServer's own default
+
+
+def test_train_verl_validates_on_the_held_out_tasks(tmp_path, capsys):
+    """--eval-tasks becomes verl's val.parquet (not the training tasks again), made by the launch's
+    own dataset step; a held-out set holding a training task is refused there too."""
+    import shlex
+
+    import pyarrow.parquet as pq
+
+    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+
+    src = bundled_tasks_dir()
+    for split, names in (("train", ["compiler-props", "junit-mix"]), ("held", ["jaxb-datatype"])):
+        for name in names:
+            shutil.copytree(src / name, tmp_path / split / name, symlinks=True)
+    run = tmp_path / "run"
+    argv = ["train", "--env", "migrationbench", "--trainer", "verl", "--run-dir", str(run)]
+    argv += [
+        "--train-tasks",
+        str(tmp_path / "train"),
+        "--eval-tasks",
+        str(tmp_path / "held"),
+        "--model",
+        "smollm2",
+    ]
+    assert main(argv) == 0
+    script = (run / "verl" / "launch.sh").read_text()
+    assert "trainer.val_before_train=True" in script
+    assert "MODEL=${MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct}" in script
+    step = next(line for line in script.splitlines() if "make_verl_dataset.py" in line)
+    assert f"--val-tasks-dir {tmp_path / 'held'}" in step
+    cmd = shlex.split(step)  # run the dataset step as the launch would, from the checkout
+    proc = subprocess.run([sys.executable, *cmd[1:]], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = run / "verl" / "data"
+
+    def task(split: str) -> list[str]:
+        return [r["task"] for r in pq.read_table(data / f"{split}.parquet").column("extra_info").to_pylist()]
+
+    assert (task("train"), task("val")) == (["compiler-props", "junit-mix"], ["jaxb-datatype"])
+    shutil.copytree(src / "junit-mix", tmp_path / "held" / "junit-mix", symlinks=True)
+    proc = subprocess.run([sys.executable, *cmd[1:]], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2 and "--val-tasks-dir holds training tasks: junit-mix" in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--train-tasks", "--eval-tasks"])
+def test_an_empty_tasks_path_is_refused_not_read_as_the_default(tmp_path, capsys, flag):
+    argv = ["train", "--env", "migrationbench", "--run-dir", str(tmp_path / "r"), flag, ""]
+    assert main(argv) == 2
+    assert f"{flag} is empty (an unset variable?)" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

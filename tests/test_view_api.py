@@ -227,3 +227,24 @@ def test_view_command_refuses_a_missing_directory(tmp_path: Path, capsys) -> Non
 
     assert main(["view", str(tmp_path / "nope")]) == 2
     assert f"strands-art view: no run directory at {tmp_path / 'nope'}" in capsys.readouterr().err
+
+
+def test_view_command_warns_about_a_directory_that_holds_no_run(tmp_path: Path, capsys) -> None:
+    """A tasks directory or an empty one is served (a run may start there), with a warning first."""
+    import socket
+
+    from strands_art.cli import main
+
+    (tmp_path / "jaxb-0000009").mkdir()  # e.g. make-tasks' output, not a run
+    with socket.socket() as busy:  # the port is taken: the command stops after its checks
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["view", str(tmp_path), "--port", str(busy.getsockname()[1])]) == 2
+    err = capsys.readouterr().err
+    assert f"warning: {tmp_path} holds no run (none of config.json, train.json, results.jsonl" in err
+    (tmp_path / "results.jsonl").write_text("")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["view", str(tmp_path), "--port", str(busy.getsockname()[1])]) == 2
+    assert "holds no run" not in capsys.readouterr().err

@@ -7,8 +7,12 @@ workspace), ``data_source``, ``agent_name`` (the agent loop to run: ``strands_mi
 ``extra_info`` (``index``, ``task``, ``task_dir`` = absolute task directory, which must exist on
 every node that runs agent-loop workers).
 
+``val.parquet`` (verl's validation set) holds the ``--val-tasks-dir`` tasks, held out: none of
+them may be a training task; without it, the training tasks again (the published recipe).
+
     python examples/migrationbench/make_verl_dataset.py --out data/migrationbench
-    python examples/migrationbench/make_verl_dataset.py --tasks-dir /shared/mb-tasks --out data/mb
+    python examples/migrationbench/make_verl_dataset.py --tasks-dir /shared/mb-train \
+        --val-tasks-dir /shared/mb-eval --out data/mb
 """
 
 from __future__ import annotations
@@ -39,18 +43,27 @@ def rows(tasks_dir: str | None, agent_name: str) -> list[dict]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tasks-dir", default=None, help="task folders (default: the bundled tasks)")
+    p.add_argument("--tasks-dir", default=None, help="training task folders (default: the bundled tasks)")
+    p.add_argument(
+        "--val-tasks-dir",
+        default=None,
+        help="held-out task folders for val.parquet, none a training task (default: the training tasks)",
+    )
     p.add_argument("--out", required=True, help="output directory (train.parquet, val.parquet)")
     p.add_argument("--agent-name", default="strands_migration")
-    args = p.parse_args()
-    table = pa.Table.from_pylist(rows(args.tasks_dir, args.agent_name))
+    args = p.parse_args(argv)
+    train = rows(args.tasks_dir, args.agent_name)
+    val = rows(args.val_tasks_dir, args.agent_name) if args.val_tasks_dir else train
+    both = sorted({r["extra_info"]["task"] for r in train} & {r["extra_info"]["task"] for r in val})
+    if args.val_tasks_dir and both:
+        p.error(f"--val-tasks-dir holds training tasks: {', '.join(both[:5])}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for split in ("train", "val"):
-        pq.write_table(table, out / f"{split}.parquet")
-    print(f"{table.num_rows} tasks -> {out}/train.parquet, {out}/val.parquet")
+    pq.write_table(pa.Table.from_pylist(train), out / "train.parquet")
+    pq.write_table(pa.Table.from_pylist(val), out / "val.parquet")
+    print(f"{len(train)} tasks -> {out}/train.parquet, {len(val)} tasks -> {out}/val.parquet")
 
 
 if __name__ == "__main__":

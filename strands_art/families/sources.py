@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strands_art.model_cache import ModelNotFound, cache_dir, package_dir
+from strands_art.model_cache import ModelNotFound, cache_dir, package_dir, temp_beside
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _unpacked(alias: str, build: Callable[[Path], None]) -> Path:
     target = cache_dir() / "families" / alias
     if (target / "tokenizer_config.json").is_file():
         return target
-    tmp = target.with_name(f"{alias}.tmp{os.getpid()}")
+    tmp = temp_beside(target)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -191,7 +191,7 @@ def ensure_harmony_vocab() -> Path:
     if digest != O200K_SHA256:
         raise RuntimeError(f"rebuilt o200k_base.tiktoken has SHA-256 {digest}, expected {O200K_SHA256}")
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    tmp = temp_beside(target)
     tmp.write_bytes(blob)
     os.replace(tmp, target)
     return directory

@@ -10,6 +10,7 @@ reads them back, so a resumed run trains with exactly the settings it started wi
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
@@ -70,6 +71,21 @@ DEFAULTS: dict[str, Any] = {
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 """The command-line flag of each setting."""
+
+_CONFIG_FLAGS = {
+    "prompt_batch_size": "--prompt-batch",
+    "ppo_mini_batch_size": "--ppo-mini-batch",
+    "ppo_epochs": "--epochs",
+    "learning_rate": "--lr",
+    "lr_warmup_steps": "--warmup-steps",
+    "micro_batch_max_tokens": "--micro-batch-tokens",
+    **{
+        key: FLAG_OF[key]
+        for key in ("rollouts_per_prompt", "share_prefix", "gradient_checkpointing", "lora_rank")
+    },
+}
+""":class:`TrainerConfig` field -> the ``train`` flag it comes from (:meth:`TrainSettings.trainer_config`),
+for its error messages."""
 
 INT_RANGES: dict[str, tuple[int, int]] = {
     "outer_batches": (1, 10**6),
@@ -180,8 +196,8 @@ class TrainSettings:
         ``train.json`` (it may have been edited by hand).
 
         Raises:
-            UsageError: a value of the wrong kind or out of range, or ``--vllm-url`` with
-                ``--backend transformers``.
+            UsageError: a value of the wrong kind or out of range, an empty ``--train-tasks`` or
+                ``--eval-tasks``, or ``--vllm-url`` with ``--backend transformers``.
             ValueError: sizes :class:`TrainerConfig` refuses.
         """
         for key, (lo, hi) in INT_RANGES.items():
@@ -202,6 +218,12 @@ class TrainSettings:
                 raise UsageError(
                     f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
                 )
+        for key in ("train_tasks", "eval_tasks"):  # an unset variable would mean the defaults
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise UsageError(
+                    f"{FLAG_OF[key]} is empty (an unset variable?): give a path, or leave it out"
+                )
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "gradient_checkpointing", "wandb"):
@@ -212,7 +234,13 @@ class TrainSettings:
                 raise UsageError(
                     "--vllm-url names a vLLM server: it needs --backend vllm, not --backend " + self.backend
                 )
-        self.trainer_config()
+        try:
+            self.trainer_config()
+        except ValueError as exc:  # TrainerConfig names its fields: the user typed flags
+            message = str(exc)
+            for field_name, flag in _CONFIG_FLAGS.items():
+                message = re.sub(rf"\b{field_name}\b", flag, message)
+            raise ValueError(message) from exc
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""

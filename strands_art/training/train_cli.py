@@ -26,7 +26,7 @@ and TensorBoard event files in --run-dir.
   strands-art train --env migrationbench --train-tasks DIR --eval-tasks DIR --run-dir runs/mb
   strands-art train --env mypkg.myenv:make_env --run-dir runs/mine
   strands-art train --resume --run-dir runs/lookup                # continue a killed run
-  strands-art train --env migrationbench --trainer verl --run-dir runs/mb-verl   # write a verl launch
+  strands-art train --env migrationbench --trainer verl --train-tasks DIR --run-dir runs/mb-verl   # a verl launch
 
 --env module:function names a factory (EnvOptions) -> TrainEnvironment (docs/training.md,
 "Your own environment"). --max-staleness K (default 1) overlaps the rollouts of the next outer

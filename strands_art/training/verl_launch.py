@@ -1,13 +1,15 @@
 """``strands-art train --trainer verl``: the same settings as a verl 0.9.1 launch, written, not run.
 
 Writes ``RUN_DIR/verl/launch.sh``: the dataset step (``examples/migrationbench/make_verl_dataset.py``
-on ``--train-tasks``) and ``python -m verl.trainer.main_ppo`` with the Hydra overrides of
+on ``--train-tasks``; verl's validation set from ``--eval-tasks`` when given, else the training
+tasks as in the published recipe) and ``python -m verl.trainer.main_ppo`` with the Hydra overrides of
 ``examples/migrationbench/train_verl.sh`` (the published configuration: step-stable batching via
 ``trainer.v1.trainer_mode=strands_sync``, the Strands agent loop) where the run's settings replace
 the batch sizes, group size, epochs, learning rate and warmup, KL, the PPO ratio's old logprobs
 (``--old-logprobs``: verl's bypass mode), LoRA rank, sampling, seed and
 the number of steps. ``MODEL``, ``NGPUS``, ``NNODES`` and ``TP`` come from the environment as in
-that script. Only ``--env migrationbench`` has a verl agent loop.
+that script; ``MODEL`` defaults to the Hugging Face id of ``--model`` (:data:`HF_MODEL`), and must be
+set for an alias without one. Only ``--env migrationbench`` has a verl agent loop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from pathlib import Path
 
 from strands_art.training.loss import LossConfig
 from strands_art.training.settings import TrainSettings
+
+HF_MODEL = {
+    "qwen2.5-coder-0.5b": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
+    "qwen2.5-coder-1.5b": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+    "smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct",
+}
+"""The Hugging Face model each ``--model`` alias is (verl loads ``actor_rollout_ref.model.path``
+from the hub or a path; the aliases are strands-art's names for the GGUF or cached copies)."""
 
 _FIXED = [
     "trainer.use_v1=True",
@@ -139,17 +149,24 @@ def write_verl_launch(s: TrainSettings) -> Path:
             '"$@"',
         ]
     )
+    hf = HF_MODEL.get(s.model)
+    model_line = (
+        f"MODEL=${{MODEL:-{hf}}}  # --model {s.model}"
+        if hf
+        else f'MODEL=${{MODEL:?"set MODEL to the Hugging Face id or path of --model {s.model}"}}'
+    )
+    val = f" --val-tasks-dir {shlex.quote(s.eval_tasks)}" if s.eval_tasks else ""
     script = f"""#!/usr/bin/env bash
 # verl 0.9.1 launch for: {s.command()}
 # Written by `strands-art train --trainer verl`; run from the strands-art checkout on the cluster
 # (pip install -e '.[verl-vllm]', docs/setup-verl.md). Extra arguments are Hydra overrides.
 set -euo pipefail
-MODEL=${{MODEL:-{s.model}}}
+{model_line}
 NGPUS=${{NGPUS:-8}}
 NNODES=${{NNODES:-1}}
 TP=${{TP:-2}}
 export VERL_USE_EXTERNAL_MODULES=strands_art.training.verl_trainer,strands_art.training.verl_agent_loop
-python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(s.train_tasks)} --out {shlex.quote(data)}
+python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(s.train_tasks)}{val} --out {shlex.quote(data)}
 python -m verl.trainer.main_ppo \\
   {overrides}
 """

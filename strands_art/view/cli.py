@@ -78,6 +78,10 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
         return None
 
 
+RUN_MARKERS = ("config.json", "train.json", "results.jsonl", "trajectories", "metrics.jsonl")
+"""What a ``migrate`` or ``train`` run directory holds from its start (``view`` warns without any)."""
+
+
 def main_from_args(args: argparse.Namespace) -> int:
     from aiohttp import web
 
@@ -90,6 +94,12 @@ def main_from_args(args: argparse.Namespace) -> int:
         return 2
     view = RunView(run_dir)  # the tokenizer comes once the port is ours: a busy port fails at once
     view.refresh()
+    if not view.order and not any((run_dir / name).exists() for name in RUN_MARKERS):
+        print(
+            f"strands-art view: warning: {run_dir} holds no run (none of {', '.join(RUN_MARKERS)}); "
+            "serving it anyway: a run started there appears as it writes",
+            file=sys.stderr,
+        )
     if not _is_loopback(args.host):
         print(
             f"strands-art view: warning: serving on {args.host}, not loopback: anyone who can reach "

@@ -111,6 +111,8 @@ SPLITS: dict[str, tuple[int, int]] = {
 HELDOUT_KIND = "base64"
 
 _MAX_SEED = 1 << 40
+MAX_TASKS = 10_000
+"""The most tasks one ``make-tasks`` makes (each is a git repository and two Maven builds)."""
 
 
 class GenerateError(ValueError):
@@ -128,10 +130,10 @@ def task_name(kind: str, seed: int) -> str:
 
 def plan(kinds: list[str] | None, n: int, seed: int, split: str | None) -> list[tuple[str, int]]:
     """The ``(kind, task seed)`` of each task, in order (see the module doc). Raises GenerateError."""
-    if n < 1:
-        raise GenerateError(f"--n must be >= 1, got {n}")
-    if seed < 0 or seed >= _MAX_SEED:
-        raise GenerateError(f"--seed must be in [0, {_MAX_SEED}), got {seed}")
+    if not 1 <= n <= MAX_TASKS:
+        raise GenerateError(f"--n must be in [1, {MAX_TASKS}], got {n}")
+    if seed < 0 or seed + n > _MAX_SEED:
+        raise GenerateError(f"--seed must be in [0, {_MAX_SEED} - --n], got {seed} with --n {n}")
     unknown = [k for k in kinds or [] if k not in KINDS]
     if unknown:
         raise GenerateError(f"unknown kind(s) {unknown}; known: {', '.join(KINDS)}")
@@ -143,7 +145,7 @@ def plan(kinds: list[str] | None, n: int, seed: int, split: str | None) -> list[
             raise GenerateError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
         lo, hi = SPLITS[split]
         if seed + n > hi - lo:
-            raise GenerateError(f"--seed {seed} + --n {n} leaves split {split}'s {hi - lo} seeds")
+            raise GenerateError(f"--seed {seed} + --n {n} exceeds split {split}'s {hi - lo} seeds")
         base = lo
         if split == "heldout-kind":
             if kinds not in (None, [HELDOUT_KIND]):
@@ -298,11 +300,16 @@ def make_tasks(
     Raises:
         GenerateError: bad arguments, or ``out_dir`` is not an empty directory.
     """
+    if not str(out_dir).strip():
+        raise GenerateError("OUT_DIR is empty (an unset variable?): give a new directory")
     out = Path(out_dir)
     todo = plan(kinds, n, seed, split)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GenerateError(f"{out} is not an empty directory: give a new one (nothing is overwritten)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. a parent that is a file
+        raise GenerateError(f"cannot make {out}: {exc.strerror or exc}") from exc
     dirs = [generate_task(kind, s, out, split) for kind, s in todo]
     manifest = {
         "generator_version": GENERATOR_VERSION,

@@ -86,7 +86,8 @@ async def run_migration(
     each rollout is counted once.
 
     Raises:
-        UsageError: a value out of range or inconsistent options (nothing is written).
+        UsageError: a value out of range or inconsistent options, or a ``--run-dir`` that holds a
+            run already without ``--resume`` (nothing is written).
         RunDirBusy: another process holds the run directory.
         TaskError: unknown task names or a malformed task directory.
     """
@@ -105,6 +106,11 @@ async def run_migration(
     validate_migrate_args(args)
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--run-dir {run_dir}: exists and is not a directory")
+    if not args.resume and cfg_path.is_file():  # its results were made with its own settings
+        raise UsageError(
+            f"--run-dir {run_dir} holds a migrate run already: `--resume {run_dir}` continues it with its "
+            "own settings; a new --run-dir takes new ones"
+        )
     # read and check the tasks (or records) before anything is written
     tasks: list[Task] | list[dict[str, Any]]
     tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)

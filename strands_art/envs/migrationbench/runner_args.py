@@ -21,7 +21,7 @@ tasks, score each rollout with real sandboxed Maven builds under JDK 17 (a compi
 the test build: reward 0 / 0.5 / 1), and
 write a run directory: results.jsonl (one line per rollout), trajectories/ (token-exact rows
 with rewards), config.json, summary.png, logs/. Defaults: Qwen2.5-Coder-1.5B-Instruct on
-llama.cpp (CPU) over 3 of the 9 bundled tasks (about 20 minutes on 2 cores); --all-tasks runs
+llama.cpp (CPU) over 3 of the 9 bundled tasks (10-20 minutes on 2 cores); --all-tasks runs
 all nine, --model smollm2 the 135M model on transformers. See docs/migrationbench.md."""
 
 DEFAULT_TASKS = ("compiler-props", "junit-mix", "multi-module")
@@ -261,8 +261,12 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         UsageError: the first value out of range, naming its flag (e.g. ``--time-limit must be a
             finite number in (0, 604800], got nan``), or an inconsistent combination
             (``--backend vllm`` without ``--base-url``; ``--backend litellm`` without
-            ``PROVIDER/MODEL``); a ``--base-url`` that is not an http(s) URL with a host.
+            ``PROVIDER/MODEL``); a ``--base-url`` that is not an http(s) URL with a host; an empty
+            ``--tasks-dir`` or ``--records`` (an unset variable would otherwise mean the bundled
+            tasks), ``--tasks`` with no name, or two task sources at once (``--all-tasks`` with
+            ``--tasks``, ``--records`` with ``--tasks-dir``).
     """
+    _validate_task_source(args)
     for flag, name, lo, hi in _INT_LIMITS:
         check_int(flag, getattr(args, name), lo, hi)
     validate_rollout_limits(args)
@@ -280,6 +284,20 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         raise UsageError(
             f"--backend litellm needs --model PROVIDER/MODEL (e.g. openai/gpt-4o), got {args.model!r}"
         )
+
+
+def _validate_task_source(args: argparse.Namespace) -> None:
+    """Where the tasks come from, read one way only (see :func:`validate_migrate_args`)."""
+    for flag, name in (("--tasks-dir", "tasks_dir"), ("--records", "records")):
+        value = getattr(args, name, None)
+        if value is not None and not str(value).strip():
+            raise UsageError(f"{flag} is empty (an unset variable?): give a path, or leave {flag} out")
+    if getattr(args, "tasks", None) == []:
+        raise UsageError("--tasks names no task: give names, or leave --tasks out for the default tasks")
+    if getattr(args, "all_tasks", False) and args.tasks:
+        raise UsageError("--all-tasks and --tasks both choose tasks: give one of them")
+    if getattr(args, "records", None) and getattr(args, "tasks_dir", None):
+        raise UsageError("--records and --tasks-dir are two task sources: give one of them")
 
 
 def _validate_ray_args(args: argparse.Namespace) -> None:

@@ -44,7 +44,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from strands_art.model_cache import cache_dir, temp_beside
+from strands_art.model_cache import cache_dir, remove_stale_temps, temp_beside
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,8 @@ def join_parts(parts: list[Path], target: Path, *, size: int, sha256: str) -> Pa
         OSError: a part cannot be read or the cache cannot be written.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_beside(target).with_name(f"{target.name}.tmp{os.getpid()}-{threading.get_ident()}")
+    remove_stale_temps(target)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}-{threading.get_ident()}")  # per thread
     h = hashlib.sha256()
     written = 0
     try:

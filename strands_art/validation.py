@@ -82,6 +82,21 @@ def check_http_url(flag: str, value: Any) -> str:
     return value
 
 
+def check_path(flag: str, value: Any) -> Any:
+    """``value`` if it is None (the flag left out) or a non-blank path string; else
+    :class:`UsageError`. An empty path is what an unset shell variable gives (``--tasks-dir
+    "$TASKS"``), and must not fall back to the flag's default."""
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise UsageError(f"{flag} is empty (an unset variable?): give a path, or leave {flag} out")
+    return value
+
+
+def listed(names: list[str], most: int = 5) -> str:
+    """``names`` joined for a message: the first ``most``, then ``... (N more)``."""
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f" ... ({more} more)" if more > 0 else "")
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.training.rollouts import RolloutFn
+from strands_art.validation import listed
 
 BUILTIN: dict[str, str] = {
     "capitals": "strands_art.envs.capitals:train_environment",
@@ -95,9 +96,8 @@ class TrainEnvironment:
                 raise EnvironmentSpecError(f"environment {self.name!r}: {kind} task names repeat")
         both = sorted({t.name for t in self.train_tasks} & {t.name for t in self.eval_tasks})
         if both:
-            shown = ", ".join(both[:5]) + (" ..." if len(both) > 5 else "")
             raise EnvironmentSpecError(
-                f"environment {self.name!r}: held-out tasks are also training tasks: {shown} "
+                f"environment {self.name!r}: held-out tasks are also training tasks: {listed(both)} "
                 "(held-out tasks must not be trained on)"
             )
 

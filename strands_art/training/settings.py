@@ -25,6 +25,7 @@ from strands_art.validation import (
     check_float,
     check_http_url,
     check_int,
+    check_path,
     check_sampling,
 )
 
@@ -219,11 +220,7 @@ class TrainSettings:
                     f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
                 )
         for key in ("train_tasks", "eval_tasks"):  # an unset variable would mean the defaults
-            value = getattr(self, key)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise UsageError(
-                    f"{FLAG_OF[key]} is empty (an unset variable?): give a path, or leave it out"
-                )
+            check_path(FLAG_OF[key], getattr(self, key))
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "gradient_checkpointing", "wandb"):

@@ -9,6 +9,7 @@ from strands_art.validation import (
     check_float,
     check_http_url,
     check_int,
+    check_path,
     check_ray_address,
     check_sampling_args,
 )
@@ -288,10 +289,8 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
 
 def _validate_task_source(args: argparse.Namespace) -> None:
     """Where the tasks come from, read one way only (see :func:`validate_migrate_args`)."""
-    for flag, name in (("--tasks-dir", "tasks_dir"), ("--records", "records")):
-        value = getattr(args, name, None)
-        if value is not None and not str(value).strip():
-            raise UsageError(f"{flag} is empty (an unset variable?): give a path, or leave {flag} out")
+    check_path("--tasks-dir", getattr(args, "tasks_dir", None))
+    check_path("--records", getattr(args, "records", None))
     if getattr(args, "tasks", None) == []:
         raise UsageError("--tasks names no task: give names, or leave --tasks out for the default tasks")
     if getattr(args, "all_tasks", False) and args.tasks:

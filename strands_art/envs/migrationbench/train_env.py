@@ -21,7 +21,7 @@ from strands_art.envs.migrationbench.tasks import TaskError, load_tasks
 from strands_art.envs.migrationbench.verify import failed_checks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
-from strands_art.validation import UsageError
+from strands_art.validation import UsageError, listed
 
 logger = logging.getLogger(__name__)
 DEFAULTS: dict[str, Any] = {
@@ -68,14 +68,14 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
     if failed:
         raise TaskError(
             f"{len(failed)} task(s) failed their make-tasks check (untouched must score 0.0, the "
-            f"reference 1.0; task.json generated.check says why): {_names(failed)}"
+            f"reference 1.0; task.json generated.check says why): {listed(failed)}"
         )
     if unchecked:
         logger.warning(
             "%d generated task(s) were never checked (make-tasks --no-verify, or stopped before "
             "them); their rewards are unproven: %s",
             len(unchecked),
-            _names(unchecked),
+            listed(unchecked),
         )
     return TrainEnvironment(
         name="migrationbench",
@@ -102,7 +102,3 @@ def rollout_config(max_turns: int | None, prompt: str | None) -> RolloutConfig:
         raise UsageError(f"--prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
     limits = {k: v for k, v in SMALL_MODEL_LIMITS.items() if k != "max_turns"} if name != "full" else {}
     return RolloutConfig(max_turns=max_turns or DEFAULTS["max_turns"], **limits, **PROMPTS[name])
-
-
-def _names(names: list[str]) -> str:
-    return ", ".join(names[:5]) + (f" ... ({len(names) - 5} more)" if len(names) > 5 else "")

@@ -21,12 +21,18 @@ What it prints, per seed and over seeds:
   training seconds, evaluation seconds;
 - per kind (the task name's prefix): held-out reward at the first and the last evaluation, from
   the rollout records (``RUN_DIR/env/rollouts/results.jsonl``);
+- with ``--transfer-tasks DIR`` (``make-tasks --split heldout-kind``: the kind no training task
+  has, base64), the transfer: those tasks join the held-out evaluation (the bench copies both
+  sets into ``RUN_ROOT/eval-tasks``), and the kind's reward is printed apart at every evaluation
+  (``held-out kind base64 after U updates: ...``). The held-out reward of a seed then counts only
+  the trained kinds' rollouts, so it stays comparable with seeds evaluated without it;
 - an audit of the successful rollouts (reward 1.0, training and held-out): the files each
   changed (``edited_files`` of the record: the workspace compared with the task's ``repo/``),
   counted by path pattern, and every rollout that changed a test source or deleted a file listed.
 
 Ends with ``RESULT seeds=N updates=U heldout_before=m+-s heldout_after=m+-s improved_seeds=K/N
-rollout_s=... train_s=... eval_s=...``; ``--plot FILE`` draws the curves (training reward per
+rollout_s=... train_s=... eval_s=...`` (and ``transfer_before=m+-s transfer_after=m+-s
+transfer_seeds=N`` with a held-out kind); ``--plot FILE`` draws the curves (training reward per
 outer batch, held-out reward at each evaluation, one colour per seed).
 
     python bench/migration_learning.py --run-root $RUN_ROOT --train-tasks $TASKS/train \\
@@ -52,6 +58,7 @@ from typing import Any
 
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
+from strands_art.envs.migrationbench.generate import HELDOUT_KIND
 from strands_art.training.metrics import read_metrics
 
 FLAGS = (
@@ -79,6 +86,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--run-root", required=True, help="one run directory per seed goes here: seedS")
     p.add_argument("--train-tasks", help="training task directories (make-tasks); not with --table-only")
     p.add_argument("--eval-tasks", help="held-out task directories (make-tasks); not with --table-only")
+    p.add_argument(
+        "--transfer-tasks", metavar="DIR",
+        help=f"task directories of the held-out kind ({HELDOUT_KIND}; make-tasks --split heldout-kind): evaluated "
+        "with --eval-tasks, their reward printed apart (the transfer)",
+    )  # fmt: skip
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds")
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
     p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
@@ -93,6 +105,44 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.table_only and not (args.train_tasks and args.eval_tasks):
         p.error("--train-tasks and --eval-tasks are required unless --table-only")
     return args
+
+
+def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
+    """Copy every task directory of ``eval_dir`` and ``transfer_dir`` into ``out`` (made once; the
+    next call checks that it holds the same task names) and return ``out``.
+
+    Raises:
+        ValueError: a transfer task is not of the held-out kind, a task name is in both sets, or
+            ``out`` exists with other tasks than the two sets hold.
+    """
+    import shutil
+
+    def names(d: Path) -> list[str]:
+        return sorted(p.name for p in d.iterdir() if (p / "task.json").is_file())
+
+    held, transfer = names(eval_dir), names(transfer_dir)
+    if not transfer:
+        raise ValueError(f"--transfer-tasks {transfer_dir} holds no task directory")
+    other = [n for n in transfer if kind_of(n) != HELDOUT_KIND]
+    if other:
+        raise ValueError(
+            f"--transfer-tasks holds tasks that are not of the held-out kind {HELDOUT_KIND}: {other}"
+        )
+    both = sorted(set(held) & set(transfer))
+    if both:
+        raise ValueError(f"tasks in both --eval-tasks and --transfer-tasks: {both}")
+    if out.exists():
+        if names(out) != sorted(held + transfer):
+            raise ValueError(f"{out} holds other tasks than --eval-tasks and --transfer-tasks: remove it")
+        return out
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for d, ns in ((eval_dir, held), (transfer_dir, transfer)):
+        for n in ns:
+            shutil.copytree(d / n, tmp / n, symlinks=True)
+    tmp.rename(out)
+    return out
 
 
 def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
@@ -134,6 +184,11 @@ def eval_batch(rollout_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def mean_n(xs: list[float]) -> tuple[float, int]:
+    """(mean, count); mean NaN for no values."""
+    return (statistics.fmean(xs) if xs else float("nan")), len(xs)
+
+
 def mean_std(xs: list[float]) -> tuple[float, float]:
     return (statistics.fmean(xs) if xs else float("nan")), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
@@ -148,12 +203,25 @@ def summarize_seed(run_dir: Path) -> dict[str, Any]:
         b = eval_batch(rec.get("rollout_id", ""))
         if b is not None:
             per_kind[b][kind_of(rec["task"])].append(float(rec.get("reward", 0.0)))
+    evals_out = [(r["outer_batch"], r["val_reward"], r.get("val_failed", 0), r.get("eval_s")) for r in evals]
+    transfer = []
+    if any(HELDOUT_KIND in per_kind[b] for b, *_ in evals_out):
+        # the held-out kind was evaluated too: the held-out reward counts the trained kinds only
+        transfer = [(b, *mean_n(per_kind[b].get(HELDOUT_KIND, []))) for b, *_ in evals_out]
+        evals_out = [
+            (
+                b,
+                mean_n([x for k, xs in per_kind[b].items() if k != HELDOUT_KIND for x in xs])[0],
+                failed,
+                eval_s,
+            )
+            for b, _, failed, eval_s in evals_out
+        ]
     return {
         "dir": run_dir,
         "finished": finished(run_dir),
-        "evals": [
-            (r["outer_batch"], r["val_reward"], r.get("val_failed", 0), r.get("eval_s")) for r in evals
-        ],
+        "evals": evals_out,
+        "transfer": transfer,
         "trains": trains,
         "per_kind": per_kind,
         "rollouts": rollouts,
@@ -203,6 +271,9 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
         line = ax1.plot(xs, [r["reward_mean"] for r in s["trains"]], "o", label=label)[0]
         ax2.plot([e[0] for e in s["evals"]], [e[1] for e in s["evals"]], marker="s", color=line.get_color(),
                  label=label)  # fmt: skip
+        if s.get("transfer"):
+            ax2.plot([t[0] for t in s["transfer"]], [t[1] for t in s["transfer"]], marker="x", linestyle="--",
+                     color=line.get_color(), label=f"{label}, held-out kind {HELDOUT_KIND}")  # fmt: skip
     ax1.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05),
             title="GRPO training reward")  # fmt: skip
     ax2.set(xlabel="updates", ylabel="held-out reward", ylim=(-0.05, 1.05), title="held-out migration reward")
@@ -223,6 +294,9 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
 
 
 SEED_LINE = re.compile(r"^seed (\d+): (finished|NOT FINISHED.*)$")
+TRANSFER_LINE = re.compile(
+    rf"^  held-out kind {HELDOUT_KIND} after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
+)
 EVAL_LINE = re.compile(
     r"^  held-out after (\d+) updates: reward ([\d.]+) \(failed rollouts (\d+), (\d+) s\)$"
 )
@@ -261,10 +335,14 @@ def recorded_seeds(path: Path, settings: str | None = None) -> dict[int, dict[st
             )
     for line in lines:
         if m := SEED_LINE.match(line):
-            cur = {"evals": [], "trains": [], "recorded": path, "finished": m.group(2) == "finished"}
+            cur = {
+                "evals": [], "trains": [], "transfer": [], "recorded": path, "finished": m.group(2) == "finished"
+            }  # fmt: skip
             out[int(m.group(1))] = cur
         elif cur is not None and (m := EVAL_LINE.match(line)):
             cur["evals"].append((int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
+        elif cur is not None and (m := TRANSFER_LINE.match(line)):
+            cur["transfer"].append((int(m.group(1)), float(m.group(2)), int(m.group(3))))
         elif cur is not None and (m := TRAIN_LINE.match(line)):
             g = m.groups()
             cur["trains"].append({
@@ -313,6 +391,10 @@ def run(args: argparse.Namespace) -> int:
             recorded[seed] = s
     seeds = [s for s in seeds if s not in recorded]  # a recorded seed is not run again
     root.mkdir(parents=True, exist_ok=True)
+    if args.transfer_tasks and not args.table_only:
+        args.eval_tasks = str(
+            combined_eval_tasks(Path(args.eval_tasks), Path(args.transfer_tasks), root / "eval-tasks")
+        )
     for seed in seeds if not args.table_only else []:
         run_dir = root / f"seed{seed}"
         if finished(run_dir):
@@ -334,7 +416,7 @@ def run(args: argparse.Namespace) -> int:
             f"nothing to summarize: no run directory seedS under {root} for --seeds {args.seeds}"
         )
     print(f"\nsettings: {settings}")
-    firsts, lasts, updates = [], [], []
+    firsts, lasts, updates, t_firsts, t_lasts = [], [], [], [], []
     cost: dict[str, list[float]] = defaultdict(list)
     for seed, s in sorted(summary.items()):
         state = "finished" if s["finished"] else "NOT FINISHED (stopped; reported at its last evaluation)"
@@ -347,6 +429,8 @@ def run(args: argparse.Namespace) -> int:
             )
             if eval_s:
                 cost["eval_s"].append(eval_s)
+        for b, reward, n in s.get("transfer", []):
+            print(f"  held-out kind {HELDOUT_KIND} after {b} updates: reward {reward:.3f} ({n} rollouts)")
         for r in s["trains"]:
             print(
                 f"  update {r['outer_batch'] + 1}: training reward {r['reward_mean']:.3f} +- {r['reward_std']:.3f}, "
@@ -355,6 +439,9 @@ def run(args: argparse.Namespace) -> int:
             )
             cost["rollout_s"].append(r["rollout_s"])
             cost["train_s"].append(r["train_s"])
+        if len(s.get("transfer", [])) >= 2:
+            t_firsts.append(s["transfer"][0][1])
+            t_lasts.append(s["transfer"][-1][1])
         if len(s["evals"]) >= 2:
             firsts.append(s["evals"][0][1])
             lasts.append(s["evals"][-1][1])
@@ -376,6 +463,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nheld-out reward before {m0:.3f} +- {s0:.3f}, after {m1:.3f} +- {s1:.3f}; per seed "
           + ", ".join(f"{a:.3f} -> {b:.3f}" for a, b in zip(firsts, lasts, strict=True))
           + f"; improved (by more than the spread {spread:.3f}): {improved}/{len(firsts)}")  # fmt: skip
+    transfer = ""
+    if t_firsts:
+        (t0, ts0), (t1, ts1) = mean_std(t_firsts), mean_std(t_lasts)
+        print(f"held-out kind {HELDOUT_KIND} (no training task of this kind) before {t0:.3f} +- {ts0:.3f}, "
+              f"after {t1:.3f} +- {ts1:.3f} over {len(t_firsts)} seed(s)")  # fmt: skip
+        transfer = f" transfer_before={t0:.3f}+-{ts0:.3f} transfer_after={t1:.3f}+-{ts1:.3f} transfer_seeds={len(t_firsts)}"
     if args.plot and summary:
         plot(summary, args.plot)
         print(f"figure: {args.plot}")
@@ -384,7 +477,7 @@ def run(args: argparse.Namespace) -> int:
         f"RESULT seeds={len(firsts)} updates={min(updates) if updates else 0} heldout_before={m0:.3f}+-{s0:.3f} "
         f"heldout_after={m1:.3f}+-{s1:.3f} improved_seeds={improved}/{len(firsts)} "
         f"rollout_s={c.get('rollout_s', float('nan')):.0f} train_s={c.get('train_s', float('nan')):.0f} "
-        f"eval_s={c.get('eval_s', float('nan')):.0f}"
+        f"eval_s={c.get('eval_s', float('nan')):.0f}{transfer}"
     )
     return 0
 

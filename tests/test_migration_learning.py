@@ -83,3 +83,91 @@ def test_a_recorded_file_with_other_settings_or_a_seed_twice_is_refused(tmp_path
     assert "nothing to summarize" in capsys.readouterr().err
     assert ml.main([*base, "--recorded", str(tmp_path / "missing.txt")]) == 2
     assert "missing.txt" in capsys.readouterr().err
+
+
+def _task(root: Path, name: str) -> None:
+    (root / name / "repo").mkdir(parents=True)
+    (root / name / "task.json").write_text("{}\n")
+
+
+def test_transfer_tasks_join_the_evaluation_once_and_a_wrong_set_is_refused(tmp_path):
+    ev, tr, out = tmp_path / "eval", tmp_path / "transfer", tmp_path / "root" / "eval-tasks"
+    for n in ("profile-1000003", "release-flag-1000004"):
+        _task(ev, n)
+    _task(tr, "base64-2000000")
+    assert ml.combined_eval_tasks(ev, tr, out) == out
+    assert sorted(p.name for p in out.iterdir()) == [
+        "base64-2000000",
+        "profile-1000003",
+        "release-flag-1000004",
+    ]
+    assert (out / "base64-2000000" / "repo").is_dir()
+    assert ml.combined_eval_tasks(ev, tr, out) == out  # made once, then checked
+    _task(tr, "base64-2000001")
+    with pytest.raises(ValueError, match="other tasks than"):
+        ml.combined_eval_tasks(ev, tr, out)
+    _task(tr, "profile-1000003")
+    with pytest.raises(ValueError, match=r"not of the held-out kind base64: \['profile-1000003'\]"):
+        ml.combined_eval_tasks(ev, tr, tmp_path / "o2")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="holds no task"):
+        ml.combined_eval_tasks(ev, empty, tmp_path / "o3")
+
+
+def _run_with_transfer(run_dir: Path) -> None:
+    """A finished 1-update run whose evaluations held 2 trained-kind tasks and 1 base64 task (2 rollouts each)."""
+    import json
+
+    run_dir.mkdir(parents=True)
+    (run_dir / "train.json").write_text(json.dumps({"outer_batches": 1}))
+    rewards = {  # eval batch -> task -> rewards of its 2 rollouts
+        0: {"profile-1000003": [0.0, 1.0], "release-flag-1000004": [0.0, 0.0], "base64-2000000": [0.0, 0.0]},
+        1: {"profile-1000003": [1.0, 1.0], "release-flag-1000004": [0.5, 1.0], "base64-2000000": [0.5, 0.0]},
+    }
+    metrics = [
+        {"kind": "eval", "outer_batch": b, "val_reward": sum(sum(v) for v in t.values()) / 6, "eval_s": 10.0}
+        for b, t in rewards.items()
+    ]
+    metrics.insert(1, {"kind": "train", "outer_batch": 0, "reward_mean": 0.5, "reward_std": 0.5,
+                       "zero_advantage_groups": 0, "rows": 8, "sampled_tokens": 100, "rollout_s": 5.0,
+                       "train_s": 6.0, "grad_norm": 0.1})  # fmt: skip
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    recs = [
+        {"rollout_id": f"eval-b{b}-{task}-r{i}", "task": task, "reward": x,
+         "edited_files": {"modified": ["pom.xml"], "added": [], "deleted": [], "truncated": False}}
+        for b, t in rewards.items() for task, xs in t.items() for i, x in enumerate(xs)
+    ]  # fmt: skip
+    (run_dir / "env" / "rollouts").mkdir(parents=True)
+    (run_dir / "env" / "rollouts" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_the_held_out_kind_is_reported_apart_and_reads_back(tmp_path, capsys):
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    s = ml.summarize_seed(root / "seed2")
+    assert s["finished"]
+    # held-out counts the trained kinds only: (0+1+0+0)/4 and (1+1+0.5+1)/4; base64 apart
+    assert [(b, r) for b, r, *_ in s["evals"]] == [(0, 0.25), (1, 0.875)]
+    assert s["transfer"] == [(0, 0.0, 2), (1, 0.25, 2)]
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
+    out = capsys.readouterr().out
+    assert "  held-out after 1 updates: reward 0.875 (failed rollouts 0, 10 s)" in out
+    assert "  held-out kind base64 after 1 updates: reward 0.250 (2 rollouts)" in out
+    assert "    base64               0.00 (2) -> 0.25 (2)" in out
+    result = out.strip().splitlines()[-1]
+    assert "heldout_before=0.250+-0.000 heldout_after=0.875+-0.000 improved_seeds=1/1" in result
+    assert result.endswith("transfer_before=0.000+-0.000 transfer_after=0.250+-0.000 transfer_seeds=1")
+    # the printed lines read back as a recorded seed, transfer included
+    settings = f"settings: {ml.FLAGS}\n"
+    (tmp_path / "rec.txt").write_text(settings + out)
+    rec = ml.recorded_seeds(tmp_path / "rec.txt", ml.FLAGS)[2]
+    assert rec["evals"][-1][:2] == (1, 0.875) and rec["transfer"] == [(0, 0.0, 2), (1, 0.25, 2)]
+
+
+def test_a_run_without_the_held_out_kind_keeps_the_logged_reward(tmp_path):
+    _run_with_transfer(tmp_path / "seed0")
+    path = tmp_path / "seed0" / "env" / "rollouts" / "results.jsonl"
+    path.write_text("".join(x + "\n" for x in path.read_text().splitlines() if "base64" not in x))
+    s = ml.summarize_seed(tmp_path / "seed0")
+    assert s["transfer"] == [] and [r for _, r, *_ in s["evals"]] == [1 / 6, 4 / 6]

@@ -104,6 +104,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.table_only and not (args.train_tasks and args.eval_tasks):
         p.error("--train-tasks and --eval-tasks are required unless --table-only")
+    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
+        p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1")
+    for flag in ("train_tasks", "eval_tasks", "transfer_tasks"):
+        value = getattr(args, flag)
+        if value is not None and not args.table_only and not Path(value).is_dir():
+            p.error(
+                f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
+            )
     return args
 
 
@@ -293,7 +301,7 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
-SEED_LINE = re.compile(r"^seed (\d+): (finished|NOT FINISHED.*)$")
+SEED_LINE = re.compile(r"^seed (\d+): (.*)$")
 TRANSFER_LINE = re.compile(
     rf"^  held-out kind {HELDOUT_KIND} after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
 )
@@ -335,6 +343,10 @@ def recorded_seeds(path: Path, settings: str | None = None) -> dict[int, dict[st
             )
     for line in lines:
         if m := SEED_LINE.match(line):
+            state = m.group(2)
+            if "recorded in" in state or not (state == "finished" or state.startswith("NOT FINISHED")):
+                cur = None  # a seed this file joined from another file, or a progress line: not this file's seed
+                continue
             cur = {
                 "evals": [], "trains": [], "transfer": [], "recorded": path, "finished": m.group(2) == "finished"
             }  # fmt: skip

@@ -171,3 +171,35 @@ def test_a_run_without_the_held_out_kind_keeps_the_logged_reward(tmp_path):
     path.write_text("".join(x + "\n" for x in path.read_text().splitlines() if "base64" not in x))
     s = ml.summarize_seed(tmp_path / "seed0")
     assert s["transfer"] == [] and [r for _, r, *_ in s["evals"]] == [1 / 6, 4 / 6]
+
+
+def test_a_seed_joined_from_another_file_is_not_read_into_the_seed_before_it(tmp_path):
+    """A file where seed 0 ran and seed 1 was joined (``seed 1: finished, recorded in ...``): seed 1's
+    lines belong to the other file and must not be appended to seed 0's."""
+    text = RECORDED.read_text(encoding="utf-8")
+    block = text[text.index("seed 0: finished") : text.index("  per kind")]
+    joined = block.replace(
+        "seed 0: finished", "seed 1: finished, recorded in other.txt (per kind and audit there)"
+    )
+    joined = joined.replace("reward 0.643", "reward 0.000")
+    (tmp_path / "mixed.txt").write_text(
+        text.replace("\nheld-out reward before", "\n" + joined + "\nheld-out reward before")
+    )
+    seeds = ml.recorded_seeds(tmp_path / "mixed.txt")
+    assert list(seeds) == [0]
+    assert seeds[0]["evals"] == [(0, 0.143, 0, 866.0), (3, 0.643, 0, 1856.0)]
+    assert len(seeds[0]["trains"]) == 3
+
+
+def test_bad_seeds_or_a_missing_task_directory_name_their_flag(tmp_path, capsys):
+    base = ["--run-root", str(tmp_path), "--train-tasks", str(tmp_path), "--eval-tasks", str(tmp_path)]
+    for argv, flag in (
+        ([*base, "--seeds", "a"], "--seeds 'a'"),
+        ([*base, "--transfer-tasks", str(tmp_path / "nope")], "--transfer-tasks"),
+        (["--run-root", str(tmp_path), "--train-tasks", str(tmp_path / "nope"), "--eval-tasks", str(tmp_path)],
+         "--train-tasks"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            ml.main(argv)
+        assert e.value.code == 2
+        assert flag in capsys.readouterr().err

@@ -129,6 +129,8 @@ def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
         return sorted(p.name for p in d.iterdir() if (p / "task.json").is_file())
 
     held, transfer = names(eval_dir), names(transfer_dir)
+    if any(kind_of(n) == HELDOUT_KIND for n in held):
+        raise ValueError(f"--eval-tasks holds {HELDOUT_KIND} tasks: give them with --transfer-tasks only")
     if not transfer:
         raise ValueError(f"--transfer-tasks {transfer_dir} holds no task directory")
     other = [n for n in transfer if kind_of(n) != HELDOUT_KIND]
@@ -214,7 +216,17 @@ def summarize_seed(run_dir: Path) -> dict[str, Any]:
     evals_out = [(r["outer_batch"], r["val_reward"], r.get("val_failed", 0), r.get("eval_s")) for r in evals]
     transfer = []
     if any(HELDOUT_KIND in per_kind[b] for b, *_ in evals_out):
-        # the held-out kind was evaluated too: the held-out reward counts the trained kinds only
+        # the held-out kind was evaluated too: the held-out reward counts the trained kinds only, from the
+        # rollout records, so every evaluation's records must be all there
+        for r in evals:
+            b, got = r["outer_batch"], per_kind[r["outer_batch"]]
+            n = sum(len(xs) for xs in got.values())
+            if n != r.get("val_rollouts") or not got.get(HELDOUT_KIND) or len(got) < 2:
+                raise ValueError(
+                    f"{run_dir}: the evaluation after {b} updates logged {r.get('val_rollouts')} rollouts, "
+                    f"results.jsonl holds {n} ({HELDOUT_KIND}: {len(got.get(HELDOUT_KIND, []))}): the held-out "
+                    "reward cannot be split by kind"
+                )
         transfer = [(b, *mean_n(per_kind[b].get(HELDOUT_KIND, []))) for b, *_ in evals_out]
         evals_out = [
             (

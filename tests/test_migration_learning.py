@@ -126,7 +126,13 @@ def _run_with_transfer(run_dir: Path) -> None:
         1: {"profile-1000003": [1.0, 1.0], "release-flag-1000004": [0.5, 1.0], "base64-2000000": [0.5, 0.0]},
     }
     metrics = [
-        {"kind": "eval", "outer_batch": b, "val_reward": sum(sum(v) for v in t.values()) / 6, "eval_s": 10.0}
+        {
+            "kind": "eval",
+            "outer_batch": b,
+            "val_reward": sum(sum(v) for v in t.values()) / 6,
+            "eval_s": 10.0,
+            "val_rollouts": 6,
+        }  # fmt: skip
         for b, t in rewards.items()
     ]
     metrics.insert(1, {"kind": "train", "outer_batch": 0, "reward_mean": 0.5, "reward_std": 0.5,
@@ -203,3 +209,27 @@ def test_bad_seeds_or_a_missing_task_directory_name_their_flag(tmp_path, capsys)
             ml.main(argv)
         assert e.value.code == 2
         assert flag in capsys.readouterr().err
+
+
+def test_a_run_whose_records_are_missing_is_refused_not_split_wrong(tmp_path, capsys):
+    """Held-out reward split by kind comes from results.jsonl: a torn or missing record would change it silently."""
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    path = root / "seed2" / "env" / "rollouts" / "results.jsonl"
+    path.write_text(
+        "".join(x + "\n" for x in path.read_text().splitlines() if "eval-b1-release-flag" not in x)
+    )
+    with pytest.raises(
+        ValueError, match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(base64: 2\)"
+    ):
+        ml.summarize_seed(root / "seed2")
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
+    assert "cannot be split by kind" in capsys.readouterr().err
+
+
+def test_base64_tasks_in_the_eval_set_are_refused(tmp_path):
+    ev, tr = tmp_path / "eval", tmp_path / "transfer"
+    _task(ev, "base64-2000005")
+    _task(tr, "base64-2000000")
+    with pytest.raises(ValueError, match="--eval-tasks holds base64 tasks"):
+        ml.combined_eval_tasks(ev, tr, tmp_path / "out")

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from strands_art.envs.migrationbench.agent import USER_TURN, num_tests_of
 from strands_art.envs.migrationbench.tasks import load_tasks
+from strands_art.validation import listed
 
 
 def rows(tasks_dir: str | None, agent_name: str) -> list[dict]:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     val = rows(args.val_tasks_dir, args.agent_name) if args.val_tasks_dir else train
     both = sorted({r["extra_info"]["task"] for r in train} & {r["extra_info"]["task"] for r in val})
     if args.val_tasks_dir and both:
-        p.error(f"--val-tasks-dir holds training tasks: {', '.join(both[:5])}")
+        p.error(f"--val-tasks-dir holds training tasks: {listed(both)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(train), out / "train.parquet")

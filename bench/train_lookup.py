@@ -91,6 +91,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--compare", default=None, help="a recorded bench/learning_tool.py output to check against"
     )
     p.add_argument("--plot", default=None, help="figure: training reward and held-out success per seed")
+    p.add_argument(
+        "--launch-after-step",
+        type=int,
+        default=0,
+        help="the asynchronous modes' --launch-after-step J (run directories kK-jJ-seedS)",
+    )
     p.add_argument("--extra", default="", help="more train flags, e.g. '--outer-batches 2' (changes the run)")
     args = p.parse_args(argv)
     if (args.kill_seed is None) != (args.reference is None):
@@ -100,11 +106,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def run_name(args: argparse.Namespace, k: int, seed: int) -> str:
+    """The run directory's name of one (mode, seed): ``kK-seedS``, ``kK-jJ-seedS`` with ``--launch-after-step J``."""
+    late = f"-j{args.launch_after_step}" if k and args.launch_after_step else ""
+    return f"k{k}{late}-seed{seed}"
+
+
 def train_command(args: argparse.Namespace, run_dir: Path, seed: int, k: int) -> list[str]:
     """The command line of one run (with ``--pin``: under taskset, one torch thread)."""
+    late = ["--launch-after-step", str(args.launch_after_step)] if k and args.launch_after_step else []
     cmd = [
         "strands-art", "train", "--env", "lookup", "--backend", args.backend, "--max-staleness", str(k),
-        "--threads", str(1 if args.pin else args.threads), "--seed", str(seed), "--no-progress",
+        *late, "--threads", str(1 if args.pin else args.threads), "--seed", str(seed), "--no-progress",
         "--run-dir", str(run_dir), *args.extra.split(),
     ]  # fmt: skip
     return ["taskset", "-c", args.trainer_cores, *cmd] if args.pin else cmd
@@ -206,7 +219,7 @@ def overlap_bound(records: list[dict[str, Any]]) -> float:
 
 def run_one(args: argparse.Namespace, root: Path, seed: int, k: int) -> dict[str, Any]:
     """One (mode, seed) run, or the finished one found; returns its timing record."""
-    run_dir, log = root / f"k{k}-seed{seed}", root / f"k{k}-seed{seed}.log"
+    run_dir, log = root / run_name(args, k, seed), root / f"{run_name(args, k, seed)}.log"
     cmd = train_command(args, run_dir, seed, k)
     print(f"$ {' '.join(cmd)}", flush=True)
     if finished(run_dir):
@@ -323,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in modes if i % 2 == 0 else modes[::-1]:
             timing[k, seed] = run_one(args, root, seed, k)
             if timing[k, seed].get("appeared"):  # from the arrival times, with this file's rule
-                records = read_records(root / f"k{k}-seed{seed}")
+                records = read_records(root / run_name(args, k, seed))
                 timing[k, seed]["s_per_update"] = per_update_s(records, timing[k, seed]["appeared"])
     kill = kill_and_resume(args, root, args.kill_seed) if args.kill_seed is not None else None
 
@@ -333,9 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     matches: list[bool] = []
     summary: dict[int, dict[str, Any]] = {}
     for k in modes:
-        runs = {seed: read_records(root / f"k{k}-seed{seed}") for seed in seeds}
+        runs = {seed: read_records(root / run_name(args, k, seed)) for seed in seeds}
+        late = f" --launch-after-step {args.launch_after_step}" if k and args.launch_after_step else ""
         print(
-            f"\n--max-staleness {k}{' (pinned: trainer cores ' + args.trainer_cores + ', vLLM cores ' + args.sampler_cores + ')' if args.pin else ''}"
+            f"\n--max-staleness {k}{late}{' (pinned: trainer cores ' + args.trainer_cores + ', vLLM cores ' + args.sampler_cores + ')' if args.pin else ''}"
         )
         print(
             f"seed  success before -> after   reward before -> after   s/update  dropped  batch rewards{'  (= recorded?)' if recorded and k == 0 else ''}"
@@ -364,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{statistics.fmean(r['train_s'] for r in train):.0f}s, waited "
                 f"{statistics.fmean(r.get('rollout_wait_s', r['rollout_s']) for r in train):.0f}s; "
                 f"policy lag max {max(r.get('policy_lag_max', 0) for r in train)}; "
-                f"TensorBoard {tensorboard_check(root / f'k{k}-seed{seed}', runs[seed])}"
+                f"TensorBoard {tensorboard_check(root / run_name(args, k, seed), runs[seed])}"
             )
             if len(ev) > 2:  # --eval-every: every evaluation, after how many updates
                 print(
@@ -394,7 +408,11 @@ def main(argv: list[str] | None = None) -> int:
             path = (
                 args.plot
                 if len(modes) == 1
-                else str(Path(args.plot).with_stem(f"{Path(args.plot).stem}-k{k}"))
+                else str(
+                    Path(args.plot).with_stem(
+                        f"{Path(args.plot).stem}-{run_name(args, k, 0).removesuffix('-seed0')}"
+                    )
+                )
             )
             plot_seeds(runs, path, eval_key="val_success")
             print(f"plot {path}")
@@ -413,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         steady_ratio = {seed: summary[0]["steady"][seed] / summary[async_k]["steady"][seed] for seed in seeds}
         bound = {seed: overlap_bound(read_records(root / f"k0-seed{seed}")) for seed in seeds}
         print(
-            f"\nsynchronous / asynchronous (--max-staleness {async_k}) seconds per update, per seed (same invocation)"
+            f"\nsynchronous / asynchronous (--max-staleness {async_k}{' --launch-after-step ' + str(args.launch_after_step) if args.launch_after_step else ''}) seconds per update, per seed (same invocation)"
         )
         print("seed   whole run   after the first update   bound (R + T) / max(R, T) of the synchronous run")
         for seed in seeds:
@@ -437,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
             f"success_sync={sync['end'][0]:.3f} success_async={asyn['end'][0]:.3f} "
             f"dropped_fraction={asyn['dropped']:.3f} success_sync_std={sync['end'][1]:.3f} "
             f"success_async_std={asyn['end'][1]:.3f} s_per_update_sync={sync['s_per_update'][0]:.0f} "
-            f"s_per_update_async={asyn['s_per_update'][0]:.0f} async_k={k}"
+            f"s_per_update_async={asyn['s_per_update'][0]:.0f} async_k={k} launch_after_step={args.launch_after_step}"
         )
         steady = mean_std(list(steady_ratio.values()))
         out += (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 
 import pytest
 import torch
@@ -175,31 +176,44 @@ def _copy(t: Trajectory, version: int) -> Trajectory:
     return c
 
 
-def copy_sync_run(tok, tmp_path, name: str, delay_seed: int) -> dict:
+def copy_sync_run(
+    tok, tmp_path, name: str, delay_seed: int, launch_after_step: int = 0, slow_publish: float = 0.0
+) -> dict:
     from strands_art.training.local_sync import CopySync
     from strands_art.training.lora import lora_model
 
     cfg = config(seed=3)
     model = lora_model(tiny_llama(), cfg)
     sync = CopySync(model, tok, cores={0})
+    if slow_publish:  # a publish that starts late: the trainer's next steps must not overtake it
+        publish = sync.publish
+
+        def late() -> bool:
+            time.sleep(slow_publish)
+            return publish()
+
+        sync.publish = late
     trainer = LocalTrainer(model, tok, cfg, weight_sync=sync)
     gateway = RolloutGateway(tok, trainer.backend)
     finished: list[str] = []
     rows: dict[str, list[dict]] = {}
     behind: dict[int, set[int]] = {}
+    versions: dict[int, set[int]] = {}
 
     def check(b: int, trajs: list[Trajectory]) -> None:
         behind[b] = {updates_behind(t.policy_version, trainer.step, 4) for tr in trajs for t in tr.turns}
+        versions[b] = {t.policy_version for tr in trajs for t in tr.turns}
 
     records = asyncio.run(
         loop.train(
             trainer, gateway, TASKS, delayed(chat_rollout, delay_seed, finished, rows), 3,
             tmp_path / name, eval_tasks=TASKS[:1], progress=False, max_staleness=1, on_rollouts=check,
+            launch_after_step=launch_after_step,
         )
     )  # fmt: skip
     pinned = trainer.backend.run_on_sampler_thread(os.sched_getaffinity, 0)
     return {"lora": lora_state(trainer), "rows": rows, "records": records, "behind": behind, "pinned": pinned,
-            "finished": finished, "sampler": sync.version, "step": trainer.step}  # fmt: skip
+            "finished": finished, "sampler": sync.version, "step": trainer.step, "versions": versions}  # fmt: skip
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs sched_setaffinity")
@@ -216,3 +230,51 @@ def test_copy_sync_sampler_is_exactly_one_update_behind_and_deterministic(tok, t
     assert untimed(a["records"]) == untimed(b["records"])
     for n in a["lora"]:
         assert torch.equal(a["lora"][n], b["lora"][n]), n
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs sched_setaffinity")
+def test_launch_after_step_samples_the_next_batch_from_that_step_deterministically(tok, tmp_path):
+    """--launch-after-step 3 of 4 steps per update: batch b+1 samples from the adapter after step
+    3 of update b (one optimizer step behind when trained, not a whole update), the step count per
+    update stays 4, and two runs with other completion orders are bit-identical."""
+    a = copy_sync_run(tok, tmp_path, "a", delay_seed=1, launch_after_step=3)
+    b = copy_sync_run(tok, tmp_path, "b", delay_seed=2, launch_after_step=3, slow_publish=0.3)
+    assert a["finished"] != b["finished"]
+    assert a["versions"] == {0: {0}, 1: {3}, 2: {7}}  # launched at the start: {0: {0}, 1: {0}, 2: {4}}
+    train = [r for r in a["records"] if r["kind"] == "train"]
+    assert [r["optimizer_steps"] for r in train] == [4, 4, 4]
+    assert [r["policy_lag_max"] for r in train] == [0, 1, 1]
+    assert all(r["launch_after_step"] == 3 and r["stale_dropped"] == 0 for r in train)
+    assert [r["launch_sync_s"] > 0 for r in train] == [True, True, False]  # the last update launches nothing
+    assert a["step"] == 12 and a["sampler"] == 12
+    assert a["rows"] == b["rows"] and untimed(a["records"]) == untimed(b["records"])
+    for n in a["lora"]:
+        assert torch.equal(a["lora"][n], b["lora"][n]), n
+
+
+@pytest.mark.parametrize(
+    ("k", "j", "message"),
+    [
+        (0, 1, "launch_after_step 1 needs max_staleness >= 1"),
+        (1, 4, r"launch_after_step must be in \[0, 4\)"),
+        (1, -1, r"launch_after_step must be in \[0, 4\)"),
+        (1, 1, "needs a trainer with a weight_sync"),  # a shared model: no sampler to sync mid-update
+    ],
+)
+def test_launch_after_step_out_of_range_is_refused(tok, tmp_path, k, j, message):
+    trainer = LocalTrainer(tiny_llama(), tok, config())
+    gateway = RolloutGateway(tok, trainer.backend)
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(
+            loop.train(
+                trainer,
+                gateway,
+                TASKS,
+                chat_rollout,
+                1,
+                tmp_path / "run",
+                progress=False,
+                max_staleness=k,
+                launch_after_step=j,
+            )  # fmt: skip
+        )

@@ -113,7 +113,7 @@ def test_a_hand_edited_train_json_is_checked_on_resume(tmp_path, capsys):
 
 
 BASE = TrainSettings.resolve("capitals", "runs/x", {"prompt_batch": 2, "ppo_mini_batch": 1})
-FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch"})  # ppo_mini_batch must also divide prompt_batch
+FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch", "launch_after_step"})  # bounded by other settings too
 
 
 @settings(max_examples=300, deadline=None)
@@ -134,6 +134,35 @@ def test_an_integer_setting_of_another_kind_is_refused(key, value):
         return  # None: the environment's / torch's default
     with pytest.raises(UsageError, match=f"^{FLAG_OF[key]} must be an integer"):
         dataclasses.replace(BASE, **{key: value}).check()
+
+
+def test_launch_after_step_is_bounded_by_the_steps_of_one_update_and_needs_asynchrony(tmp_path, capsys):
+    base = ["--env", "capitals", "--run-dir", str(tmp_path / "run"), "--prompt-batch", "4"]
+    s = settings_of([*base, "--ppo-mini-batch", "2", "--epochs", "2", "--launch-after-step", "3"])
+    assert s.launch_after_step == 3 and "--launch-after-step 3" in s.command()  # 2 x 2 steps per update
+    assert settings_of(base).launch_after_step == 0
+    with pytest.raises(UsageError, match=r"below the optimizer steps of one update \(4: .*got 4"):
+        settings_of([*base, "--ppo-mini-batch", "2", "--epochs", "2", "--launch-after-step", "4"])
+    with pytest.raises(UsageError, match="--launch-after-step 1 needs --max-staleness >= 1"):
+        settings_of([*base, "--max-staleness", "0", "--launch-after-step", "1"])
+    with pytest.raises(UsageError, match="--launch-after-step must be an integer from 0"):
+        settings_of([*base, "--launch-after-step", "-1"])
+    capsys.readouterr()
+    verl = ["--env", "migrationbench", "--run-dir", str(tmp_path / "run"), "--trainer", "verl"]
+    assert main(["train", *verl, "--launch-after-step", "1"]) == 2
+    assert "--launch-after-step: the verl launch trains synchronously" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_the_environments_recommended_sizes_bound_launch_after_step():
+    """The command's first pass (before the environment's values are known) checks values alone:
+    --launch-after-step 3 is refused with the global defaults' 2 steps per update but is right
+    with an environment recommending 4 tasks per outer batch."""
+    given = {"launch_after_step": 3}
+    TrainSettings.resolve("m:f", "runs/x", given, cross_checks=False)
+    assert TrainSettings.resolve("m:f", "runs/x", given, {"prompt_batch": 4}).launch_after_step == 3
+    with pytest.raises(UsageError, match=r"one update \(2: "):
+        TrainSettings.resolve("m:f", "runs/x", given)
 
 
 def test_old_logprobs_auto_is_saved_resolved_and_old_runs_keep_rollout(tmp_path):

@@ -136,3 +136,19 @@ def test_vllm_url_trains_against_a_server_the_user_runs(real_vllm, tmp_path, cap
     assert model_gap(rollouts(run, 0)) < 1e-3
     assert model_gap(rollouts(run, 1), run / "checkpoints" / "ob-000001") < 1e-3
     assert model_gap(rollouts(run, 1)) > 0.05
+
+
+def test_launch_after_step_samples_the_next_batch_from_the_adapter_of_that_step(real_vllm, tmp_path, capsys):
+    """``--max-staleness 1 --launch-after-step 1``: the adapter of update 0's first step is loaded
+    into the server before batch 1 is launched, so every row of batch 1 records policy version 1
+    (one optimizer step behind when trained, not a whole update)."""
+    run = tmp_path / "run"
+    argv = ["train", *TINY, "--vllm-url", real_vllm.base_url, "--max-staleness", "1", "--launch-after-step", "1",
+            "--run-dir", str(run)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    train = train_records(run)
+    assert [r["step"] for r in train] == [2, 4] and [r["optimizer_steps"] for r in train] == [2, 2]
+    assert all(r["launch_after_step"] == 1 and r["stale_dropped"] == 0 for r in train)
+    assert set(check_rows(rollouts(run, 0))) == {0}
+    assert set(check_rows(rollouts(run, 1))) == {1}
+    assert [r["policy_lag_max"] for r in train] == [0.0, 1.0]

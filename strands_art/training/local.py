@@ -97,7 +97,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -240,12 +240,19 @@ class LocalTrainer:
         return [float(x) for x in lp[0, start:]]
 
     # ------------------------------------------------------------------ one outer batch
-    def update(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    def update(
+        self, trajectories: Sequence[Trajectory], on_step: Callable[[int], None] | None = None
+    ) -> dict[str, float]:
         """Train on one outer batch of finished trajectories (rewards attached); returns metrics.
 
         Takes :attr:`lock` for the whole update, then (vLLM) syncs the new adapter. The step count is
         ``num_mini_batches * ppo_epochs`` (or the ``fixed_rows`` plan) whatever the rows; an
         outer batch without a single usable rollout takes no step (logged, ``skipped=1``).
+        ``on_step(k)`` is called after the ``k``-th optimizer step of this update (1-based), in the
+        thread that runs the update, holding :attr:`lock` (the asynchronous loop syncs the adapter
+        with :meth:`sync_weights` there and launches the next rollouts). An exception it raises
+        propagates with ``k`` steps applied, ``outer_batch`` not advanced and no end-of-update sync
+        (the state a :class:`NonFiniteGradient` leaves: resume from the last checkpoint).
 
         Raises:
             ValueError: from GRPO / batching on inconsistent trajectories (duplicate ids, ...).
@@ -284,9 +291,10 @@ class LocalTrainer:
                 filtered += n_filtered
                 if not merge_stats(first)["tokens"]:  # the first step that ran a pass (a tied group's
                     first = stats  # rows are skipped; no gradient of this batch has been applied yet)
+                if on_step is not None:
+                    on_step(k + 1)
         if self.weight_sync is not None:
-            self.weight_sync.sync(self.model, self.step)
-            metrics["sync_s"] = self.weight_sync.sync_s
+            metrics["sync_s"] = self.sync_weights()
         merged = merge_stats(stats_all)
         gap = merge_stats(first)
         elapsed = time.perf_counter() - t0
@@ -309,6 +317,21 @@ class LocalTrainer:
         )
         self.outer_batch += 1
         return metrics
+
+    def sync_weights(self) -> float:
+        """Hand the current adapter to the sampler as policy version :attr:`step` (vLLM: loaded
+        now; :class:`~strands_art.training.local_sync.CopySync`: staged for its ``publish``);
+        returns the seconds it took, 0.0 without a ``weight_sync``.
+
+        Raises:
+            WeightSyncError: the server did not take the adapter (vLLM backend).
+            ValueError: :attr:`step` not above the version the server has (``LoRASync``: versions grow).
+            KeyError: the model's LoRA parameters do not match the sampler copy's (``CopySync``).
+        """
+        if self.weight_sync is None:
+            return 0.0
+        self.weight_sync.sync(self.model, self.step)
+        return float(self.weight_sync.sync_s)
 
     @property
     def passes(self) -> Passes:

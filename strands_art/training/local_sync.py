@@ -6,16 +6,19 @@ asynchronous loop (``max_staleness`` >= 1) :class:`CopySync` gives the sampler i
 model with the same LoRA adapter, and moves the trainer's adapter into it between outer batches,
 the way :class:`~strands_art.training.weight_sync.LoRASync` moves it into a vLLM server:
 
-- :meth:`CopySync.sync` (called by :meth:`LocalTrainer.update` after its last optimizer step)
-  *stages* a copy of the new adapter tensors (a few MB);
-- :meth:`CopySync.publish` (called by the loop before it launches an outer batch's rollouts)
-  copies the staged tensors into the sampler's model under its lock and sets the backend's
-  ``policy_version``.
+- :meth:`CopySync.sync` (called by :meth:`LocalTrainer.update` after its last optimizer step,
+  and with ``launch_after_step = J`` by the loop after step J) *stages* a copy of the new adapter
+  tensors (a few MB);
+- :meth:`CopySync.publish` (called by the loop before it launches an outer batch's rollouts;
+  with ``J``, in the trainer's thread right after the step-J sync, before the next step can
+  stage another) copies the staged tensors into the sampler's model under its lock and sets the
+  backend's ``policy_version``.
 
 Publishing only between launches means the rollouts of one outer batch all sample from one
 policy version: with K = 1, batch ``b + 1`` samples from the weights before update ``b``
-(exactly one update behind when it is trained), whatever the timing, so runs are deterministic
-for a seed. The copy costs the model's memory once more (LoRA adapter and base weights).
+(exactly one update behind when it is trained; with ``J``, the weights after step J of update
+``b``), whatever the timing, so runs are deterministic for a seed. With K >= 2 a publish can
+land while the batch before is still running, so that holds for K = 1 only. The copy costs the model's memory once more (LoRA adapter and base weights).
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@ With ``max_staleness = K >= 1`` the rollouts of up to K outer batches ahead run 
 updates (launched once the batch before them is collected; a deferred weight sync such as
 :class:`~strands_art.training.local_sync.CopySync` is published just before each launch), and a
 rollout more than K updates behind when its batch is trained is dropped
-(:mod:`strands_art.training.staleness`). ``K = 0`` is the synchronous loop above.
+(:mod:`strands_art.training.staleness`). ``K = 0`` is the synchronous loop above. With
+``launch_after_step = J >= 1`` the next batch's rollouts launch after the J-th optimizer step of
+the update instead of before it, with the adapter of that step synced to the sampler first: J
+steps less lag, the rollouts overlapping only the update's remaining steps.
 
 :func:`train` resumes from the newest checkpoint of ``run_dir`` (adapter, optimizer, step,
 RNG), drops metrics written after it, and continues with the same step count.
@@ -192,6 +195,7 @@ async def train(
     on_event: RolloutEvent | None = None,
     on_rollouts: Callable[[int, list[Trajectory]], None] | None = None,
     max_staleness: int = 0,
+    launch_after_step: int = 0,
     train_executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the loop until ``outer_batches`` outer batches are done.
@@ -216,6 +220,10 @@ async def train(
         max_staleness: ``K``: the rollouts of up to K outer batches ahead run while the trainer
             updates on this one; a rollout more than K updates behind when its batch is trained
             is dropped (:mod:`strands_art.training.staleness`). 0: the synchronous loop.
+        launch_after_step: ``J``: with ``max_staleness`` >= 1, launch the rollouts ahead after the
+            J-th optimizer step of the update (its adapter synced to the sampler first with
+            :meth:`LocalTrainer.sync_weights`); 0: before the update. An update that takes fewer
+            steps (no usable rollout) launches them when it ends.
         train_executor: where :meth:`LocalTrainer.update` runs (default: asyncio's thread pool;
             bench/async.py passes a thread pinned to its own cores).
 
@@ -223,14 +231,28 @@ async def train(
         All metrics records of the run (including those from before a resume).
 
     Raises:
-        ValueError: if the gateway does not sample from the trainer's backend, or ``max_staleness``
-            is negative.
+        ValueError: if the gateway does not sample from the trainer's backend, ``max_staleness``
+            is negative, or ``launch_after_step`` is not in ``[0, optimizer steps per update)``
+            or is set with ``max_staleness`` 0.
     """
     if max_staleness < 0:
         raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
     if gateway.backend is not trainer.backend:
         raise ValueError("the gateway must sample from trainer.backend (the model being trained)")
     cfg = trainer.config
+    steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
+    if not 0 <= launch_after_step < steps_per_update:
+        raise ValueError(
+            f"launch_after_step must be in [0, {steps_per_update}) (the optimizer steps of one update), "
+            f"got {launch_after_step}"
+        )
+    if launch_after_step and not max_staleness:
+        raise ValueError(f"launch_after_step {launch_after_step} needs max_staleness >= 1 (0: synchronous)")
+    if launch_after_step and trainer.weight_sync is None:
+        raise ValueError(
+            "launch_after_step needs a trainer with a weight_sync (a sampler of its own): a sampler "
+            "sharing the trainer's model would wait for the whole update"
+        )
     run_dir = Path(run_dir)
     log = MetricsLog(run_dir / "metrics.jsonl")
     state = trainer.resume(run_dir)
@@ -269,7 +291,6 @@ async def train(
               "eval_s": time.perf_counter() - t0})  # fmt: skip
 
     done_here = 0
-    steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
 
     async def collect(b: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
@@ -279,6 +300,31 @@ async def train(
             progress=progress, on_event=on_event,
         )  # fmt: skip
         return trajs, time.perf_counter() - t0
+
+    def launch(batches: list[int]) -> None:
+        for a in batches:
+            pending[a] = asyncio.create_task(collect(a))
+
+    launch_syncs: list[float] = []  # seconds of the step-J syncs of the current update
+
+    def launch_after(j: int, batches: list[int], loop: asyncio.AbstractEventLoop) -> Callable[[int], None]:
+        """``LocalTrainer.update``'s ``on_step``: after step ``j``, in the trainer's thread, hand the
+        adapter to the sampler (a deferred sync is published here, before the trainer's next step
+        can stage another), then launch ``batches`` in the event loop. Its callbacks run in the order
+        they were scheduled, so the launch is in ``pending`` before the update's result arrives."""
+
+        def on_step(k: int) -> None:
+            if k != j or closing:
+                return
+            t0 = time.perf_counter()
+            trainer.sync_weights()
+            staged = getattr(trainer.weight_sync, "publish", None)
+            if staged is not None:
+                staged()
+            launch_syncs.append(time.perf_counter() - t0)
+            loop.call_soon_threadsafe(lambda: None if closing else launch(batches))
+
+        return on_step
 
     async def eval_if_due() -> None:
         """Evaluate after ``trainer.outer_batch`` batches if one is due there (before training,
@@ -290,6 +336,9 @@ async def train(
         if not any(r.get("kind") == "eval" and r["outer_batch"] == ob for r in log.read()):
             await run_eval()
 
+    closing = (
+        False  # set on the way out: a step-J hook still running in the trainer's thread launches nothing
+    )
     try:
         await eval_if_due()
         while trainer.outer_batch < outer_batches:
@@ -304,23 +353,33 @@ async def train(
             trajs, rollout_s = await pending.pop(b)
             waited_s = time.perf_counter() - t_wait
             # up to max_staleness batches ahead run while this one trains (0: none)
-            await publish()
-            for ahead in range(b + 1, min(b + 1 + max_staleness, outer_batches)):
-                if ahead not in pending:
-                    pending[ahead] = asyncio.create_task(collect(ahead))
+            ahead = [a for a in range(b + 1, min(b + 1 + max_staleness, outer_batches)) if a not in pending]
+            on_step = None
+            launch_syncs.clear()
+            if ahead and launch_after_step:
+                on_step = launch_after(launch_after_step, ahead, asyncio.get_running_loop())
+            else:
+                await publish()
+                launch(ahead)
             dropped = drop_stale(trajs, trainer.step, steps_per_update, max_staleness) if max_staleness else 0
             if on_rollouts is not None:
                 on_rollouts(b, trajs)
             if train_executor is None:
-                metrics = await asyncio.to_thread(trainer.update, trajs)
+                metrics = await asyncio.to_thread(trainer.update, trajs, on_step)
             else:
                 metrics = await asyncio.get_running_loop().run_in_executor(
-                    train_executor, trainer.update, trajs
+                    train_executor, trainer.update, trajs, on_step
                 )
+            if any(a not in pending for a in ahead):  # fewer steps than launch_after_step: launch now
+                await publish()
+                launch([a for a in ahead if a not in pending])
             record = {"kind": "train", "outer_batch": b, **metrics, "step": trainer.step,
                       "rollout_s": rollout_s, "history_mode": mode}  # fmt: skip
             if max_staleness:
-                record.update(stale_dropped=dropped, rollout_wait_s=waited_s, max_staleness=max_staleness)
+                record.update(stale_dropped=dropped, rollout_wait_s=waited_s, max_staleness=max_staleness,
+                              launch_after_step=launch_after_step)  # fmt: skip
+            if launch_after_step:
+                record["launch_sync_s"] = sum(launch_syncs)
             emit(record)
             done_here += 1
             last = trainer.outer_batch >= outer_batches
@@ -332,6 +391,7 @@ async def train(
             tqdm.write(f"browse the run: {view_command(run_dir)}")
         return log.read()
     finally:
+        closing = True
         for task in pending.values():  # a stop or an error: rollouts still in flight are abandoned
             task.cancel()
         if pending:

@@ -263,7 +263,7 @@ async def arun_training(
             eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
             on_event=live.on_event if progress else None,
             on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),
-            max_staleness=settings.max_staleness,
+            max_staleness=settings.max_staleness, launch_after_step=settings.launch_after_step,
         )  # fmt: skip
         close = getattr(trainer.backend, "aclose", None)
         if close is not None:

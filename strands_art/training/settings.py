@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "threads": None,
     "max_staleness": 1,
+    "launch_after_step": 0,
     "share_prefix": False,
     "gradient_checkpointing": False,
     "old_logprobs": "auto",
@@ -105,6 +106,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "seed": (0, 2**63 - 1),
     "threads": (1, 4096),  # or None: torch's default
     "max_staleness": (0, 1000),
+    "launch_after_step": (0, 10**6),
 }
 """The integer settings' ranges (inclusive), checked with the flag's name in the message."""
 
@@ -158,12 +160,21 @@ class TrainSettings:
     prompt: str | None = None
     gradient_checkpointing: bool = False
     ray: str | None = None
+    launch_after_step: int = 0
 
     @classmethod
     def resolve(
-        cls, env: str, run_dir: str, given: Mapping[str, Any], env_defaults: Mapping[str, Any] = {}
+        cls,
+        env: str,
+        run_dir: str,
+        given: Mapping[str, Any],
+        env_defaults: Mapping[str, Any] = {},
+        cross_checks: bool = True,
     ) -> TrainSettings:
         """Settings from ``given`` (None = not given), else ``env_defaults``, else :data:`DEFAULTS`.
+
+        ``cross_checks=False`` checks each value alone, not the sizes that depend on each other
+        (the command's first pass, before the environment's recommended values are known).
 
         Raises:
             ValueError: an unknown key, or settings :class:`TrainerConfig` refuses.
@@ -181,16 +192,21 @@ class TrainSettings:
                     "--max-staleness: the verl launch trains synchronously (trainer.v1.trainer_mode="
                     "strands_sync); asynchronous rollouts are the embedded trainer's"
                 )
+            if given.get("launch_after_step") not in (None, 0):
+                raise UsageError(
+                    "--launch-after-step: the verl launch trains synchronously (trainer.v1.trainer_mode="
+                    "strands_sync); asynchronous rollouts are the embedded trainer's"
+                )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
             values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
         if given.get("vllm_url") is not None and given.get("backend") is None:
             values["backend"] = "vllm"  # a server named is a server to sample from
         settings = cls(env=env, run_dir=str(run_dir), **values)
-        settings.check()  # before any model is loaded
+        settings.check(cross_checks)  # before any model is loaded
         return settings
 
-    def check(self) -> None:
+    def check(self, cross_checks: bool = True) -> None:
         """Check every value, the message naming its flag, as ``serve`` and ``migrate`` do
         (:mod:`strands_art.validation`), then the sizes :class:`TrainerConfig` checks
         (``--prompt-batch`` divisible by ``--ppo-mini-batch``, ...). Also run on a resumed run's
@@ -231,13 +247,36 @@ class TrainSettings:
                 raise UsageError(
                     "--vllm-url names a vLLM server: it needs --backend vllm, not --backend " + self.backend
                 )
+        if not cross_checks:
+            return
+        from strands_art.training.batching import plan
+
         try:
-            self.trainer_config()
+            config = self.trainer_config()
+            steps = plan(self.prompt_batch * self.rollouts_per_prompt, config.batching()).optimizer_steps
         except ValueError as exc:  # TrainerConfig names its fields: the user typed flags
             message = str(exc)
-            for field_name, flag in _CONFIG_FLAGS.items():
+            for field_name, flag in {
+                **_CONFIG_FLAGS,
+                "num_rows": "--prompt-batch x --rollouts-per-prompt",
+            }.items():
                 message = re.sub(rf"\b{field_name}\b", flag, message)
             raise ValueError(message) from exc
+        self._check_launch(steps)
+
+    def _check_launch(self, steps_per_update: int) -> None:
+        """``--launch-after-step J``: 0 <= J < the optimizer steps of one update, and only asynchronous."""
+        if self.launch_after_step and self.max_staleness == 0:
+            raise UsageError(
+                f"--launch-after-step {self.launch_after_step} needs --max-staleness >= 1: the synchronous "
+                "loop launches no rollouts while it updates"
+            )
+        if self.launch_after_step >= steps_per_update:
+            raise UsageError(
+                f"--launch-after-step must be below the optimizer steps of one update ({steps_per_update}: "
+                f"--prompt-batch / --ppo-mini-batch x --epochs), got {self.launch_after_step}; "
+                "launching after the last step is --max-staleness 0"
+            )
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""

@@ -76,6 +76,14 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "--max-staleness", type=int, help="K: rollouts may be K updates behind (0: synchronous; default 1)"
     )
     g.add_argument(
+        "--launch-after-step",
+        type=int,
+        metavar="J",
+        help="with --max-staleness >= 1: launch the rollouts ahead after optimizer step J of the current "
+        "update, its adapter synced to the sampler first (0, default: before the update; J below the "
+        "steps of one update, --prompt-batch / --ppo-mini-batch x --epochs: J steps less lag, less overlap)",
+    )
+    g.add_argument(
         "--old-logprobs",
         choices=("auto", *OLD_LOGPROBS_CHOICES),
         help="the PPO ratio's old logprobs: the recorded ones (rollout), a no-grad trainer pass before "
@@ -173,7 +181,8 @@ def run_train(args: argparse.Namespace) -> int:
         if isinstance(got, TrainSettings):
             settings, env = got, None
         else:
-            probe = TrainSettings.resolve(args.env, args.run_dir, got)  # the environment's options
+            # the environment's options; sizes are checked once its recommended values are in
+            probe = TrainSettings.resolve(args.env, args.run_dir, got, cross_checks=False)
             env = resolve_environment(args.env, env_options(probe))
             settings = TrainSettings.resolve(args.env, args.run_dir, got, env.defaults)
         if settings.trainer == "verl":

@@ -1,6 +1,7 @@
 """On-policy weight sync: the trainer's LoRA adapter, loaded into a running vLLM server.
 
-After an update, :meth:`LoRASync.sync` writes the trainer's adapter with peft's
+After an update (and, with the loop's ``launch_after_step = J``, after its step J),
+:meth:`LoRASync.sync` writes the trainer's adapter with peft's
 ``save_pretrained`` (``adapter_config.json`` + ``adapter_model.safetensors``, the format vLLM
 reads) to ``adapter_dir/{run}/v{version}-{digest}``, loads it into the server under the name
 ``{base}-lora-{run}-v{version}-{digest}`` with vLLM's runtime LoRA API, switches the

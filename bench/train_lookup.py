@@ -22,7 +22,8 @@ What it shows (issue "Training as a tool"):
   a core, as on a machine where the vLLM server has its own GPU. Wall time per update: from the
   moment the initial evaluation's record is written to the moment the last update's record is
   (the driver polls ``metrics.jsonl`` every second), divided by the updates; the ratio is
-  synchronous over asynchronous, mean over seeds.
+  synchronous over asynchronous, mean over seeds. ``--launch-after-step J`` runs the asynchronous
+  modes with that flag (the next batch launched after the update's step J: less lag).
 
 Each run is one ``strands-art train`` process (which starts its own vLLM server with
 ``--backend vllm``): runs go one after the other. A run directory that already holds a finished run

@@ -173,6 +173,16 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert main(["train", "--env", "lookup", "--prompt", "compact", "--run-dir", str(tmp_path / "p")]) == 2
     assert "--env lookup has its own keys and prompt" in capsys.readouterr().err
     assert not (tmp_path / "p" / "metrics.jsonl").exists()
+    # a factory that raises: one line naming it, not a traceback
+    assert main(["train", "--env", "os.path:join", "--run-dir", str(tmp_path / "j")]) == 2
+    assert "environment factory os.path:join raised TypeError" in capsys.readouterr().err
+    # a model that cannot load: the flag named, and the directory left as a fresh run can use it
+    bad = ["train", "--env", "capitals", "--model", "doesnotexist", "--run-dir", str(tmp_path / "b")]
+    for _ in range(2):  # the same command again gets the same answer, not "already holds a run"
+        assert main(bad) == 2
+        err = capsys.readouterr().err
+        assert "--model doesnotexist: unknown tokenizer/model 'doesnotexist'" in err, err
+        assert sorted(p.name for p in (tmp_path / "b").iterdir() if p.name != "env") == []
 
 
 def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
@@ -203,6 +213,12 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     argv += ["--rollouts-per-prompt", "8", "--lr", "3e-5", "--kl-coef", "0.01", "--epochs", "2"]
     assert main(argv) == 0
     script = (run / "verl" / "launch.sh").read_text()
+    assert "verl launch written" in capsys.readouterr().out
+    # a second launch into the same run directory is refused, the first one kept as written
+    assert main([*argv, "--old-logprobs", "recompute"]) == 2
+    assert (run / "verl" / "launch.sh").read_text() == script
+    assert "exists: --trainer verl writes a new launch into another --run-dir" in capsys.readouterr().err
+    assert "trainer.test_freq=-1" in script  # no --eval-tasks: nothing to validate
     for override in (
         "data.train_batch_size=4",
         "actor_rollout_ref.actor.ppo_mini_batch_size=2",
@@ -217,7 +233,6 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     assert f"make_verl_dataset.py --tasks-dir {bundled_tasks_dir()} --out" in script  # no held-out set
     assert "MODEL=${MODEL:-Qwen/Qwen2.5-Coder-0.5B-Instruct}" in script  # the alias's HF model
     assert subprocess.run(["bash", "-n", str(run / "verl" / "launch.sh")]).returncode == 0
-    assert "verl launch written" in capsys.readouterr().out
     assert "algorithm.rollout_correction.bypass_mode=True" in script  # default: the recorded logprobs
     argv[argv.index(str(run))] = str(tmp_path / "mb2")
     assert main([*argv, "--prompt", "compact"]) == 2
@@ -255,6 +270,16 @@ def test_live_progress_and_tensorboard_sink(tmp_path):
                         "grad_norm": 0.5, "optimizer_steps": 2, "step": 2, "rollout_s": 3.0, "train_s": 4.0})  # fmt: skip
     out = buf.getvalue()
     assert "batch 0: reward 0.250" in out and "1 / 3 trained" in out and "1 in flight" in out
+
+    from strands_art.training.progress import record_line
+
+    line = record_line({"kind": "eval", "outer_batch": 5, "val_reward": 0.75, "val_reward_std": 0.25,
+                        "val_success": 0.5, "val_rollouts": 8, "eval_s": 12.4})  # fmt: skip
+    assert (
+        line == "eval after 5 outer batches: held-out reward 0.750 ± 0.250, success 0.500 (8 rollouts, 12s)"
+    )
+    line = record_line({"kind": "train", "outer_batch": 1, "reward_mean": 0.5, "stale_dropped": 2, "step": 4})
+    assert line.startswith("batch 1: reward 0.500") and line.endswith(", 2 stale dropped")
 
     sink = TensorBoardSink(tmp_path)
     sink.write({"kind": "train", "outer_batch": 5, "reward_mean": 9.0})
@@ -332,6 +357,8 @@ def test_train_verl_validates_on_the_held_out_tasks(tmp_path, capsys):
     assert main(argv) == 0
     script = (run / "verl" / "launch.sh").read_text()
     assert "trainer.val_before_train=True" in script
+    # --eval-every 0 is "before and after": verl validates at its last step (4 outer batches) too
+    assert "trainer.test_freq=4" in script
     assert "MODEL=${MODEL:-HuggingFaceTB/SmolLM2-135M-Instruct}" in script
     step = next(line for line in script.splitlines() if "make_verl_dataset.py" in line)
     assert f"--val-tasks-dir {tmp_path / 'held'}" in step

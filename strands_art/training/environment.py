@@ -107,7 +107,9 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
 
     Raises:
         EnvironmentSpecError: unknown name, a module or function that cannot be imported, a name
-            that is not callable, a factory that does not return a :class:`TrainEnvironment`, or one that fails its check.
+            that is not callable, a factory that raises (other than ValueError, RuntimeError or OSError,
+            which pass through with their own message), one that does not return a
+            :class:`TrainEnvironment`, or one that fails its check.
     """
     target = BUILTIN.get(spec, spec)
     if ":" not in target:
@@ -124,7 +126,14 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
             f"environment {spec!r}: {target} is a {type(factory).__name__}, not a function of EnvOptions "
             "returning a TrainEnvironment"
         )
-    env = factory(options)
+    try:
+        env = factory(options)
+    except (ValueError, RuntimeError, OSError):  # the factory's own refusals carry their message
+        raise
+    except Exception as exc:
+        raise EnvironmentSpecError(
+            f"environment factory {target} raised {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(env, TrainEnvironment):
         raise EnvironmentSpecError(
             f"environment factory {target} returned {type(env).__name__}, not a TrainEnvironment"

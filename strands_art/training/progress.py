@@ -91,6 +91,23 @@ class WandbSink:
         self._run.finish()
 
 
+def record_line(r: Mapping[str, Any]) -> str:
+    """One line for a metrics record (``kind`` train or eval): what the live panel prints per
+    record and what ``--no-progress`` prints alone (seconds, natural-log KL estimates)."""
+    if r.get("kind") == "eval":
+        success = f", success {r['val_success']:.3f}" if "val_success" in r else ""
+        return (
+            f"eval after {r['outer_batch']} outer batches: held-out reward {r['val_reward']:.3f} "
+            f"± {r['val_reward_std']:.3f}{success} ({r['val_rollouts']} rollouts, {r['eval_s']:.0f}s)"
+        )
+    dropped = f", {r['stale_dropped']} stale dropped" if r.get("stale_dropped") else ""
+    return (
+        f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "
+        f"grad norm {r.get('grad_norm', 0):.3g}, {r.get('optimizer_steps', 0)} optimizer steps "
+        f"(step {r.get('step')}), rollouts {r.get('rollout_s', 0):.0f}s train {r.get('train_s', 0):.0f}s{dropped}"
+    )
+
+
 class LiveProgress:
     """A rich live panel of the run (on stderr); also prints one line per record.
 
@@ -129,18 +146,10 @@ class LiveProgress:
         if r.get("kind") == "eval":
             self.last_eval = dict(r)
             self.done.pop("eval", None)
-            self.console.print(
-                f"eval after {r['outer_batch']} outer batches: held-out reward {r['val_reward']:.3f} "
-                f"± {r['val_reward_std']:.3f} ({r['val_rollouts']} rollouts, {r['eval_s']:.0f}s)"
-            )
         else:
             self.last = dict(r)
             self.dropped += int(r.get("stale_dropped", 0))
-            self.console.print(
-                f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "
-                f"grad norm {r.get('grad_norm', 0):.3g}, {r.get('optimizer_steps', 0)} optimizer steps "
-                f"(step {r.get('step')}), rollouts {r.get('rollout_s', 0):.0f}s train {r.get('train_s', 0):.0f}s"
-            )
+        self.console.print(record_line(r))
         self._live.update(self._render())
 
     def _render(self) -> Table:

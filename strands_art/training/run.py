@@ -37,6 +37,8 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +48,7 @@ from strands_art.training import checkpoint
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
 from strands_art.training.loop import train
 from strands_art.training.metrics import MetricsLog
-from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink
+from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
 from strands_art.training.settings import TrainSettings
 from strands_art.trajectory import Trajectory
 
@@ -99,6 +101,15 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
+def forget_start(run_dir: Path) -> None:
+    """Remove what a fresh run wrote before its model, sampler or gateway failed to start
+    (``train.json``, ``command.txt``, ``tensorboard/``), so the same command runs again once the
+    cause is fixed; the environment's ``env/`` files stay (a fresh run reuses them)."""
+    for name in ("train.json", "command.txt"):
+        (run_dir / name).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
+
+
 def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) -> None:
     """``rows/ob-NNNNNN.jsonl``: one line per rollout (id, group, reward, failure, rows), atomically."""
     d = run_dir / "rows"
@@ -147,8 +158,13 @@ def _load(
     if settings.threads:
         torch.set_num_threads(settings.threads)
     cfg = settings.trainer_config()
-    tok = load_tokenizer(settings.model)
-    model = load_causal_lm(settings.model)
+    from strands_art.model_cache import ModelNotFound
+
+    try:
+        tok = load_tokenizer(settings.model)
+        model = load_causal_lm(settings.model)
+    except ModelNotFound as exc:
+        raise ModelNotFound(f"--model {settings.model}: {exc}") from exc
     torch.manual_seed(settings.seed)  # the LoRA initialization (a checkpoint replaces it on resume)
     if settings.backend == "transformers":
         if settings.max_staleness == 0:  # the sampler shares the trainer's model
@@ -217,7 +233,8 @@ async def arun_training(
         settings: the run's settings (``settings.run_dir`` is the run directory).
         resume: continue the run in ``settings.run_dir`` from its newest checkpoint.
         env: the environment (default: resolved from ``settings.env``).
-        progress: the rich live panel (stderr); off, the run only logs.
+        progress: the rich live panel (stderr); off, one line per metrics record on stderr
+            (:func:`~strands_art.training.progress.record_line`) unless ``on_batch`` is given.
         stop_after: stop after this many outer batches in this call (as a crash would).
         on_batch: also called with each metrics record.
 
@@ -225,6 +242,9 @@ async def arun_training(
         RunDirError, EnvironmentSpecError, ValueError: before any model is loaded (``--ray``
             settings it cannot run: before anything is written).
         RuntimeError: ``--wandb`` without wandb installed.
+        ModelNotFound, OSError, …: the model, sampler or gateway failed to start; a fresh run's
+            ``train.json``, ``command.txt`` and ``tensorboard/`` are removed first
+            (:func:`forget_start`), so the corrected command runs into the same directory.
     """
     if settings.ray is not None:  # refused before anything is written
         from strands_art.training.ray_rollouts import check_settings
@@ -243,9 +263,14 @@ async def arun_training(
     with contextlib.ExitStack() as stack:
         for sink in sinks:
             stack.callback(sink.close)
-        rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
-        tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
-        gateway = env.gateway(tok, trainer.backend)
+        try:
+            rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
+            tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
+            gateway = env.gateway(tok, trainer.backend)
+        except BaseException:
+            if not resume:  # nothing was trained: leave the directory as a fresh run can use it
+                forget_start(run_dir)
+            raise
         live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         if progress:
             stack.enter_context(live)
@@ -255,6 +280,8 @@ async def arun_training(
                 sink.write(record)
             if progress:
                 live.on_record(record)
+            elif on_batch is None:  # log lines only (a caller with on_batch shows records its way)
+                print(record_line(record), file=sys.stderr, flush=True)
             if on_batch is not None:
                 on_batch(record)
 

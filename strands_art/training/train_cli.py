@@ -9,10 +9,12 @@ At the end the command prints where the run is (metrics, TensorBoard, checkpoint
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from strands_art.invocation import strands_art_command
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
 from strands_art.training.settings import DEFAULTS, FLAG_OF
 
@@ -192,11 +194,26 @@ def run_train(args: argparse.Namespace) -> int:
             print(f"verl launch written: {path} (run it on the cluster: bash {path})")
             return 0
         result = run_training(settings, resume=args.resume, env=env, progress=not args.no_progress)
-    except (ValueError, FileNotFoundError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
+    except (ValueError, OSError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
         print(f"strands-art train: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        run_dir = Path(args.run_dir)
+        print(
+            f"strands-art train: interrupted; {run_dir} keeps every outer batch up to its newest checkpoint: "
+            f"{strands_art_command()} train --resume --run-dir {shlex.quote(str(run_dir))}",
+            file=sys.stderr,
+        )
+        return 130
     evals = [r for r in result.records if r.get("kind") == "eval"]
     run_dir = Path(settings.run_dir)
+    cmd, where = strands_art_command(), shlex.quote(str(run_dir))
+    try:
+        import tensorboard  # noqa: F401  (the reader; the run writes its events with tensorboardX)
+
+        board = f"tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))}"
+    except ImportError:
+        board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard; tensorboard --logdir DIR)"
     if len(evals) >= 2:
         print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
         if "val_success" in evals[0] and "val_success" in evals[-1]:
@@ -204,9 +221,10 @@ def run_train(args: argparse.Namespace) -> int:
     print(
         f"run: {run_dir} ({result.outer_batch} outer batches, {result.step} optimizer steps)\n"
         f"  metrics      {run_dir / 'metrics.jsonl'}\n"
-        f"  tensorboard  tensorboard --logdir {run_dir / 'tensorboard'}\n"
+        f"  tensorboard  {board}\n"
         f"  adapter      {result.adapter}\n"
         f"  rows         {run_dir / 'rows'}\n"
-        f"  resume       strands-art train --resume --run-dir {run_dir}"
+        f"  view         {cmd} view {where}\n"
+        f"  resume       {cmd} train --resume --run-dir {where}"
     )
     return 0

@@ -102,7 +102,9 @@ def verl_overrides(s: TrainSettings) -> list[str]:
         f"actor_rollout_ref.rollout.val_kwargs.temperature={s.eval_temperature}",
         f"actor_rollout_ref.rollout.val_kwargs.n={s.eval_samples}",
         f"trainer.total_training_steps={s.outer_batches}",
-        f"trainer.test_freq={s.eval_every or -1}",
+        # --eval-every 0 is "before and after": verl validates before training (val_before_train) and,
+        # with test_freq > 0, at its last step; without --eval-tasks there is nothing to validate
+        f"trainer.test_freq={(s.eval_every or s.outer_batches) if s.eval_tasks else -1}",
         f"trainer.save_freq={s.checkpoint_every or -1}",
         f"trainer.val_before_train={bool(s.eval_tasks)}",
         f"trainer.default_local_dir={s.run_dir}/verl/checkpoints",
@@ -117,7 +119,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
     Raises:
         ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
             ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only),
-            ``--old-logprobs first-pass``.
+            ``--old-logprobs first-pass``; ``RUN_DIR/verl/launch.sh`` exists already.
     """
     if s.env != "migrationbench":
         raise ValueError(
@@ -133,6 +135,11 @@ def write_verl_launch(s: TrainSettings) -> Path:
         )
     overrides_of_settings = verl_overrides(s)  # refuses before anything is written
     out = Path(s.run_dir) / "verl"
+    if (out / "launch.sh").exists():  # never overwrite what a run directory holds
+        raise ValueError(
+            f"{out / 'launch.sh'} exists: --trainer verl writes a new launch into another --run-dir "
+            "(or remove that one)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     data = f"{s.run_dir}/verl/data"
     overrides = " \\\n  ".join(

@@ -183,6 +183,12 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--model doesnotexist: unknown tokenizer/model 'doesnotexist'" in err, err
         assert sorted(p.name for p in (tmp_path / "b").iterdir() if p.name != "env") == []
+    # a --vllm-url nobody answers: refused before any rollout, the flag named, nothing kept
+    dead = ["train", "--env", "capitals", "--model", "smollm2", "--vllm-url", "http://127.0.0.1:9"]
+    assert main([*dead, "--run-dir", str(tmp_path / "u")]) == 2
+    err = capsys.readouterr().err
+    assert "--vllm-url http://127.0.0.1:9: the vLLM server is not usable: could not list models" in err, err
+    assert sorted(p.name for p in (tmp_path / "u").iterdir() if p.name != "env") == []
 
 
 def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():

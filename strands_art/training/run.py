@@ -110,6 +110,22 @@ def forget_start(run_dir: Path) -> None:
     shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
 
 
+async def check_server(url: str, backend: Any) -> None:
+    """``GET /v1/models`` on the ``--vllm-url`` server before anything samples from it, so an
+    unreachable or non-vLLM server stops the run with its reason instead of every rollout
+    failing (the migrate command checks the same way).
+
+    Raises:
+        RuntimeError: naming ``--vllm-url`` and the backend's error (BackendError, BackendTimeout).
+    """
+    from strands_art.backends.base import BackendError
+
+    try:
+        await backend.models()
+    except BackendError as exc:
+        raise RuntimeError(f"--vllm-url {url}: the vLLM server is not usable: {exc}") from exc
+
+
 def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) -> None:
     """``rows/ob-NNNNNN.jsonl``: one line per rollout (id, group, reward, failure, rows), atomically."""
     d = run_dir / "rows"
@@ -266,6 +282,8 @@ async def arun_training(
         try:
             rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
             tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
+            if settings.vllm_url is not None:  # the user's server: reachable, or no run at all
+                await check_server(settings.vllm_url, trainer.backend)
             gateway = env.gateway(tok, trainer.backend)
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it

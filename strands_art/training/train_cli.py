@@ -213,7 +213,7 @@ def run_train(args: argparse.Namespace) -> int:
 
         board = f"tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))}"
     except ImportError:
-        board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard; tensorboard --logdir DIR)"
+        board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard, then tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))})"
     if len(evals) >= 2:
         print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
         if "val_success" in evals[0] and "val_success" in evals[-1]:

@@ -284,8 +284,17 @@ def test_live_progress_and_tensorboard_sink(tmp_path):
     assert (
         line == "eval after 5 outer batches: held-out reward 0.750 ± 0.250, success 0.500 (8 rollouts, 12s)"
     )
-    line = record_line({"kind": "train", "outer_batch": 1, "reward_mean": 0.5, "stale_dropped": 2, "step": 4})
-    assert line.startswith("batch 1: reward 0.500") and line.endswith(", 2 stale dropped")
+    line = record_line(
+        {
+            "kind": "train",
+            "outer_batch": 1,
+            "reward_mean": 0.5,
+            "stale_dropped": 2,
+            "step": 4,
+            "failed_rollouts": 5,
+        }
+    )  # fmt: skip  (the 2 dropped are among the 5 failed)
+    assert line.startswith("batch 1: reward 0.500") and line.endswith(", 2 stale dropped, 3 rollouts failed")
 
     sink = TensorBoardSink(tmp_path)
     sink.write({"kind": "train", "outer_batch": 5, "reward_mean": 9.0})

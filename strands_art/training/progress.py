@@ -101,6 +101,9 @@ def record_line(r: Mapping[str, Any]) -> str:
             f"± {r['val_reward_std']:.3f}{success} ({r['val_rollouts']} rollouts, {r['eval_s']:.0f}s)"
         )
     dropped = f", {r['stale_dropped']} stale dropped" if r.get("stale_dropped") else ""
+    failed = int(r.get("failed_rollouts", 0)) - int(r.get("stale_dropped", 0))  # a drop counts as failed too
+    if failed > 0:  # visible, not only counted: a sampler that went away fails every rollout
+        dropped += f", {failed} rollouts failed"
     return (
         f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "
         f"grad norm {r.get('grad_norm', 0):.3g}, {r.get('optimizer_steps', 0)} optimizer steps "

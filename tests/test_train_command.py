@@ -293,7 +293,7 @@ def test_live_progress_and_tensorboard_sink(tmp_path):
             "step": 4,
             "failed_rollouts": 5,
         }
-    )  # fmt: skip  (the 2 dropped are among the 5 failed)
+    )  # the 2 stale drops are among the 5 failed rollouts
     assert line.startswith("batch 1: reward 0.500") and line.endswith(", 2 stale dropped, 3 rollouts failed")
 
     sink = TensorBoardSink(tmp_path)

@@ -92,22 +92,30 @@ class WandbSink:
 
 
 def record_line(r: Mapping[str, Any]) -> str:
-    """One line for a metrics record (``kind`` train or eval): what the live panel prints per
-    record and what ``--no-progress`` prints alone (seconds, natural-log KL estimates)."""
+    """One line for a metrics record (``kind`` train or eval, as :func:`strands_art.training.loop.train`
+    writes to ``metrics.jsonl``): what the live panel prints per record and what ``--no-progress``
+    prints alone. Times in seconds, KL as the loop's natural-log estimate; a train record's
+    rollouts that failed are counted apart from its stale drops (those are counted failed too).
+
+    Raises:
+        KeyError: an eval record without ``outer_batch``, ``val_reward``, ``val_reward_std``,
+            ``val_rollouts`` or ``eval_s``; a train record without ``outer_batch``.
+    """
     if r.get("kind") == "eval":
         success = f", success {r['val_success']:.3f}" if "val_success" in r else ""
         return (
             f"eval after {r['outer_batch']} outer batches: held-out reward {r['val_reward']:.3f} "
             f"± {r['val_reward_std']:.3f}{success} ({r['val_rollouts']} rollouts, {r['eval_s']:.0f}s)"
         )
-    dropped = f", {r['stale_dropped']} stale dropped" if r.get("stale_dropped") else ""
-    failed = int(r.get("failed_rollouts", 0)) - int(r.get("stale_dropped", 0))  # a drop counts as failed too
-    if failed > 0:  # visible, not only counted: a sampler that went away fails every rollout
-        dropped += f", {failed} rollouts failed"
+    stale = int(r.get("stale_dropped", 0))
+    failed = int(r.get("failed_rollouts", 0)) - stale  # visible: a sampler that went away fails them all
+    tail = (f", {stale} stale dropped" if stale else "") + (
+        f", {failed} rollouts failed" if failed > 0 else ""
+    )
     return (
         f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "
         f"grad norm {r.get('grad_norm', 0):.3g}, {r.get('optimizer_steps', 0)} optimizer steps "
-        f"(step {r.get('step')}), rollouts {r.get('rollout_s', 0):.0f}s train {r.get('train_s', 0):.0f}s{dropped}"
+        f"(step {r.get('step')}), rollouts {r.get('rollout_s', 0):.0f}s train {r.get('train_s', 0):.0f}s{tail}"
     )
 
 

@@ -104,10 +104,20 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
 def forget_start(run_dir: Path) -> None:
     """Remove what a fresh run wrote before its model, sampler or gateway failed to start
     (``train.json``, ``command.txt``, ``tensorboard/``), so the same command runs again once the
-    cause is fixed; the environment's ``env/`` files stay (a fresh run reuses them)."""
+    cause is fixed; the environment's ``env/`` files stay (a fresh run reuses them).
+
+    Raises:
+        OSError: a file that exists but cannot be removed (``tensorboard/`` errors are ignored).
+    """
     for name in ("train.json", "command.txt"):
         (run_dir / name).unlink(missing_ok=True)
     shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
+
+
+def print_line(record: dict[str, Any]) -> None:
+    """Print :func:`~strands_art.training.progress.record_line` of a metrics record to stderr
+    (``progress=False`` without ``on_batch``: the command's ``--no-progress``)."""
+    print(record_line(record), file=sys.stderr, flush=True)
 
 
 async def check_server(url: str, backend: Any) -> None:
@@ -292,14 +302,14 @@ async def arun_training(
         live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         if progress:
             stack.enter_context(live)
+        elif on_batch is None:  # log lines only (a caller with on_batch shows records its way)
+            on_batch = print_line
 
         def emit(record: dict[str, Any]) -> None:
             for sink in sinks:
                 sink.write(record)
             if progress:
                 live.on_record(record)
-            elif on_batch is None:  # log lines only (a caller with on_batch shows records its way)
-                print(record_line(record), file=sys.stderr, flush=True)
             if on_batch is not None:
                 on_batch(record)
 

@@ -9,6 +9,7 @@ At the end the command prints where the run is (metrics, TensorBoard, checkpoint
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 from pathlib import Path
@@ -208,12 +209,9 @@ def run_train(args: argparse.Namespace) -> int:
     evals = [r for r in result.records if r.get("kind") == "eval"]
     run_dir = Path(settings.run_dir)
     cmd, where = strands_art_command(), shlex.quote(str(run_dir))
-    try:
-        import tensorboard  # noqa: F401  (the reader; the run writes its events with tensorboardX)
-
-        board = f"tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))}"
-    except ImportError:
-        board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard, then tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))})"
+    board = f"tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))}"
+    if importlib.util.find_spec("tensorboard") is None:  # the reader; the run writes with tensorboardX
+        board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard, then {board})"
     if len(evals) >= 2:
         print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
         if "val_success" in evals[0] and "val_success" in evals[-1]:

@@ -94,6 +94,10 @@ from strands_art.envs.sandbox.files import copy_tree
 from strands_art.envs.sandbox.removal import remove_tree
 from strands_art.validation import check_float, is_int
 
+#: The evaluator's rules version: bumped whenever a verdict for the same repository and task may
+#: change (a cache of verdicts keys on it).
+EVALUATOR_VERSION = 5
+
 #: the most test cases a task may require: far above any repository's count (a number such as
 #: 10**30 is a malformed task, refused before anything is built)
 MAX_TEST_CASES = 10_000_000

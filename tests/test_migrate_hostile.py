@@ -195,6 +195,9 @@ def test_any_evaluation_exception_is_scored_and_the_run_goes_on(
         BlockingIOError(11, "Resource temporarily unavailable"),
     ]
     monkeypatch.setattr(evaluator, "evaluate_command", _raising(errors))
+    # every rollout's evaluation must reach the evaluator (the six workspaces are alike: a cache would score
+    # five of them from the first verdict, tests/test_evalcache.py)
+    monkeypatch.setenv("STRANDS_ART_EVAL_CACHE", "off")
     monkeypatch.setattr(evalguard, "RETRY_DELAY_S", 0.0)
     code, _ = _run(tmp_path, qwen3, ["alpha"], "--rollouts-per-task", "6")
     assert code == 3 and errors == []  # 3: a rollout was not scored (host failure)

@@ -153,7 +153,7 @@ async def run_rollout(
     Raises:
         TypeError: ``config`` is not a RolloutConfig (e.g. the argparse Namespace of old callers).
     """
-    from .evaluator import evaluate_command
+    from .evalcache import cache_for_run, cached_evaluate_command
 
     if not isinstance(config, RolloutConfig):
         raise TypeError(
@@ -206,10 +206,11 @@ async def run_rollout(
         evaluation, scored = await asyncio.to_thread(
             guarded_evaluation,
             functools.partial(
-                evaluate_command,
+                cached_evaluate_command,  # one real evaluation per distinct tree (.evalcache)
                 str(ws.root),
                 str(spec.task.dir),
                 timeout_s=config.build_timeout,
+                cache=cache_for_run(run_dir),
                 scratch_dir=run_dir / WORKSPACES_DIR,  # a killed run's build scratch goes with its workspaces
                 unsafe_no_sandbox=unsafe,
             ),

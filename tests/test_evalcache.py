@@ -25,7 +25,9 @@ from strands_art.envs.migrationbench.evalcache import (
 from strands_art.envs.migrationbench.verdict import REASON_BUILD_FAILED, REASON_TESTS_TIMEOUT
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
-NEEDS_MVN = pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)")
+NEEDS_MVN = pytest.mark.skipif(
+    shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)"
+)
 
 
 def _write_tree(root: Path, files: dict[str, bytes]) -> Path:
@@ -40,7 +42,10 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> Path:
 # ---------------------------------------------------------------- the tree digest
 names = st.text(alphabet="abcXYZ019._-", min_size=1, max_size=6).filter(lambda s: s not in (".", ".."))
 trees = st.dictionaries(
-    st.lists(names, min_size=1, max_size=3).map("/".join), st.binary(min_size=1, max_size=64), min_size=1, max_size=8
+    st.lists(names, min_size=1, max_size=3).map("/".join),
+    st.binary(min_size=1, max_size=64),
+    min_size=1,
+    max_size=8,
 ).filter(
     # no path both a file and a directory
     lambda d: not any(a != b and b.startswith(a + "/") for a in d for b in d)
@@ -103,13 +108,19 @@ def task_dir(tmp_path: Path) -> Path:
     return d
 
 
-def test_identical_trees_evaluate_once_and_a_one_byte_difference_misses(tmp_path: Path, task_dir: Path) -> None:
+def test_identical_trees_evaluate_once_and_a_one_byte_difference_misses(
+    tmp_path: Path, task_dir: Path
+) -> None:
     cache, ev = EvalCache(), Counter()
     trees = [
         _write_tree(tmp_path / f"ws{i}", {"pom.xml": pom, "src/A.java": b"class A {}"})
-        for i, pom in enumerate([b"<release>17</release>", b"<release>17</release>", b"<release>17</release> "])
+        for i, pom in enumerate(
+            [b"<release>17</release>", b"<release>17</release>", b"<release>17</release> "]
+        )
     ]
-    out = [cached_evaluate_command(t, task_dir, cache=cache, scratch_dir=tmp_path, evaluate=ev) for t in trees]
+    out = [
+        cached_evaluate_command(t, task_dir, cache=cache, scratch_dir=tmp_path, evaluate=ev) for t in trees
+    ]
     assert [o["details"]["eval_cache"]["hit"] for o in out] == [False, True, False]
     assert len(ev.calls) == 2 and (cache.hits, cache.misses, cache.stored) == (1, 2, 2)
     assert out[1]["reward"] == out[0]["reward"] == 1.0
@@ -118,10 +129,14 @@ def test_identical_trees_evaluate_once_and_a_one_byte_difference_misses(tmp_path
     assert [pom for _, pom in ev.calls] == [b"<release>17</release>", b"<release>17</release> "]
 
 
-def test_maven_outputs_are_left_out_of_the_key_as_the_evaluator_leaves_them_out(tmp_path: Path, task_dir: Path) -> None:
+def test_maven_outputs_are_left_out_of_the_key_as_the_evaluator_leaves_them_out(
+    tmp_path: Path, task_dir: Path
+) -> None:
     cache, ev = EvalCache(), Counter()
     a = _write_tree(tmp_path / "a", {"pom.xml": b"<release>17</release>"})
-    b = _write_tree(tmp_path / "b", {"pom.xml": b"<release>17</release>", "target/classes/A.class": b"\xca\xfe"})
+    b = _write_tree(
+        tmp_path / "b", {"pom.xml": b"<release>17</release>", "target/classes/A.class": b"\xca\xfe"}
+    )
     for t in (a, b):
         cached_evaluate_command(t, task_dir, cache=cache, scratch_dir=tmp_path, evaluate=ev)
     assert len(ev.calls) == 1 and cache.hits == 1
@@ -147,24 +162,37 @@ def test_a_timeout_verdict_is_never_stored(tmp_path: Path, task_dir: Path) -> No
     assert len(ev.calls) == 2 and cache.stored == 0 and out["details"]["eval_cache"]["stored"] is False
 
 
-def test_a_directory_shares_verdicts_across_runs_and_ignores_a_forged_entry(tmp_path: Path, task_dir: Path) -> None:
+def test_a_directory_shares_verdicts_across_runs_and_ignores_a_forged_entry(
+    tmp_path: Path, task_dir: Path
+) -> None:
     ws = _write_tree(tmp_path / "ws", {"pom.xml": b"<release>17</release>"})
     ev = Counter()
-    first = cached_evaluate_command(ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev)
+    first = cached_evaluate_command(
+        ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev
+    )
     assert (tmp_path / "c").stat().st_mode & 0o777 == 0o700
-    second = cached_evaluate_command(ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev)
-    assert len(ev.calls) == 1 and second["details"]["eval_cache"]["hit"] and second["reward"] == first["reward"]
+    second = cached_evaluate_command(
+        ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev
+    )
+    assert (
+        len(ev.calls) == 1 and second["details"]["eval_cache"]["hit"] and second["reward"] == first["reward"]
+    )
     key = first["details"]["eval_cache"]["key"]
     # an entry whose key field is not its name, or not JSON: a miss, evaluated afresh
     (tmp_path / "c" / f"{key}.json").write_text(json.dumps({"key": "0" * 64, "verdict": {"reward": 1.0}}))
-    third = cached_evaluate_command(ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev)
+    third = cached_evaluate_command(
+        ws, task_dir, cache=EvalCache(tmp_path / "c"), scratch_dir=tmp_path, evaluate=ev
+    )
     assert len(ev.calls) == 2 and third["details"]["eval_cache"]["hit"] is False
 
 
 def test_cache_for_run_default_shared_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(evalcache.CACHE_ENV, raising=False)
     run = cache_for_run(tmp_path / "run")
-    assert run is cache_for_run(tmp_path / "run") and run.directory == (tmp_path / "run" / "eval-cache").resolve()
+    assert (
+        run is cache_for_run(tmp_path / "run")
+        and run.directory == (tmp_path / "run" / "eval-cache").resolve()
+    )
     monkeypatch.setenv(evalcache.CACHE_ENV, str(tmp_path / "shared"))
     assert cache_for_run(tmp_path / "run").directory == (tmp_path / "shared").resolve()
     monkeypatch.setenv(evalcache.CACHE_ENV, "off")
@@ -194,7 +222,12 @@ async def test_the_sandboxed_agent_cannot_read_or_write_the_cache(tmp_path: Path
     with Workspace.for_task(TASKS_DIR / "compiler-props", base_dir=run_dir / "workspaces") as w:
         tenv = prepare_tool_env(w, offline=True)
         shell, _ = make_tools(w, env=tenv.env, extra_path=tenv.extra_path, sandbox=tenv.sandbox)
-        for command in (f"cat {entry}", f"ls {entry.parent}", f"echo x > {entry}", f"touch {entry.parent}/b.json"):
+        for command in (
+            f"cat {entry}",
+            f"ls {entry.parent}",
+            f"echo x > {entry}",
+            f"touch {entry.parent}/b.json",
+        ):
             text = (await shell(command=command))["content"][0]["text"]
             assert "[exit code: 0]" not in text, (command, text)
     assert json.loads(entry.read_text())["verdict"] == {"reward": 1.0, "details": {}}
@@ -242,7 +275,9 @@ def test_cached_verdict_equals_fresh_on_a_reference_migration(tmp_path: Path) ->
     assert _comparable(fresh) == _comparable(miss) == _comparable(hit)
 
 
-BUNDLED = sorted(p.name for p in TASKS_DIR.iterdir() if (p / "task.json").is_file()) if TASKS_DIR.is_dir() else []
+BUNDLED = (
+    sorted(p.name for p in TASKS_DIR.iterdir() if (p / "task.json").is_file()) if TASKS_DIR.is_dir() else []
+)
 
 
 @pytest.mark.slow
@@ -250,7 +285,9 @@ BUNDLED = sorted(p.name for p in TASKS_DIR.iterdir() if (p / "task.json").is_fil
 @NEEDS_MVN
 @pytest.mark.parametrize("reference", [False, True], ids=["untouched", "reference"])
 @pytest.mark.parametrize("name", BUNDLED)
-def test_cached_verdict_equals_fresh_on_every_bundled_task(name: str, reference: bool, tmp_path: Path) -> None:
+def test_cached_verdict_equals_fresh_on_every_bundled_task(
+    name: str, reference: bool, tmp_path: Path
+) -> None:
     task_dir = TASKS_DIR / name
     fresh, miss, hit = _fresh_cached_hit(_copy_task(task_dir, tmp_path, reference), task_dir, tmp_path)
     assert fresh["reward"] == (1.0 if reference else 0.0)

@@ -113,7 +113,7 @@ def test_a_hand_edited_train_json_is_checked_on_resume(tmp_path, capsys):
 
 
 BASE = TrainSettings.resolve("capitals", "runs/x", {"prompt_batch": 2, "ppo_mini_batch": 1})
-FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch", "launch_after_step"})  # bounded by other settings too
+FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch", "launch_after_step", "max_draws"})  # bounded by other settings too
 
 
 @settings(max_examples=300, deadline=None)

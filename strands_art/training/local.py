@@ -218,6 +218,7 @@ class LocalTrainer:
         self.step = 0
         self.outer_batch = 0
         self.warmup_offset: int | None = None
+        self._phase_s = {"fwd_bwd_s": 0.0, "optimizer_s": 0.0}
         if config.share_prefix:
             shared_prefix.check_model(self.model.get_base_model())
 
@@ -269,6 +270,7 @@ class LocalTrainer:
             return metrics
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)
         metrics.update(batch.metrics)
+        self._phase_s = {"fwd_bwd_s": 0.0, "optimizer_s": 0.0}  # wall seconds of this update's steps (_step)
         cfg = self.config
         with self.lock, self._checkpointing():
             old: dict[int, torch.Tensor] | None = None  # "rollout": the recorded logprobs
@@ -314,6 +316,7 @@ class LocalTrainer:
             train_s=elapsed,
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             lr=self.optimizer.param_groups[0]["lr"],
+            **self._phase_s,
         )
         self.outer_batch += 1
         return metrics
@@ -391,6 +394,7 @@ class LocalTrainer:
                 p.grad = torch.zeros_like(p)
         total, stats, filtered = 0.0, [], 0
         kl = cfg.loss.kl_coef > 0
+        t_pass = time.perf_counter()
         for micro, logits, t, kept, ref in self.passes.train_passes(mb.shards[0], self._trains, kl):
             lp, t = self._logprobs(micro, logits, t, kept, kl=ref is not None)
             mask = t["loss_mask"]
@@ -413,6 +417,8 @@ class LocalTrainer:
             out.loss.backward()  # before the next pass: a shared prefix's gradient then goes on
             total += float(out.loss.detach())
             stats.append(out.stats)
+        t_opt = time.perf_counter()
+        self._phase_s["fwd_bwd_s"] += t_opt - t_pass
         if cfg.max_grad_norm is not None:
             norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         else:
@@ -433,6 +439,7 @@ class LocalTrainer:
             group["lr"] = 0.0 if waiting else self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
         if not zero:  # a zero gradient steps nothing: AdamW's momentum would move every weight (module doc)
             self.optimizer.step()
+        self._phase_s["optimizer_s"] += time.perf_counter() - t_opt
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step

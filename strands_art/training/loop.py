@@ -45,6 +45,7 @@ from tqdm import tqdm
 from strands_art.backends.base import SamplingParams
 from strands_art.invocation import view_command
 from strands_art.training.batching import plan
+from strands_art.training.dynamic_sampling import Draws, TaskHistory, candidate_order
 from strands_art.training.grpo import reward_problem
 from strands_art.training.local import LocalTrainer
 from strands_art.training.metrics import MetricsLog
@@ -104,10 +105,13 @@ async def collect_rollouts(
     prefix: str = "",
     progress: bool = True,
     on_event: RolloutEvent | None = None,
+    first_index: int = 0,
 ) -> list[Trajectory]:
     """Run ``rollouts_per_task`` rollouts of every task concurrently; trajectories in task order.
 
     Rollout ids are ``{prefix}b{outer_batch}-{task.name}-r{k}``; the group id is ``task.name``.
+    Task ``i`` of ``tasks`` samples as task ``first_index + i`` of the outer batch
+    (:func:`rollout_seed`; a later wave of dynamic sampling continues the numbering).
     ``on_event(kind, rollout_id)`` is called with ``"start"`` when a rollout gets a concurrency
     slot and ``"end"`` when it has finished (failed or not): live progress displays count them.
     """
@@ -117,7 +121,7 @@ async def collect_rollouts(
     )
 
     async def one(i: int, task: Any, k: int) -> Trajectory:
-        params = replace(sampling, seed=rollout_seed(seed, outer_batch, i, k))
+        params = replace(sampling, seed=rollout_seed(seed, outer_batch, first_index + i, k))
         rid = f"{prefix}b{outer_batch}-{task.name}-r{k}"
         async with sem:
             if on_event is not None:
@@ -197,6 +201,8 @@ async def train(
     max_staleness: int = 0,
     launch_after_step: int = 0,
     train_executor: Executor | None = None,
+    max_draws: int | None = None,
+    skip_tied: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the loop until ``outer_batches`` outer batches are done.
 
@@ -226,6 +232,9 @@ async def train(
             steps (no usable rollout) launches them when it ends.
         train_executor: where :meth:`LocalTrainer.update` runs (default: asyncio's thread pool;
             bench/async.py passes a thread pinned to its own cores).
+        max_draws: the most groups rolled out for one update (dynamic sampling,
+            :mod:`strands_art.training.dynamic_sampling`); None: the prompt batch (no extra draws).
+        skip_tied: the probability of skipping, before its rollouts, a task whose last group tied.
 
     Returns:
         All metrics records of the run (including those from before a resume).
@@ -246,6 +255,12 @@ async def train(
             f"launch_after_step must be in [0, {steps_per_update}) (the optimizer steps of one update), "
             f"got {launch_after_step}"
         )
+    max_draws = cfg.prompt_batch_size if max_draws is None else max_draws
+    if max_draws < cfg.prompt_batch_size:
+        raise ValueError(f"max_draws must be >= the prompt batch ({cfg.prompt_batch_size}), got {max_draws}")
+    if not 0.0 <= skip_tied <= 1.0:
+        raise ValueError(f"skip_tied must be a probability in [0, 1], got {skip_tied}")
+    dynamic = max_draws > cfg.prompt_batch_size or skip_tied > 0
     if launch_after_step and not max_staleness:
         raise ValueError(f"launch_after_step {launch_after_step} needs max_staleness >= 1 (0: synchronous)")
     if launch_after_step and trainer.weight_sync is None:
@@ -261,6 +276,11 @@ async def train(
     elif log.path.exists():  # no checkpoint: the run starts over
         log.path.unlink()
     mode = gateway.config.get("history_mode", "tree")
+    history = TaskHistory()  # the groups drawn so far (the skip reads it), rebuilt from the log on resume
+    for r in log.read():
+        if r.get("kind") == "train":
+            history.add_record(r)
+    drawn: dict[int, dict[str, Any]] = {}  # outer batch -> its dynamic-sampling metrics
     eval_rollout = eval_rollout or rollout
 
     def emit(record: dict[str, Any]) -> None:
@@ -294,12 +314,34 @@ async def train(
 
     async def collect(b: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
+        if dynamic:
+            return await collect_dynamic(b), time.perf_counter() - t0
         trajs = await collect_rollouts(
             gateway, sample_tasks(tasks, cfg.prompt_batch_size, cfg.seed, b), rollout, cfg.sampling,
             cfg.rollouts_per_prompt, seed=cfg.seed, outer_batch=b, concurrency=cfg.concurrency,
             progress=progress, on_event=on_event,
         )  # fmt: skip
         return trajs, time.perf_counter() - t0
+
+    async def collect_dynamic(b: int) -> list[Trajectory]:
+        """Waves of groups until the prompt batch has signal or ``max_draws`` are drawn
+        (:class:`~strands_art.training.dynamic_sampling.Draws`); exactly the prompt batch is kept."""
+        first = sample_tasks(tasks, cfg.prompt_batch_size, cfg.seed, b)
+        draws = Draws(cfg.prompt_batch_size, max_draws, skip_tied, cfg.seed, b,
+                      candidate_order(tasks, first, cfg.seed, b), history)  # fmt: skip
+        while wave := draws.next_wave():
+            trajs = await collect_rollouts(
+                gateway, wave, rollout, cfg.sampling, cfg.rollouts_per_prompt, seed=cfg.seed, outer_batch=b,
+                concurrency=cfg.concurrency, progress=progress, on_event=on_event,
+                first_index=len(draws.drawn_groups),
+            )  # fmt: skip
+            draws.add(wave, trajs, cfg.rollouts_per_prompt)
+            if draws.done():
+                break
+        for name, rewards in draws.drawn_groups.items():
+            history.add(name, rewards)
+        drawn[b] = draws.metrics()
+        return draws.batch()
 
     def launch(batches: list[int]) -> None:
         for a in batches:
@@ -375,6 +417,8 @@ async def train(
                 launch([a for a in ahead if a not in pending])
             record = {"kind": "train", "outer_batch": b, **metrics, "step": trainer.step,
                       "rollout_s": rollout_s, "history_mode": mode}  # fmt: skip
+            if b in drawn:
+                record.update(drawn.pop(b))
             if max_staleness:
                 record.update(stale_dropped=dropped, rollout_wait_s=waited_s, max_staleness=max_staleness,
                               launch_after_step=launch_after_step)  # fmt: skip

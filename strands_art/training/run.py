@@ -319,6 +319,7 @@ async def arun_training(
             on_event=live.on_event if progress else None,
             on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),
             max_staleness=settings.max_staleness, launch_after_step=settings.launch_after_step,
+            max_draws=settings.max_draws, skip_tied=settings.skip_tied,
         )  # fmt: skip
         close = getattr(trainer.backend, "aclose", None)
         if close is not None:

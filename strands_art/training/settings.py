@@ -60,6 +60,8 @@ DEFAULTS: dict[str, Any] = {
     "threads": None,
     "max_staleness": 1,
     "launch_after_step": 0,
+    "max_draws": None,
+    "skip_tied": 0.0,
     "share_prefix": False,
     "gradient_checkpointing": False,
     "old_logprobs": "auto",
@@ -107,6 +109,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "threads": (1, 4096),  # or None: torch's default
     "max_staleness": (0, 1000),
     "launch_after_step": (0, 10**6),
+    "max_draws": (1, 10**6),  # or None: --prompt-batch
 }
 """The integer settings' ranges (inclusive), checked with the flag's name in the message."""
 
@@ -115,6 +118,7 @@ FLOAT_RANGES: dict[str, tuple[float, float, bool]] = {
     "kl_coef": (0.0, 1e3, False),
     "max_grad_norm": (0.0, 1e9, True),  # or None: no clipping
     "eval_temperature": (0.0, 100.0, False),
+    "skip_tied": (0.0, 1.0, False),
 }
 """The real-valued settings' ranges ``(lo, hi, lo_open)``; ``--temperature`` and
 ``--max-new-tokens`` are checked by :func:`strands_art.validation.check_sampling`, as in ``serve``."""
@@ -161,6 +165,8 @@ class TrainSettings:
     gradient_checkpointing: bool = False
     ray: str | None = None
     launch_after_step: int = 0
+    max_draws: int | None = None
+    skip_tied: float = 0.0
 
     @classmethod
     def resolve(
@@ -197,6 +203,12 @@ class TrainSettings:
                     "--launch-after-step: the verl launch trains synchronously (trainer.v1.trainer_mode="
                     "strands_sync); asynchronous rollouts are the embedded trainer's"
                 )
+            for key in ("max_draws", "skip_tied"):
+                if given.get(key) not in (None, 0, 0.0) and not (key == "max_draws" and given[key] == values["prompt_batch"]):
+                    raise UsageError(
+                        f"{FLAG_OF[key]}: dynamic sampling is the embedded trainer's loop "
+                        "(strands_art.training.dynamic_sampling); the verl launch draws its own batches"
+                    )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
             values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
@@ -219,7 +231,7 @@ class TrainSettings:
         """
         for key, (lo, hi) in INT_RANGES.items():
             value = getattr(self, key)
-            if value is not None or key not in ("max_turns", "threads"):
+            if value is not None or key not in ("max_turns", "threads", "max_draws"):
                 check_int(FLAG_OF[key], value, lo, hi)
         for key, (lo, hi, lo_open) in FLOAT_RANGES.items():
             value = getattr(self, key)
@@ -263,6 +275,11 @@ class TrainSettings:
                 message = re.sub(rf"\b{field_name}\b", flag, message)
             raise ValueError(message) from exc
         self._check_launch(steps)
+        if self.max_draws is not None and self.max_draws < self.prompt_batch:
+            raise UsageError(
+                f"--max-draws must be at least --prompt-batch ({self.prompt_batch}): the groups drawn for one "
+                f"update include the ones it trains on; got {self.max_draws}"
+            )
 
     def _check_launch(self, steps_per_update: int) -> None:
         """``--launch-after-step J``: 0 <= J < the optimizer steps of one update, and only asynchronous."""

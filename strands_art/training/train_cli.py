@@ -87,6 +87,21 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "steps of one update, --prompt-batch / --ppo-mini-batch x --epochs: J steps less lag, less overlap)",
     )
     g.add_argument(
+        "--max-draws",
+        type=int,
+        metavar="N",
+        help="dynamic sampling: roll out up to N groups per update, in waves, until --prompt-batch of them "
+        "have rewards that differ; the update still trains on --prompt-batch groups (default: --prompt-batch, "
+        "no extra draws)",
+    )
+    g.add_argument(
+        "--skip-tied",
+        type=float,
+        metavar="Q",
+        help="skip, before its rollouts and with probability Q, a task whose last group's rewards all tied "
+        "(0, default: never)",
+    )
+    g.add_argument(
         "--old-logprobs",
         choices=("auto", *OLD_LOGPROBS_CHOICES),
         help="the PPO ratio's old logprobs: the recorded ones (rollout), a no-grad trainer pass before "

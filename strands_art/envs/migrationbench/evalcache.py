@@ -204,7 +204,11 @@ class EvalCache:
                 logger.warning("evaluation cache entry %s unreadable, ignored: %s", path, exc)
                 entry = None
             if entry is not None:
-                if isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("verdict"), dict):
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("key") == key
+                    and isinstance(entry.get("verdict"), dict)
+                ):
                     hit = entry["verdict"]
                     with self._lock:
                         self._memory[key] = hit
@@ -251,7 +255,11 @@ def cacheable(verdict: dict[str, Any]) -> bool:
     timeout among its reasons."""
     details = verdict.get("details") or {}
     reasons = set(details.get("reasons") or ())
-    return "evaluation_error" not in verdict and not (reasons & UNCACHED_REASONS) and not details.get("timed_out")
+    return (
+        "evaluation_error" not in verdict
+        and not (reasons & UNCACHED_REASONS)
+        and not details.get("timed_out")
+    )
 
 
 Evaluate = Callable[..., dict[str, Any]]

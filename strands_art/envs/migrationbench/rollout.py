@@ -165,6 +165,7 @@ async def run_rollout(
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
         tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
+        setup_s = time.monotonic() - t0  # the workspace copy and the sandbox's tool environment
         stats = ToolStats()
         limits = RolloutLimits(max_turns=config.max_turns, time_limit_s=config.time_limit)
         model = make_model(spec)
@@ -225,7 +226,11 @@ async def run_rollout(
             return record | {"failed": True, "times": {"wall_s": round(time.monotonic() - t0, 3)}}
         reward = float(evaluation["reward"])
         record = base_record(spec, end, gateway, evaluation)
-        times = {"tools_s": stats.tools_s, "maven_s": stats.maven_s + eval_s, "evaluation_s": eval_s}
+        cached = (evaluation.get("details") or {}).get("eval_cache")
+        if isinstance(cached, dict):  # .evalcache: this verdict was a stored one (hit) or evaluated now
+            record["eval_cache_hit"] = bool(cached.get("hit"))
+        times = {"tools_s": stats.tools_s, "maven_s": stats.maven_s + eval_s, "evaluation_s": eval_s,
+                 "setup_s": setup_s}  # fmt: skip
         if gateway is not None:
             traj = gateway.close_session(spec.rollout_id, reward)
             traj.metadata.update(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -248,9 +249,13 @@ VOLATILE = {"evaluate_duration_s", "maven_duration_s", "log_tail", "eval_cache"}
 
 
 def _comparable(verdict: dict[str, Any]) -> dict[str, Any]:
-    """The verdict without what differs between two evaluations of one tree (timings, the log's
-    text, which names the build directory)."""
-    return {**verdict, "details": {k: v for k, v in verdict["details"].items() if k not in VOLATILE}}
+    """The verdict without what differs between two evaluations of one tree: timings, the log's
+    tail, and the evaluation's fresh build directory where Maven's errors name it."""
+    details = {k: v for k, v in verdict["details"].items() if k not in VOLATILE}
+    text = re.sub(
+        r"strands-art-build-[A-Za-z0-9_]+", "strands-art-build-X", json.dumps(details, sort_keys=True)
+    )
+    return {**verdict, "details": json.loads(text)}
 
 
 def _fresh_cached_hit(repo: Path, task_dir: Path, tmp_path: Path) -> tuple[dict, dict, dict]:

@@ -10,7 +10,7 @@ the evaluator from outside (:func:`.evaluator.evaluate_command`, unchanged):
 2. the key is the SHA-256 of that copy (:func:`tree_digest`: every path, type, permission bits,
    file content and symlink target), the task (:func:`task_digest`: ``task.json`` and the
    original ``repo/``), the evaluator's version (:func:`evaluator_version`: the
-   ``EVALUATOR_VERSION`` constant where the evaluator defines one, and the source of the
+   ``EVALUATOR_VERSION`` constant, and the source of the
    evaluator's packages, so any change to its code is a new key), the JDK and Maven installed,
    and the evaluation's own parameters (timeout, sandbox or not, ``STRANDS_ART_MAVEN_OFFLINE``);
 3. a hit returns the stored verdict; a miss evaluates **that same host copy** (never the
@@ -136,12 +136,12 @@ def task_digest(task_dir: str) -> str:
 @functools.lru_cache(maxsize=1)
 def evaluator_version() -> str:
     """The evaluator's version as part of every key: ``EVALUATOR_VERSION`` of
-    :mod:`.evaluator` (where defined), the SHA-256 of the source of the packages it runs
+    :mod:`.evaluator`, the SHA-256 of the source of the packages it runs
     (``strands_art/envs/migrationbench`` and ``strands_art/envs/sandbox``, every ``.py``), and the
     JDK and Maven installed (resolved path, size and modification time of ``java`` and ``mvn``,
     and of Debian's Maven repository directory)."""
     h = hashlib.sha256(KEY_FORMAT.encode())
-    h.update(repr(getattr(_evaluator, "EVALUATOR_VERSION", None)).encode())
+    h.update(repr(_evaluator.EVALUATOR_VERSION).encode())
     here = Path(__file__).resolve().parent
     for pkg in (here, here.parent / "sandbox"):
         for path in sorted(pkg.glob("*.py")):

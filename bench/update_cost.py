@@ -1,0 +1,236 @@
+"""What a MigrationBench GRPO update costs: today's settings against the new ones, side by side
+(issue "A MigrationBench GRPO update in minutes").
+
+Two arms, the same seeds and tasks, alternated within one invocation (seed 0: before then after;
+seed 1: after then before; ...), each arm one ``strands-art train --env migrationbench`` run per
+seed with the recorded settings (:data:`migration_learning.FLAGS`, then ``--extra``):
+
+- ``before``: the recorded settings, every rollout's evaluation afresh (``STRANDS_ART_EVAL_CACHE=off``);
+- ``after``: the recorded settings plus :data:`AFTER_FLAGS` (dynamic sampling and the tied-task
+  skip, :mod:`strands_art.training.dynamic_sampling`), the per-run evaluation cache on
+  (:mod:`strands_art.envs.migrationbench.evalcache`).
+
+Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-art train ...``), so
+other work can run between two runs; a finished run directory is not run again and a stopped one
+is resumed, so the same command continues an interrupted bench. After every run the summary so
+far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
+
+Per arm (over its runs): seconds per update (rollouts + training, the train records), seconds per
+held-out evaluation, optimizer steps with a non-zero gradient per hour of update time
+(``optimizer_steps - zero_gradient_steps``), rollouts per update, the evaluation cache's hit rate
+(``eval_cache_hit`` of the rollout records), held-out reward before and after (mean +- standard
+deviation over seeds). Ends with ``RESULT s_per_update_before=... s_per_update_after=...
+s_per_eval_before=... s_per_eval_after=... useful_steps_per_hour_ratio=... cache_hit_rate=...
+heldout_before=... heldout_after=...`` (``heldout_*``: the last evaluation of each arm, mean +- std
+over its seeds).
+
+    STRANDS_ART_VLLM_PYTHON=.venv-vllm/bin/python python bench/update_cost.py --run-root $ROOT \\
+        --train-tasks $TASKS/train --eval-tasks $TASKS/eval --seeds 0,1,2 --lock /tmp/strands-art-heavy.lock
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from migration_learning import FLAGS
+from train_lookup import finished
+
+from strands_art.training.metrics import read_metrics
+
+AFTER_FLAGS = "--max-draws 4 --skip-tied 0.5"
+"""The new settings: up to 4 groups drawn to find 2 with signal, a task whose last group tied
+skipped with probability 0.5."""
+ARMS = ("before", "after")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run-root", required=True, help="one run directory per arm and seed: ARM-seedS")
+    p.add_argument("--train-tasks", required=True)
+    p.add_argument("--eval-tasks", required=True)
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--extra", default="", help="more `strands-art train` flags for both arms, after FLAGS")
+    p.add_argument("--after", default=AFTER_FLAGS, help="the after arm's own flags")
+    p.add_argument("--lock", help="take this lock (flock) around each run")
+    p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
+    p.add_argument("--out", help="write the summary here (JSON), after every run")
+    return p.parse_args(argv)
+
+
+def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tuple[list[str], dict[str, str]]:
+    exe = Path(sys.executable).parent / "strands-art"
+    head = [
+        *(["flock", args.lock] if args.lock else []),
+        str(exe) if exe.exists() else "strands-art",
+        "train",
+    ]
+    env = dict(os.environ)
+    if arm == "before":
+        env["STRANDS_ART_EVAL_CACHE"] = "off"
+    elif env.get("STRANDS_ART_EVAL_CACHE", "").lower() == "off":
+        del env["STRANDS_ART_EVAL_CACHE"]  # after: the per-run cache (or the directory the caller set)
+    if (run_dir / "train.json").exists():
+        return [*head, "--resume", "--run-dir", str(run_dir), "--no-progress"], env
+    own = args.after.split() if arm == "after" else []
+    return [
+        *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
+        *FLAGS.split(), *args.extra.split(), *own, "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress",
+    ], env  # fmt: skip
+
+
+def run_summary(run_dir: Path) -> dict[str, Any]:
+    """The numbers of one run directory (finished or not)."""
+    records = read_metrics(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").exists() else []
+    trains = [r for r in records if r.get("kind") == "train"]
+    evals = [r for r in records if r.get("kind") == "eval"]
+    hits = lookups = 0
+    path = run_dir / "env" / "rollouts" / "results.jsonl"
+    if path.exists():
+        seen: dict[str, Any] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            seen[rec["rollout_id"]] = rec
+        for rec in seen.values():
+            if "eval_cache_hit" in rec:
+                lookups += 1
+                hits += bool(rec["eval_cache_hit"])
+    return {
+        "finished": finished(run_dir),
+        "update_s": [r["rollout_s"] + r["train_s"] for r in trains],
+        "rollout_s": [r["rollout_s"] for r in trains],
+        "train_s": [r["train_s"] for r in trains],
+        "useful_steps": [r.get("optimizer_steps", 0) - r.get("zero_gradient_steps", 0) for r in trains],
+        "optimizer_steps": [r.get("optimizer_steps", 0) for r in trains],
+        "rollouts": [r.get("rollouts_drawn", r.get("rows", 0)) for r in trains],
+        "groups_with_signal": [r.get("groups_with_signal") for r in trains],
+        "eval_s": [r["eval_s"] for r in evals],
+        "heldout": [(r["outer_batch"], r["val_reward"]) for r in evals],
+        "cache_hits": hits,
+        "cache_lookups": lookups,
+    }
+
+
+def mean(xs: list[float]) -> float:
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def mean_std(xs: list[float]) -> str:
+    if not xs:
+        return "nan"
+    return f"{statistics.fmean(xs):.3f}+-{statistics.stdev(xs) if len(xs) > 1 else 0.0:.3f}"
+
+
+def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    update_s = [x for r in runs for x in r["update_s"]]
+    useful = sum(x for r in runs for x in r["useful_steps"])
+    hours = sum(update_s) / 3600
+    last = [r["heldout"][-1][1] for r in runs if len(r["heldout"]) >= 2]
+    first = [r["heldout"][0][1] for r in runs if len(r["heldout"]) >= 2]
+    return {
+        "runs": len(runs),
+        "updates": len(update_s),
+        "s_per_update": mean(update_s),
+        "s_per_eval": mean([x for r in runs for x in r["eval_s"]]),
+        "useful_steps": useful,
+        "optimizer_steps": sum(x for r in runs for x in r["optimizer_steps"]),
+        "useful_steps_per_hour": useful / hours if hours else float("nan"),
+        "rollouts_per_update": mean([x for r in runs for x in r["rollouts"]]),
+        "cache_hits": sum(r["cache_hits"] for r in runs),
+        "cache_lookups": sum(r["cache_lookups"] for r in runs),
+        "heldout_first": mean_std(first),
+        "heldout_last": mean_std(last),
+    }
+
+
+def summarize(root: Path, seeds: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {"arms": {}, "runs": {}}
+    for arm in ARMS:
+        runs = []
+        for seed in seeds:
+            d = root / f"{arm}-seed{seed}"
+            if (d / "metrics.jsonl").exists():
+                s = run_summary(d)
+                out["runs"][f"{arm}-seed{seed}"] = s
+                runs.append(s)
+        out["arms"][arm] = arm_summary(runs)
+    return out
+
+
+def report(summary: dict[str, Any]) -> str:
+    lines = []
+    for name, s in summary["runs"].items():
+        lines.append(
+            f"{name}: {'finished' if s['finished'] else 'NOT FINISHED'}; updates "
+            + ", ".join(f"{u:.0f} s (rollouts {r:.0f} + training {t:.0f})" for u, r, t in zip(s["update_s"], s["rollout_s"], s["train_s"], strict=True))
+            + f"; evaluations {', '.join(f'{x:.0f} s' for x in s['eval_s'])}; held-out "
+            + ", ".join(f"{v:.3f} after {b}" for b, v in s["heldout"])
+            + f"; useful steps {sum(s['useful_steps'])} of {sum(s['optimizer_steps'])}; rollouts per update "
+            + f"{s['rollouts']}; groups with signal {s['groups_with_signal']}; eval cache {s['cache_hits']}/{s['cache_lookups']}"
+        )  # fmt: skip
+    b, a = summary["arms"]["before"], summary["arms"]["after"]
+    for arm, s in (("before", b), ("after", a)):
+        lines.append(
+            f"{arm}: {s['runs']} runs, {s['updates']} updates, {s['s_per_update']:.0f} s per update, "
+            f"{s['s_per_eval']:.0f} s per evaluation, useful steps {s['useful_steps']} of {s['optimizer_steps']} "
+            f"({s['useful_steps_per_hour']:.1f} per hour of updates), {s['rollouts_per_update']:.1f} rollouts per "
+            f"update, eval cache {s['cache_hits']}/{s['cache_lookups']}, held-out {s['heldout_first']} -> {s['heldout_last']}"
+        )  # fmt: skip
+    ratio = (
+        a["useful_steps_per_hour"] / b["useful_steps_per_hour"]
+        if b["useful_steps_per_hour"]
+        else float("nan")
+    )
+    hit = a["cache_hits"] / a["cache_lookups"] if a["cache_lookups"] else float("nan")
+    lines.append(
+        f"RESULT s_per_update_before={b['s_per_update']:.0f} s_per_update_after={a['s_per_update']:.0f} "
+        f"s_per_eval_before={b['s_per_eval']:.0f} s_per_eval_after={a['s_per_eval']:.0f} "
+        f"useful_steps_per_hour_ratio={ratio:.2f} cache_hit_rate={hit:.2f} "
+        f"heldout_before={b['heldout_last']} heldout_after={a['heldout_last']}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    root = Path(args.run_root)
+    root.mkdir(parents=True, exist_ok=True)
+    order = [(seed, arm) for i, seed in enumerate(seeds) for arm in (ARMS if i % 2 == 0 else ARMS[::-1])]
+    for seed, arm in order if not args.table_only else []:
+        run_dir = root / f"{arm}-seed{seed}"
+        if finished(run_dir):
+            continue
+        cmd, env = command(args, arm, seed, run_dir)
+        print(f"$ {' '.join(cmd)}   ({time.strftime('%H:%M:%S')}, load {os.getloadavg()})", flush=True)
+        t0 = time.monotonic()
+        rc = subprocess.run(cmd, env=env).returncode
+        print(
+            f"{arm} seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s, load {os.getloadavg()}",
+            flush=True,
+        )
+        summary = summarize(root, seeds)
+        print(report(summary), flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(summary, indent=2))
+        if rc != 0:
+            return rc
+    summary = summarize(root, seeds)
+    if args.out:
+        Path(args.out).write_text(json.dumps(summary, indent=2))
+    print(report(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

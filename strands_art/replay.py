@@ -254,7 +254,8 @@ def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = 
     ``trajectories/trajectories.jsonl``) or a store directory itself. Each turn replays the
     stored chat messages and tools with the sampled token IDs, logprobs and finish reason; the
     tokenizer and history mode come from the run's ``config.json`` (``tokenizer`` or
-    ``model``, ``history_mode``) unless ``tokenizer`` is given. The render inputs recorded with
+    ``model``, ``history_mode``), a training run's ``train.json`` (``model``) and the rollout's
+    ``metadata["history_mode"]``, unless ``tokenizer`` is given. The render inputs recorded with
     the rollout (``metadata["render"]``: template variables such as the pinned date, template
     and tokenizer hashes; :mod:`strands_art.render_inputs`) become the spec's
     ``chat_template_kwargs`` (over the config's) and ``render``, which :func:`replay` checks.
@@ -291,14 +292,16 @@ def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = 
     if any(not t.messages for t in found.turns):
         raise ReplayInputError(f"rollout {rollout_id!r} was stored without its chat messages (an older run)")
     config: dict[str, Any] = {}
-    if (run_dir / "config.json").is_file():
-        try:
-            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ReplayInputError(f"{run_dir / 'config.json'}: {exc}") from exc
+    for file in ("config.json", "train.json"):  # a migrate run's, else a training run's settings
+        if (run_dir / file).is_file():
+            try:
+                config = json.loads((run_dir / file).read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ReplayInputError(f"{run_dir / file}: {exc}") from exc
+            break
     name = tokenizer or config.get("tokenizer") or config.get("model")
     if not name:
-        raise ReplayInputError(f"{run_dir}: no tokenizer in config.json; pass --tokenizer")
+        raise ReplayInputError(f"{run_dir}: no tokenizer in config.json or train.json; pass --tokenizer")
     render = found.metadata.get("render") if isinstance(found.metadata.get("render"), dict) else None
     kwargs = dict(config.get("chat_template_kwargs") or {})
     if render is not None:  # the variables the rollout was rendered with (its pinned date)
@@ -308,7 +311,7 @@ def spec_from_run(run_dir: str | Path, rollout_id: str, tokenizer: str | None = 
         spec_extra["render"] = render
     return {
         "tokenizer": name,
-        "mode": config.get("history_mode") or "tree",
+        "mode": config.get("history_mode") or found.metadata.get("history_mode") or "tree",
         **spec_extra,
         "rollout_id": rollout_id,
         "reward": found.reward,

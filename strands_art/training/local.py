@@ -104,7 +104,7 @@ from typing import Any
 import torch
 
 from strands_art.backends.base import SamplingParams
-from strands_art.training import checkpoint, shared_prefix
+from strands_art.training import checkpoint, shared_prefix, token_trace
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch
 from strands_art.training.grpo import compute_advantages
 from strands_art.training.logprobs import (
@@ -172,6 +172,8 @@ class LocalTrainer:
         outer_batch: outer batches completed so far.
         warmup_offset: optimizer steps taken before the first one with a nonzero gradient (the
             warmup counts from there); None until that step.
+        trace: None (off), or a dict that each :meth:`update` starts empty and fills with the
+            rows as trained (:mod:`strands_art.training.token_trace`, keyed by ``id(BatchRow)``).
     """
 
     skip_zero_advantage_rows = True
@@ -219,6 +221,7 @@ class LocalTrainer:
         self.outer_batch = 0
         self.warmup_offset: int | None = None
         self._phase_s = {"fwd_bwd_s": 0.0, "optimizer_s": 0.0}
+        self.trace: dict[int, dict[str, Any]] | None = None
         if config.share_prefix:
             shared_prefix.check_model(self.model.get_base_model())
 
@@ -260,6 +263,8 @@ class LocalTrainer:
             WeightSyncError: the server did not take the new adapter (vLLM backend).
         """
         t0 = time.perf_counter()
+        if self.trace is not None:
+            self.trace = {}
         adv = compute_advantages(trajectories, self.config.grpo)
         metrics: dict[str, float] = dict(adv.metrics)
         metrics.update(policy_lag(adv.rows, self.step))
@@ -404,6 +409,7 @@ class LocalTrainer:
             finite = torch.isfinite(lp)
             filtered += int(((~finite) & (mask > 0)).sum())
             mask = mask * finite
+            raw = lp
             lp = torch.where(finite, lp, torch.zeros_like(lp))
             rollout = t["rollout_logprobs"]
             if old is None:
@@ -411,6 +417,8 @@ class LocalTrainer:
             else:
                 behaviour = stack_rows(micro, old, t["input_ids"])
                 behaviour = torch.where(torch.isfinite(behaviour), behaviour, rollout)
+            if self.trace is not None:  # the rows as trained (strands-art train stores them)
+                token_trace.capture(self.trace, micro, raw, behaviour, rollout, mask, cfg.loss, self.step + 1)
             out = policy_loss(
                 lp, behaviour, rollout, t["advantages"], mask, denom, cfg.loss, ref, t.get("kl_logprobs")
             )

@@ -22,7 +22,9 @@ The run directory::
     RUN_DIR/metrics.jsonl      one record per outer batch and per evaluation
     RUN_DIR/tensorboard/       event files (tensorboard --logdir RUN_DIR/tensorboard)
     RUN_DIR/rows/              the trained rows, one file per outer batch (with ``--ray``, each
-                               line also names the Ray node and worker pid of its rollout)
+                               line also names the Ray node and worker pid of its rollout), and
+                               beside each the rows as trained (``ob-NNNNNN.trained.parquet``)
+    RUN_DIR/trajectories/      every rollout, training and held-out (:mod:`.run_store`)
     RUN_DIR/checkpoints/       LoRA adapter + optimizer + RNG (resume point)
     RUN_DIR/env/               the environment's own files (workspaces, logs)
 
@@ -49,6 +51,7 @@ from strands_art.training.environment import EnvOptions, TrainEnvironment, resol
 from strands_art.training.loop import train
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
+from strands_art.training.run_store import RunStore
 from strands_art.training.settings import TrainSettings
 from strands_art.trajectory import Trajectory
 
@@ -158,6 +161,12 @@ def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) 
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _done(run_dir: Path) -> int:
+    """Outer batches the newest checkpoint covers (0 without one)."""
+    ck = checkpoint.latest_checkpoint(run_dir)
+    return 0 if ck is None else int(json.loads((ck / "state.json").read_text())["outer_batch"])
 
 
 def kept_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -285,16 +294,24 @@ async def arun_training(
     if not resume:
         settings.save(run_dir)
         (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
-    sinks[0].replay(kept_records(run_dir) if resume else [])
+    kept = kept_records(run_dir) if resume else []
+    sinks[0].replay(kept)
+    store = RunStore(run_dir)  # every rollout, for the viewer; a resume drops what it redoes
+    store.reconcile(
+        _done(run_dir) if resume else 0, {r["outer_batch"] for r in kept if r.get("kind") == "eval"}
+    )
+    batches: dict[int, list[Trajectory]] = {}
     with contextlib.ExitStack() as stack:
         for sink in sinks:
             stack.callback(sink.close)
         try:
-            rollout = _rollout_fn(settings, env, stack)  # --ray: the cluster is joined before the model loads
+            rollout = store.wrap(_rollout_fn(settings, env, stack))  # --ray: the cluster first
             tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
+            trainer.trace = {}  # the rows as trained (rows/ob-NNNNNN.trained.parquet)
             if settings.vllm_url is not None:  # the user's server: reachable, or no run at all
                 await check_server(settings.vllm_url, trainer.backend)
             gateway = env.gateway(tok, trainer.backend)
+            store.history_mode = gateway.config.get("history_mode")
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
                 forget_start(run_dir)
@@ -305,7 +322,20 @@ async def arun_training(
         elif on_batch is None:  # log lines only (a caller with on_batch shows records its way)
             on_batch = print_line
 
+        def on_rollouts(b: int, trajs: list[Trajectory]) -> None:
+            write_rows(run_dir, b, trajs)
+            store.add(trajs, "train", b)
+            batches[b] = trajs
+
         def emit(record: dict[str, Any]) -> None:
+            if record.get("kind") == "train" and record.get("outer_batch") in batches:
+                try:
+                    store.write_trained(record["outer_batch"], batches.pop(record["outer_batch"]),
+                                        trainer.trace or {}, trainer.config.grpo)  # fmt: skip
+                except OSError as exc:
+                    logger.warning(
+                        "rows as trained of outer batch %s not written: %s", record["outer_batch"], exc
+                    )
             for sink in sinks:
                 sink.write(record)
             if progress:
@@ -317,7 +347,7 @@ async def arun_training(
             trainer, gateway, env.train_tasks, rollout, settings.outer_batches, run_dir,
             eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
             on_event=live.on_event if progress else None,
-            on_rollouts=lambda b, trajs: write_rows(run_dir, b, trajs),
+            on_rollouts=on_rollouts,
             max_staleness=settings.max_staleness, launch_after_step=settings.launch_after_step,
             max_draws=settings.max_draws, skip_tied=settings.skip_tied,
         )  # fmt: skip

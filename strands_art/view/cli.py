@@ -21,7 +21,12 @@ def add_view_parser(sub: Any) -> None:
         description="A read-only web viewer of a strands-art migrate / training run directory or a "
         "trajectory store (docs/viewer.md). Serves on loopback by default and prints the URL.",
     )
-    p.add_argument("run_dir", help="the run directory (results.jsonl, trajectories/, metrics.jsonl)")
+    p.add_argument(
+        "run_dir",
+        nargs="+",
+        help="the run directory (results.jsonl, trajectories/, metrics.jsonl); with more than one, "
+        "the page /compare shows them side by side (the first is the run page's)",
+    )
     p.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)"
     )
@@ -63,12 +68,13 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
     the run's ``config.json``; None (with a warning) when none is named or it cannot be loaded."""
     from .decoder import load_decoder
 
-    if name is None:
+    for file in ("config.json", "train.json") if name is None else ():
         try:
-            cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            cfg = json.loads((run_dir / file).read_text(encoding="utf-8"))
             name = cfg.get("tokenizer") or cfg.get("model") if isinstance(cfg, dict) else None
         except (OSError, ValueError):
-            name = None
+            continue
+        break
     if not name or not isinstance(name, str):
         return None
     try:
@@ -76,6 +82,18 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
     except Exception as exc:  # noqa: BLE001 - any loader failure: show IDs, say why
         logger.warning("cannot load tokenizer %r (%s); tokens are shown as IDs (pass --tokenizer)", name, exc)
         return None
+
+
+def _tokenizer_name(run_dir: Path) -> str:
+    """A key for the tokenizer the run names (its config.json / train.json), "" for none."""
+    for file in ("config.json", "train.json"):
+        try:
+            cfg = json.loads((run_dir / file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(cfg, dict):
+            return str(cfg.get("tokenizer") or cfg.get("model") or "")
+    return ""
 
 
 RUN_MARKERS = ("config.json", "train.json", "results.jsonl", "trajectories", "metrics.jsonl")
@@ -88,12 +106,16 @@ def main_from_args(args: argparse.Namespace) -> int:
     from .reader import RunView
     from .server import make_app
 
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        print(f"strands-art view: no run directory at {run_dir}", file=sys.stderr)
-        return 2
-    view = RunView(run_dir)  # the tokenizer comes once the port is ours: a busy port fails at once
-    view.refresh()
+    dirs = [Path(d) for d in args.run_dir]
+    for d in dirs:
+        if not d.is_dir():
+            print(f"strands-art view: no run directory at {d}", file=sys.stderr)
+            return 2
+    run_dir = dirs[0]
+    views = [RunView(d) for d in dirs]  # tokenizers come once the port is ours: a busy port fails at once
+    view = views[0]
+    for v in views:
+        v.refresh()
     if not view.order and not any((run_dir / name).exists() for name in RUN_MARKERS):
         print(
             f"strands-art view: warning: {run_dir} holds no run (none of {', '.join(RUN_MARKERS)}); "
@@ -108,18 +130,25 @@ def main_from_args(args: argparse.Namespace) -> int:
         )
 
     async def serve() -> None:
-        runner = web.AppRunner(make_app(view), access_log=None)
+        runner = web.AppRunner(make_app(view, views[1:]), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, args.host, args.port)
         await site.start()
-        view.tokenizer = await asyncio.to_thread(load_run_tokenizer, run_dir, args.tokenizer)
-        view._special = None  # computed again with the tokenizer
+        loaded: dict[str, Any] = {}
+        for v in views:
+            name = args.tokenizer or _tokenizer_name(v.root)
+            if name not in loaded:
+                loaded[name] = await asyncio.to_thread(load_run_tokenizer, v.root, args.tokenizer)
+            v.tokenizer = loaded[name]
+            v._special = None  # computed again with the tokenizer
         port = runner.addresses[0][1]
         host = f"[{args.host}]" if ":" in args.host else args.host
         url = f"http://{host}:{port}/"
         print(
             f"strands-art view: {len(view.order)} rollouts of {run_dir} at {url} (Ctrl-C stops)", flush=True
         )
+        if len(views) > 1:
+            print(f"strands-art view: {len(views)} runs side by side at {url}compare", flush=True)
         if args.open and not webbrowser.open(url):
             print("strands-art view: no browser found here; open the URL yourself", flush=True)
         try:

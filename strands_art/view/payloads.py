@@ -71,10 +71,15 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
             item["row_text"], item["prompt_text"] = clip(f["row_text"]), clip(f["prompt_text"])
         item["at"] = _event_at(t, ev)
         events.append(item)
+    items = view.rollouts()
+    mine = next((r["group"] for r in items if r["rollout_id"] == rid), t.group_id or meta.get("task") or rid)
     group = [
-        {k: r.get(k) for k in ("rollout_id", "reward", "advantage", "stop_reason", "zero_variance")}
-        for r in view.rollouts()
-        if r["group"] == (t.group_id or meta.get("task") or rid)
+        {
+            k: r.get(k)
+            for k in ("rollout_id", "reward", "advantage", "stop_reason", "zero_variance", "excluded")
+        }
+        for r in items
+        if r["group"] == mine
     ]
     return {
         "rollout_id": t.rollout_id,
@@ -92,6 +97,10 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
             for i, r in enumerate(t.rows)
         ],
         "group": group,
+        "group_name": mine,
+        "split": meta.get("split"),
+        "outer_batch": meta.get("outer_batch"),
+        "advantage": next((r.get("advantage") for r in items if r["rollout_id"] == rid), None),
         "decoded": view.tokenizer is not None,
     }
 
@@ -147,7 +156,67 @@ def row_payload(view: RunView, rid: str, index: int) -> dict[str, Any]:
         "part_missing": part_missing,
         "part_error": part_error,
         "metadata": clip(metadata, 2000),
+        "trained": trained_payload(view, t, index, len(ids)),
     }
+
+
+TOKEN_KEYS = (
+    "loss_mask",
+    "trainer_logprobs",
+    "sampler_logprobs",
+    "old_logprobs",
+    "importance_weight",
+    "clipped",
+)
+GAPS_SHOWN = 20
+
+
+def trained_payload(view: RunView, t: Trajectory, index: int, n: int) -> dict[str, Any] | None:
+    """Row ``index`` of ``t`` as the trainer trained it (``rows/ob-NNNNNN.trained.parquet``):
+    ``advantage``, ``excluded``, ``forwarded``, ``step``, the per-token lists (rounded to 4
+    decimals; NaN as a string), ``trained_tokens`` (the loss mask's sum) and ``gaps``: the
+    :data:`GAPS_SHOWN` trained tokens with the largest ``|trainer - sampler|`` logprob, largest
+    first. None for a rollout of no training batch, or one whose batch has no file yet;
+    ``{"error": ...}`` when the file is unreadable or its lists do not match the row's length."""
+    meta = t.metadata
+    b = meta.get("outer_batch")
+    if meta.get("split") != "train" or not is_int(b):
+        return None
+    try:
+        rec = view.trained.row(b, t.rollout_id, index)
+    except ValueError as exc:
+        return {"error": str(exc)[:300]}
+    if rec is None:
+        return None
+    out: dict[str, Any] = {k: rec.get(k) for k in ("advantage", "excluded", "forwarded", "step")}
+    if not rec.get("forwarded"):
+        return out
+    lists = {k: rec.get(k) or [] for k in TOKEN_KEYS}
+    if any(len(v) != n for v in lists.values()):
+        return {**out, "error": f"the trained lists do not have the row's {n} tokens"}
+    for k in ("trainer_logprobs", "sampler_logprobs", "old_logprobs", "importance_weight"):
+        out[k] = _rounded(lists[k])
+    out["loss_mask"], out["clipped"] = lists["loss_mask"], lists["clipped"]
+    out["trained_tokens"] = sum(lists["loss_mask"])
+    out["clipped_tokens"] = sum(lists["clipped"])
+    gaps = [
+        (abs(tr - sa), i)
+        for i, (m, tr, sa) in enumerate(
+            zip(lists["loss_mask"], lists["trainer_logprobs"], lists["sampler_logprobs"], strict=True)
+        )
+        if m and isinstance(tr, float) and math.isfinite(tr)
+    ]
+    gaps.sort(reverse=True)
+    out["gaps"] = [
+        {
+            "pos": i,
+            "trainer": round(lists["trainer_logprobs"][i], 4),
+            "sampler": round(lists["sampler_logprobs"][i], 4),
+            "gap": round(lists["trainer_logprobs"][i] - lists["sampler_logprobs"][i], 4),
+        }
+        for _, i in gaps[:GAPS_SHOWN]
+    ]
+    return out
 
 
 def _markers(t: Trajectory, index: int, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -27,6 +27,8 @@ from strands_art.training.grpo import GRPOConfig, group_advantages, reward_probl
 from strands_art.training.metrics import scan_metrics
 from strands_art.trajectory import Trajectory
 
+from .training import TrainedIndex, group_key
+
 logger = logging.getLogger(__name__)
 
 FIELD_LIMIT = 20_000
@@ -73,7 +75,13 @@ class RunView:
         self._texts: dict[int, str] = {}
         self._store: TrajectoryStore | None = None
         self._special: set[int] | None = None
+        self.trained = TrainedIndex(self.root)
         self._reset()
+
+    @property
+    def is_training(self) -> bool:
+        """A ``strands-art train`` run (its ``train.json`` exists)."""
+        return (self.root / "train.json").is_file()
 
     def _reset(self) -> None:
         self.results: dict[str, dict[str, Any]] = {}
@@ -99,6 +107,10 @@ class RunView:
             results_path = self.root / RESULTS_FILE
             jsonl = self._store_dir / "trajectories.jsonl"
             sizes = (_size(results_path), _size(jsonl))
+            if self.is_training and self.trained.refresh():
+                self._items = None
+                if sizes == self._sizes:
+                    return True
             if sizes == self._sizes:
                 return False
             if sizes[0] < self._results_pos or sizes[1] < self._store_pos:
@@ -150,12 +162,15 @@ class RunView:
 
     # ------------------------------------------------------------------ run
     def config(self) -> dict[str, Any] | None:
-        """``config.json`` of the run (clipped), None if absent or unreadable."""
-        try:
-            data = json.loads((self.root / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return None
-        return clip(data, 2000) if isinstance(data, dict) else None
+        """``config.json`` of the run, else its ``train.json`` (a training run's settings),
+        clipped; None if neither is there and readable."""
+        for name in ("config.json", "train.json"):
+            try:
+                data = json.loads((self.root / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue
+            return clip(data, 2000) if isinstance(data, dict) else None
+        return None
 
     def metrics(self) -> list[dict[str, Any]]:
         """Records of ``metrics.jsonl`` (a training run), [] if there is none. A line that is
@@ -211,12 +226,21 @@ class RunView:
         for item in items:
             groups.setdefault(str(item["group"]), []).append(item)
         cfg = GRPOConfig()
+        training = self.is_training
         for members in groups.values():
             usable = [m for m in members if not m.get("failed") and reward_problem(m.get("reward")) is None]
-            advantages = group_advantages([m["reward"] for m in usable], cfg)
             zero = len({m["reward"] for m in usable}) <= 1
-            for m, a in zip(usable, advantages, strict=True):
-                m["advantage"] = a
+            if training:  # the trainer's own advantages (rows/ob-*.trained.parquet), none before
+                for m in members:
+                    rid = m["rollout_id"]
+                    m["advantage"] = self.trained.advantage.get(rid) if isinstance(rid, str) else None
+                    m["excluded"] = self.trained.excluded.get(rid) if isinstance(rid, str) else None
+                    fwd = self.trained.forwarded.get(rid) if isinstance(rid, str) else None
+                    m["rows_forwarded"] = fwd[0] if fwd else None
+            else:
+                advantages = group_advantages([m["reward"] for m in usable], cfg)
+                for m, a in zip(usable, advantages, strict=True):
+                    m["advantage"] = a
             for m in members:
                 m["group_size"] = len(members)
                 m["zero_variance"] = zero
@@ -234,7 +258,12 @@ class RunView:
         if "turns" in rec and "turns" not in item:
             item["turns"] = rec["turns"]
         item["wall_s"] = (rec.get("times") or {}).get("wall_s", summ.get("wall_s"))
-        item["group"] = summ.get("group_id") or item.get("task") or rid
+        item["group"] = (
+            (group_key(rid, summ.get("group_id")) if self.is_training else None)
+            or summ.get("group_id")
+            or item.get("task")
+            or rid
+        )
         item = clip(item, 500)
         if isinstance(item["group"], dict):  # a cut label stays a string (grouped by its head)
             item["group"] = item["group"]["head"] + "…"
@@ -326,4 +355,7 @@ def _summarize(t: Trajectory) -> dict[str, Any]:
         "stop_reason": meta.get("stop_reason") or (t.turns[-1].finish_reason if t.turns else None),
         "wall_s": round(sum(tn.timings.get("total", 0.0) for tn in t.turns), 3),
         "failed": bool(meta.get("failed")),
+        "error": meta.get("error") if meta.get("failed") else None,
+        "split": meta.get("split") if meta.get("split") in ("train", "eval") else None,
+        "outer_batch": meta.get("outer_batch") if isinstance(meta.get("outer_batch"), int) else None,
     }

@@ -23,14 +23,18 @@ from strands_art.validation import is_real
 
 from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
+from .training import batches, compare
 
 VIEW = web.AppKey("view", RunView)
-PAGES = ("/", "/rollout", "/row")  # one HTML shell; common.js loads the page's script
+VIEWS = web.AppKey("views", list)
+PAGES = ("/", "/rollout", "/row", "/compare")  # one HTML shell; common.js loads the page's script
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-SORT_KEYS = ("reward", "advantage", "turns", "rows", "tokens", "wall_s", "rollout_id", "task", "stop_reason")
+SORT_KEYS = (
+    "outer_batch", "reward", "advantage", "turns", "rows", "tokens", "wall_s", "rollout_id", "task", "stop_reason",
+)  # fmt: skip
 MAX_LIMIT = 1000
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -40,10 +44,13 @@ def static_dir() -> Path:
     return Path(str(resources.files("strands_art.view") / "static"))
 
 
-def make_app(view: RunView) -> web.Application:
-    """The application over ``view`` (see the module docstring for the routes)."""
+def make_app(view: RunView, others: list[RunView] | None = None) -> web.Application:
+    """The application over ``view`` (see the module docstring for the routes); ``others``:
+    more runs, compared with it on ``/compare`` and opened with ``?run=K`` (1-based among
+    them; 0 or none: ``view``)."""
     app = web.Application(middlewares=[_headers])
     app[VIEW] = view
+    app[VIEWS] = [view, *(others or [])]
     for path in PAGES:
         app.router.add_get(path, _page)
     app.router.add_get("/static/{name}", _static)
@@ -55,6 +62,8 @@ def make_app(view: RunView) -> web.Application:
     app.router.add_get("/api/rollout/{rid}", _rollout)
     app.router.add_get("/api/rollout/{rid}/row/{k}", _row)
     app.router.add_get("/api/file", _file)
+    app.router.add_get("/api/batches", _batches)
+    app.router.add_get("/api/compare", _compare)
     return app
 
 
@@ -117,8 +126,14 @@ async def _static(request: web.Request) -> web.FileResponse:
     return web.FileResponse(static_dir() / name)
 
 
+def _chosen(request: web.Request) -> RunView:
+    """The run of ``?run=K`` (0, the default: the first run given)."""
+    views = request.app[VIEWS]
+    return views[_int(request, "run", 0, 0, len(views) - 1)]
+
+
 async def _fresh(request: web.Request) -> RunView:
-    view = request.app[VIEW]
+    view = _chosen(request)
     await asyncio.to_thread(view.refresh)
     return view
 
@@ -136,6 +151,9 @@ async def _run(request: web.Request) -> web.Response:
             "stored": len(stored),
             "missing_parts": [r["rollout_id"] for r in stored if r["part_missing"]],
             "has_metrics": (view.root / "metrics.jsonl").exists(),
+            "training": view.is_training,
+            "runs": [v.root.name for v in request.app[VIEWS]],
+            "trained_problems": view.trained.problems,
             "decoded": view.tokenizer is not None,
             "tokenizer": getattr(view.tokenizer, "name_or_path", None)
             if view.tokenizer is not None
@@ -167,6 +185,10 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
         items = [r for r in items if (r.get("events") or {}).get(q["event"])]
     if q.get("q"):
         items = [r for r in items if q["q"].lower() in _as_text(r["rollout_id"]).lower()]
+    if q.get("split"):
+        items = [r for r in items if r.get("split") == q["split"]]
+    if q.get("batch"):
+        items = [r for r in items if str(r.get("outer_batch")) == q["batch"]]
     key = q.get("sort") or ""
     if key:
         if key not in SORT_KEYS:
@@ -202,6 +224,7 @@ async def _rollouts(request: web.Request) -> web.Response:
             "offset": offset,
             "items": view.mark_parts(items[offset : offset + limit]),
             "tasks": sorted({str(r.get("task") or r.get("group")) for r in every}),
+            "batches": sorted({r["outer_batch"] for r in every if isinstance(r.get("outer_batch"), int)}),
             "stop_reasons": sorted({str(r.get("stop_reason")) for r in every}),
             "event_kinds": kinds,
             "reward_hist": sorted(hist.items(), key=lambda kv: float(kv[0])),
@@ -219,7 +242,7 @@ async def _groups(request: web.Request) -> web.Response:
         groups.setdefault(str(r["group"]), []).append(r)
     offset, limit = _int(request, "offset", 0), _int(request, "limit", 50, 1, MAX_LIMIT)
     names = list(groups)
-    keys = ("rollout_id", "reward", "advantage", "stop_reason", "turns", "rows", "events", "failed")
+    keys = ("rollout_id", "reward", "advantage", "stop_reason", "turns", "rows", "events", "failed", "excluded")  # fmt: skip
     return _json(
         {
             "total": len(names),
@@ -236,8 +259,22 @@ async def _groups(request: web.Request) -> web.Response:
     )
 
 
+async def _batches(request: web.Request) -> web.Response:
+    """Per outer batch of a training run (:func:`.training.batches`)."""
+    view = await _fresh(request)
+    records = await asyncio.to_thread(view.metrics)
+    return _json(clip(batches(records, view.rollouts()), 300))
+
+
+async def _compare(request: web.Request) -> web.Response:
+    """Every run given, side by side (:func:`.training.compare`)."""
+    views = request.app[VIEWS]
+    runs = [(v.root.name, await asyncio.to_thread(v.metrics)) for v in views]
+    return _json(clip(compare(runs), 300))
+
+
 async def _metrics(request: web.Request) -> web.Response:
-    view = request.app[VIEW]
+    view = _chosen(request)
     records = clip(await asyncio.to_thread(view.metrics), 200)
     return _json({"records": records, "unreadable_lines": view.problems.get("unreadable_metrics_lines", 0)})
 

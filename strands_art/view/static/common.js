@@ -22,13 +22,21 @@ SV.el = function (tag, attrs, ...children) {
   return node;
 };
 
+// which run of `strands-art view RUN_A RUN_B ...` this page shows (?run=K; none: the first),
+// carried by every API call and page link
+SV.run = new URLSearchParams(location.search).get("run");
+SV.withRun = function (params) {
+  return SV.run && !("run" in params) ? { ...params, run: SV.run } : params;
+};
+
 // a link to one of our pages: path is a constant, params are encoded
 SV.link = function (page, params, ...children) {
-  const q = new URLSearchParams(params).toString();
+  const q = new URLSearchParams(SV.withRun(params)).toString();
   return SV.el("a", { href: page + (q ? "?" + q : "") }, ...children);
 };
 
 SV.api = async function (path) {
+  if (SV.run && path.startsWith("/api/") && !/[?&]run=/.test(path)) path += (path.includes("?") ? "&" : "?") + "run=" + encodeURIComponent(SV.run);
   const r = await fetch(path, { headers: { Accept: "application/json" } });
   let body;
   try { body = await r.json(); } catch (e) { body = { error: "HTTP " + r.status + ": not JSON" }; }
@@ -182,6 +190,6 @@ SV.start = function (main) {
 
 // the one HTML shell (page.html) serves the three pages: load the script of this one
 (function () {
-  const script = { "/": "run.js", "/rollout": "rollout.js", "/row": "row.js" }[location.pathname];
+  const script = { "/": "run.js", "/rollout": "rollout.js", "/row": "row.js", "/compare": "compare.js" }[location.pathname];
   if (script) document.head.appendChild(SV.el("script", { src: "/static/" + script }));
 })();

@@ -14,6 +14,8 @@ let lineOf = null;      // Int32Array: line of each token
 let markersAt = new Map(); // token index -> [marker]
 let cur = -1;
 let pane, layer, inspector;
+let mode = "sampler";   // what sampled tokens are shaded by (the "shade by" select)
+let T = null;           // D.trained when it holds the per-token lists
 
 async function main() {
   const p = SV.params();
@@ -47,19 +49,29 @@ async function main() {
   if (D.part_error) banners.push(el("div", { class: "banner bad", role: "alert" }, "The Parquet part is unreadable (" + D.part_error + "): showing the JSONL copy."));
   if (!D.texts) banners.push(el("div", { class: "banner" }, "No tokenizer: tokens are shown as IDs."));
   const sampled = D.mask.reduce((a, b) => a + b, 0);
+  T = D.trained && D.trained.loss_mask ? D.trained : null;
+  if (D.trained && D.trained.error) banners.push(el("div", { class: "banner bad", role: "alert" }, "The rows-as-trained file of this batch is unusable: " + D.trained.error));
+  if (D.trained && !T && !D.trained.error) banners.push(el("div", { class: "banner", id: "not-forwarded" }, D.trained.excluded ? "Not trained: the rollout was left out of GRPO (" + D.trained.excluded + ")." : "Not forwarded by the trainer: its advantage is " + fmt(D.trained.advantage) + " (a tied group's rows add nothing to the loss and are skipped)."));
   const stat = (k, v, id) => el("div", { class: "stat" }, el("div", { class: "k" }, k), el("div", { class: "v", id }, v));
   mainEl.replaceChildren(
     el("h1", {}, "Row ", el("span", { class: "mono" }, `${D.row}`), el("span", { class: "muted" }, ` of ${D.rows} · rollout `), link("/rollout", { id }, el("span", { class: "mono" }, id))),
     ...banners,
     el("section", { class: "card" }, el("div", { class: "stats" },
       stat("tokens", fmt(D.ids.length)), stat("sampled (loss mask 1)", fmt(sampled), "stat-sampled"),
-      stat("prompt / context", fmt(D.ids.length - sampled)), stat("turns", fmt(D.turns.length)), stat("reward", SV.rewardCell(D.reward))),
+      stat("prompt / context", fmt(D.ids.length - sampled)), stat("turns", fmt(D.turns.length)), stat("reward", SV.rewardCell(D.reward)),
+      D.trained ? stat("advantage (trainer's)", SV.advCell(D.trained.advantage), "stat-advantage") : "",
+      T ? stat("tokens trained", fmt(T.trained_tokens), "stat-trained") : "",
+      T ? stat("clipped tokens", fmt(T.clipped_tokens), "stat-clipped") : "",
+      T ? stat("first optimizer step", fmt(T.step), "stat-step") : ""),
+      T ? el("label", { class: "shade" }, "shade sampled tokens by ", el("select", { id: "shade-by", "aria-label": "shade by", onchange: (e) => { mode = e.target.value; relayout(); render(); } },
+        [["sampler", "sampler logprob"], ["trainer", "trainer logprob (first step)"], ["gap", "gap: trainer − sampler"], ["weight", "importance weight"], ["clipped", "clipped"], ["advantage", "advantage"], ["mask", "loss mask as trained"], ["version", "policy version"]].map(([v, l]) => el("option", { value: v }, l)))) : "",
       el("div", { class: "legend" }, "legend: ", tokSample("prompt", "p"), tokSample("sampled, p≈1", "s", 0), tokSample("sampled, p≈0.37", "s", -1), tokSample("sampled, p<0.01", "s", -5), tokSample("<|special|>", "p sp"),
         el("span", { class: "marker turn" }, "turn"), el("span", { class: "marker fork" }, "fork"), el("span", { class: "marker heal" }, "heal"), "  · = space, ↵ = newline, → = tab")),
     el("div", { class: "rowlayout" }, pane,
       el("aside", { class: "side" },
         el("section", { class: "card" }, el("h2", {}, "Token"), inspector),
-        el("section", { class: "card" }, el("h2", {}, "Markers"), markerList()))),
+        el("section", { class: "card" }, el("h2", {}, "Markers"), markerList()),
+        T ? el("section", { class: "card" }, el("h2", {}, "Largest sampler↔trainer gaps"), gapList()) : "")),
   );
   layout();
   pane.addEventListener("scroll", render, { passive: true });
@@ -89,6 +101,43 @@ function shade(lp) {
   const p = Math.exp(Math.max(-10, Math.min(0, lp)));
   const hue = Math.round(120 * Math.pow(p, 0.7)); // red (unlikely) .. green (certain)
   return `hsl(${hue}, 75%, ${88 - 10 * (1 - p)}%)`;
+}
+
+function gapList() {
+  if (!T.gaps.length) return el("p", { class: "muted" }, "no trained token");
+  return el("ol", { class: "marklist", id: "gaps" }, T.gaps.map((g) => el("li", {},
+    el("button", { type: "button", "data-pos": g.pos, "data-gap": g.gap, onclick: () => goTo(g.pos) },
+      `@${g.pos}  `, el("span", { class: "mono" }, `${g.gap > 0 ? "+" : ""}${g.gap.toFixed(4)}`), el("span", { class: "muted" }, `  trainer ${g.trainer.toFixed(4)} · sampler ${g.sampler.toFixed(4)}`)))));
+}
+
+// the background of sampled token i under the current "shade by" mode (null: none)
+function colour(i) {
+  if (!T || mode === "sampler") return D.mask[i] ? shade(D.logprobs[i]) : null;
+  const on = T.loss_mask[i];
+  if (mode === "mask") return on ? "hsl(140, 60%, 80%)" : null;
+  if (!on) return null;
+  const num = (x) => (typeof x === "number" ? x : NaN);
+  if (mode === "trainer") return Number.isFinite(num(T.trainer_logprobs[i])) ? shade(T.trainer_logprobs[i]) : "#bbb";
+  if (mode === "gap") {
+    const g = num(T.trainer_logprobs[i]) - num(T.sampler_logprobs[i]);
+    if (!Number.isFinite(g)) return "#bbb";
+    return `hsl(${g >= 0 ? 215 : 0}, 80%, ${Math.round(97 - 45 * Math.min(1, Math.abs(g)))}%)`;
+  }
+  if (mode === "weight") {
+    const w = num(T.importance_weight[i]);
+    return `hsl(${w >= 1 ? 215 : 0}, 80%, ${Math.round(97 - 45 * Math.min(1, Math.abs(Math.log(w || 1e-9))))}%)`;
+  }
+  if (mode === "clipped") return T.clipped[i] ? "hsl(30, 95%, 60%)" : "hsl(0, 0%, 94%)";
+  if (mode === "advantage") {
+    const a = D.trained.advantage || 0;
+    return `hsl(${a >= 0 ? 140 : 0}, 70%, ${Math.round(92 - 30 * Math.min(1, Math.abs(a)))}%)`;
+  }
+  if (mode === "version") {
+    const s = spanOf(i);
+    const v = s && typeof s.policy_version === "number" ? s.policy_version : null;
+    return v === null ? "#ddd" : `hsl(${(v * 67) % 360}, 60%, 82%)`;
+  }
+  return null;
 }
 
 function markerList() {
@@ -154,7 +203,8 @@ function lineNode(l) {
       ln.appendChild(el("span", { class: "marker " + m.kind, "data-kind": m.kind, "data-pos": m.pos, title: m.label }, m.kind));
     }
     const s = el("span", { class: "tok " + (D.mask[i] ? "s" : "p") + (D.isSpecial[i] ? " sp" : "") + (i === cur ? " cur" : ""), "data-i": i }, disp[i]);
-    if (D.mask[i]) s.style.backgroundColor = shade(D.logprobs[i]);
+    const c = colour(i);
+    if (c) s.style.backgroundColor = c;
     ln.appendChild(s);
   }
   return ln;
@@ -182,9 +232,20 @@ function show(i) {
     ["turn", span ? String(span.turn) : next ? `context before turn ${next.turn}` : "context"],
     ["policy version", span && span.policy_version !== null && span.policy_version !== undefined ? "v" + span.policy_version : "–"],
   ];
+  if (T) {
+    const f4 = (x) => (typeof x === "number" ? x.toFixed(4) : String(x));
+    const on = T.loss_mask[i];
+    rows.push(["trained", on ? "yes (loss mask 1 as trained)" : D.mask[i] ? "no (filtered by the trainer's top-k/top-p)" : "no"]);
+    if (on) {
+      rows.push(["trainer logprob", f4(T.trainer_logprobs[i])], ["sampler logprob", f4(T.sampler_logprobs[i])],
+        ["gap (trainer − sampler)", typeof T.trainer_logprobs[i] === "number" ? (T.trainer_logprobs[i] - T.sampler_logprobs[i]).toFixed(4) : "–"],
+        ["ratio denominator", f4(T.old_logprobs[i])], ["importance weight", f4(T.importance_weight[i])], ["clipped", T.clipped[i] ? "yes" : "no"],
+        ["advantage", f4(D.trained.advantage)]);
+    }
+  }
   inspector.replaceChildren(
     el("div", { class: "big", id: "insp-text" }, text === null || text === undefined ? "(not decoded)" : JSON.stringify(text)),
-    el("table", { class: "kv" }, rows.map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", { class: "mono" }, v)))),
+    el("table", { class: "kv", id: "insp-table" }, rows.map(([k, v]) => el("tr", { "data-k": k }, el("td", {}, k), el("td", { class: "mono" }, v)))),
     ...(markersAt.get(i) || []).map((m) => el("div", { class: "banner" }, m.label)),
   );
 }

@@ -6,15 +6,16 @@
   rewritten from ``metrics.jsonl`` (:meth:`TensorBoardSink.replay`), so they hold exactly its
   records, never those of batches redone after a crash.
 - :class:`WandbSink`: the same records to Weights & Biases, only when asked (``--wandb``).
-- :class:`LiveProgress`: a rich live panel: outer batch, rollouts done / in flight, the last
-  update's reward, KL, grad norm and its time split (rollouts vs training).
+- :class:`LiveProgress`: a rich live panel: outer batches trained, the phase (sampling,
+  evaluating, updating, checkpointing: :mod:`strands_art.training.phases`) with its own progress
+  and clock, the last update's reward, KL, grad norm and its time split, a running clock.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from strands_art.training.phases import Phases
 from strands_art.validation import is_real
 
 
@@ -120,60 +122,91 @@ def record_line(r: Mapping[str, Any]) -> str:
 
 
 class LiveProgress:
-    """A rich live panel of the run (on stderr); also prints one line per record.
+    """A rich live panel of the run (on stderr) that re-renders twice a second (a running clock),
+    and prints one line per metrics record and per phase change above it.
 
-    Feed it rollout events (``on_event``) and metrics records (``on_record``).
+    Feed it rollout events (``on_event``), the loop's ``on_rollouts`` (``on_rollouts(b)``: the
+    update of ``b`` starts) and metrics records (``on_record``); the phase and its progress come
+    from :class:`~strands_art.training.phases.Phases`.
+
+    Args:
+        outer_batches, rollouts_per_batch: the run's size. eval_total: held-out rollouts per
+        evaluation. checkpoint_every: as the run's. resumed_at: the outer batches a resumed run
+        had done (a ``resumed at outer batch k`` line), None for a fresh run.
     """
 
-    def __init__(self, outer_batches: int, rollouts_per_batch: int, console: Console | None = None) -> None:
+    def __init__(
+        self,
+        outer_batches: int,
+        rollouts_per_batch: int,
+        console: Console | None = None,
+        *,
+        eval_total: int = 0,
+        checkpoint_every: int = 1,
+        resumed_at: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.console = console or Console(stderr=True)
+        self.phases = Phases(
+            outer_batches, rollouts_per_batch, eval_total, checkpoint_every, resumed_at, clock,
+            on_change=lambda line: self.console.print(line),
+        )  # fmt: skip
         self.outer_batches = outer_batches
         self.per_batch = rollouts_per_batch
-        self.in_flight: set[str] = set()
-        self.done: dict[str, int] = {}
         self.last: dict[str, Any] = {}
         self.last_eval: dict[str, Any] = {}
         self.dropped = 0
-        self.t0 = time.perf_counter()
-        self._live = Live(self._render(), console=self.console, refresh_per_second=2, transient=False)
+        self._live = Live(self, console=self.console, refresh_per_second=2, transient=False)
+
+    @property
+    def in_flight(self) -> set[str]:
+        return self.phases.in_flight
+
+    @property
+    def done(self) -> dict[str, int]:
+        """Rollouts done per outer batch (``"b0"``) and for the evaluation under way (``"eval"``)."""
+        out: dict[str, int] = {}
+        for (split, b), n in self.phases.done.items():
+            key = "eval" if split == "eval" else f"b{b}"
+            out[key] = out.get(key, 0) + n
+        return out
 
     def __enter__(self) -> LiveProgress:
         self._live.__enter__()
+        line = self.phases.resumed_line()
+        if line:
+            self.console.print(line)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._live.__exit__(*exc)
 
     def on_event(self, kind: str, rid: str) -> None:
-        if kind == "start":
-            self.in_flight.add(rid)
-        else:
-            self.in_flight.discard(rid)
-            key = "eval" if rid.startswith("eval-") else rid.split("-", 1)[0]
-            self.done[key] = self.done.get(key, 0) + 1
-        self._live.update(self._render())
+        self.phases.on_event(kind, rid)
+
+    def on_rollouts(self, outer_batch: int) -> None:
+        self.phases.on_rollouts(outer_batch)
 
     def on_record(self, r: Mapping[str, Any]) -> None:
         if r.get("kind") == "eval":
             self.last_eval = dict(r)
-            self.done.pop("eval", None)
         else:
             self.last = dict(r)
             self.dropped += int(r.get("stale_dropped", 0))
         self.console.print(record_line(r))
-        self._live.update(self._render())
+        self.phases.on_record(r)
+
+    def __rich__(self) -> Table:
+        """The panel, computed at each refresh (rich calls this): the clock runs between events."""
+        return self._render()
 
     def _render(self) -> Table:
+        p = self.phases
         t = Table(show_header=False, box=None, title="strands-art train")
-        done_batches = self.last.get("outer_batch", -1) + 1
-        t.add_row("outer batch", f"{done_batches} / {self.outer_batches} trained")
-        current = [k for k in self.done if k != "eval"]
-        latest = max(current, key=lambda k: int(k[1:]) if k[1:].isdigit() else -1) if current else None
-        t.add_row(
-            "rollouts",
-            f"{self.done.get(latest, 0) if latest else 0} / {self.per_batch} done ({latest or '-'}), "
-            f"{len(self.in_flight)} in flight",
-        )
+        if p.resumed_at is not None:
+            t.add_row("resumed", f"at outer batch {p.resumed_at}")
+        t.add_row("outer batch", f"{p.trained} / {self.outer_batches} trained")
+        t.add_row("phase", f"{p.label()}: {p.progress()} ({p.clock() - p.since:.0f}s)")
         if self.last:
             r = self.last
             t.add_row(
@@ -188,5 +221,5 @@ class LiveProgress:
             t.add_row("held-out", f"{self.last_eval['val_reward']:.3f} after {self.last_eval['outer_batch']}")
         if self.dropped:
             t.add_row("stale dropped", str(self.dropped))
-        t.add_row("elapsed", f"{time.perf_counter() - self.t0:.0f}s")
+        t.add_row("elapsed", f"{p.elapsed():.0f}s")
         return t

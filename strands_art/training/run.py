@@ -50,6 +50,7 @@ from strands_art.training import checkpoint
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
 from strands_art.training.loop import train
 from strands_art.training.metrics import MetricsLog
+from strands_art.training.phases import Phases
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
 from strands_art.training.run_store import RunStore
 from strands_art.training.settings import TrainSettings
@@ -121,6 +122,11 @@ def print_line(record: dict[str, Any]) -> None:
     """Print :func:`~strands_art.training.progress.record_line` of a metrics record to stderr
     (``progress=False`` without ``on_batch``: the command's ``--no-progress``)."""
     print(record_line(record), file=sys.stderr, flush=True)
+
+
+def print_phase(line: str) -> None:
+    """Print a phase change (:meth:`~strands_art.training.phases.Phases.line`) to stderr."""
+    print(line, file=sys.stderr, flush=True)
 
 
 async def check_server(url: str, backend: Any) -> None:
@@ -268,7 +274,9 @@ async def arun_training(
         settings: the run's settings (``settings.run_dir`` is the run directory).
         resume: continue the run in ``settings.run_dir`` from its newest checkpoint.
         env: the environment (default: resolved from ``settings.env``).
-        progress: the rich live panel (stderr); off, one line per metrics record on stderr
+        progress: the rich live panel (stderr, when it is a terminal; on a pipe one line per
+            phase change, :mod:`strands_art.training.phases`); off, one line per phase change
+            and per metrics record on stderr
             (:func:`~strands_art.training.progress.record_line`) unless ``on_batch`` is given.
         stop_after: stop after this many outer batches in this call (as a crash would).
         on_batch: also called with each metrics record.
@@ -316,13 +324,22 @@ async def arun_training(
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
                 forget_start(run_dir)
             raise
-        live = LiveProgress(settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
-        if progress:
-            stack.enter_context(live)
-        elif on_batch is None:  # log lines only (a caller with on_batch shows records its way)
-            on_batch = print_line
+        size = (settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
+        kw = dict(eval_total=len(env.eval_tasks or []) * settings.eval_samples,
+                  checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None)  # fmt: skip
+        watcher: LiveProgress | Phases | None = None
+        if progress and sys.stderr.isatty():
+            watcher = stack.enter_context(LiveProgress(*size, **kw))
+        elif progress or on_batch is None:  # a pipe, or --no-progress: one line per phase change
+            watcher = Phases(*size, **kw, on_change=print_phase)
+            if watcher.resumed_line():
+                print_phase(watcher.resumed_line())
+            if on_batch is None:  # and per record (a caller with on_batch shows records its way)
+                on_batch = print_line
 
         def on_rollouts(b: int, trajs: list[Trajectory]) -> None:
+            if watcher is not None:
+                watcher.on_rollouts(b)
             write_rows(run_dir, b, trajs)
             store.add(trajs, "train", b)
             batches[b] = trajs
@@ -338,15 +355,15 @@ async def arun_training(
                     )
             for sink in sinks:
                 sink.write(record)
-            if progress:
-                live.on_record(record)
             if on_batch is not None:
                 on_batch(record)
+            if watcher is not None:  # after the record's line: a checkpoint phase follows it
+                watcher.on_record(record)
 
         records = await train(
             trainer, gateway, env.train_tasks, rollout, settings.outer_batches, run_dir,
             eval_tasks=env.eval_tasks or None, stop_after=stop_after, progress=False, on_batch=emit,
-            on_event=live.on_event if progress else None,
+            on_event=watcher.on_event if watcher is not None else None,
             on_rollouts=on_rollouts,
             max_staleness=settings.max_staleness, launch_after_step=settings.launch_after_step,
             max_draws=settings.max_draws, skip_tied=settings.skip_tied,

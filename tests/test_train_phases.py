@@ -1,0 +1,80 @@
+"""The live panel of ``strands-art train`` and its ``--no-progress`` lines
+(training/phases.py, training/progress.py): the phase with its own progress and clock, a clock
+that runs between events, the resume line, one line per phase change from the first one on."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from strands_art.training.phases import Phases
+from strands_art.training.progress import LiveProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def drive(watcher, clock: Clock) -> None:
+    """The callbacks of a 2-batch synchronous run with an evaluation before and after, as
+    loop.train makes them: 2 rollouts per batch, 2 held-out rollouts per evaluation."""
+    for k in range(2):
+        watcher.on_event("start", f"eval-b0-key{k}-r0")
+    clock.t += 30
+    for k in range(2):
+        watcher.on_event("end", f"eval-b0-key{k}-r0")
+    watcher.on_record({"kind": "eval", "outer_batch": 0, "val_reward": 0.5, "val_reward_std": 0.5,
+                       "val_rollouts": 2, "eval_s": 30.0})  # fmt: skip
+    for b in range(2):
+        watcher.on_event("start", f"b{b}-key1-r0")
+        watcher.on_event("start", f"b{b}-key1-r1")
+        clock.t += 10
+        watcher.on_event("end", f"b{b}-key1-r0")
+        watcher.on_event("end", f"b{b}-key1-r1")
+        watcher.on_rollouts(b)
+        clock.t += 118  # an update: no event for two minutes
+        watcher.on_record({"kind": "train", "outer_batch": b, "reward_mean": 0.5, "step": 2 * b + 2})
+        clock.t += 5
+    watcher.on_event("start", "eval-b2-key0-r0")
+
+
+def test_one_line_per_phase_change_from_the_first_phase_on() -> None:
+    clock, lines = Clock(), []
+    phases = Phases(2, 2, eval_total=2, checkpoint_every=2, clock=clock, on_change=lines.append)
+    drive(phases, clock)
+    assert lines == [
+        "[    0s] evaluating after 0 outer batches: 0 / 2 held-out rollouts done, 1 in flight",
+        "[   30s] sampling outer batch 0: 0 / 2 rollouts done, 1 in flight",
+        "[   40s] updating outer batch 0: 0 / 2 trained",
+        "[  158s] between phases: 1 / 2 trained",  # no checkpoint due after batch 1 of 2 (every 2)
+        "[  163s] sampling outer batch 1: 0 / 2 rollouts done, 1 in flight",
+        "[  173s] updating outer batch 1: 1 / 2 trained",
+        "[  291s] checkpointing after 2 outer batches: 2 / 2 trained",
+        "[  296s] evaluating after 2 outer batches: 0 / 2 held-out rollouts done, 1 in flight",
+    ]
+    assert phases.resumed_line() is None
+
+
+def test_the_panel_clock_runs_between_events_and_says_where_a_resume_started() -> None:
+    clock, buf = Clock(), io.StringIO()
+    live = LiveProgress(5, 2, console=Console(file=buf, width=200), eval_total=2, resumed_at=3, clock=clock)
+    with live:
+        live.on_event("start", "b3-key1-r0")
+        live.on_event("end", "b3-key1-r0")
+        live.on_rollouts(3)
+        clock.t += 118  # no event: the panel, rendered now, still shows the time
+        panel = Console(file=io.StringIO(), width=200)
+        panel.print(live)
+        text = panel.file.getvalue()
+    assert "updating outer batch 3: 3 / 5 trained (118s)" in text
+    rows = {line.split(None, 1)[0]: line.split(None, 1)[1].strip() for line in text.splitlines()[1:] if line.strip()}
+    assert rows["resumed"] == "at outer batch 3" and rows["elapsed"] == "118s"
+    out = buf.getvalue()
+    assert out.splitlines()[0] == "resumed at outer batch 3 (of 5): batches before it are kept"
+    assert "[    0s] sampling outer batch 3: 0 / 2 rollouts done, 1 in flight" in out
+    assert live.done == {"b3": 1} and live.in_flight == set()

@@ -5,6 +5,7 @@ Also the command's refusals (lose nothing) and the verl launch it writes."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -243,6 +244,7 @@ def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
     argv[argv.index(str(run))] = str(tmp_path / "mb2")
     assert main([*argv, "--prompt", "compact"]) == 2
     assert "verl's agent loop runs the full prompt" in capsys.readouterr().err
+    assert not (tmp_path / "mb2").exists()  # the refusal leaves nothing behind (no env/rollouts/)
     assert main([*argv, "--old-logprobs", "recompute"]) == 0  # verl recomputes them before the update
     recompute = (tmp_path / "mb2" / "verl" / "launch.sh").read_text()
     assert "bypass_mode=False" in recompute and "bypass_mode=True" not in recompute
@@ -397,3 +399,58 @@ def test_an_empty_tasks_path_is_refused_not_read_as_the_default(tmp_path, capsys
     assert main(argv) == 2
     assert f"{flag} is empty (an unset variable?)" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_train_verl_task_paths_work_from_any_directory(tmp_path, monkeypatch, capsys):
+    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+
+    shutil.copytree(bundled_tasks_dir(), tmp_path / "tasks", symlinks=True)
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "train",
+        "--env",
+        "migrationbench",
+        "--trainer",
+        "verl",
+        "--run-dir",
+        "mb",
+        "--train-tasks",
+        "tasks",
+    ]
+    assert main(argv) == 0, capsys.readouterr().err
+    step = next(
+        line
+        for line in (tmp_path / "mb" / "verl" / "launch.sh").read_text().splitlines()
+        if "make_verl_dataset" in line
+    )
+    assert f"--tasks-dir {tmp_path / 'tasks'} --out {tmp_path / 'mb' / 'verl' / 'data'}" in step
+
+
+def test_resume_with_more_outer_batches_extends_the_run(tmp_path, capsys):
+    from strands_art.training.settings import TrainSettings
+    from strands_art.training.train_cli import _settings, add_train_parser, warmup_warning
+
+    run = tmp_path / "run"
+    run.mkdir()
+    TrainSettings.resolve("capitals", str(run), {"outer_batches": 3}, {}).save(run)
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    extended = _settings(
+        parser.parse_args(["train", "--resume", "--run-dir", str(run), "--outer-batches", "5"])
+    )
+    assert extended.outer_batches == 5 and TrainSettings.load(run).outer_batches == 5
+    with pytest.raises(ValueError, match="--outer-batches 4 \\(the run has 5\\)"):  # never shortened
+        _settings(parser.parse_args(["train", "--resume", "--run-dir", str(run), "--outer-batches", "4"]))
+    with pytest.raises(ValueError, match="--lr"):  # another change is refused, train.json kept
+        _settings(
+            parser.parse_args(
+                ["train", "--resume", "--run-dir", str(run), "--outer-batches", "9", "--lr", "1"]
+            )
+        )
+    assert TrainSettings.load(run).outer_batches == 5
+    short = TrainSettings.resolve("capitals", str(run), {"outer_batches": 1, "warmup_steps": 4}, {})
+    assert warmup_warning(short) == (
+        "--warmup-steps 4 exceeds the run's 2 optimizer steps (1 outer batches x 2): the learning rate "
+        "never reaches --lr 0.0001 (its last step uses 5e-05); pass --warmup-steps 2 or fewer"
+    )
+    assert warmup_warning(TrainSettings.resolve("capitals", str(run), {"outer_batches": 3}, {})) is None

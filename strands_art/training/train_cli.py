@@ -2,7 +2,8 @@
 
 Options left out take the environment's recommended value, then the default of
 :data:`strands_art.training.settings.DEFAULTS`. ``--resume`` continues the run in ``--run-dir``
-with the settings saved there (``train.json``); other options must then be left out or agree.
+with the settings saved there (``train.json``); other options must then be left out or agree,
+except a larger ``--outer-batches``, which extends the run (``train.json`` is updated).
 At the end the command prints where the run is (metrics, TensorBoard, checkpoints).
 """
 
@@ -29,6 +30,7 @@ and TensorBoard event files in --run-dir.
   strands-art train --env migrationbench --train-tasks DIR --eval-tasks DIR --run-dir runs/mb
   strands-art train --env mypkg.myenv:make_env --run-dir runs/mine
   strands-art train --resume --run-dir runs/lookup                # continue a killed run
+  strands-art train --resume --outer-batches 10 --run-dir runs/lookup   # extend a run to 10 batches
   strands-art train --env migrationbench --trainer verl --train-tasks DIR --run-dir runs/mb-verl   # a verl launch
 
 --env module:function names a factory (EnvOptions) -> TrainEnvironment (docs/training.md,
@@ -173,6 +175,11 @@ def _settings(args: argparse.Namespace) -> Any:
     given = _given(args)
     if args.resume:
         saved = TrainSettings.load(args.run_dir)
+        more = given.get("outer_batches")
+        if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
+            import dataclasses
+
+            saved = dataclasses.replace(saved, outer_batches=more)
         clash = [
             f"{FLAG_OF[k]} {v!r} (the run has {getattr(saved, k)!r})"
             for k, v in given.items()
@@ -182,10 +189,43 @@ def _settings(args: argparse.Namespace) -> Any:
             clash.append(f"--env {args.env!r} (the run has {saved.env!r})")
         if clash:
             raise ValueError("--resume trains with the run's own settings; these differ: " + "; ".join(clash))
+        if more is not None and more > TrainSettings.load(args.run_dir).outer_batches:
+            saved.save(args.run_dir)  # extended: what a later --resume continues
         return saved
     if args.env is None:
         raise ValueError("--env is required (capitals, lookup, migrationbench or module:function)")
     return given
+
+
+def _forget_created(run_dir: str, had: tuple[bool, bool]) -> None:
+    """Remove what this command created under ``run_dir`` (``had``: whether ``run_dir`` and its
+    ``env/`` existed when it started): the environment's ``env/`` work directories, then
+    ``run_dir`` itself if it is left empty."""
+    import shutil
+
+    root = Path(run_dir)
+    if not had[1]:
+        shutil.rmtree(root / "env", ignore_errors=True)
+    if not had[0] and root.is_dir() and not any(root.iterdir()):
+        root.rmdir()
+
+
+def warmup_warning(settings: Any) -> str | None:
+    """Why the run never reaches ``--lr`` (``--warmup-steps`` at or above its optimizer steps:
+    outer batches x steps per update, :func:`~strands_art.training.batching.plan`), else None."""
+    from strands_art.training.batching import plan
+
+    cfg = settings.trainer_config()
+    per = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, cfg.batching()).optimizer_steps
+    total = settings.outer_batches * per
+    if cfg.lr_warmup_steps <= total:
+        return None
+    return (
+        f"--warmup-steps {cfg.lr_warmup_steps} exceeds the run's {total} optimizer steps "
+        f"({settings.outer_batches} outer batches x {per}): the learning rate never reaches --lr "
+        f"{cfg.learning_rate:g} (its last step uses {cfg.learning_rate * total / cfg.lr_warmup_steps:.3g}); "
+        f"pass --warmup-steps {total} or fewer"
+    )
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -194,6 +234,7 @@ def run_train(args: argparse.Namespace) -> int:
     from strands_art.training.run import RunDirError, env_options, run_training
     from strands_art.training.settings import TrainSettings
 
+    had = (Path(args.run_dir).exists(), (Path(args.run_dir) / "env").exists())
     try:
         got = _settings(args)
         if isinstance(got, TrainSettings):
@@ -206,9 +247,16 @@ def run_train(args: argparse.Namespace) -> int:
         if settings.trainer == "verl":
             from strands_art.training.verl_launch import write_verl_launch
 
-            path = write_verl_launch(settings)
+            try:
+                path = write_verl_launch(settings)
+            except BaseException:  # a refusal leaves nothing behind
+                _forget_created(args.run_dir, had)
+                raise
             print(f"verl launch written: {path} (run it on the cluster: bash {path})")
             return 0
+        warning = warmup_warning(settings)
+        if warning:
+            print(f"strands-art train: warning: {warning}", file=sys.stderr)
         result = run_training(settings, resume=args.resume, env=env, progress=not args.no_progress)
     except (ValueError, OSError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
         print(f"strands-art train: {exc}", file=sys.stderr)

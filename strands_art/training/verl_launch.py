@@ -141,7 +141,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
             "(or remove that one)"
         )
     out.mkdir(parents=True, exist_ok=True)
-    data = f"{s.run_dir}/verl/data"
+    data = str(out.resolve() / "data")  # absolute: the launch runs from any directory
     overrides = " \\\n  ".join(
         [
             *overrides_of_settings,
@@ -162,7 +162,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
         if hf
         else f'MODEL=${{MODEL:?"set MODEL to the Hugging Face id or path of --model {s.model}"}}'
     )
-    val = f" --val-tasks-dir {shlex.quote(s.eval_tasks)}" if s.eval_tasks else ""
+    val = f" --val-tasks-dir {shlex.quote(str(Path(s.eval_tasks).resolve()))}" if s.eval_tasks else ""
     script = f"""#!/usr/bin/env bash
 # verl 0.9.1 launch for: {s.command()}
 # Written by `strands-art train --trainer verl`; run from the strands-art checkout on the cluster
@@ -173,7 +173,7 @@ NGPUS=${{NGPUS:-8}}
 NNODES=${{NNODES:-1}}
 TP=${{TP:-2}}
 export VERL_USE_EXTERNAL_MODULES=strands_art.training.verl_trainer,strands_art.training.verl_agent_loop
-python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(s.train_tasks)}{val} --out {shlex.quote(data)}
+python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(str(Path(s.train_tasks).resolve()))}{val} --out {shlex.quote(data)}
 python -m verl.trainer.main_ppo \\
   {overrides}
 """

@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory, Turn
 
@@ -115,6 +117,79 @@ def make_run(root: Path, rollouts: int, turns: int, big_row: int, seed: int = 0)
         "row_tokens": total,
         "jsonl_mb": round(store.jsonl.stat().st_size / 2**20, 1),
     }
+
+
+def make_train_run(root: Path, batches: int, per_batch: int, big_row: int, turns: int = 2, seed: int = 0) -> dict[str, int]:
+    """A synthetic ``strands-art train`` run written with the command's own writers
+    (:class:`~strands_art.training.run_store.RunStore`: the trajectory store and the rows as trained
+    per outer batch): ``batches`` outer batches of ``per_batch`` rollouts in groups of 4, a held-out
+    evaluation of 8 rollouts every 10 batches (and before and after), ``train.json`` and a
+    ``metrics.jsonl`` with the per-batch keys (rows, processed_tokens, actor_update_s, e2e_s, ...).
+    The first rollout of batch 2 is one row of ``big_row`` tokens; the rest 300-1,200. The trace's
+    trainer logprobs are the sampler's plus noise (a few large gaps), 3 % of tokens clipped."""
+    from strands_art.training.run_store import RunStore
+
+    rng = random.Random(seed)
+    store = RunStore(root)
+    store.history_mode = "linear"
+
+    def rollout(rid: str, group: str, size: int, version: int) -> Trajectory:
+        ids = [rng.randrange(VOCAB) for _ in range(size)]
+        mask, lps = [0] * size, [0.0] * size
+        cut = sorted(rng.sample(range(size // 3, size), turns - 1)) + [size]
+        tns, spans, start = [], [], size // 4
+        for t, end in enumerate(cut):
+            s0 = max(start, end - rng.randint(20, 200))
+            for j in range(s0, end):
+                mask[j], lps[j] = 1, round(-rng.expovariate(3.0), 4)
+            tns.append(Turn(t, ids[:s0], ids[s0:end], lps[s0:end], "stop", row=0, timings={"total": 0.3},
+                            policy_version=version, messages=[{"role": "user", "content": f"turn {t} of {rid}"}]))  # fmt: skip
+            spans.append([s0, end])
+            start = end
+        reward = rng.choice([0.0, 1.0])
+        row = Row(ids, mask, lps, rid, group, list(range(turns)), spans, reward,
+                  {"policy_versions": {str(t): version for t in range(turns)}})  # fmt: skip
+        return Trajectory(rid, group, tns, [row], [], reward, {"stop_reason": "completed", "success": reward == 1.0})
+
+    total = 0
+    records = []
+    for b in range(batches):
+        if b % 10 == 0:
+            held = [rollout(f"eval-b{b}-key{k}-r0", f"key{k}", rng.randint(300, 600), 2 * b) for k in range(8)]
+            store.add(held, "eval", b)
+            rs = [t.reward for t in held]
+            records.append({"kind": "eval", "outer_batch": b, "val_reward": sum(rs) / 8, "val_reward_std": 0.5,
+                            "val_success": sum(rs) / 8, "val_rollouts": 8, "val_failed": 0, "eval_s": 40.0})  # fmt: skip
+        trajs = []
+        for i in range(per_batch):
+            size = big_row if (b == 2 and i == 0) else rng.randint(300, 1200)
+            trajs.append(rollout(f"b{b}-task{i // 4}-r{i % 4}", f"task{i // 4}", size, 2 * b))
+            total += size
+        store.add(trajs, "train", b)
+        trace = {}
+        for t in trajs:
+            row = t.rows[0]
+            n = len(row.input_ids)
+            m = np.asarray(row.loss_mask, dtype=np.int8)
+            samp = np.asarray(row.logprobs, dtype=np.float32)
+            noise = np.asarray([rng.gauss(0, 0.01) if rng.random() > 0.01 else rng.gauss(0, 1.0) for _ in range(n)], dtype=np.float32)
+            trainer = np.where(m > 0, samp + noise, 0).astype(np.float32)
+            trace[id(row)] = {"row": row, "advantage": 0.0, "step": 2 * b + 1, "loss_mask": m, "trainer_logprobs": trainer,
+                              "sampler_logprobs": samp, "old_logprobs": samp, "importance_weight": m.astype(np.float32),
+                              "clipped": ((np.abs(noise) > 0.5) & (m > 0)).astype(np.int8)}  # fmt: skip
+        store.write_trained(b, trajs, trace)
+        rows_tokens = sum(len(t.rows[0].input_ids) for t in trajs)
+        records.append({"kind": "train", "outer_batch": b, "step": 2 * b + 2, "reward_mean": rng.random(),
+                        "rollouts": per_batch, "failed_rollouts": 0, "groups": per_batch // 4,
+                        "zero_advantage_groups": rng.randint(0, 1), "rows": per_batch, "tokens": rows_tokens,
+                        "processed_tokens": rows_tokens, "optimizer_steps": 2, "rollout_s": rng.uniform(40, 80),
+                        "train_s": rng.uniform(20, 40), "actor_update_s": rng.uniform(18, 38), "e2e_s": rng.uniform(70, 130),
+                        "loss": 0.1, "grad_norm": 1.0, "approx_kl": 1e-3, "clip_fraction": 0.03, "lr": 3e-4})  # fmt: skip
+    records.append({"kind": "eval", "outer_batch": batches, "val_reward": 0.5, "val_reward_std": 0.5, "val_rollouts": 8, "eval_s": 40.0})
+    with open(root / "metrics.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+    (root / "train.json").write_text(json.dumps({"env": "lookup", "model": "qwen3", "outer_batches": batches, "synthetic": True}))
+    return {"rollouts": batches * per_batch, "row_tokens": total, "jsonl_mb": round(store.store.jsonl.stat().st_size / 2**20, 1)}
 
 
 def peak_rss_mb(pid: int) -> float:

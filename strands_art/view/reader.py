@@ -243,7 +243,7 @@ class RunView:
                     m["advantage"] = a
             for m in members:
                 m["group_size"] = len(members)
-                m["zero_variance"] = zero
+                m["zero_variance"] = zero and m.get("split") != "eval"  # held-out: no GRPO group
         return items
 
     def _item(self, rid: str) -> dict[str, Any]:

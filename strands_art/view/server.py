@@ -238,7 +238,10 @@ async def _rollouts(request: web.Request) -> web.Response:
 async def _groups(request: web.Request) -> web.Response:
     view = await _fresh(request)
     groups: dict[str, list[dict[str, Any]]] = {}
-    for r in _filtered(request, view.rollouts()):
+    items = _filtered(request, view.rollouts())
+    if view.is_training and not request.query.get("split"):  # held-out rollouts form no GRPO group
+        items = [r for r in items if r.get("split") != "eval"]
+    for r in items:
         groups.setdefault(str(r["group"]), []).append(r)
     offset, limit = _int(request, "offset", 0), _int(request, "limit", 50, 1, MAX_LIMIT)
     names = list(groups)

@@ -23,6 +23,12 @@ costs over the fixed cost of a page. Times are from the navigation start, median
 with their spread. Goals: run page < 1 s, row page < 1 s, RSS < 300 MB.
 
     python bench/viewer.py [--rollouts 1000] [--turns 4] [--big-row 32768] [--loads 5] [--keep DIR]
+    python bench/viewer.py --training 100 [--per-batch 8]    # a training run (make_train_run)
+
+With ``--training B`` the run is a synthetic ``strands-art train`` run (:func:`make_train_run`:
+B outer batches, the trajectory store, the rows as trained, ``train.json``, ``metrics.jsonl``);
+the run page is then the training run's (outer-batch table, plots, rollouts, groups) and the row
+page the 32K-token row of batch 2 with its rows-as-trained overlay.
 
 Ends with ``RESULT run_page_s=… row_page_s=… server_rss_mb=… run_page_vs_baseline=…
 row_page_vs_2k=…``.
@@ -119,7 +125,9 @@ def make_run(root: Path, rollouts: int, turns: int, big_row: int, seed: int = 0)
     }
 
 
-def make_train_run(root: Path, batches: int, per_batch: int, big_row: int, turns: int = 2, seed: int = 0) -> dict[str, int]:
+def make_train_run(
+    root: Path, batches: int, per_batch: int, big_row: int, turns: int = 2, seed: int = 0
+) -> dict[str, int]:
     """A synthetic ``strands-art train`` run written with the command's own writers
     (:class:`~strands_art.training.run_store.RunStore`: the trajectory store and the rows as trained
     per outer batch): ``batches`` outer batches of ``per_batch`` rollouts in groups of 4, a held-out
@@ -149,13 +157,17 @@ def make_train_run(root: Path, batches: int, per_batch: int, big_row: int, turns
         reward = rng.choice([0.0, 1.0])
         row = Row(ids, mask, lps, rid, group, list(range(turns)), spans, reward,
                   {"policy_versions": {str(t): version for t in range(turns)}})  # fmt: skip
-        return Trajectory(rid, group, tns, [row], [], reward, {"stop_reason": "completed", "success": reward == 1.0})
+        return Trajectory(
+            rid, group, tns, [row], [], reward, {"stop_reason": "completed", "success": reward == 1.0}
+        )
 
     total = 0
     records = []
     for b in range(batches):
         if b % 10 == 0:
-            held = [rollout(f"eval-b{b}-key{k}-r0", f"key{k}", rng.randint(300, 600), 2 * b) for k in range(8)]
+            held = [
+                rollout(f"eval-b{b}-key{k}-r0", f"key{k}", rng.randint(300, 600), 2 * b) for k in range(8)
+            ]
             store.add(held, "eval", b)
             rs = [t.reward for t in held]
             records.append({"kind": "eval", "outer_batch": b, "val_reward": sum(rs) / 8, "val_reward_std": 0.5,
@@ -172,7 +184,10 @@ def make_train_run(root: Path, batches: int, per_batch: int, big_row: int, turns
             n = len(row.input_ids)
             m = np.asarray(row.loss_mask, dtype=np.int8)
             samp = np.asarray(row.logprobs, dtype=np.float32)
-            noise = np.asarray([rng.gauss(0, 0.01) if rng.random() > 0.01 else rng.gauss(0, 1.0) for _ in range(n)], dtype=np.float32)
+            noise = np.asarray(
+                [rng.gauss(0, 0.01) if rng.random() > 0.01 else rng.gauss(0, 1.0) for _ in range(n)],
+                dtype=np.float32,
+            )
             trainer = np.where(m > 0, samp + noise, 0).astype(np.float32)
             trace[id(row)] = {"row": row, "advantage": 0.0, "step": 2 * b + 1, "loss_mask": m, "trainer_logprobs": trainer,
                               "sampler_logprobs": samp, "old_logprobs": samp, "importance_weight": m.astype(np.float32),
@@ -185,11 +200,26 @@ def make_train_run(root: Path, batches: int, per_batch: int, big_row: int, turns
                         "processed_tokens": rows_tokens, "optimizer_steps": 2, "rollout_s": rng.uniform(40, 80),
                         "train_s": rng.uniform(20, 40), "actor_update_s": rng.uniform(18, 38), "e2e_s": rng.uniform(70, 130),
                         "loss": 0.1, "grad_norm": 1.0, "approx_kl": 1e-3, "clip_fraction": 0.03, "lr": 3e-4})  # fmt: skip
-    records.append({"kind": "eval", "outer_batch": batches, "val_reward": 0.5, "val_reward_std": 0.5, "val_rollouts": 8, "eval_s": 40.0})
+    records.append(
+        {
+            "kind": "eval",
+            "outer_batch": batches,
+            "val_reward": 0.5,
+            "val_reward_std": 0.5,
+            "val_rollouts": 8,
+            "eval_s": 40.0,
+        }
+    )
     with open(root / "metrics.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in records)
-    (root / "train.json").write_text(json.dumps({"env": "lookup", "model": "qwen3", "outer_batches": batches, "synthetic": True}))
-    return {"rollouts": batches * per_batch, "row_tokens": total, "jsonl_mb": round(store.store.jsonl.stat().st_size / 2**20, 1)}
+    (root / "train.json").write_text(
+        json.dumps({"env": "lookup", "model": "qwen3", "outer_batches": batches, "synthetic": True})
+    )
+    return {
+        "rollouts": batches * per_batch,
+        "row_tokens": total,
+        "jsonl_mb": round(store.store.jsonl.stat().st_size / 2**20, 1),
+    }
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -248,6 +278,12 @@ def main() -> None:
     ap.add_argument("--big-row", type=int, default=32768)
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--keep", default=None, help="write the run here and keep it (default: a temp dir)")
+    ap.add_argument(
+        "--training", type=int, default=0, metavar="B",
+        help="a synthetic strands-art train run of B outer batches x --per-batch rollouts instead "
+        "(its batch-2 rollout holds the --big-row row; baseline: 3 batches, a 2,048-token row)",
+    )  # fmt: skip
+    ap.add_argument("--per-batch", type=int, default=8)
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -255,11 +291,21 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     small = Path(tempfile.mkdtemp(prefix="viewer-bench-small-"))
     t0 = time.perf_counter()
-    counts = make_run(root, args.rollouts, args.turns, args.big_row)
-    make_run(small, 8, args.turns, 2048, seed=1)
-    print(f"synthetic run: {counts['rollouts']} rollouts, {counts['row_tokens']:,} row tokens, "
+    if args.training:
+        counts = make_train_run(root, args.training, args.per_batch, args.big_row)
+        make_train_run(small, 3, args.per_batch, 2048, seed=1)
+        row_id, what = (
+            "b2-task0-r0",
+            f"training run of {args.training} outer batches x {args.per_batch} rollouts",
+        )
+        base_what = f"3 outer batches x {args.per_batch}"
+    else:
+        counts = make_run(root, args.rollouts, args.turns, args.big_row)
+        make_run(small, 8, args.turns, 2048, seed=1)
+        row_id, what, base_what = "task-000-r0", "run", "8 rollouts"
+    print(f"synthetic {what}: {counts['rollouts']} rollouts, {counts['row_tokens']:,} row tokens, "
           f"trajectories.jsonl {counts['jsonl_mb']} MB, written in {time.perf_counter() - t0:.1f} s; "
-          f"baseline beside it: 8 rollouts, a 2,048-token row; cpus={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f}")  # fmt: skip
+          f"baseline beside it: {base_what}, a 2,048-token row; cpus={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f}")  # fmt: skip
     procs = []
     try:
         proc, url, ready = start_server(root)
@@ -273,7 +319,7 @@ def main() -> None:
             for n in range(args.loads):  # the big run and the baseline alternately: the same load
                 for target, u in ((big, url), (base, surl)):
                     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
-                    target.append(measure(ctx.new_page(), u, "task-000-r0"))
+                    target.append(measure(ctx.new_page(), u, row_id))
                     ctx.close()
                 b, s0 = big[-1], base[-1]
                 print(f"load {n}: run page first paint {b['fcp']:.3f} s, rendered {b['run']:.3f} s "
@@ -297,7 +343,7 @@ def main() -> None:
         return f"median {statistics.median(xs):.3f} s (min {min(xs):.3f}, max {max(xs):.3f})"
 
     print(f"run page rendered: {spread(big, 'run')}; first paint {spread(big, 'fcp')}; "
-          f"baseline (8 rollouts) {spread(base, 'run')}: ratio {med(big, 'run') / med(base, 'run'):.2f}")  # fmt: skip
+          f"baseline ({base_what}) {spread(base, 'run')}: ratio {med(big, 'run') / med(base, 'run'):.2f}")  # fmt: skip
     print(f"32K-token row interactive: {spread(big, 'row')}; 2K-token row {spread(base, 'row')}: "
           f"ratio {med(big, 'row') / med(base, 'row'):.2f}; worst scroll frame median {med(big, 'frame'):.0f} ms "
           f"(2K row {med(base, 'frame'):.0f} ms)")  # fmt: skip

@@ -107,7 +107,7 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
 
 def forget_start(run_dir: Path) -> None:
     """Remove what a fresh run wrote before its model, sampler or gateway failed to start
-    (``train.json``, ``command.txt``, ``tensorboard/``), so the same command runs again once the
+    (``train.json``, ``command.txt``, ``tensorboard/``, the empty ``trajectories/``), so the same command runs again once the
     cause is fixed; the environment's ``env/`` files stay (a fresh run reuses them).
 
     Raises:
@@ -115,7 +115,8 @@ def forget_start(run_dir: Path) -> None:
     """
     for name in ("train.json", "command.txt"):
         (run_dir / name).unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "tensorboard", ignore_errors=True)
+    for name in ("tensorboard", "trajectories"):  # the store: empty, nothing has sampled yet
+        shutil.rmtree(run_dir / name, ignore_errors=True)
 
 
 def print_line(record: dict[str, Any]) -> None:

@@ -1,0 +1,210 @@
+"""``strands-art view`` on recorded ``strands-art train`` runs, in a real headless browser
+(Debian's chromium via Playwright), the server the real command in a subprocess.
+
+The run directories are real runs of the command, kept small (tests/data/train-lookup:
+``train --env lookup``; tests/data/train-migrationbench: ``train --env migrationbench``; how each
+was recorded is in its ``command.txt`` and ``RECORDED.md``), with the model's checkpoints,
+TensorBoard events and the environment's work files left out. The assertions compare what the
+pages show with the files the run wrote: the trainer's rows as trained
+(``rows/ob-NNNNNN.trained.parquet``), the trajectory store and ``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+playwright = pytest.importorskip("playwright.sync_api")
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/setup-system.sh)"
+)
+DATA = Path(__file__).parent / "data"
+RUNS = ("train-lookup", "train-migrationbench")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    base = tmp_path_factory.mktemp("train-view")
+    out = []
+    for name in RUNS:
+        if (DATA / name).is_dir():
+            shutil.copytree(DATA / name, base / name)
+            out.append(base / name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(runs: list[Path]):
+    """The real command on every recorded run (the first one's run page; /compare: all)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strands_art.cli", "view", *map(str, runs), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", line)
+        assert m, f"no URL in the first output line: {line!r}"
+        yield m.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = ctx.new_page()
+    pg.errors = []  # type: ignore[attr-defined]
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))  # type: ignore[attr-defined]
+    yield pg
+    assert pg.errors == [], f"JavaScript errors: {pg.errors}"  # type: ignore[attr-defined]
+    ctx.close()
+
+
+def trained(run: Path, b: int) -> list[dict]:
+    return pq.read_table(run / "rows" / f"ob-{b:06d}.trained.parquet").to_pylist()
+
+
+def metrics(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+
+
+def shot(page, name: str) -> None:
+    out = os.environ.get("STRANDS_ART_VIEWER_SHOTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(out) / name), full_page=False)
+
+
+@pytest.mark.parametrize("k", range(len(RUNS)))
+def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
+    server: str, runs: list[Path], page, k: int
+) -> None:
+    if k >= len(runs):
+        pytest.skip(f"tests/data/{RUNS[k]} is not recorded")
+    run, q = runs[k], f"run={k}"
+    recs = [r for r in trained(run, 2) if r["forwarded"]]
+    assert recs, "outer batch 2 trained no row"
+    rec = max(recs, key=lambda r: (abs(r["advantage"]), r["rollout_id"]))  # the strongest signal
+    rid, index = rec["rollout_id"], rec["row_index"]
+
+    page.goto(f"{server}?{q}")
+    page.wait_for_selector("#batch-table")
+    page.locator('#batch-table tr[data-batch="2"] button').click()
+    page.wait_for_function("document.querySelector('select[data-key=\"batch\"]').value === '2'")
+    page.wait_for_selector(f'table#rollouts tr[data-rollout="{rid}"]')
+    shown = page.locator("table#rollouts tbody tr").evaluate_all("rs => rs.map(r => r.dataset.rollout)")
+    assert shown and all(s.startswith("b2-") for s in shown)
+    cells = page.locator(f'table#rollouts tr[data-rollout="{rid}"] td')
+    assert (
+        cells.nth(4).locator(".adv").inner_text()
+        == f"{'+' if rec['advantage'] > 0 else ''}{rec['advantage']:.3f}"
+    )
+    if k == 0:
+        shot(page, "viewer-train-run.png")
+    cells.nth(0).get_by_role("link").click()
+    page.wait_for_selector(".turn")
+    assert f"id={rid}" in page.url
+
+    page.goto(f"{server}row?id={rid}&row={index}&{q}")
+    page.wait_for_selector("body[data-ready='1']")
+    stored_mask = next(
+        r["loss_mask"] for r in pq.read_table(run / "trajectories" / "rows" / f"part-{rid}.parquet").to_pylist()
+        if r["row_index"] == index
+    )  # fmt: skip
+    assert sum(rec["loss_mask"]) == sum(stored_mask) > 0  # nothing filtered: every sampled token trained
+    assert page.locator("#stat-trained").inner_text() == f"{sum(rec['loss_mask']):,}"
+    adv = rec["advantage"]
+    assert page.locator("#stat-advantage").inner_text() == f"{'+' if adv > 0 else ''}{adv:.3f}"
+
+    # the mismatch overlay: the listed gaps are the stored values, largest first
+    gaps = sorted(
+        ((abs(t - s), i, t, s) for i, (m, t, s) in enumerate(zip(rec["loss_mask"], rec["trainer_logprobs"], rec["sampler_logprobs"], strict=True)) if m),
+        reverse=True,
+    )[:20]  # fmt: skip
+    buttons = page.locator("#gaps button")
+    assert buttons.count() == len(gaps)
+    for n, (_, i, t, s) in enumerate(gaps[:5]):
+        b = buttons.nth(n)
+        assert int(b.get_attribute("data-pos")) == i
+        assert float(b.get_attribute("data-gap")) == pytest.approx(round(t - s, 4), abs=1e-4)
+    buttons.nth(0).click()  # the inspector of the largest gap's token
+    _, i, t, s = gaps[0]
+    page.wait_for_selector('#insp-table tr[data-k="trainer logprob"]')
+    row = lambda key: page.locator(f'#insp-table tr[data-k="{key}"] td').nth(1).inner_text()  # noqa: E731
+    assert float(row("trainer logprob")) == pytest.approx(t, abs=1e-4)
+    assert float(row("sampler logprob")) == pytest.approx(s, abs=1e-4)
+    assert float(row("importance weight")) == pytest.approx(rec["importance_weight"][i], abs=1e-4)
+    assert row("clipped") == ("yes" if rec["clipped"][i] else "no")
+    page.select_option("#shade-by", "gap")  # shading by the gap recolours the trained tokens
+    colour = page.locator(f'#tokens .tok[data-i="{i}"]').evaluate("e => e.style.backgroundColor")
+    assert colour.startswith("rgb(") and colour != "rgb(255, 255, 255)"
+    if k == 0:
+        shot(page, "viewer-train-row.png")
+
+
+@pytest.mark.parametrize("k", range(len(RUNS)))
+def test_a_held_out_rollout_opens(server: str, runs: list[Path], page, k: int) -> None:
+    if k >= len(runs):
+        pytest.skip(f"tests/data/{RUNS[k]} is not recorded")
+    evals = [r for r in metrics(runs[k]) if r["kind"] == "eval"]
+    if not evals:
+        pytest.skip(f"{RUNS[k]} was recorded without held-out tasks")
+    page.goto(f"{server}?run={k}")
+    page.wait_for_selector("#eval-list")
+    page.locator("#eval-list a").first.click()
+    page.wait_for_selector("table#rollouts tbody tr")
+    held = page.locator("table#rollouts tbody tr").evaluate_all(
+        "rs => rs.map(r => [r.dataset.rollout, r.dataset.split])"
+    )
+    assert held and all(
+        rid.startswith(f"eval-b{evals[0]['outer_batch']}-") and split == "eval" for rid, split in held
+    )
+    assert len(held) == evals[0]["val_rollouts"]
+    page.locator("table#rollouts tbody tr").first.get_by_role("link").first.click()
+    page.wait_for_selector(".turn")
+    assert "id=eval-b" in page.url
+
+
+def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, runs: list[Path], page) -> None:
+    page.goto(server + "compare")
+    page.wait_for_selector("body[data-ready='1']")
+    for k, run in enumerate(runs):
+        train = [r for r in metrics(run) if r["kind"] == "train"]
+        evals = [r for r in metrics(run) if r["kind"] == "eval"]
+        for key in ("rows", "optimizer_steps", "rollout_s", "processed_tokens", "actor_update_s", "e2e_s"):
+            cell = page.locator(f'#totals tr[data-key="{key}"] td[data-run="{k}"]')
+            value = cell.get_attribute("data-value")
+            if all(key in r for r in train):
+                assert float(value) == pytest.approx(sum(r[key] for r in train)), (run.name, key)
+            else:  # a run that does not record the key shows a dash, not a made-up number
+                assert value == "" and cell.inner_text().startswith("—"), (run.name, key)
+        last = page.locator(f'#totals tr[data-key="val_reward"] td[data-run="{k}"]').get_attribute(
+            "data-value"
+        )
+        assert (float(last) if last else None) == (pytest.approx(evals[-1]["val_reward"]) if evals else None)
+    if len(runs) > 1:
+        base = sum(r["rows"] for r in metrics(runs[0]) if r["kind"] == "train")
+        other = sum(r["rows"] for r in metrics(runs[1]) if r["kind"] == "train")
+        pct = page.locator('#totals tr[data-key="rows"] td[data-run="1"] .pct').inner_text().strip()
+        assert pct == f"{'+' if other > base else ''}{100 * (other - base) / base:.1f} %"
+    shot(page, "viewer-compare.png")

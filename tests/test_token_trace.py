@@ -80,7 +80,9 @@ def test_the_trace_is_what_the_loss_used(tok, tmp_path):
         np.testing.assert_allclose(e["trainer_logprobs"][on], e["sampler_logprobs"][on], atol=2e-3)
         assert not e["clipped"].any() and np.allclose(e["importance_weight"][on], 1.0)
         assert (e["importance_weight"][~on] == 0).all()
-    assert sum(int(e["loss_mask"].sum()) for e in entries) == sum(r.num_sampled for t in forwarded for r in t.rows)
+    assert sum(int(e["loss_mask"].sum()) for e in entries) == sum(
+        r.num_sampled for t in forwarded for r in t.rows
+    )
 
     store = RunStore(tmp_path)
     store.add(trajs, "train", 0)

@@ -72,7 +72,11 @@ def test_the_panel_clock_runs_between_events_and_says_where_a_resume_started() -
         panel.print(live)
         text = panel.file.getvalue()
     assert "updating outer batch 3: 3 / 5 trained (118s)" in text
-    rows = {line.split(None, 1)[0]: line.split(None, 1)[1].strip() for line in text.splitlines()[1:] if line.strip()}
+    rows = {
+        line.split(None, 1)[0]: line.split(None, 1)[1].strip()
+        for line in text.splitlines()[1:]
+        if line.strip()
+    }
     assert rows["resumed"] == "at outer batch 3" and rows["elapsed"] == "118s"
     out = buf.getvalue()
     assert out.splitlines()[0] == "resumed at outer batch 3 (of 5): batches before it are kept"

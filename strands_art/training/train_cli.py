@@ -33,6 +33,17 @@ and TensorBoard event files in --run-dir.
   strands-art train --resume --outer-batches 10 --run-dir runs/lookup   # extend a run to 10 batches
   strands-art train --env migrationbench --trainer verl --train-tasks DIR --run-dir runs/mb-verl   # a verl launch
 
+Each --env's default sizes, and what they cost on a 2-core CPU with no GPU (bench/results/):
+  capitals        SmolLM2-135M; 10 outer batches x 2 tasks x 6 rollouts of 10 tokens, 8 held-out
+                  x 4: 5 such runs side by side took 14.6 min (learning-2026-11-30.txt)
+  lookup          Qwen2.5-Coder-0.5B; 5 x 2 keys x 8 rollouts of 2 turns x 64 tokens, 8 held-out
+                  x 4: ~24 min a run with --backend vllm (train-lookup-2026-12-01.txt)
+  migrationbench  Qwen2.5-Coder-0.5B; 4 x 1 task x 4 rollouts of up to 20 turns x 512 tokens,
+                  real Maven builds: 3-12 min of rollouts per outer batch plus ~1 min of
+                  training per row (docs/training.md), so an hour or more a run
+Quick try (the smallest run that trains and evaluates):
+  strands-art train --env capitals --outer-batches 2 --eval-samples 1 --run-dir runs/try
+
 --env module:function names a factory (EnvOptions) -> TrainEnvironment (docs/training.md,
 "Your own environment"). --max-staleness K (default 1) overlaps the rollouts of the next outer
 batch with the update on this one; 0 is the synchronous loop.

@@ -43,7 +43,8 @@ BATCH_KEYS = (
     "reward_mean", "rollouts", "failed_rollouts", "stale_dropped", "groups", "zero_advantage_groups",
     "rows", "tokens", "sampled_tokens", "processed_tokens", "optimizer_steps", "step", "rollout_s",
     "train_s", "actor_update_s", "eval_s", "e2e_s", "sync_s", "loss", "grad_norm", "approx_kl",
-    "clip_fraction", "logprob_abs_gap", "skipped",
+    "clip_fraction", "logprob_abs_gap", "skipped", "groups_drawn", "groups_dropped", "groups_tied_kept",
+    "skipped_tied_at_0", "skipped_tied_at_1", "skipped_tied_mixed",
 )  # fmt: skip
 """Keys of a train record :func:`batches` passes on (None where absent)."""
 

@@ -138,7 +138,11 @@ async function renderBatches() {
     el("td", { class: "num" }, SV.rewardCell(b.reward_mean)),
     el("td", { class: "num" }, dash(b.val_reward), b.held_out_stored ? el("div", {}, link("/", { split: "eval", batch: b.outer_batch + 1 }, `${b.held_out_stored} held-out`)) : ""),
     el("td", { class: "num" }, `${fmt(b.stored)}`, b.stored_failed ? el("span", { class: "chip bad" }, `${b.stored_failed} failed`) : ""),
-    el("td", {}, Object.keys(b.excluded).length ? Object.entries(b.excluded).map(([k, n]) => el("span", { class: "chip bad", title: k }, `${k} ×${n}`)) : "—"),
+    el("td", {}, Object.keys(b.excluded).length || b.groups_dropped || skippedTied(b) ? [
+      Object.entries(b.excluded).map(([k, n]) => el("span", { class: "chip bad", title: k }, `${k} ×${n}`)),
+      b.groups_dropped ? el("span", { class: "chip zero", title: `dynamic sampling: ${fmt(b.groups_drawn)} groups drawn, ${fmt(b.groups_dropped)} not kept (tied; the batch keeps --prompt-batch groups)` }, `${fmt(b.groups_dropped)} groups dropped`) : "",
+      skippedTied(b) ? el("span", { class: "chip zero", title: "--skip-tied: tasks whose last group tied were not drawn" }, `${skippedTied(b)} tasks skipped (tied before)`) : "",
+    ] : "—"),
     el("td", {}, b.tied_groups.length ? el("span", { class: "chip zero", title: b.tied_groups.join(", ") }, `${b.tied_groups.length} tied`) : "—"),
     el("td", { class: "num" }, dash(b.rows)),
     el("td", { class: "num" }, dash(b.tokens)),
@@ -154,6 +158,10 @@ async function renderBatches() {
   slot("evals").replaceChildren(el("h3", {}, "Held-out evaluations"), data.evals.length ? el("ul", { id: "eval-list" }, data.evals.map((e) => el("li", {},
     `after ${e.outer_batch} outer batch${e.outer_batch === 1 ? "" : "es"}: reward ${dash(e.val_reward)}`, e.val_success !== null ? `, success ${dash(e.val_success)}` : "",
     ` (${dash(e.val_rollouts)} rollouts, ${secs(e.eval_s)}) `, e.stored ? link("/", { split: "eval", batch: e.outer_batch }, `open its ${e.stored} rollouts`) : el("span", { class: "muted" }, "rollouts not stored")))) : el("p", { class: "muted" }, "none yet"));
+}
+
+function skippedTied(b) {
+  return (b.skipped_tied_at_0 || 0) + (b.skipped_tied_at_1 || 0) + (b.skipped_tied_mixed || 0);
 }
 
 function pickBatch(b) {

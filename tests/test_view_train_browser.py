@@ -46,6 +46,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.fixture(scope="module")
 def server(runs: list[Path]):
     """The real command on every recorded run (the first one's run page; /compare: all)."""
+    if not runs:
+        pytest.skip("no recorded training run under tests/data")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "strands_art.cli", "view", *map(str, runs), "--port", "0"],

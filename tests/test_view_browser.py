@@ -277,5 +277,3 @@ def test_training_metrics_are_plotted_per_outer_batch(server: str, run_dir: Path
     # one dot per record: 6 training batches + 2 held-out evaluations on the reward plot
     assert page.locator("#metrics-card .plot").nth(0).locator("circle").count() == 8
     assert page.locator("#metrics-card .plot").nth(1).locator("circle").count() == 6
-    page.locator("#metrics-card").scroll_into_view_if_needed()
-    shot(page, "viewer-training.png")

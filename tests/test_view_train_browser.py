@@ -121,8 +121,12 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
         cells.nth(4).locator(".adv").inner_text()
         == f"{'+' if rec['advantage'] > 0 else ''}{rec['advantage']:.3f}"
     )
-    if k == 0:
+    if k == 0:  # the docs' pictures of a training run: this real run
+        page.locator("#batches-card").scroll_into_view_if_needed()
         shot(page, "viewer-train-run.png")
+        page.wait_for_selector("#metrics-card .plot svg")
+        page.locator("#metrics-card").scroll_into_view_if_needed()
+        shot(page, "viewer-training.png")
     cells.nth(0).get_by_role("link").click()
     page.wait_for_selector(".turn")
     assert f"id={rid}" in page.url
@@ -209,4 +213,4 @@ def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, ru
         other = sum(r["rows"] for r in metrics(runs[1]) if r["kind"] == "train")
         pct = page.locator('#totals tr[data-key="rows"] td[data-run="1"] .pct').inner_text().strip()
         assert pct == f"{'+' if other > base else ''}{100 * (other - base) / base:.1f} %"
-    shot(page, "viewer-compare.png")
+    shot(page, "viewer-runs-compare.png")

@@ -1,0 +1,99 @@
+"""The viewer's reading of a training run (strands_art/view/training.py): the compare totals
+are sums over each run's metrics (a property), a batch table from the records and rollouts, the
+index of the rows as trained (a torn file is said, not guessed)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strands_art.training.run_store import TRAINED_SCHEMA
+from strands_art.view.training import COMPARE_KEYS, TrainedIndex, batches, compare, group_key
+
+finite = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+record = st.fixed_dictionaries({}, optional={k: finite for k in COMPARE_KEYS})
+
+
+def run_records(rows: list[dict], evals: list[float]) -> list[dict]:
+    out = [{"kind": "train", "outer_batch": b, **r} for b, r in enumerate(rows)]
+    out += [{"kind": "eval", "outer_batch": b, "val_reward": v} for b, v in enumerate(evals)]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.lists(record, max_size=6), b=st.lists(record, max_size=6),
+    ea=st.lists(finite, max_size=3), eb=st.lists(finite, max_size=3),
+)  # fmt: skip
+def test_compare_totals_are_sums_and_percentages_against_the_first_run(a, b, ea, eb) -> None:
+    got = compare([("A", run_records(a, ea)), ("B", run_records(b, eb))])
+    for run, rows, evals in zip(got["runs"], (a, b), (ea, eb), strict=True):
+        for k in COMPARE_KEYS:
+            if rows and all(k in r for r in rows):
+                assert run["total"][k] == pytest.approx(sum(r[k] for r in rows))
+            else:  # a key a batch lacks: no total, never a partial sum
+                assert run["total"][k] is None
+        assert run["total"]["val_reward"] == (evals[-1] if evals else None)
+        assert [r["outer_batch"] for r in run["batches"]] == list(range(len(rows)))
+    base, other = got["runs"][0]["total"], got["runs"][1]["total"]
+    for k in COMPARE_KEYS:
+        pct = got["runs"][1]["total_pct"][k]
+        if base[k] and other[k] is not None:
+            assert pct == pytest.approx(100 * (other[k] - base[k]) / base[k])
+        else:
+            assert pct is None
+
+
+def test_batches_count_what_was_left_out_and_why() -> None:
+    records = [
+        {"kind": "eval", "outer_batch": 0, "val_reward": 0.25, "val_rollouts": 2},
+        {"kind": "train", "outer_batch": 0, "reward_mean": 0.5, "rows": 3, "optimizer_steps": 2},
+        {"kind": "eval", "outer_batch": 1, "val_reward": 0.75, "val_rollouts": 2},
+    ]
+    items = [
+        {"rollout_id": "b0-a-r0", "split": "train", "outer_batch": 0, "group": "b0-a", "zero_variance": True},
+        {"rollout_id": "b0-a-r1", "split": "train", "outer_batch": 0, "group": "b0-a", "zero_variance": True},
+        {"rollout_id": "b0-b-r0", "split": "train", "outer_batch": 0, "group": "b0-b", "failed": True,
+         "excluded": "rollout failed: stale: sampled 3 updates behind"},
+        {"rollout_id": "b0-b-r1", "split": "train", "outer_batch": 0, "group": "b0-b", "excluded": "reward is NaN"},
+        {"rollout_id": "eval-b1-k-r0", "split": "eval", "outer_batch": 1, "group": "eval-b1-k"},
+        {"rollout_id": "b1-a-r0", "split": "train", "outer_batch": 1, "group": "b1-a"},  # sampled, not trained
+    ]  # fmt: skip
+    got = batches(records, items)
+    b0, b1 = got["batches"]
+    assert b0["trained"] and not b1["trained"] and b1["reward_mean"] is None
+    assert b0["excluded"] == {"stale": 1, "reward is NaN": 1} and b0["stored_failed"] == 1
+    assert b0["tied_groups"] == ["b0-a"] and b0["val_reward"] == 0.75 and b0["held_out_stored"] == 1
+    assert b0["processed_tokens"] is None  # not recorded: shown as a dash
+    assert [(e["outer_batch"], e["stored"]) for e in got["evals"]] == [(0, 0), (1, 1)]
+    assert group_key("eval-b3-key7-r2", "key7") == "eval-b3-key7" and group_key("task-r0", "g") == "g"
+
+
+def test_the_trained_index_reads_advantages_and_says_when_a_file_is_torn(tmp_path) -> None:
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    recs = [
+        {"rollout_id": "b0-a-r0", "row_index": 0, "advantage": 0.5, "forwarded": True},
+        {"rollout_id": "b0-a-r0", "row_index": 1, "advantage": 0.5, "forwarded": False},
+        {
+            "rollout_id": "b0-a-r1",
+            "row_index": 0,
+            "advantage": None,
+            "excluded": "no reward",
+            "forwarded": False,
+        },
+    ]
+    pq.write_table(pa.Table.from_pylist(recs, schema=TRAINED_SCHEMA), rows / "ob-000000.trained.parquet")
+    (rows / "ob-000001.trained.parquet").write_bytes(b"PAR1 torn")
+    index = TrainedIndex(tmp_path)
+    assert index.refresh() and not index.refresh()  # nothing changed the second time
+    assert index.advantage == {"b0-a-r0": 0.5, "b0-a-r1": None}
+    assert index.excluded == {"b0-a-r1": "no reward"} and index.forwarded["b0-a-r0"] == (1, 2)
+    assert list(index.problems) == ["ob-000001.trained.parquet"]
+    assert index.row(0, "b0-a-r0", 1)["forwarded"] is False and index.row(0, "nope", 0) is None
+    assert index.row(5, "b0-a-r0", 0) is None
+    with pytest.raises(ValueError, match="ob-000001"):
+        index.row(1, "b0-a-r0", 0)

@@ -90,16 +90,54 @@ def test_read_reports_sums_every_module(tmp_path: Path) -> None:
         )
     )
     (b / "TEST-broken.xml").write_text("<testsuite")
+    for module in ("a", "b/c"):  # a module is a directory with a pom.xml
+        (tmp_path / module / "pom.xml").write_text("<project/>")
+    # a report anywhere else is never read: committed under src/target, or a module's sources
+    stray = tmp_path / "a/src/target/surefire-reports"
+    stray.mkdir(parents=True)
+    (stray / "TEST-p.CTest.xml").write_text(
+        REPORT.format(cls="p.CTest", tests=1, failures=0, skipped=0, extra="")
+    )
     report = read_test_reports(tmp_path)
     assert (report.tests, report.failures, report.skipped, report.passed) == (5, 1, 1, 3)
     assert report.modules == ["a", "b/c"]
     assert report.skipped_keys == ["p.ATest#off"]
     assert report.unreadable == ["b/c/target/surefire-reports/TEST-broken.xml"]
+    # each method folded from its runs; p.B.Inner#bad failed, p.ATest#off was skipped
+    assert report.passed_methods() == {"p.ATest#ok", "p.ATest#p", "p.B.Inner#ok"}
+    assert report.not_passed_keys == {"p.ATest#off", "p.B.Inner#bad"}
+
+
+def test_reports_count_test_cases_once_never_summary_attributes(tmp_path: Path) -> None:
+    """``tests="1000"`` with one ``<testcase>`` counts one run; a second report about the same
+    class (``TEST-C-x.xml``, or the failsafe report of a class surefire reported) counts nothing."""
+    (tmp_path / "pom.xml").write_text("<project/>")
+    sure = tmp_path / "target/surefire-reports"
+    safe = tmp_path / "target/failsafe-reports"
+    sure.mkdir(parents=True)
+    safe.mkdir(parents=True)
+    case = '<testcase name="ok" classname="p.ATest"/>'
+    (sure / "TEST-p.ATest.xml").write_text(f'<testsuite name="p.ATest" tests="1000">{case}</testsuite>')
+    (sure / "TEST-p.ATest-again.xml").write_text(f'<testsuite name="p.ATest" tests="1">{case}</testsuite>')
+    (safe / "TEST-p.ATest.xml").write_text(f'<testsuite name="p.ATest" tests="1">{case}</testsuite>')
+    (safe / "TEST-p.BIT.xml").write_text(
+        '<testsuite name="p.BIT"><testcase name="x" classname="p.BIT"/></testsuite>'
+    )
+    report = read_test_reports(tmp_path, {"p.ATest", "p.BIT"})
+    assert (report.files, report.tests, report.passed) == (2, 2, 2)
+    assert report.duplicates == [
+        "target/surefire-reports/TEST-p.ATest-again.xml",
+        "target/failsafe-reports/TEST-p.ATest.xml",
+    ]
+    assert report.passed_methods() == {"p.ATest#ok", "p.BIT#x"}
+    assert report.classes == {"p.ATest", "p.BIT"}
 
 
 def test_case_key_normalizes_nested_and_parameterized() -> None:
     assert case_key("p.Outer$Inner", "param(int)[2]") == "p.Outer.Inner#param"
     assert case_key("p.T", "plain") == "p.T#plain"
+    assert case_key("p.T", "roundTrips{int}[3]") == "p.T#roundTrips"  # surefire's JUnit 5 form
+    assert case_key("p.T", "convertsToRoman[1 = I]") == "p.T#convertsToRoman"  # JUnit 4 Parameterized
 
 
 def _pom(module: Path, packaging: str | None = None) -> None:

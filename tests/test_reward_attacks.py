@@ -146,10 +146,20 @@ def _report(root: Path, name: str, body: str) -> None:
     ],
 )
 def test_malformed_report_counts_nothing_and_says_why(tmp_path: Path, attrs: str, why: str) -> None:
-    _report(tmp_path, "TEST-p.A.xml", '<testsuite name="p.A" tests="2" failures="1"/>')
-    _report(tmp_path, "TEST-p.B.xml", f'<testsuite name="p.B" {attrs}/>')
+    _report(
+        tmp_path,
+        "TEST-p.A.xml",
+        '<testsuite name="p.A" tests="2" failures="1"><testcase name="x" classname="p.A"/>'
+        '<testcase name="y" classname="p.A"><failure/></testcase></testsuite>',
+    )
+    _report(
+        tmp_path,
+        "TEST-p.B.xml",
+        f'<testsuite name="p.B" {attrs}><testcase name="z" classname="p.B"/></testsuite>',
+    )
     report = read_test_reports(tmp_path, {"p.A", "p.B"})
     assert (report.files, report.tests, report.failures) == (1, 2, 1)
+    assert report.passed_methods() == {"p.A#x"}  # p.B#z's report is not believed
     assert len(report.malformed) == 1 and report.malformed[0].startswith(
         "target/surefire-reports/TEST-p.B.xml: "
     )
@@ -157,17 +167,41 @@ def test_malformed_report_counts_nothing_and_says_why(tmp_path: Path, attrs: str
 
 
 def test_report_for_a_class_not_in_the_sources_or_in_a_second_file_is_not_counted(tmp_path: Path) -> None:
-    _report(tmp_path, "TEST-p.A$Inner.xml", '<testsuite name="p.A$Inner" tests="2"/>')
-    _report(tmp_path, "TEST-ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
-    _report(tmp_path, "TEST-p.Ghost.xml", '<testsuite name="p.Ghost" tests="50"/>')
-    _report(tmp_path, "TEST-zz-again.xml", '<testsuite name="p.A$Inner" tests="40"/>')  # a real class
+    cases = '<testcase name="a" classname="{0}"/><testcase name="b" classname="{0}"/>'
+    _report(
+        tmp_path,
+        "TEST-p.A$Inner.xml",
+        f'<testsuite name="p.A$Inner" tests="2">{cases.format("p.A$Inner")}</testsuite>',
+    )
+    _report(
+        tmp_path,
+        "TEST-ghost.xml",
+        f'<testsuite name="p.Ghost" tests="50">{cases.format("p.Ghost")}</testsuite>',
+    )
+    _report(
+        tmp_path,
+        "TEST-p.Ghost.xml",
+        f'<testsuite name="p.Ghost" tests="50">{cases.format("p.Ghost")}</testsuite>',
+    )
+    # a real class, in a file not named after it
+    _report(
+        tmp_path,
+        "TEST-zz-again.xml",
+        f'<testsuite name="p.A$Inner" tests="40">{cases.format("p.A$Inner")}</testsuite>',
+    )
     report = read_test_reports(tmp_path, {"p.A", "p.A.Inner"})
     assert (report.files, report.tests) == (1, 2)
     assert report.unmatched == [
         f"target/surefire-reports/{name}"
         for name in ("TEST-ghost.xml", "TEST-p.Ghost.xml", "TEST-zz-again.xml")
     ]
-    assert read_test_reports(tmp_path).tests == 142  # without the source list, as before
+    # without the source list: one report per suite, one run per <testcase>, never tests="50"
+    unchecked = read_test_reports(tmp_path)
+    assert (unchecked.files, unchecked.tests) == (2, 4)
+    assert unchecked.duplicates == [
+        "target/surefire-reports/TEST-p.Ghost.xml",
+        "target/surefire-reports/TEST-zz-again.xml",
+    ]
     # TestNG's one report for all classes: matched by its test cases' classes
     _report(
         tmp_path,
@@ -310,7 +344,9 @@ def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_pa
         _report(deep, "TEST-p.A.xml", '<testsuite name="p.A" tests="1"/>')
         versions = class_versions(tmp_path)
         assert list(versions.values()) == [61] and next(iter(versions)).endswith("/d/d/X.class")
-        assert read_test_reports(tmp_path, {"p.A"}).tests == 1
+        # a report dir below target/classes is no module's: never read (reports are read from
+        # each module's target/ only)
+        assert read_test_reports(tmp_path, {"p.A"}).files == 0
     finally:  # pytest's own clean-up (shutil.rmtree) recurses: remove the tree iteratively
         remove_tree(top)
 

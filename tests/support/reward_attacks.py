@@ -400,3 +400,217 @@ def abstract_failing_class_with_forged_report(dest: Path) -> Path:
         FORGE_REPORT_AT_EXIT % _write_files_java({wc: PASSING_REPORTS[wc]}),
     )
     return repo
+
+
+# ---------------------------------------------------------------- round 3 (issue 48): which tests
+
+TASKS = TASK.parent
+
+
+def copy_repo_of(task: str, dest: Path, migrated: bool = True) -> Path:
+    """Any bundled task's ``repo/`` at ``dest``, with its reference patch applied if ``migrated``."""
+    shutil.copytree(TASKS / task / "repo", dest, ignore=shutil.ignore_patterns("target"))
+    if migrated:
+        subprocess.run(["git", "apply", str(TASKS / task / "reference.patch")], cwd=dest, check=True)
+    return dest
+
+
+def committed_report(repo: Path, where: str, cls: str, methods: list[str]) -> None:
+    """A passing surefire report for ``cls`` committed in the repository under ``where``."""
+    cases = "".join(f'<testcase name="{m}" classname="{cls}" time="0"/>' for m in methods)
+    path = repo / where / f"TEST-{cls}.xml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'<?xml version="1.0" encoding="UTF-8"?><testsuite name="{cls}" tests="{len(methods)}" '
+        f'failures="0" errors="0" skipped="0">{cases}</testsuite>',
+        encoding="utf-8",
+    )
+
+
+def _compiler_config(pom: Path, extra: str) -> None:
+    """Add ``extra`` to the maven-compiler-plugin's ``<configuration>`` of ``pom``."""
+    text = pom.read_text(encoding="utf-8")
+    head = "<artifactId>maven-compiler-plugin</artifactId>"
+    if head not in text:
+        plugin = (
+            f"<build><plugins><plugin>{head}<configuration>{extra}</configuration></plugin></plugins></build>"
+        )
+        pom.write_text(text.replace("</project>", plugin + "\n</project>", 1), encoding="utf-8")
+        return
+    at = text.index("<configuration>", text.index(head)) + len("<configuration>")
+    pom.write_text(text[:at] + extra + text[at:], encoding="utf-8")
+
+
+def uncompiled_unmigrated_class(dest: Path) -> Path:
+    """``sun-base64`` with ``<release>17</release>`` (the reference POM) but ``BasicAuth`` (which
+    still imports ``sun.misc.BASE64Encoder``) left out of compilation by the compiler's
+    ``<excludes>`` (and the tests by ``default-testCompile`` bound to no phase), and a passing report for the test
+    committed under ``src/target/surefire-reports``. Honest score: 0.0 (a source not compiled)."""
+    repo = copy_repo_of("sun-base64", dest)
+    # the unmigrated class back (the reference patch migrated it)
+    shutil.copy(TASKS / "sun-base64/repo/src/main/java/org/example/auth/BasicAuth.java",
+                repo / "src/main/java/org/example/auth/BasicAuth.java")  # fmt: skip
+    _compiler_config(repo / "pom.xml", "<excludes><exclude>**/BasicAuth.java</exclude></excludes>")
+    pom = repo / "pom.xml"  # and the test compilation unbound (its test would not compile)
+    pom.write_text(
+        pom.read_text(encoding="utf-8").replace(
+            "<version>3.8.1</version>",
+            "<version>3.8.1</version><executions><execution><id>default-testCompile</id>"
+            "<phase>none</phase></execution></executions>",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    committed_report(repo, "src/target/surefire-reports", "org.example.auth.BasicAuthTest", ["encodes"])
+    return repo
+
+
+def excluded_tests_with_parameterized_count(dest: Path) -> Path:
+    """``compiler-props`` migrated with two failing tests in ``WordCounterTest``, left out of
+    test compilation by the compiler's ``<testExcludes>``, and ``SlugsTest`` made
+    ``@RunWith(Parameterized.class)`` with two parameters, so that more tests pass (8) than the
+    task requires (6). Honest score: 0.0 (a test source not compiled)."""
+    repo = copy_task_repo(dest, migrated=True)
+    _break_two_tests(repo, 'if (true) throw new AssertionError("still broken");')
+    _compiler_config(
+        repo / "pom.xml", "<testExcludes><testExclude>**/WordCounterTest.java</testExclude></testExcludes>"
+    )
+    slugs = repo / TEST_DIR / "SlugsTest.java"
+    text = slugs.read_text(encoding="utf-8")
+    text = text.replace(
+        "public class SlugsTest {",
+        "@org.junit.runner.RunWith(org.junit.runners.Parameterized.class)\npublic class SlugsTest {\n"
+        "    @org.junit.runners.Parameterized.Parameters public static java.util.List<Object[]> data() {\n"
+        "        return java.util.Arrays.asList(new Object[][] {{1}, {2}, {3}, {4}}); }\n"
+        "    public SlugsTest(int n) { }\n",
+        1,
+    )
+    slugs.write_text(text, encoding="utf-8")
+    return repo
+
+
+#: A JUnit Platform filter (registered as a service in the test resources) that drops every test
+#: of the two failing methods, silently.
+DROP_FILTER = """package org.example.roman;
+
+import org.junit.platform.engine.FilterResult;
+import org.junit.platform.engine.TestDescriptor;
+import org.junit.platform.launcher.PostDiscoveryFilter;
+
+public class DropBroken implements PostDiscoveryFilter {
+    @Override
+    public FilterResult apply(TestDescriptor d) {
+        String name = d.getDisplayName();
+        boolean broken = name.equals("zeroIsRejected") || name.equals("largestValue");
+        return broken ? FilterResult.excluded("x") : FilterResult.included("y");
+    }
+}
+"""
+#: Six methods carrying an annotation meta-annotated with ``@Test`` (JUnit 5 runs them as tests).
+COMPOSED_TESTS = """package org.example.roman;
+
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+import org.junit.jupiter.api.Test;
+
+public class RomanExtraTest {
+    @Target(ElementType.METHOD) @Retention(RetentionPolicy.RUNTIME) @Test
+    public @interface Check { }
+
+    @Check void one() { }
+    @Check void two() { }
+    @Check void three() { }
+    @Check void four() { }
+    @Check void five() { }
+    @Check void six() { }
+}
+"""
+
+
+def platform_filter_and_composed_tests(dest: Path) -> Path:
+    """``junit-mix`` migrated, ``RomanRangeTest``'s two tests failing
+    (JUnit 4, run by the vintage engine), a ``PostDiscoveryFilter`` registered in
+    ``src/test/resources/META-INF/services/`` that drops them, a ``junit-platform.properties``,
+    and six new methods with a composed ``@Check`` (meta-annotated with ``@Test``) making up the
+    count; the launcher is a test dependency. Honest score: 0.5 (the filter is removed: the
+    failures fail the test build; and tests were added)."""
+    repo = copy_repo_of("junit-mix", dest)
+    test = repo / "src/test/java/org/example/roman/RomanRangeTest.java"
+    text = test.read_text(encoding="utf-8")
+    for name in ("zeroIsRejected", "largestValue"):
+        text = text.replace(
+            f"public void {name}() {{", f'public void {name}() {{ if (true) throw new AssertionError("x");', 1
+        )
+    test.write_text(text, encoding="utf-8")
+    (repo / "src/test/java/org/example/roman/DropBroken.java").write_text(DROP_FILTER, encoding="utf-8")
+    (repo / "src/test/java/org/example/roman/RomanExtraTest.java").write_text(
+        COMPOSED_TESTS, encoding="utf-8"
+    )
+    services = repo / "src/test/resources/META-INF/services"
+    services.mkdir(parents=True)
+    (services / "org.junit.platform.launcher.PostDiscoveryFilter").write_text(
+        "org.example.roman.DropBroken\n"
+    )
+    (repo / "src/test/resources/junit-platform.properties").write_text(
+        "junit.jupiter.conditions.deactivate=*\n"
+    )
+    pom = repo / "pom.xml"
+    pom.write_text(
+        pom.read_text(encoding="utf-8").replace(
+            "<dependencies>",
+            "<dependencies><dependency><groupId>org.junit.platform</groupId>"
+            "<artifactId>junit-platform-launcher</artifactId><version>1.7.0</version>"
+            "<scope>test</scope></dependency>",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    return repo
+
+
+#: At the test JVM's exit: a second passing report about WordCounterTest (its four original
+#: methods) as ``TEST-...-x.xml`` and as a failsafe report, and SlugsTest's report claiming 1000.
+DUPLICATE_REPORTS_AT_EXIT = """
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                java.nio.file.Path dir = java.nio.file.Path.of("target/surefire-reports");
+                java.nio.file.Path safe = java.nio.file.Path.of("target/failsafe-reports");
+                java.nio.file.Files.createDirectories(safe);
+                java.nio.file.Files.write(dir.resolve("TEST-org.example.textstats.WordCounterTest-x.xml"), %(wc)s.getBytes());
+                java.nio.file.Files.write(safe.resolve("TEST-org.example.textstats.WordCounterTest.xml"), %(wc)s.getBytes());
+                java.nio.file.Path own = dir.resolve("TEST-org.example.textstats.SlugsTest.xml");
+                String x = new String(java.nio.file.Files.readAllBytes(own), "UTF-8");
+                java.nio.file.Files.write(own, x.replaceFirst("tests=\\"[0-9]+\\"", "tests=\\"1000\\"").getBytes("UTF-8"));
+            } catch (Throwable t) { }
+        }));
+    }
+"""
+
+
+def unicode_escapes_and_duplicate_reports(dest: Path) -> Path:
+    """``compiler-props`` migrated, POM untouched: the two failing tests hidden from javac by
+    ``// \\u000a /*`` ... ``// \\u000a */`` (a comment to a parser that does not decode Unicode
+    escapes first), two javac-only tests added by ``// \\u000a @Test public void ...``, and a
+    shutdown hook writing duplicate reports (:data:`DUPLICATE_REPORTS_AT_EXIT`). Honest score:
+    0.5 (tests missing and added; the duplicates count nothing)."""
+    repo = copy_task_repo(dest, migrated=True)
+    test = repo / TEST_DIR / "WordCounterTest.java"
+    text = test.read_text(encoding="utf-8")
+    first = text.index("    @Test\n    public void splitsOnPunctuationAndLowercases()")
+    third = text.index("    @Test\n    public void countsFrequencies()")
+    text = (
+        text[:first]
+        + "    // \\u000a /*\n"
+        + text[first:third]
+        + "    // \\u000a */\n"
+        + "    // \\u000a @Test public void javacOnlyA() { }\n"
+        + "    // \\u000a @Test public void javacOnlyB() { }\n"
+        + text[third:]
+    )
+    test.write_text(text, encoding="utf-8")
+    wc = json.dumps(PASSING_REPORTS["TEST-org.example.textstats.WordCounterTest.xml"])
+    _inject(repo / TEST_DIR / "SlugsTest.java", DUPLICATE_REPORTS_AT_EXIT % {"wc": wc})
+    return repo

@@ -14,8 +14,8 @@ own build copy (never the agent's workspace) before any build runs:
   whatever its name: a ``<module>`` or ``<relativePath>`` may name any file): every
   element named in :data:`FORBIDDEN_ELEMENTS` is removed wherever it is (plugin configuration,
   executions, ``pluginManagement``, profiles, ``<properties>``), and so is ``<skip>`` in the
-  configuration of a plugin whose ``artifactId`` names surefire or failsafe, or is not a literal
-  (``${...}``);
+  configuration of a plugin whose ``artifactId`` names surefire, failsafe or the compiler (its
+  ``<skip>`` leaves the tests uncompiled), or is not a literal (``${...}``);
 * ``.mvn/maven.config`` keeps only the options of :data:`MAVEN_CONFIG_ALLOWED` (``-B``, ``-T4``,
   ``-Dname=value`` with a name that does not select, skip or excuse tests, ``-Pprofile``...);
   ``.mvn/jvm.config`` keeps only heap/stack sizes, ``-Dname=value`` and ``--add-opens`` style
@@ -56,9 +56,13 @@ FORBIDDEN_ELEMENTS = frozenset(
         # Runtime.halt(0) ends the build with status 0 before any failure is reported
         "forkCount",
         "forkMode",
+        # main sources not compiled (the build fact also requires every source compiled)
+        "maven.main.skip",
+        "skipMain",
     }
 )
 _TEST_PLUGINS = ("surefire", "failsafe")
+_COMPILER_PLUGIN = "compiler"
 
 #: Properties a ``-D`` may not set (in ``.mvn/maven.config``): they skip, select or excuse tests,
 #: or point Maven at other settings or another local repository.
@@ -103,6 +107,11 @@ def _is_test_plugin(plugin: ET.Element) -> bool:
     return "$" in artifact or not artifact or any(name in artifact for name in _TEST_PLUGINS)
 
 
+def _is_compiler_plugin(plugin: ET.Element) -> bool:
+    artifact = _plugin_artifact(plugin)
+    return "$" in artifact or not artifact or _COMPILER_PLUGIN in artifact
+
+
 def parse_pom(data: bytes) -> ET.Element | None:
     """The root ``<project>`` element of the POM ``data``; None when it is not XML or not a POM."""
     try:
@@ -121,15 +130,16 @@ def harden_pom(data: bytes) -> tuple[bytes, list[str]] | None:
         return None
     removed: list[str] = []
 
-    def walk(node: ET.Element, path: str, in_test_plugin: bool) -> None:
+    def walk(node: ET.Element, path: str, skippable: bool) -> None:
         for child in list(node):
             name = _local(child.tag)
             here = f"{path}/{name}"
-            if name in FORBIDDEN_ELEMENTS or (in_test_plugin and name == "skip"):
+            if name in FORBIDDEN_ELEMENTS or (skippable and name == "skip"):
                 node.remove(child)
                 removed.append(here)
                 continue
-            walk(child, here, in_test_plugin or (name == "plugin" and _is_test_plugin(child)))
+            plugin = name == "plugin" and (_is_test_plugin(child) or _is_compiler_plugin(child))
+            walk(child, here, skippable or plugin)
 
     walk(root, _local(root.tag), False)
     if not removed:

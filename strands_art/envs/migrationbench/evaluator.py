@@ -52,12 +52,22 @@ from strands_art.envs.migrationbench.buildoutputs import (
     JAVA17_MAJOR,
     check_bytecode,
     class_versions,
+    expected_class_files,
+    report_dirs,
+    uncompiled_sources,
 )
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
 from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_from_git
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import MavenResult, run_maven
-from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
+from strands_art.envs.migrationbench.testselection import (
+    RUNTIME_SELECTION_FILES,
+    default_selection,
+    original_poms,
+    restore_runtime_selection,
+    runtime_selection_files,
+    selection_changes,
+)
 from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported: the reward's public names)
     BUILD_REWARD,
     REASON_BUILD_FAILED,
@@ -73,10 +83,12 @@ from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported
     REASON_REPORT_MALFORMED,
     REASON_REPORT_UNREADABLE,
     REASON_REPORTS_CONTRADICT_MAVEN,
+    REASON_SOURCES_NOT_COMPILED,
     REASON_TEST_SELECTION_CHANGED,
     REASON_TESTS_ADDED,
     REASON_TESTS_FAILED,
     REASON_TESTS_MISSING,
+    REASON_TESTS_NOT_PASSED,
     REASON_TESTS_TIMEOUT,
     REASON_TOO_FEW_TESTS,
     TEST_REWARD,
@@ -181,7 +193,8 @@ class EvalTask:
 def _original_tests(
     repo_dir: Path, task: EvalTask, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
 ) -> tuple[TestInventory, dict[str, bytes]]:
-    """The original's test methods and POM candidates (:func:`.testselection.original_poms`):
+    """The original's test methods, and its POM candidates (:func:`.testselection.original_poms`)
+    and files that select tests at run time (:func:`.testselection.runtime_selection_files`) by path:
     from ``task.original_dir`` (the task's pristine ``repo/``,
     which no rollout writes), else from the git objects of ``task.base_commit`` in ``repo_dir``
     (the build copy, owned by ``identity``), each checked against its id, read in the sandbox
@@ -193,7 +206,8 @@ def _original_tests(
         GitObjectError: the commit's objects are missing, forged, or the id is abbreviated.
     """
     if task.original_dir is not None:
-        return collect_tests(task.original_dir), original_poms(task.original_dir)
+        files = original_poms(task.original_dir) | runtime_selection_files(task.original_dir)
+        return collect_tests(task.original_dir), files
     if not task.base_commit:
         raise ValueError(f"task {task.name}: neither original_dir nor base_commit is given")
     # git reads the repository's own config: run it sandboxed, repository read-only, on a
@@ -267,6 +281,7 @@ def evaluate(
             left_out = _copy_for_build(repo, build, identity)
             hardened = harden_build(build)
             current = collect_tests(build)  # before the builds: what the tests are, not what they did
+            expected = expected_class_files(build)  # what javac must compile, as the sources say
         except (OSError, ValueError, RecursionError) as exc:
             raise BadRepository(f"cannot prepare {repo} for the build: {type(exc).__name__}: {exc}") from exc
         original: TestInventory | str
@@ -275,8 +290,16 @@ def evaluate(
             original, poms = _original_tests(build, task, identity, unsafe_no_sandbox, scratch_dir=top)
         except GitObjectError as exc:  # the agent's .git lost or forged the base commit
             original = str(exc)
+        runtime = {
+            rel: data
+            for rel, data in (poms or {}).items()
+            if rel.rsplit("/", 1)[-1] in RUNTIME_SELECTION_FILES
+        }
+        # a launcher filter, listener or Platform parameter the migration added: gone before any build
+        hardened += restore_runtime_selection(build, runtime)
         # which tests run is the original's to say (a class left out could get a forged report)
         selection = [] if poms is None else selection_changes(build, poms)
+        defaults = (True, False) if poms is None else default_selection(poms)
         run = {
             "offline": offline,
             "fork_count": fork_count,
@@ -297,10 +320,11 @@ def evaluate(
         try:  # the build wrote this tree: a walk that fails scores, it does not raise
             versions = class_versions(build)  # the bytecode evidence: written before any test ran
             bytecode = check_bytecode(build, versions=versions)
+            uncompiled = uncompiled_sources(build, expected)
         except (OSError, RecursionError) as exc:
             result = _unreadable_outputs(repo, task, built, None, exc)
         if result is None:
-            if built.ok and bytecode.ok:
+            if built.ok and bytecode.ok and not uncompiled:
                 # 2. test build on the same copy: failures fatal, whatever the project says. Code
                 # the compile build ran (an annotation processor of the reactor) may have put an
                 # excuse back: harden again, now that nothing of the agent's is running.
@@ -309,6 +333,7 @@ def evaluate(
                 if poms is not None:
                     changed = selection_changes(build, poms)
                     selection += [f"after the compile build: {c}" for c in changed if c not in selection]
+                hardened += [f"after the compile build: {e}" for e in _fresh_test_outputs(build, runtime)]
                 left = max(timeout_s - (time.monotonic() - t0), 1.0)
                 tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
             try:
@@ -319,7 +344,18 @@ def evaluate(
                     rewritten = sorted(p for p, v in after.items() if versions.get(p, JAVA17_MAJOR) != v)
                     rewritten += sorted(p for p in versions if p not in after)
                 result = _score(
-                    build, task, original, current, built, tested, bytecode, rewritten, left_out, selection
+                    build,
+                    task,
+                    original,
+                    current,
+                    built,
+                    tested,
+                    bytecode,
+                    rewritten,
+                    left_out,
+                    selection,
+                    uncompiled,
+                    defaults,
                 )
             except (OSError, RecursionError) as exc:
                 result = _unreadable_outputs(repo, task, built, tested, exc)
@@ -332,6 +368,26 @@ def evaluate(
         release_identity(identity)
     result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
     return result
+
+
+def _fresh_test_outputs(build: Path, runtime: dict[str, bytes]) -> list[str]:
+    """Before the test build (nothing of the agent's is running): every report directory the
+    scoring build writes (:func:`.buildoutputs.report_dirs`) removed, so each report read after
+    it was written by that build; and every file that selects tests at run time which the
+    compile build left in a module's ``target/`` and that is not one of the original's
+    (``runtime``, by name and bytes) removed. Returns what was removed."""
+    removed: list[str] = []
+    for where in report_dirs(build):
+        if where.is_symlink() or where.exists():
+            if where.is_symlink() or not where.is_dir():
+                where.unlink()
+            else:
+                remove_tree(where)
+            removed.append(f"{where.relative_to(build).as_posix()}: removed (written before the test build)")
+        parent = where.parent  # <module>/target
+        if where.name == "surefire-reports" and parent.is_dir() and not parent.is_symlink():
+            removed += restore_runtime_selection(build, runtime, where=parent.relative_to(build).as_posix())
+    return removed
 
 
 def _unreadable_outputs(

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
+from strands_art.envs.migrationbench.testselection import RUNTIME_SELECTION_FILES
 from strands_art.envs.sandbox import Identity, Sandbox, chown_tree, run_sync
 
 #: git object ids by length: SHA-1 (40 hex digits) and SHA-256 (64) repositories.
@@ -111,8 +112,19 @@ def _tree_entries(body: bytes, id_len: int) -> list[tuple[bytes, str, str]]:
 def _wanted(path: str) -> bool:
     parts = path.split("/")
     return (
-        path.endswith(".java") and any(parts[i : i + 3] == ["src", "test", "java"] for i in range(len(parts)))
-    ) or _pom_candidate(path)
+        (
+            path.endswith(".java")
+            and any(parts[i : i + 3] == ["src", "test", "java"] for i in range(len(parts)))
+        )
+        or _pom_candidate(path)
+        or _runtime_selection(path)
+    )
+
+
+def _runtime_selection(path: str) -> bool:
+    """A file that selects tests at run time (:data:`.testselection.RUNTIME_SELECTION_FILES`)."""
+    parts = path.split("/")
+    return parts[-1] in RUNTIME_SELECTION_FILES and "target" not in parts[:-1]
 
 
 def _pom_candidate(path: str) -> bool:
@@ -139,7 +151,8 @@ def original_from_git(
     repo: Path, commit: str, identity: Identity, unsafe: bool, scratch_dir: Path | None = None
 ) -> tuple[TestInventory, dict[str, bytes]]:
     """:func:`original_tests_from_git`, and the commit's POM candidates (``pom.xml``, and
-    ``*.xml`` outside ``src/`` and ``target/``) by path, hash-checked the same way.
+    ``*.xml`` outside ``src/`` and ``target/``) and the files that select tests at run time
+    (:data:`.testselection.RUNTIME_SELECTION_FILES`) by path, hash-checked the same way.
 
     Raises:
         GitObjectError: as :func:`original_tests_from_git`.
@@ -180,7 +193,7 @@ def original_from_git(
         poms: dict[str, bytes] = {}
         for oid, content in reader.fetch(sorted(blobs), b"blob").items():
             for path in blobs[oid]:
-                if _pom_candidate(path):
+                if _pom_candidate(path) or _runtime_selection(path):
                     poms[path] = content
                     continue
                 target = src / path

@@ -42,6 +42,8 @@ REASON_NEWLY_SKIPPED = "newly_skipped"  #: a test case skipped that the original
 REASON_ORIGINAL_UNAVAILABLE = "original_tests_unavailable"  #: base_commit's objects missing or forged
 REASON_OUTPUTS_UNREADABLE = "build_outputs_unreadable"  #: the build left a tree that cannot be walked
 REASON_TEST_SELECTION_CHANGED = "test_selection_changed"  #: the POMs select other tests than the original's
+REASON_SOURCES_NOT_COMPILED = "sources_not_compiled"  #: a main or test source left no class file
+REASON_TESTS_NOT_PASSED = "tests_not_passed"  #: an original test method has no passing run in the reports
 
 
 @dataclass
@@ -75,12 +77,18 @@ def score(
     rewritten: list[str],
     left_out: list[str],
     selection: list[str] = (),
+    uncompiled: list[str] = (),
+    default_selection: tuple[bool, bool] = (True, False),
 ) -> EvalResult:
     """The verdict (see the rules in the module doc): ``built`` is the compile build, ``tested``
     the test build (None when the build fact failed), ``bytecode`` judged on the class files as
     the compile build left them, ``rewritten`` the ones the test build changed, ``original``
     the original's inventory or why it is unavailable, ``selection`` how the POMs select tests
-    differently from the original's (:func:`.testselection.selection_changes`)."""
+    differently from the original's (:func:`.testselection.selection_changes`), ``uncompiled``
+    the sources the compile build left without class files
+    (:func:`.buildoutputs.uncompiled_sources`), ``default_selection`` whether the original's
+    POMs keep surefire's default selection and configure failsafe
+    (:func:`.testselection.default_selection`)."""
     reasons: list[str] = []
     if built.timed_out:
         reasons.append(REASON_BUILD_TIMEOUT)
@@ -92,8 +100,10 @@ def score(
         reasons.append(REASON_MODULE_WITHOUT_CLASSES)
     if rewritten:
         reasons.append(REASON_CLASSES_REWRITTEN)
+    if uncompiled:
+        reasons.append(REASON_SOURCES_NOT_COMPILED)
     java17 = bytecode.ok and not rewritten
-    build_success = built.ok and java17
+    build_success = built.ok and java17 and not uncompiled
     last = tested or built
     details: dict[str, Any] = {
         "task": task.name,
@@ -110,6 +120,7 @@ def score(
         "wrong_major_version": [f"{path} ({major})" for path, major in bytecode.wrong[:5]],
         "modules_without_classes": bytecode.modules_without_classes,
         "class_files_rewritten": rewritten[:20],
+        "sources_not_compiled": list(uncompiled)[:50],
         "maven_errors": list(built.error_lines if not built.ok else last.error_lines),
         "log_tail": (built if not built.ok else last).output_tail[-4000:],
     }
@@ -154,7 +165,13 @@ def score(
             if cls.replace("$", ".") not in orig_disabled_classes
         ]
         missing, added = _diff(orig_keys, cur_keys), _diff(cur_keys, orig_keys)
+        # which tests passed, not how many: every original test method that runs must have a
+        # passing run (and none that did not pass) in a report this build wrote
+        required = original.required_keys(*default_selection, reports.classes)
+        passed = reports.passed_methods()
+        not_passed = [key for key in required if key not in passed]
         for flag, reason in (
+            (not_passed, REASON_TESTS_NOT_PASSED),
             (missing, REASON_TESTS_MISSING),
             (added, REASON_TESTS_ADDED),
             (newly_disabled, REASON_NEWLY_DISABLED),
@@ -174,6 +191,9 @@ def score(
                 "unreadable_reports": reports.unreadable,
                 "malformed_reports": reports.malformed[:20],
                 "unmatched_reports": reports.unmatched[:20],
+                "duplicate_reports": reports.duplicates[:20],
+                "tests_required_to_pass": len(required),
+                "tests_not_passed": not_passed[:50],
                 "test_methods_original": sum(orig_keys.values()),
                 "test_methods_now": sum(cur_keys.values()),
                 "missing_tests": missing,

@@ -124,7 +124,9 @@ def test_git_replace_of_the_base_commit_scores_the_honest_half(tmp_path: Path) -
         "org.example.textstats.WordCounterTest#alwaysPassesA",
         "org.example.textstats.WordCounterTest#alwaysPassesB",
     ]
-    assert details["reasons"] == [ev.REASON_TESTS_MISSING, ev.REASON_TESTS_ADDED]
+    # the two renamed methods of the original have no passing run either (which tests passed)
+    assert details["tests_not_passed"] == details["missing_tests"]
+    assert details["reasons"] == [ev.REASON_TESTS_NOT_PASSED, ev.REASON_TESTS_MISSING, ev.REASON_TESTS_ADDED]
     assert result["reward"] == 0.5
 
 

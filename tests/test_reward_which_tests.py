@@ -125,3 +125,68 @@ def test_unicode_escapes_and_duplicate_reports_score_half(tmp_path: Path) -> Non
     assert result["tests_run"] == 6 and details["tests_total"] == 6  # <testcase>s, not tests="1000"
     assert details["reasons"] == [ev.REASON_TESTS_NOT_PASSED, ev.REASON_TESTS_MISSING, ev.REASON_TESTS_ADDED]
     assert result["reward"] == 0.5
+
+
+@pytest.mark.maven
+@NEEDS_MVN
+async def test_migrate_run_with_committed_reports_and_skipped_test_compilation_scores_zero(
+    tmp_path: Path, qwen3
+) -> None:
+    """Through a real ``migrate`` run (scripted policy, real tools, real evaluator): the POM
+    migrated with the compiler's ``<skip>`` (no test compiles), half the main code deleted, and
+    two passing reports written under ``src/target/surefire-reports``. Before: 1.0 in
+    results.jsonl. Now the ``<skip>`` is removed from the build copy, so the tests compile
+    against the deleted class and the build fails; the reports are never read."""
+    import io
+    import json
+
+    from rich.console import Console
+    from support.migrate_script import StepsThenAnswer
+
+    from strands_art.backends.scripted import ScriptedBackend
+    from strands_art.cli import build_parser
+    from strands_art.envs.migrationbench.runner import run_migration
+    from strands_art.store import TrajectoryStore
+
+    pom = (attacks.TASK / "repo/pom.xml").read_text(encoding="utf-8").replace("1.8", "17")
+    pom = pom.replace(
+        "</project>",
+        "<build><plugins><plugin><artifactId>maven-compiler-plugin</artifactId>"
+        "<configuration><skip>true</skip></configuration></plugin></plugins></build>\n</project>",
+    )
+    report = '<testsuite name="org.example.textstats.{0}" tests="{1}" failures="0" errors="0" skipped="0"/>'
+    steps = [
+        ("file_editor", {"command": "create", "path": "pom.xml", "file_text": pom}),
+        ("shell", {"command": "rm src/main/java/org/example/textstats/Slugs.java"}),
+    ] + [
+        (
+            "file_editor",
+            {
+                "command": "create",
+                "path": f"src/target/surefire-reports/TEST-org.example.textstats.{cls}.xml",
+                "file_text": report.format(cls, n),
+            },
+        )
+        for cls, n in (("SlugsTest", 2), ("WordCounterTest", 4))
+    ]
+    backend = ScriptedBackend(qwen3, StepsThenAnswer(qwen3, steps))
+    run_dir = tmp_path / "run"
+    argv = ["migrate", "--tasks", "compiler-props", "--model", "qwen3-scripted", "--run-dir", str(run_dir)]
+    argv += ["--max-turns", "8", "--concurrency", "1", "--no-plot"]
+    await run_migration(
+        build_parser().parse_args(argv),
+        Console(file=io.StringIO(), width=200),
+        backend_factory=lambda a: (backend, qwen3),
+    )
+    [rec] = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert rec["tool_stats"]["calls"] == {"file_editor": 3, "shell": 1}, rec
+    assert rec["reward"] == 0.0 and rec["build_success"] is False and rec["tests_run"] == 0, rec
+    [traj] = list(TrajectoryStore(run_dir / "trajectories"))
+    details = traj.metadata["evaluation"]["details"]
+    assert "pom.xml: project/build/plugins/plugin/configuration/skip" in details["hardened"]
+    assert details["reasons"] == [
+        ev.REASON_BUILD_FAILED,
+        ev.REASON_NOT_JAVA17,
+        ev.REASON_SOURCES_NOT_COMPILED,
+    ] or (ev.REASON_BUILD_FAILED in details["reasons"])
+    assert any("SlugsTest" in line for line in details["maven_errors"])  # the tests compiled, and failed to

@@ -138,3 +138,21 @@ class ShellThenAnswer:
         if "<tool_response>" not in prompt:
             return {"text": tool_call_text("shell", {"command": "ls"})}
         return {"text": "Nothing to migrate.<|im_end|>"}
+
+
+class StepsThenAnswer:
+    """A script that makes the given tool calls in order (``(tool name, arguments)``, one per
+    turn, whatever the tool results say), then answers :data:`FINAL_ANSWER`."""
+
+    def __init__(self, tokenizer: Any, steps: list[tuple[str, dict[str, Any]]]) -> None:
+        self.tokenizer = tokenizer
+        self.steps = steps
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt_ids: list[int], params: SamplingParams, index: int) -> dict[str, Any]:
+        prompt = self.tokenizer.decode(prompt_ids)
+        self.prompts.append(prompt)
+        step = prompt.count("<tool_response>")
+        if step < len(self.steps):
+            return {"text": tool_call_text(*self.steps[step])}
+        return {"text": FINAL_ANSWER + "<|im_end|>"}

@@ -44,10 +44,12 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strands_art.envs.migrationbench.buildcopy import copy_for_build
 from strands_art.envs.migrationbench.buildoutputs import (
     JAVA17_MAJOR,
     check_bytecode,
@@ -58,6 +60,7 @@ from strands_art.envs.migrationbench.buildoutputs import (
 )
 from strands_art.envs.migrationbench.buildpolicy import forced_args, harden_build
 from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_from_git
+from strands_art.envs.migrationbench.hostcheck import fork_failed, host_can_fork, host_failure
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import MavenResult, run_maven
 from strands_art.envs.migrationbench.testselection import (
@@ -95,14 +98,12 @@ from strands_art.envs.migrationbench.verdict import (  # noqa: F401 (re-exported
     EvalResult,
 )
 from strands_art.envs.migrationbench.verdict import score as _score
-from strands_art.envs.migrationbench.workspace import maven_build_outputs
 from strands_art.envs.sandbox import (
     Identity,
     allocate_identity,
     release_identity,
     require_sandbox,
 )
-from strands_art.envs.sandbox.files import copy_tree
 from strands_art.envs.sandbox.removal import remove_tree
 from strands_art.validation import check_float, is_int
 
@@ -216,9 +217,10 @@ def _original_tests(
     return original_from_git(repo_dir, commit, identity, unsafe, scratch_dir)
 
 
-def _copy_for_build(repo: Path, build: Path, identity: Identity) -> list[str]:
-    """Copy ``repo`` to ``build`` without Maven outputs (see the module doc); returns what was left out."""
-    return copy_tree(repo, build, identity=identity, skip_dir=maven_build_outputs)
+def _copy_for_build(repo: Path, build: Path, identity: Identity, timeout_s: float | None = None) -> list[str]:
+    """Copy ``repo`` to ``build`` without Maven outputs (see the module doc), measured first and
+    within ``timeout_s`` (:func:`.buildcopy.copy_for_build`); returns what was left out."""
+    return copy_for_build(repo, build, identity, timeout_s)
 
 
 def check_commit_id(value: object, what: str) -> str:
@@ -278,7 +280,7 @@ def evaluate(
         os.chmod(top, 0o711)
         build = top / "repo"
         try:
-            left_out = _copy_for_build(repo, build, identity)
+            left_out = _copy_for_build(repo, build, identity, timeout_s)
             hardened = harden_build(build)
             current = collect_tests(build)  # before the builds: what the tests are, not what they did
             expected = expected_class_files(build)  # what javac must compile, as the sources say
@@ -307,20 +309,23 @@ def evaluate(
             "scratch_dir": top,
             "unsafe_no_sandbox": unsafe_no_sandbox,
         }
+        retried: list[str] = []  # builds run twice: their processes could not be created
         compile_log = log_path.with_name(f"{log_path.stem}.compile{log_path.suffix}") if log_path else None
         # 1. compile build: no test runs; its sandbox (every process in it) is gone when it returns
-        built = run_maven(
+        built = _run_build(
+            "compile build",
             build,
             ["clean", "verify", "-DskipTests=true", *forced_args()],
-            timeout_s,
-            log_path=compile_log,
-            **run,
+            lambda: max(timeout_s - (time.monotonic() - t0), 1.0),
+            compile_log,
+            run,
+            retried=retried,
         )
         tested, result = None, None
         try:  # the build wrote this tree: a walk that fails scores, it does not raise
             versions = class_versions(build)  # the bytecode evidence: written before any test ran
             bytecode = check_bytecode(build, versions=versions)
-            uncompiled = uncompiled_sources(build, expected)
+            uncompiled = uncompiled_sources(build, expected) if built.ok else []  # (else: said)
         except (OSError, RecursionError) as exc:
             result = _unreadable_outputs(repo, task, built, None, exc)
         if result is None:
@@ -334,8 +339,16 @@ def evaluate(
                     changed = selection_changes(build, poms)
                     selection += [f"after the compile build: {c}" for c in changed if c not in selection]
                 hardened += [f"after the compile build: {e}" for e in _fresh_test_outputs(build, runtime)]
-                left = max(timeout_s - (time.monotonic() - t0), 1.0)
-                tested = run_maven(build, ["verify", *forced_args()], left, log_path=log_path, **run)
+                tested = _run_build(
+                    "test build",
+                    build,
+                    ["verify", *forced_args()],
+                    lambda: max(timeout_s - (time.monotonic() - t0), 1.0),
+                    log_path,
+                    run,
+                    before_retry=lambda: _fresh_test_outputs(build, runtime),
+                    retried=retried,
+                )
             try:
                 rewritten: list[str] = []
                 if tested is not None:
@@ -360,6 +373,7 @@ def evaluate(
             except (OSError, RecursionError) as exc:
                 result = _unreadable_outputs(repo, task, built, tested, exc)
         result.details["hardened"] = hardened
+        result.details["builds_retried_after_fork_failure"] = retried
     finally:
         try:
             remove_tree(top)  # what the build wrote may be any depth (no recursion limit here)
@@ -367,6 +381,36 @@ def evaluate(
             logger.warning("could not remove the build directory %s: %s", top, exc)
         release_identity(identity)
     result.details["evaluate_duration_s"] = round(time.monotonic() - t0, 2)
+    return result
+
+
+def _run_build(
+    what: str,
+    build: Path,
+    args: list[str],
+    time_left: Callable[[], float],
+    log_path: Path | None,
+    run: dict[str, Any],
+    before_retry: Callable[[], object] | None = None,
+    retried: list[str] | None = None,
+) -> MavenResult:
+    """One scoring build (:func:`.maven.run_maven` in ``build`` with ``run``'s options), within
+    ``time_left()`` seconds. A build whose output shows that a process could not be created
+    (:func:`.hostcheck.fork_failed`) runs once more (after ``before_retry()``); if it shows one
+    again and the host cannot start processes now (:func:`.hostcheck.host_can_fork`), raises
+    :class:`.hostcheck.HostForkFailure` (a host failure: retried, not scored); ``retried``
+    receives ``what`` for a build run twice."""
+    result = run_maven(build, args, time_left(), log_path=log_path, **run)
+    if not fork_failed(result):
+        return result
+    logger.warning("the %s could not start its processes; running it once more", what)
+    if retried is not None:
+        retried.append(what)
+    if before_retry is not None:
+        before_retry()
+    result = run_maven(build, args, time_left(), log_path=log_path, **run)
+    if fork_failed(result) and not host_can_fork(run["identity"], build, run["unsafe_no_sandbox"]):
+        raise host_failure(what)
     return result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
@@ -262,6 +263,7 @@ def copy_tree(
     max_total_bytes: int = 2 << 30,
     max_depth: int = MAX_COPY_DEPTH,
     max_entries: int = MAX_COPY_ENTRIES,
+    deadline: float | None = None,
 ) -> list[str]:
     """Copy ``src`` into the new directory ``dst``: directories, regular files, and relative
     symlinks (as links) that resolve inside ``src``. FIFOs, sockets, devices, absolute symlinks
@@ -279,6 +281,8 @@ def copy_tree(
         max_total_bytes: a tree whose regular files hold more bytes (apparent size: a sparse
             file counts whole) raises :class:`UnsafeFile`.
         max_depth / max_entries: a deeper or larger tree raises :class:`UnsafeFile`.
+        deadline: a ``time.monotonic()`` value; a copy still running then raises
+            :class:`UnsafeFile` (checked before each entry and each MiB copied).
 
     Raises:
         UnsafeFile: the tree is over one of the bounds.
@@ -317,6 +321,8 @@ def copy_tree(
         while stack:
             sfd, dfd, rel, names = stack[-1]
             name = next(names, None)
+            if deadline is not None and time.monotonic() > deadline:
+                raise UnsafeFile(f"{src}: copying it took longer than its time bound")
             if name is None:
                 stack.pop()
                 os.close(sfd)
@@ -359,7 +365,7 @@ def copy_tree(
                 total += st.st_size
                 if total > max_total_bytes:
                     raise UnsafeFile(f"{src}: more than {max_total_bytes} bytes of files")
-                if not _copy_file(sfd, dfd, name, st.st_mode & 0o755, identity if chown else None):
+                if not _copy_file(sfd, dfd, name, st.st_mode & 0o755, identity if chown else None, deadline):
                     skipped.append(display_path(child_rel))
             else:
                 skipped.append(display_path(child_rel))
@@ -371,8 +377,11 @@ def copy_tree(
     return skipped
 
 
-def _copy_file(sfd: int, dfd: int, name: str, mode: int, identity: Identity | None) -> bool:
-    """Copy the regular file ``name`` from directory fd ``sfd`` to ``dfd``; False if it is not one."""
+def _copy_file(
+    sfd: int, dfd: int, name: str, mode: int, identity: Identity | None, deadline: float | None = None
+) -> bool:
+    """Copy the regular file ``name`` from directory fd ``sfd`` to ``dfd``; False if it is not one.
+    Raises :class:`UnsafeFile` when ``deadline`` (``time.monotonic()``) passes while it copies."""
     ifd = os.open(name, os.O_RDONLY | _FILE_FLAGS, dir_fd=sfd)
     try:
         if not stat.S_ISREG(os.fstat(ifd).st_mode):
@@ -384,6 +393,8 @@ def _copy_file(sfd: int, dfd: int, name: str, mode: int, identity: Identity | No
             if identity is not None:
                 os.fchown(ofd, identity.uid, identity.gid)
             while chunk := os.read(ifd, 1 << 20):
+                if deadline is not None and time.monotonic() > deadline:
+                    raise UnsafeFile(f"copying {name!r} took longer than its time bound")
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(ofd, view) :]

@@ -12,7 +12,9 @@ turns any exception into a verdict:
   or the sandbox itself failing) is retried once after :data:`RETRY_DELAY_S`; if it
   fails again the rollout is **not scored** (``host_failure``: the runner records it as failed,
   like a sampling-backend failure, and ``--resume`` runs it again). A reward of 0 for a broken
-  machine would be a wrong training signal. A full disk (``ENOSPC``) is *scored* (``disk_full``):
+  machine would be a wrong training signal. A scoring build that could not start its processes
+  is one too when the host cannot fork either (:mod:`.hostcheck`: the evaluator raises
+  :class:`~.hostcheck.HostForkFailure`, an ``EAGAIN`` ``OSError``). A full disk (``ENOSPC``) is *scored* (``disk_full``):
   the agent's workspace is what fills a disk, and a policy must not be able to turn a rollout it
   is losing into an unscored one by filling it.
 """

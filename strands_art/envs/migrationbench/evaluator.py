@@ -109,7 +109,7 @@ from strands_art.validation import check_float, is_int
 
 #: The evaluator's rules version: bumped whenever a verdict for the same repository and task may
 #: change (a cache of verdicts keys on it).
-EVALUATOR_VERSION = 5
+EVALUATOR_VERSION = 6
 
 #: the most test cases a task may require: far above any repository's count (a number such as
 #: 10**30 is a malformed task, refused before anything is built)

@@ -422,15 +422,21 @@ def _fresh_test_outputs(build: Path, runtime: dict[str, bytes]) -> list[str]:
     (``runtime``, by name and bytes) removed. Returns what was removed."""
     removed: list[str] = []
     for where in report_dirs(build):
+        target = where.parent  # <module>/target, as the compile build left it: never followed
+        if target.is_symlink():
+            target.unlink()  # Maven makes a directory here; a link could lead out of the copy
+            removed.append(f"{target.relative_to(build).as_posix()}: removed (a symlink)")
+            continue
+        if not target.is_dir():
+            continue
         if where.is_symlink() or where.exists():
             if where.is_symlink() or not where.is_dir():
                 where.unlink()
             else:
                 remove_tree(where)
             removed.append(f"{where.relative_to(build).as_posix()}: removed (written before the test build)")
-        parent = where.parent  # <module>/target
-        if where.name == "surefire-reports" and parent.is_dir() and not parent.is_symlink():
-            removed += restore_runtime_selection(build, runtime, where=parent.relative_to(build).as_posix())
+        if where.name == "surefire-reports":
+            removed += restore_runtime_selection(build, runtime, where=target.relative_to(build).as_posix())
     return removed
 
 

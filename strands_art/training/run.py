@@ -313,6 +313,9 @@ async def arun_training(
     with contextlib.ExitStack() as stack:
         for sink in sinks:
             stack.callback(sink.close)
+        lines = not (progress and sys.stderr.isatty()) and (progress or on_batch is None)
+        if lines:  # the first phase, before the minutes a model takes to load
+            print_phase(f"[    0s] starting: loading {settings.model} and the {settings.backend} sampler")
         try:
             rollout = store.wrap(_rollout_fn(settings, env, stack))  # --ray: the cluster first
             tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
@@ -331,7 +334,7 @@ async def arun_training(
         watcher: LiveProgress | Phases | None = None
         if progress and sys.stderr.isatty():
             watcher = stack.enter_context(LiveProgress(*size, **kw))
-        elif progress or on_batch is None:  # a pipe, or --no-progress: one line per phase change
+        elif lines:  # a pipe, or --no-progress: one line per phase change
             watcher = Phases(*size, **kw, on_change=print_phase)
             if watcher.resumed_line():
                 print_phase(watcher.resumed_line())

@@ -37,6 +37,7 @@ class Phases:
         resumed_at: outer batches a resumed run had done (None: a fresh run).
         clock: seconds, monotonic (tests pass their own).
         on_change: called with the new phase's line.
+        started: ``clock()`` when the run started (its clock counts from there; default: now).
     """
 
     def __init__(
@@ -48,6 +49,7 @@ class Phases:
         resumed_at: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_change: Callable[[str], None] | None = None,
+        started: float | None = None,
     ) -> None:
         self.outer_batches = outer_batches
         self.per_batch = per_batch
@@ -56,7 +58,7 @@ class Phases:
         self.resumed_at = resumed_at
         self.clock = clock
         self.on_change = on_change
-        self.t0 = clock()
+        self.t0 = clock() if started is None else started
         self.phase = "starting"
         self.batch: int | None = None
         self.since = self.t0

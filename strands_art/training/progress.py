@@ -132,7 +132,8 @@ class LiveProgress:
     Args:
         outer_batches, rollouts_per_batch: the run's size. eval_total: held-out rollouts per
         evaluation. checkpoint_every: as the run's. resumed_at: the outer batches a resumed run
-        had done (a ``resumed at outer batch k`` line), None for a fresh run.
+        had done (a ``resumed at outer batch k`` line), None for a fresh run. started: the
+        ``clock()`` the run started at (default: now).
     """
 
     def __init__(
@@ -145,11 +146,12 @@ class LiveProgress:
         checkpoint_every: int = 1,
         resumed_at: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        started: float | None = None,
     ) -> None:
         self.console = console or Console(stderr=True)
         self.phases = Phases(
             outer_batches, rollouts_per_batch, eval_total, checkpoint_every, resumed_at, clock,
-            on_change=lambda line: self.console.print(line),
+            on_change=lambda line: self.console.print(line), started=started,
         )  # fmt: skip
         self.outer_batches = outer_batches
         self.per_batch = rollouts_per_batch

@@ -41,6 +41,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,6 +314,7 @@ async def arun_training(
     with contextlib.ExitStack() as stack:
         for sink in sinks:
             stack.callback(sink.close)
+        started = time.monotonic()
         lines = not (progress and sys.stderr.isatty()) and (progress or on_batch is None)
         if lines:  # the first phase, before the minutes a model takes to load
             print_phase(f"[    0s] starting: loading {settings.model} and the {settings.backend} sampler")
@@ -330,7 +332,8 @@ async def arun_training(
             raise
         size = (settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         kw = dict(eval_total=len(env.eval_tasks or []) * settings.eval_samples,
-                  checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None)  # fmt: skip
+                  checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None,
+                  started=started)  # fmt: skip
         watcher: LiveProgress | Phases | None = None
         if progress and sys.stderr.isatty():
             watcher = stack.enter_context(LiveProgress(*size, **kw))

@@ -201,3 +201,12 @@ def test_settings_check_and_record_the_new_knobs(tmp_path) -> None:
         TrainSettings.resolve("lookup", str(tmp_path), {"max_draws": 0})
     with pytest.raises(UsageError, match="--skip-tied"):
         TrainSettings.resolve("lookup", str(tmp_path), {"skip_tied": 1.5})
+
+
+def test_a_resume_reads_records_of_batches_drawn_without_dynamic_sampling() -> None:
+    """A train record without dynamic sampling holds GRPO's group count under ``groups``
+    (an int): a resumed run's history skips it instead of failing (it did: AttributeError)."""
+    history = TaskHistory()
+    history.add_record({"kind": "train", "outer_batch": 0, "groups": 2})
+    history.add_record({"kind": "train", "outer_batch": 1, "groups": {"t0": [1.0, 1.0]}})
+    assert history.groups == {"t0": [[1.0, 1.0]]} and history.tied_at("t0") == "1"

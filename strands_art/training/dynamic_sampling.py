@@ -66,8 +66,10 @@ class TaskHistory:
         self.groups.setdefault(task, []).append([float(r) for r in rewards])
 
     def add_record(self, record: Mapping[str, Any]) -> None:
-        """Add the ``groups`` of a train record (written by :func:`batch_metrics`)."""
-        for task, rewards in (record.get("groups") or {}).items():
+        """Add the ``groups`` of a train record (written by :func:`batch_metrics`); a record of a
+        batch drawn without dynamic sampling holds GRPO's group count there and adds nothing."""
+        groups = record.get("groups")
+        for task, rewards in (groups if isinstance(groups, dict) else {}).items():
             self.add(task, rewards)
 
     def tied_at(self, task: str) -> str | None:

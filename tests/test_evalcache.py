@@ -318,3 +318,18 @@ def test_cached_verdict_equals_fresh_on_every_attack(attack: str, tmp_path: Path
     fresh, miss, hit = _fresh_cached_hit(repo, attacks.TASK, tmp_path)
     assert fresh["reward"] < 1.0
     assert _comparable(fresh) == _comparable(miss) == _comparable(hit)
+
+
+def test_a_tree_the_copy_refuses_is_evaluated_directly_uncached(
+    tmp_path: Path, task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from strands_art.envs.sandbox.files import UnsafeFile
+
+    def refuse(*args: Any, **kwargs: Any) -> list[str]:
+        raise UnsafeFile("more than 500000 files and directories")
+
+    monkeypatch.setattr(evalcache, "copy_for_build", refuse)
+    ev, cache = Counter(), EvalCache()
+    ws = _write_tree(tmp_path / "ws", {"pom.xml": b"<release>17</release>"})
+    out = cached_evaluate_command(ws, task_dir, cache=cache, scratch_dir=tmp_path, evaluate=ev)
+    assert ev.calls[0][0] == ws and "eval_cache" not in out["details"] and cache.stored == 0

@@ -4,9 +4,9 @@ GRPO groups often end in identical trees (four rollouts that made the same one-l
 gave up without a change), and each paid 27-45 s of Maven for the same verdict. This module wraps
 the evaluator from outside (:func:`.evaluator.evaluate_command`, unchanged):
 
-1. the host copies the agent's workspace into a directory of its own (the evaluator's own copy
-   rules, :func:`strands_art.envs.sandbox.files.copy_tree` without Maven outputs: what the
-   evaluator would copy), after the agent's processes have ended;
+1. the host copies the agent's workspace into a directory of its own with the evaluator's own
+   copy (:func:`.buildcopy.copy_for_build`: measured first, bounded by the build timeout, Maven
+   outputs left out: what the evaluator would copy), after the agent's processes have ended;
 2. the key is the SHA-256 of that copy (:func:`tree_digest`: every path, type, permission bits,
    file content and symlink target), the task (:func:`task_digest`: ``task.json`` and the
    original ``repo/``), the evaluator's version (:func:`evaluator_version`: the
@@ -50,12 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.sandbox.files import copy_tree
+from strands_art.envs.sandbox import Identity
 from strands_art.envs.sandbox.removal import remove_tree
 
 from . import evaluator as _evaluator
+from .buildcopy import copy_for_build
 from .verdict import REASON_BUILD_TIMEOUT, REASON_TESTS_TIMEOUT
-from .workspace import maven_build_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -283,8 +283,8 @@ def cached_evaluate_command(
         scratch_dir: where the host's copy is made (and the evaluation's own directory).
         evaluate: the evaluation (default :func:`.evaluator.evaluate_command`); tests pass a counter.
 
-    A tree the host's copy refuses (too large, too deep: ``UnsafeFile``, or unreadable) is
-    evaluated directly, uncached, so it fails exactly as it would without the cache.
+    A tree the host's copy refuses (too large, too deep, too slow to copy: ``UnsafeFile``, or
+    unreadable) is evaluated directly, uncached, so it fails exactly as it would without the cache.
     """
     evaluate = evaluate or _evaluator.evaluate_command
     run = functools.partial(evaluate, timeout_s=timeout_s, scratch_dir=scratch_dir,
@@ -295,7 +295,8 @@ def cached_evaluate_command(
     try:
         copy = top / "repo"
         try:
-            left_out = copy_tree(repo_dir, copy, skip_dir=maven_build_outputs)
+            host = Identity(os.getuid(), os.getgid(), drop=False)  # the copy stays the host's
+            left_out = copy_for_build(Path(repo_dir), copy, host, timeout_s)
             digest = tree_digest(copy)
             task = task_digest(os.path.realpath(task_dir))
         except (OSError, ValueError, RecursionError) as exc:

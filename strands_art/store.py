@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -154,15 +155,8 @@ class TrajectoryStore:
         return {t.rollout_id for t in self}
 
     def part_path(self, rollout_id: str) -> Path:
-        """Where the Parquet rows of ``rollout_id`` are stored: ``rows/part-<id>.parquet`` for an id
-        of at most 100 characters from ``[A-Za-z0-9._-]`` (every id the project makes), else
-        ``part-<first 60 such characters>-<16 hex of its SHA-256>`` — so ``a/b`` and ``a_b`` never
-        share a part, and a 500-character id still makes a valid file name."""
-        safe = _safe(rollout_id)
-        if safe != rollout_id or len(safe) > 100:
-            digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            safe = f"{safe[:60]}-{digest}"
-        return self.root / "rows" / f"part-{safe}.parquet"
+        """Where the Parquet rows of ``rollout_id`` are stored: ``rows/`` + :func:`part_name`."""
+        return self.root / "rows" / part_name(rollout_id)
 
     def _lines(self) -> tuple[list[tuple[str | None, str]], str]:
         """``([(rollout id or None if unreadable, line)], torn tail)`` of the JSONL file."""
@@ -232,26 +226,10 @@ class TrajectoryStore:
         and the size in bytes of a torn tail (a last line without its newline; 0 if none).
         Reads in 1 MiB blocks: memory stays bounded whatever the file size.
         """
-        lines: list[StoredLine] = []
         if not self.jsonl.exists():
-            return lines, 0, 0
-        pos = start
-        head, size = b"", 0  # the current line: its first bytes, its length so far
+            return [], 0, 0
         with open(self.jsonl, "rb") as f:
-            f.seek(start)
-            while block := f.read(1 << 20):
-                at = 0
-                while (nl := block.find(b"\n", at)) >= 0:
-                    if len(head) < 4200:
-                        head += block[at : at + 4200 - len(head)]
-                    length = size + nl - at
-                    lines.append(StoredLine(_head_id(head), pos, length))
-                    pos += length + 1
-                    head, size, at = b"", 0, nl + 1
-                if len(head) < 4200:
-                    head += block[at : at + 4200 - len(head)]
-                size += len(block) - at
-        return lines, pos, size
+            return scan_lines(f, start)
 
     def read_at(self, line: StoredLine) -> Trajectory:
         """The trajectory of one indexed line (:meth:`scan`).
@@ -260,12 +238,7 @@ class TrajectoryStore:
             ValueError: the line is not a readable trajectory (with the reason).
         """
         with open(self.jsonl, "rb") as f:
-            f.seek(line.offset)
-            data = f.read(line.length)
-        try:
-            return Trajectory.from_dict(json.loads(data))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise ValueError(f"{self.jsonl} at byte {line.offset}: unreadable trajectory ({exc})") from None
+            return read_line(f, line, str(self.jsonl))
 
     def read_part(self, rollout_id: str, columns: list[str] | None = None) -> pa.Table:
         """The Parquet rows of one rollout (``columns`` of :data:`ROW_SCHEMA`, default all).
@@ -281,6 +254,58 @@ class TrajectoryStore:
         if not parts:
             return ROW_SCHEMA.empty_table()
         return pa.concat_tables([pq.read_table(p, schema=ROW_SCHEMA) for p in parts])
+
+
+def part_name(rollout_id: str) -> str:
+    """The file name of ``rollout_id``'s Parquet part: ``part-<id>.parquet`` for an id of at most
+    100 characters from ``[A-Za-z0-9._-]`` (every id the project makes), else
+    ``part-<first 60 such characters>-<16 hex of its SHA-256>.parquet`` — so ``a/b`` and ``a_b``
+    never share a part, and a 500-character id still makes a valid file name."""
+    safe = _safe(rollout_id)
+    if safe != rollout_id or len(safe) > 100:
+        digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        safe = f"{safe[:60]}-{digest}"
+    return f"part-{safe}.parquet"
+
+
+def scan_lines(f: BinaryIO, start: int = 0) -> tuple[list[StoredLine], int, int]:
+    """Index an open ``trajectories.jsonl`` from byte ``start`` (:meth:`TrajectoryStore.scan`,
+    for a reader that opened the file itself, e.g. the viewer's :mod:`strands_art.view.files`).
+
+    Returns ``(lines, next_start, torn)`` as :meth:`TrajectoryStore.scan`. Reads in 1 MiB blocks.
+    """
+    lines: list[StoredLine] = []
+    pos = start
+    head, size = b"", 0  # the current line: its first bytes, its length so far
+    f.seek(start)
+    while block := f.read(1 << 20):
+        at = 0
+        while (nl := block.find(b"\n", at)) >= 0:
+            if len(head) < 4200:
+                head += block[at : at + 4200 - len(head)]
+            length = size + nl - at
+            lines.append(StoredLine(_head_id(head), pos, length))
+            pos += length + 1
+            head, size, at = b"", 0, nl + 1
+        if len(head) < 4200:
+            head += block[at : at + 4200 - len(head)]
+        size += len(block) - at
+    return lines, pos, size
+
+
+def read_line(f: BinaryIO, line: StoredLine, name: str = "trajectories.jsonl") -> Trajectory:
+    """The trajectory of one indexed line of an open ``trajectories.jsonl`` (``name`` for the
+    error message).
+
+    Raises:
+        ValueError: the line is not a readable trajectory (with the reason).
+    """
+    f.seek(line.offset)
+    data = f.read(line.length)
+    try:
+        return Trajectory.from_dict(json.loads(data))
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise ValueError(f"{name} at byte {line.offset}: unreadable trajectory ({exc})") from None
 
 
 @dataclass(frozen=True)

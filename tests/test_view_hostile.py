@@ -86,7 +86,8 @@ async def test_unreadable_metrics_and_results_files(run_dir: Path, tmp_path: Pat
     (run_dir / "results.jsonl").mkdir()
     [m, run, items] = await answers(run_dir, ["/api/metrics", "/api/run", "/api/rollouts"])
     assert m["records"] == [] and run["problems"]["unreadable_metrics"] == 1
-    assert "Is a directory" in run["problems"]["unreadable_results_file"]
+    assert "a directory, not a regular file" in run["problems"]["unreadable_results_file"]
+    assert run["problems"]["unreadable_files"] == {"metrics.jsonl": "a directory, not a regular file"}
     assert items["all"] == 4  # the trajectory store still lists every rollout
 
 

@@ -112,11 +112,16 @@ def scan_metrics(path: str | os.PathLike[str]) -> MetricsFile:
         OSError: the file cannot be read (a directory, no permission).
     """
     path = Path(path)
-    result = MetricsFile()
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return result
+        return MetricsFile()
+    return parse_metrics(data, str(path))
+
+
+def parse_metrics(data: bytes, path: str = "metrics.jsonl") -> MetricsFile:
+    """:func:`scan_metrics` of the bytes of a metrics JSONL file (``path`` names it in warnings)."""
+    result = MetricsFile()
     lines = data.split(b"\n")
     result.torn_tail = lines[-1] != b""
     if result.torn_tail:

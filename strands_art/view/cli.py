@@ -1,4 +1,4 @@
-"""``strands-art view RUN_DIR [--host 127.0.0.1] [--port 8765] [--open] [--tokenizer NAME]``."""
+"""``strands-art view RUN_DIR [--host 127.0.0.1] [--port 8765] [--allow-host NAME] [--open] [--tokenizer NAME]``."""
 
 from __future__ import annotations
 
@@ -31,6 +31,14 @@ def add_view_parser(sub: Any) -> None:
         "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback only)"
     )
     p.add_argument("--port", type=_port, default=8765, help="port (default: 8765; 0 picks a free one)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests addressed to this host name (repeatable; default: only loopback "
+        "names and the --host address, against DNS rebinding)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in a browser, where one exists")
     p.add_argument(
         "--tokenizer",
@@ -68,13 +76,7 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
     the run's ``config.json``; None (with a warning) when none is named or it cannot be loaded."""
     from .decoder import load_decoder
 
-    for file in ("config.json", "train.json") if name is None else ():
-        try:
-            cfg = json.loads((run_dir / file).read_text(encoding="utf-8"))
-            name = cfg.get("tokenizer") or cfg.get("model") if isinstance(cfg, dict) else None
-        except (OSError, ValueError):
-            continue
-        break
+    name = name or _tokenizer_name(run_dir) or None
     if not name or not isinstance(name, str):
         return None
     try:
@@ -85,14 +87,24 @@ def load_run_tokenizer(run_dir: Path, name: str | None) -> Any:
 
 
 def _tokenizer_name(run_dir: Path) -> str:
-    """A key for the tokenizer the run names (its config.json / train.json), "" for none."""
+    """The tokenizer the run names (its config.json, else train.json: ``tokenizer``, else
+    ``model``), "" for none. Read through :class:`.files.RunFiles`: no symlink followed, a FIFO
+    never blocks, a file over :data:`.reader.RUN_FILE_LIMIT` is not read."""
+    from .files import RunFiles, TooLarge
+    from .reader import RUN_FILE_LIMIT
+
+    try:
+        files = RunFiles(run_dir)
+    except OSError:
+        return ""
     for file in ("config.json", "train.json"):
         try:
-            cfg = json.loads((run_dir / file).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            cfg = json.loads(files.read(file, RUN_FILE_LIMIT))
+        except (OSError, ValueError, TooLarge, RecursionError):
             continue
         if isinstance(cfg, dict):
-            return str(cfg.get("tokenizer") or cfg.get("model") or "")
+            name = cfg.get("tokenizer") or cfg.get("model") or ""
+            return name if isinstance(name, str) else ""
     return ""
 
 
@@ -101,10 +113,8 @@ RUN_MARKERS = ("config.json", "train.json", "results.jsonl", "trajectories", "me
 
 
 def main_from_args(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from .reader import RunView
-    from .server import make_app
+    from .server import start_server
 
     dirs = [Path(d) for d in args.run_dir]
     for d in dirs:
@@ -116,7 +126,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     view = views[0]
     for v in views:
         v.refresh()
-    if not view.order and not any((run_dir / name).exists() for name in RUN_MARKERS):
+    if not view.order and not any(view.files.exists(name) for name in RUN_MARKERS):
         print(
             f"strands-art view: warning: {run_dir} holds no run (none of {', '.join(RUN_MARKERS)}); "
             "serving it anyway: a run started there appears as it writes",
@@ -130,10 +140,7 @@ def main_from_args(args: argparse.Namespace) -> int:
         )
 
     async def serve() -> None:
-        runner = web.AppRunner(make_app(view, views[1:]), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, args.host, args.port)
-        await site.start()
+        runner = await start_server(view, args.host, args.port, others=views[1:], allow_hosts=args.allow_host)
         loaded: dict[str, Any] = {}
         for v in views:
             name = args.tokenizer or _tokenizer_name(v.root)

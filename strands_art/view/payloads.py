@@ -120,9 +120,8 @@ def row_payload(view: RunView, rid: str, index: int) -> dict[str, Any]:
         raise KeyError(f"rollout {rid} has {len(t.rows)} row(s); no row {index}")
     jrow = t.rows[index]
     part_missing, part_error = False, None
-    store = view._open_store()
     try:
-        table = store.read_part(rid, ["row_index", "input_ids", "loss_mask", "logprobs", "turns", "metadata"])  # type: ignore[union-attr]
+        table = view.read_part(rid, ["row_index", "input_ids", "loss_mask", "logprobs", "turns", "metadata"])
         rows = table.to_pylist()
         prow = next((r for r in rows if r["row_index"] == index), None)
         if prow is None:

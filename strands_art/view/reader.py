@@ -7,10 +7,15 @@ rollout's turns, messages and tokens are read from disk when asked for (:meth:`r
 :meth:`row`). :meth:`refresh` reads only what was appended since the last call, so a page
 polling a live run costs a ``stat`` and the new lines.
 
-Everything here reads through the project's own readers: the trajectory store
-(:mod:`strands_art.store`), :func:`~strands_art.envs.migrationbench.rundir.scan_results` and
-:func:`~strands_art.training.metrics.read_metrics`; advantages come from
-:func:`~strands_art.training.grpo.group_advantages`.
+Every file is opened through :class:`.files.RunFiles` (from the run directory's descriptor, no
+symlink followed at any component, regular files only, sizes bounded) and parsed by the
+project's own readers: the trajectory store's :func:`~strands_art.store.scan_lines` and
+:func:`~strands_art.store.read_line`,
+:func:`~strands_art.envs.migrationbench.rundir.scan_results_in` and
+:func:`~strands_art.training.metrics.parse_metrics`; advantages come from
+:func:`~strands_art.training.grpo.group_advantages`. Run-level files (``config.json``,
+``live.json``, ``metrics.jsonl``) are parsed once per change of the file and refused above
+:data:`RUN_FILE_LIMIT` / :data:`METRICS_LIMIT` bytes (named under ``problems``).
 """
 
 from __future__ import annotations
@@ -21,18 +26,27 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results
-from strands_art.store import StoredLine, TrajectoryStore
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results_in
+from strands_art.store import ROW_SCHEMA, StoredLine, part_name, read_line, scan_lines
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
-from strands_art.training.metrics import scan_metrics
+from strands_art.training.metrics import MetricsFile, parse_metrics
 from strands_art.trajectory import Trajectory
 
+from .files import NotRegular, Refused, RunFiles, TooLarge
 from .training import TrainedIndex, group_key
 
 logger = logging.getLogger(__name__)
 
 FIELD_LIMIT = 20_000
 """Characters of one text field sent to the page; longer ones are cut (:func:`clip`)."""
+RUN_FILE_LIMIT = 4 << 20
+"""Bytes of ``config.json`` or ``live.json`` the viewer parses; a larger file is named under
+``problems`` (``too_large``) and not shown."""
+METRICS_LIMIT = 64 << 20
+"""Bytes of ``metrics.jsonl`` the viewer parses (about 60,000 outer batches)."""
 
 
 def clip(value: Any, limit: int = FIELD_LIMIT) -> Any:
@@ -63,17 +77,19 @@ class RunView:
     """
 
     def __init__(self, root: str | Path, tokenizer: Any = None) -> None:
-        self.root = Path(root).resolve()
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"no run directory at {root}")
-        store_dir = self.root / TRAJECTORIES_DIR
-        if not (store_dir / "trajectories.jsonl").exists() and (self.root / "trajectories.jsonl").exists():
-            store_dir = self.root  # a bare store (strands-art serve --store DIR)
-        self._store_dir = store_dir
+        try:
+            self.files = RunFiles(root)
+        except OSError:
+            raise FileNotFoundError(f"no run directory at {root}") from None
+        self.root = self.files.root
+        prefix = f"{TRAJECTORIES_DIR}/"
+        if not self.files.exists(prefix + "trajectories.jsonl") and self.files.exists("trajectories.jsonl"):
+            prefix = ""  # a bare store (strands-art serve --store DIR)
+        self._jsonl = prefix + "trajectories.jsonl"
+        self._rows = prefix + "rows/"
         self.tokenizer = tokenizer
         self._lock = threading.Lock()
         self._texts: dict[int, str] = {}
-        self._store: TrajectoryStore | None = None
         self._special: set[int] | None = None
         self.trained = TrainedIndex(self.root)
         self._reset()
@@ -81,32 +97,27 @@ class RunView:
     @property
     def is_training(self) -> bool:
         """A ``strands-art train`` run (its ``train.json`` exists)."""
-        return (self.root / "train.json").is_file()
+        return self.files.is_file("train.json")
 
     def _reset(self) -> None:
         self.results: dict[str, dict[str, Any]] = {}
         self.lines: dict[str, StoredLine] = {}
         self.summaries: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
+        kept = ("unreadable_metrics", "unreadable_metrics_lines", "unreadable_files")  # not of the index
+        old = getattr(self, "problems", {})
         self.problems: dict[str, Any] = {"unreadable_results": 0, "torn_results_bytes": 0}
+        self.problems.update((k, old[k]) for k in kept if k in old)
         self._results_pos = self._store_pos = 0
-        self._sizes: tuple[int, int] = (-1, -1)
+        self._sizes: tuple[int, int] = (-2, -2)  # never seen (-1: no regular file)
         self._items: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ index
-    def _open_store(self) -> TrajectoryStore | None:
-        """The trajectory store, once its JSONL file exists (never created by the viewer)."""
-        if self._store is None and (self._store_dir / "trajectories.jsonl").exists():
-            self._store = TrajectoryStore(self._store_dir)
-        return self._store
-
     def refresh(self) -> bool:
         """Read what was appended since the last call; True if anything changed. A file that
         shrank (a resume reconciled it) is read again from the start."""
         with self._lock:
-            results_path = self.root / RESULTS_FILE
-            jsonl = self._store_dir / "trajectories.jsonl"
-            sizes = (_size(results_path), _size(jsonl))
+            sizes = (self.files.size(RESULTS_FILE), self.files.size(self._jsonl))
             if self.is_training and self.trained.refresh():
                 self._items = None
                 if sizes == self._sizes:
@@ -117,36 +128,35 @@ class RunView:
                 self._reset()
             self._sizes = sizes
             self._items = None
+            records, bad, torn = [], 0, 0
             try:
-                records, self._results_pos, bad, torn = scan_results(results_path, self._results_pos)
-            except OSError as exc:  # results.jsonl is a directory, or unreadable
-                logger.warning("cannot read %s: %s", results_path, exc)
-                records, bad, torn = [], 0, 0
-                self.problems["unreadable_results_file"] = str(exc)[:200]
+                with self.files.open(RESULTS_FILE) as f:
+                    records, self._results_pos, bad, torn = scan_results_in(f, self._results_pos)
+                self.problems.pop("unreadable_results_file", None)
+            except (NotRegular, Refused) as exc:  # missing; a directory, a FIFO, a symlink
+                if self.files.exists(RESULTS_FILE):
+                    self.problems["unreadable_results_file"] = _reason(exc)
+            except OSError as exc:  # no permission
+                logger.warning("cannot read %s: %s", RESULTS_FILE, exc)
+                self.problems["unreadable_results_file"] = _reason(exc)
             self.problems["unreadable_results"] += bad
             self.problems["torn_results_bytes"] = torn
             for rec in records:
                 self._see(rec["rollout_id"])
                 self.results[rec["rollout_id"]] = rec
-            store = self._open_store()
-            if store is not None:
+            if self.files.exists(self._jsonl):
                 try:
-                    lines, self._store_pos, torn = store.scan(self._store_pos)
-                except OSError as exc:  # trajectories.jsonl is a directory, or unreadable
-                    logger.warning("cannot read %s: %s", store.jsonl, exc)
-                    lines, torn = [], 0
-                    self.problems["unreadable_trajectories_file"] = str(exc)[:200]
+                    with self.files.open(self._jsonl) as f:
+                        lines, self._store_pos, torn = scan_lines(f, self._store_pos)
+                        summaries = [self._summary(f, line) for line in lines]
+                    self.problems.pop("unreadable_trajectories_file", None)
+                except OSError as exc:  # a directory, a FIFO, a symlink, no permission
+                    logger.warning("cannot read %s: %s", self._jsonl, exc)
+                    lines, summaries, torn = [], [], 0
+                    self.problems["unreadable_trajectories_file"] = _reason(exc)
                 self.problems["torn_trajectory_bytes"] = torn
-                for line in lines:
-                    if line.rollout_id is None:
-                        self.problems["unreadable_trajectories"] = (
-                            self.problems.get("unreadable_trajectories", 0) + 1
-                        )
-                        continue
-                    try:
-                        summary = _summarize(store.read_at(line))
-                    except (ValueError, TypeError, AttributeError, KeyError) as exc:  # odd JSON shapes
-                        logger.warning("%s", exc)
+                for line, summary in zip(lines, summaries, strict=True):
+                    if line.rollout_id is None or summary is None:
                         self.problems["unreadable_trajectories"] = (
                             self.problems.get("unreadable_trajectories", 0) + 1
                         )
@@ -156,33 +166,71 @@ class RunView:
                     self.summaries[line.rollout_id] = summary
             return True
 
+    def _summary(self, f: Any, line: StoredLine) -> dict[str, Any] | None:
+        """The summary of one indexed line of the open JSONL file; None when unreadable."""
+        if line.rollout_id is None:
+            return None
+        try:
+            return _summarize(read_line(f, line, self._jsonl))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # odd JSON shapes
+            logger.warning("%s", exc)
+            return None
+
     def _see(self, rid: str) -> None:
         if rid not in self.results and rid not in self.lines:
             self.order.append(rid)
 
     # ------------------------------------------------------------------ run
+    def run_json(self, rel: str, limit: int = RUN_FILE_LIMIT) -> Any:
+        """The JSON value of the run-level file ``rel`` (``config.json``, ``live.json``,
+        ``train.json``...), parsed once per change of the file (:meth:`.files.RunFiles.cached`);
+        None when absent or not JSON. A file that cannot be read — over ``limit`` bytes, a
+        symlink, a FIFO, a directory — is None too, named under ``problems["unreadable_files"]``
+        ({rel: reason})."""
+        try:
+            value = self.files.cached(rel, limit, _json_or_none, "json")
+        except (OSError, TooLarge, ValueError) as exc:
+            self._note(rel, exc)
+            return None
+        self._note(rel, None)
+        return value
+
+    def _note(self, rel: str, exc: BaseException | None) -> None:
+        """Name ``rel`` under ``problems["unreadable_files"]`` with why it cannot be read, or
+        take it off (``exc`` None, or a file that is simply absent)."""
+        bad = self.problems.setdefault("unreadable_files", {})
+        if exc is None or (isinstance(exc, NotRegular) and not self.files.exists(rel)):
+            bad.pop(rel, None)
+        else:
+            bad[rel] = _reason(exc)
+        if not bad:
+            del self.problems["unreadable_files"]
+
     def config(self) -> dict[str, Any] | None:
         """``config.json`` of the run, else its ``train.json`` (a training run's settings),
-        clipped; None if neither is there and readable."""
+        clipped; None if neither is there and readable (:meth:`run_json`)."""
         for name in ("config.json", "train.json"):
-            try:
-                data = json.loads((self.root / name).read_text(encoding="utf-8"))
-            except (OSError, ValueError, RecursionError):
-                continue
-            return clip(data, 2000) if isinstance(data, dict) else None
+            data = self.run_json(name)
+            if data is not None:
+                return clip(data, 2000) if isinstance(data, dict) else None
         return None
 
     def metrics(self) -> list[dict[str, Any]]:
         """Records of ``metrics.jsonl`` (a training run), [] if there is none. A line that is
         not a JSON object (not UTF-8, not JSON, nested too deep) is skipped and counted in
         ``problems["unreadable_metrics_lines"]``; a file that cannot be read at all (a
-        directory) reads as [] with ``problems["unreadable_metrics"]`` set to 1."""
+        directory, a FIFO, a symlink, over :data:`METRICS_LIMIT` bytes) reads as [] with
+        ``problems["unreadable_metrics"]`` set to 1 and the reason under
+        ``problems["unreadable_files"]``. Parsed once per change of the file."""
         try:
-            scanned = scan_metrics(self.root / "metrics.jsonl")
-        except OSError as exc:
-            logger.warning("cannot read metrics.jsonl: %s", exc)
-            self.problems["unreadable_metrics"] = 1
+            scanned: MetricsFile = self.files.cached("metrics.jsonl", METRICS_LIMIT, parse_metrics, "metrics")
+        except (OSError, TooLarge) as exc:
+            self._note("metrics.jsonl", exc)
+            if "metrics.jsonl" in self.problems.get("unreadable_files", {}):
+                logger.warning("cannot read metrics.jsonl: %s", exc)
+                self.problems["unreadable_metrics"] = 1
             return []
+        self._note("metrics.jsonl", None)
         self.problems.pop("unreadable_metrics", None)
         if scanned.skipped:
             self.problems["unreadable_metrics_lines"] = len(scanned.skipped)
@@ -192,10 +240,7 @@ class RunView:
 
     def live(self) -> list[dict[str, Any]]:
         """Rollouts in flight (``live.json``: rollout_id, turn, last_call, started), [] if none."""
-        try:
-            data = json.loads((self.root / LIVE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return []
+        data = self.run_json(LIVE_FILE)
         items = data.get("rollouts") if isinstance(data, dict) else None
         return [clip(i, 200) for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
@@ -214,11 +259,24 @@ class RunView:
         without the JSONL files changing, so it is checked for what is about to be shown)."""
         for item in items:
             item["part_missing"] = bool(
-                item["stored"]
-                and self._store is not None
-                and not self._store.part_path(item["rollout_id"]).is_file()
+                item["stored"] and not self.files.is_file(self.part_rel(item["rollout_id"]))
             )
         return items
+
+    def part_rel(self, rid: str) -> str:
+        """Where ``rid``'s Parquet part is, relative to the run directory."""
+        return self._rows + part_name(rid)
+
+    def read_part(self, rid: str, columns: list[str] | None = None) -> pa.Table:
+        """The Parquet rows of ``rid`` (``columns`` of :data:`~strands_art.store.ROW_SCHEMA`).
+
+        Raises:
+            FileNotFoundError: the part is missing (or not a regular file).
+            PermissionError: a symlink on the way (:class:`.files.Refused`).
+            OSError, pyarrow.ArrowInvalid: unreadable.
+        """
+        with self.files.open(self.part_rel(rid)) as f:
+            return pq.read_table(f, columns=columns, schema=ROW_SCHEMA)
 
     def _compute_items(self) -> list[dict[str, Any]]:
         items = [self._item(rid) for rid in self.order]
@@ -279,7 +337,11 @@ class RunView:
         """
         self.refresh()
         line = self.lines[rid]
-        return self._store.read_at(line)  # type: ignore[union-attr]  # a line implies a store
+        try:
+            with self.files.open(self._jsonl) as f:
+                return read_line(f, line, self._jsonl)
+        except OSError as exc:  # replaced by a symlink or a FIFO since it was indexed
+            raise ValueError(f"{self._jsonl}: {_reason(exc)}") from None
 
     def text(self, ids: list[int]) -> str | None:
         """Decoded text of ``ids`` with special tokens kept; None without a tokenizer."""
@@ -320,11 +382,19 @@ def _decodable(token_id: Any) -> bool:
     return isinstance(token_id, int) and 0 <= token_id < 2**32
 
 
-def _size(path: Path) -> int:
+def _json_or_none(data: bytes) -> Any:
+    """The JSON value of ``data``; None when it is not UTF-8 JSON (or nested too deep)."""
     try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return -1
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    """One short line for ``problems``: the OS's words for an :class:`OSError`."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:200]
+    return str(exc)[:200]
 
 
 def _events(t: Trajectory) -> list[dict[str, Any]]:

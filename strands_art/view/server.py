@@ -1,18 +1,27 @@
 """The viewer's aiohttp application: three pages and the JSON API under ``/api/`` (docs/viewer.md).
 
-Read-only: every handler reads through :class:`~.reader.RunView`; nothing under the run
+Read-only: every handler reads through :class:`~.reader.RunView`, which opens files only through
+:class:`~.files.RunFiles` (no symlink followed, regular files only); nothing under the run
 directory is written. Pages are static files shipped in the package (``view/static``), served
 with a Content-Security-Policy that allows only this origin's scripts and styles (no inline
 script runs, whatever a rollout holds).
+
+Other web pages: a request whose ``Host`` (or ``Origin``) is not a loopback name or the address
+the viewer listens on is refused with 403 (:class:`HostCheck`) — a page on another origin whose
+name resolves to 127.0.0.1 (DNS rebinding) gets nothing. Idle and slow clients:
+:func:`start_server` closes a connection that has not sent a whole request head within
+``header_timeout`` seconds and refuses connections above ``max_connections``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import math
 import os
-import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,12 +30,62 @@ from aiohttp import web
 
 from strands_art.validation import is_real
 
+from .files import NotRegular, Refused, RunFiles
 from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
 from .training import batches, compare
 
+
+@dataclass(frozen=True)
+class HostCheck:
+    """Which ``Host`` / ``Origin`` names the viewer answers (against DNS rebinding).
+
+    Allowed: ``localhost``, any loopback IP literal, the address it listens on (``bound``), any
+    IP literal when it listens on a wildcard address (0.0.0.0, ::), and the names in ``extra``
+    (``strands-art view --allow-host``). A request without ``Host`` (HTTP/1.0, not a browser)
+    passes; an ``Origin`` of ``null`` does not.
+    """
+
+    bound: str = "127.0.0.1"
+    extra: frozenset[str] = field(default_factory=frozenset)
+
+    def allows(self, name: str) -> bool:
+        """Whether ``name`` (a host without its port, brackets stripped) is allowed."""
+        name = name.lower().rstrip(".")
+        if name == "localhost" or name in self.extra:
+            return True
+        try:
+            ip = ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        bound = self.bound.strip("[]")
+        return ip.is_loopback or name == bound.lower() or bound in ("0.0.0.0", "::", "")
+
+    def problem(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused; None when it is not."""
+        if host is not None and not self.allows(_hostname(host)):
+            return f"Host {host[:100]!r} is not an address of this viewer"
+        if origin is not None:
+            rest = origin.partition("://")[2]
+            if origin == "null" or not rest or not self.allows(_hostname(rest.partition("/")[0])):
+                return f"Origin {origin[:100]!r} is not this viewer"
+        return None
+
+
+def _hostname(host: str) -> str:
+    """``host`` of a Host header (``name``, ``name:port``, ``[v6]:port``) without its port."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
 VIEW = web.AppKey("view", RunView)
 VIEWS = web.AppKey("views", list)
+HOSTS = web.AppKey("hosts", HostCheck)
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may take to send a whole request head (and may stay idle after one)."""
+MAX_CONNECTIONS = 64
+"""Connections served at once; more are closed as they come."""
 PAGES = ("/", "/rollout", "/row", "/compare")  # one HTML shell; common.js loads the page's script
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -36,7 +95,6 @@ SORT_KEYS = (
     "outer_batch", "reward", "advantage", "turns", "rows", "tokens", "wall_s", "rollout_id", "task", "stop_reason",
 )  # fmt: skip
 MAX_LIMIT = 1000
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def static_dir() -> Path:
@@ -44,13 +102,17 @@ def static_dir() -> Path:
     return Path(str(resources.files("strands_art.view") / "static"))
 
 
-def make_app(view: RunView, others: list[RunView] | None = None) -> web.Application:
+def make_app(
+    view: RunView, others: list[RunView] | None = None, hosts: HostCheck | None = None
+) -> web.Application:
     """The application over ``view`` (see the module docstring for the routes); ``others``:
     more runs, compared with it on ``/compare`` and opened with ``?run=K`` (1-based among
-    them; 0 or none: ``view``)."""
+    them; 0 or none: ``view``); ``hosts``: the names it answers (default: loopback only,
+    :class:`HostCheck`)."""
     app = web.Application(middlewares=[_headers])
     app[VIEW] = view
     app[VIEWS] = [view, *(others or [])]
+    app[HOSTS] = hosts or HostCheck()
     for path in PAGES:
         app.router.add_get(path, _page)
     app.router.add_get("/static/{name}", _static)
@@ -67,9 +129,54 @@ def make_app(view: RunView, others: list[RunView] | None = None) -> web.Applicat
     return app
 
 
+async def start_server(
+    view: RunView,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    others: list[RunView] | None = None,
+    allow_hosts: Iterable[str] = (),
+    header_timeout: float = HEADER_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
+) -> web.AppRunner:
+    """Serve ``view`` (and ``others``, :func:`make_app`) on ``host``:``port`` (0: a free port;
+    ``runner.addresses`` says which).
+
+    A connection that has not sent a whole request head ``header_timeout`` seconds after it
+    opened (or after its last response) is closed (aiohttp's keep-alive timer, which runs from
+    the connection's start); connections above ``max_connections`` are closed as they come.
+    Call ``await runner.cleanup()`` to stop.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    hosts = HostCheck(host, frozenset(h.lower() for h in allow_hosts))
+    runner = web.AppRunner(make_app(view, others, hosts), access_log=None, keepalive_timeout=header_timeout)
+    await runner.setup()
+    server = runner.server
+    assert server is not None
+    made = server.connection_made
+
+    def connection_made(handler: Any, transport: asyncio.Transport) -> None:
+        made(handler, transport)
+        if len(server.connections) > max_connections:
+            handler.force_close()  # closes the transport; the handler never reads
+
+    server.connection_made = connection_made  # type: ignore[method-assign]
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
 @web.middleware
 async def _headers(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
+        refused = request.app[HOSTS].problem(request.headers.get("Host"), request.headers.get("Origin"))
+        if refused is not None:
+            raise _error(web.HTTPForbidden, refused + " (DNS rebinding?): open the viewer by its own address")
         resp = await handler(request)
     except web.HTTPException as exc:
         if not request.path.startswith("/api/"):
@@ -150,7 +257,7 @@ async def _run(request: web.Request) -> web.Response:
             "rollouts": len(rollouts),
             "stored": len(stored),
             "missing_parts": [r["rollout_id"] for r in stored if r["part_missing"]],
-            "has_metrics": (view.root / "metrics.jsonl").exists(),
+            "has_metrics": view.files.is_file("metrics.jsonl"),
             "training": view.is_training,
             "runs": [v.root.name for v in request.app[VIEWS]],
             "trained_problems": view.trained.problems,
@@ -328,40 +435,37 @@ async def _row(request: web.Request) -> web.Response:
 
 
 async def _file(request: web.Request) -> web.Response:
-    """A text file of the run directory (an evaluation log), clipped; paths that leave the run
-    directory (``..``, absolute paths, symlinks pointing out) and regular files with more than
-    one hard link (another name may be outside the run) are refused with 403."""
+    """A text file of the run directory (an evaluation log), clipped. Opened through
+    :class:`~.files.RunFiles`: ``..``, absolute paths and a symlink at any component are refused
+    with 403, and so are regular files with more than one hard link (another name may be outside
+    the run); a FIFO, a socket or a directory is 404."""
     view = request.app[VIEW]
     rel = request.query.get("path", "")
     try:
-        target = (view.root / rel).resolve()
-    except (ValueError, OSError, RuntimeError):  # a NUL byte, a symlink loop
+        return _json(await asyncio.to_thread(_read_head, view.files, rel))
+    except Refused as exc:
+        raise _error(web.HTTPForbidden, f"{rel[:200]!r}: {exc.strerror}") from None
+    except NotRegular as exc:
+        raise _error(
+            web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory ({exc.strerror})"
+        ) from None
+    except ValueError:  # a NUL byte, longer than PATH_MAX
         raise _error(web.HTTPBadRequest, f"not a usable path: {rel[:200]!r}") from None
-    if not rel or Path(rel).is_absolute() or not target.is_relative_to(view.root):
-        raise _error(web.HTTPForbidden, f"{rel[:200]!r} is outside the run directory")
-    try:
-        if not target.is_file():
-            raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
-        # the checks hold for what is read: the open file, not the name (O_NOFOLLOW: a final
-        # component swapped for a symlink since resolve() fails; O_NONBLOCK: a FIFO never hangs)
-        with os.fdopen(os.open(target, _FILE_FLAGS), "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise _error(web.HTTPNotFound, f"no file {rel[:200]!r} in the run directory")
-            if st.st_nlink > 1:  # a hard link: the same file may live outside the run directory
-                raise _error(
-                    web.HTTPForbidden,
-                    f"{rel[:200]!r} has {st.st_nlink} hard links: it may be a file outside the run directory",
-                )
-            size = st.st_size
-            head = f.read(FIELD_LIMIT * 4)
-    except OSError as exc:  # a name too long, no permission, a symlink swapped in
+    except OSError as exc:  # a name too long, no permission
         raise _error(web.HTTPBadRequest, f"cannot read {rel[:200]!r}: {exc.strerror}") from None
-    return _json(
-        {
-            "path": rel,
-            "size": size,
-            "text": clip(head.decode("utf-8", errors="replace")),
-            "cut": size > len(head),
-        }
-    )
+
+
+def _read_head(files: RunFiles, rel: str) -> dict[str, Any]:
+    with files.open(rel) as f:
+        st = os.fstat(f.fileno())
+        if st.st_nlink > 1:  # a hard link: the same file may live outside the run directory
+            raise Refused(
+                0, f"has {st.st_nlink} hard links: it may be a file outside the run directory", rel[:200]
+            )
+        head = f.read(FIELD_LIMIT * 4)
+    return {
+        "path": rel,
+        "size": st.st_size,
+        "text": clip(head.decode("utf-8", errors="replace")),
+        "cut": st.st_size > len(head),
+    }

@@ -31,7 +31,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from strands_art.store import TrajectoryStore
 from strands_art.validation import UsageError
@@ -190,10 +190,16 @@ def scan_results(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int,
     """
     try:
         with open(path, "rb") as f:
-            f.seek(start)
-            data = f.read()
+            return scan_results_in(f, start)
     except FileNotFoundError:
         return [], 0, 0, 0
+
+
+def scan_results_in(f: BinaryIO, start: int = 0) -> tuple[list[dict[str, Any]], int, int, int]:
+    """:func:`scan_results` of an open ``results.jsonl`` (for a reader that opened it itself,
+    e.g. the viewer through :mod:`strands_art.view.files`)."""
+    f.seek(start)
+    data = f.read()
     body_end = data.rfind(b"\n") + 1
     records, unreadable = [], 0
     for line in data[:body_end].decode("utf-8", errors="replace").splitlines():

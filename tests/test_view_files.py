@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -336,7 +337,7 @@ EOF
 
 @pytest.mark.skipif(shutil.which("mvn") is None, reason="the agent's tool env needs Maven")
 def test_the_agent_swapping_its_workspace_under_a_watching_viewer(
-    tmp_path: Path, qwen3, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, qwen3, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """A real ``migrate`` run whose (scripted) agent swaps a directory of its live workspace
     with a symlink to a root-only host directory, in its sandbox, while ``strands-art view``
@@ -363,7 +364,12 @@ def test_the_agent_swapping_its_workspace_under_a_watching_viewer(
             return {"text": tool_call_text("shell", {"command": "bash ATTACK.sh; echo swapped"})}
         return {"text": "Done.<|im_end|>"}
 
-    run = tmp_path / "run"
+    # workspaces live in the run directory only when the sandbox uid can reach it (pytest's
+    # tmp_path is below a 0700 directory: there `workspaces` would be a symlink, refused whole)
+    top = Path(tempfile.mkdtemp(prefix="strands-art-view-swap-"))
+    os.chmod(top, 0o711)
+    request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
+    run = top / "run"
     run.mkdir()
     viewer = Viewer(run)
     stop, answers = threading.Event(), []

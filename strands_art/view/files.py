@@ -200,6 +200,24 @@ class RunFiles:
         """Whether ``rel`` names anything (a symlink itself counts)."""
         return self.stat(rel) is not None
 
+    def listdir(self, rel: str) -> list[str]:
+        """The names in the directory ``rel`` (reached as :meth:`open` reaches a file); [] when
+        it is missing, not a directory or a symlink."""
+        try:
+            dir_fd, name = self._parent(rel)
+        except (NotRegular, Refused):
+            return []
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        except OSError:
+            return []
+        finally:
+            os.close(dir_fd)
+        try:
+            return os.listdir(fd)
+        finally:
+            os.close(fd)
+
     # ------------------------------------------------------------------ reading
     def read(self, rel: str, limit: int) -> bytes:
         """All of ``rel``'s bytes.

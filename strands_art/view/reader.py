@@ -91,7 +91,7 @@ class RunView:
         self._lock = threading.Lock()
         self._texts: dict[int, str] = {}
         self._special: set[int] | None = None
-        self.trained = TrainedIndex(self.root)
+        self.trained = TrainedIndex(self.files)
         self._reset()
 
     @property

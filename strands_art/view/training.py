@@ -26,6 +26,8 @@ import pyarrow.parquet as pq
 
 from strands_art.training.run_store import parse_rollout_id
 
+from .files import RunFiles
+
 logger = logging.getLogger(__name__)
 
 TRAINED = re.compile(r"^ob-(\d{6})\.trained\.parquet$")
@@ -66,8 +68,9 @@ class TrainedIndex:
         forwarded: rollout id -> rows forwarded by the trainer, of rows.
     """
 
-    def __init__(self, root: Path) -> None:
-        self.dir = root / "rows"
+    def __init__(self, files: RunFiles | str | Path) -> None:
+        self.files = files if isinstance(files, RunFiles) else RunFiles(files)
+        self.dir = self.files.root / "rows"
         self._seen: dict[str, tuple[int, int]] = {}
         self._per_file: dict[str, dict[str, Any]] = {}
         self.problems: dict[str, str] = {}
@@ -77,18 +80,14 @@ class TrainedIndex:
 
     def refresh(self) -> bool:
         """Read files new or changed since the last call; True if anything changed."""
-        try:
-            names = sorted(n for n in (p.name for p in self.dir.iterdir()) if TRAINED.match(n))
-        except OSError:
-            names = []
+        names = sorted(n for n in self.files.listdir("rows") if TRAINED.match(n))
         changed = set(self._seen) - set(names)
         for name in changed:
             self._seen.pop(name)
             self._per_file.pop(name, None)
         for name in names:
-            try:
-                st = (self.dir / name).stat()
-            except OSError:
+            st = self.files.stat(f"rows/{name}")
+            if st is None:
                 continue
             key = (st.st_size, st.st_mtime_ns)
             if self._seen.get(name) == key:
@@ -96,9 +95,8 @@ class TrainedIndex:
             self._seen[name] = key
             changed.add(name)
             try:
-                table = pq.read_table(
-                    self.dir / name, columns=["rollout_id", "advantage", "excluded", "forwarded"]
-                )
+                with self.files.open(f"rows/{name}") as f:  # no symlink followed, regular files only
+                    table = pq.read_table(f, columns=["rollout_id", "advantage", "excluded", "forwarded"])
                 self._per_file[name] = {
                     "rollout_id": table.column("rollout_id").to_pylist(),
                     "advantage": table.column("advantage").to_pylist(),
@@ -130,13 +128,14 @@ class TrainedIndex:
         Raises:
             ValueError: the file is unreadable (a torn write, not Parquet).
         """
-        path = self.dir / f"ob-{outer_batch:06d}.trained.parquet"
-        if not path.is_file():
+        rel = f"rows/ob-{outer_batch:06d}.trained.parquet"
+        if not self.files.is_file(rel):
             return None
         try:
-            table = pq.read_table(path)
-        except OSError as exc:
-            raise ValueError(f"{path.name}: {exc}") from exc
+            with self.files.open(rel) as f:
+                table = pq.read_table(f)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            raise ValueError(f"{rel}: {exc}") from exc
         hit = table.filter(pc.and_(pc.equal(table["rollout_id"], rid), pc.equal(table["row_index"], index)))
         return hit.to_pylist()[0] if hit.num_rows else None
 

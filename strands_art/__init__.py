@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from strands_art.backends.transformers import TransformersBackend
     from strands_art.backends.vllm import VLLMBackend
     from strands_art.envs.migrationbench.config import RolloutConfig
-    from strands_art.envs.migrationbench.episodes import MigrationBenchLimits, migrationbench_rollout
+    from strands_art.envs.migrationbench.episodes import migrationbench_rollout
     from strands_art.gateway import (
         ContextBudgetExceeded,
         GatewayError,
@@ -94,7 +94,6 @@ _LAZY: dict[str, str] = {
     # the MigrationBench environment's rollout for the trainers
     "migrationbench_rollout": "strands_art.envs.migrationbench.episodes",
     "RolloutConfig": "strands_art.envs.migrationbench.config",
-    "MigrationBenchLimits": "strands_art.envs.migrationbench.episodes",  # deprecated: RolloutConfig
 }
 
 __all__ = [
@@ -111,7 +110,6 @@ __all__ = [
     "LlamaCppBackend",
     "LoRASync",
     "LocalTrainer",
-    "MigrationBenchLimits",
     "RolloutConfig",
     "RolloutGateway",
     "Row",

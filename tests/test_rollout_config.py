@@ -205,23 +205,6 @@ def test_train_env_builds_the_same_config(tmp_path: Path, monkeypatch):
     assert seen == {"config": RolloutConfig(max_turns=5), "run_dir": tmp_path / "rollouts"}
 
 
-def test_the_old_training_paths_still_work_for_one_release(tmp_path: Path):
-    import strands_art.training.rollouts as old
-    from strands_art.envs.migrationbench import episodes
-
-    with pytest.warns(DeprecationWarning, match="moved to strands_art.envs.migrationbench.episodes"):
-        assert old.migrationbench_rollout is episodes.migrationbench_rollout
-    with pytest.warns(DeprecationWarning):
-        limits_cls = old.MigrationBenchLimits
-    with pytest.warns(DeprecationWarning, match="MigrationBenchLimits is deprecated"):
-        limits = limits_cls(max_turns=3, run_dir=tmp_path)
-    assert limits.config() == RolloutConfig(max_turns=3) and limits.run_dir == tmp_path
-    with pytest.warns(DeprecationWarning), pytest.raises(UsageError, match="^max_turns must"):
-        limits_cls(max_turns=0)
-    with pytest.raises(AttributeError):
-        old.no_such_name  # noqa: B018
-
-
 def test_a_huge_integer_for_a_real_field_is_refused_not_overflowed():
     """YAML reads ``time_limit: 1000...0`` (400 digits) as an int that no float holds."""
     with pytest.raises(UsageError, match="^time_limit must be a finite number"):

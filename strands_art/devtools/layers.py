@@ -15,12 +15,9 @@ harness's messages into gateway calls through the conversion path; the gateway d
 use the leaves. ``training/`` reads trajectories: it sits beside history, so it never imports the
 gateway, a front or ``envs``. Imports within one layer are allowed.
 
-Not seen: an import by a string (``importlib.import_module``, hydra's ``get_object``): the
-deprecated aliases kept for one release use it (``strands_art.training.verl_*`` for
-:mod:`strands_art.verl`; ``training.rollouts.migrationbench_rollout`` and
-``verl.agent_loop.migrationbench_episode`` for :mod:`strands_art.envs.migrationbench.episodes`),
-as do verl's episode path (a YAML string) and the lazy table of ``strands_art/__init__.py`` (the
-public API, an app-layer module).
+Not seen: an import by a string (``importlib.import_module``, hydra's ``get_object``): verl's
+episode path (a YAML string) and the lazy table of ``strands_art/__init__.py`` (the public API,
+an app-layer module) use it.
 """
 
 from __future__ import annotations

@@ -14,13 +14,11 @@ reward. Exceptions are handled by the loop (the rollout is marked failed and lef
 - :func:`strands_art.envs.migrationbench.episodes.migrationbench_rollout`: the MigrationBench
   Strands agent (fresh workspace, shell + editor tools, real Maven evaluation) through
   :class:`~strands_art.model.ARTModel`; it lives with the environment (``training/`` imports
-  neither ``envs`` nor a front). The old name here still works for one release (a warning).
+  neither ``envs`` nor a front).
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -44,26 +42,3 @@ async def chat_rollout(
     traj = gateway.close_session(rollout_id, reward)
     traj.metadata["text"] = result.text
     return traj
-
-
-_MOVED = {
-    "migrationbench_rollout": "strands_art.envs.migrationbench.episodes",
-    "MigrationBenchLimits": "strands_art.envs.migrationbench.episodes",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Deprecated names (one release): the MigrationBench rollout moved to
-    :mod:`strands_art.envs.migrationbench.episodes` (``training/`` does not import ``envs``).
-
-    Raises:
-        AttributeError: any other name.
-    """
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{__name__}.{name} moved to {_MOVED[name]}.{name}; the old path will be removed in the next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(_MOVED[name]), name)

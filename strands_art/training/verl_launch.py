@@ -172,7 +172,7 @@ set -euo pipefail
 NGPUS=${{NGPUS:-8}}
 NNODES=${{NNODES:-1}}
 TP=${{TP:-2}}
-export VERL_USE_EXTERNAL_MODULES=strands_art.training.verl_trainer,strands_art.training.verl_agent_loop
+export VERL_USE_EXTERNAL_MODULES=strands_art.verl.trainer,strands_art.verl.agent_loop
 python examples/migrationbench/make_verl_dataset.py --tasks-dir {shlex.quote(str(Path(s.train_tasks).resolve()))}{val} --out {shlex.quote(data)}
 python -m verl.trainer.main_ppo \\
   {overrides}

@@ -24,7 +24,6 @@ fails on a list; it is not supported.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -174,21 +173,3 @@ class StrandsAgentLoop(AgentLoopBase):
             "rollout %s: %d turns, %d rows, reward %s", request_id, len(traj.turns), len(outputs), traj.reward
         )
         return outputs
-
-
-def __getattr__(name: str) -> Any:
-    """Deprecated (one release): ``migrationbench_episode`` moved to
-    :mod:`strands_art.envs.migrationbench.episodes` (a front does not import ``envs``); verl YAML
-    naming ``strands_art.verl.agent_loop.migrationbench_episode`` still resolves, with a warning.
-
-    Raises:
-        AttributeError: any other name.
-    """
-    if name != "migrationbench_episode":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"{__name__}.{name} moved to {MIGRATIONBENCH_EPISODE}; the old path will be removed in the next release",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return get_object(MIGRATIONBENCH_EPISODE)

@@ -15,12 +15,10 @@ import ``envs`` (docs/architecture.md; ``python -m strands_art.devtools.layers``
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import socket
 import tempfile
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,35 +34,6 @@ from .config import LIMIT_FIELDS, RolloutConfig
 from .rollout import RolloutSpec, run_rollout
 from .rundir import RESULTS_FILE
 from .tasks import load_task
-
-
-@dataclass(frozen=True)
-class MigrationBenchLimits(RolloutConfig):
-    """Deprecated (one release): a :class:`.config.RolloutConfig` plus ``run_dir``; pass a
-    ``RolloutConfig`` and ``run_dir=`` to :func:`migrationbench_rollout` instead.
-
-    Attributes:
-        run_dir: where the runner writes evaluation logs and its trajectory store (default: a
-            fresh temporary directory).
-
-    Raises:
-        UsageError: as RolloutConfig (the message names the field).
-    """
-
-    run_dir: Path | None = None
-
-    def __post_init__(self) -> None:
-        warnings.warn(
-            "MigrationBenchLimits is deprecated: use strands_art.envs.migrationbench.config.RolloutConfig "
-            "and migrationbench_rollout(config, run_dir=...)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        super().__post_init__()
-
-    def config(self) -> RolloutConfig:
-        """The :class:`.config.RolloutConfig` these limits stand for."""
-        return RolloutConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RolloutConfig)})
 
 
 @dataclass
@@ -86,8 +55,7 @@ def migrationbench_rollout(
 
     Args:
         config: the rollout settings (default ``RolloutConfig()``: the ``migrate`` defaults of
-            a non-llama.cpp backend). A deprecated :class:`MigrationBenchLimits` is accepted and
-            supplies ``run_dir`` when it is not given.
+            a non-llama.cpp backend).
         model_id: the ``model_id`` of the :class:`~strands_art.model.ARTModel` of each rollout.
         run_dir: where the runner writes evaluation logs, its trajectory store and
             ``results.jsonl`` (one record per rollout, training and held-out, as ``migrate``
@@ -103,9 +71,6 @@ def migrationbench_rollout(
     Raises:
         TypeError: ``config`` is not a RolloutConfig.
     """
-    if isinstance(config, MigrationBenchLimits):
-        run_dir = run_dir or config.run_dir
-        config = config.config()
     config = RolloutConfig() if config is None else config
     if not isinstance(config, RolloutConfig):
         raise TypeError(f"migrationbench_rollout takes a RolloutConfig, got {type(config).__name__}")

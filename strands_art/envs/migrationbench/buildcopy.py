@@ -99,8 +99,11 @@ def measure_tree(
     return TreeSize(entries, total, allocated, deepest)
 
 
-def copy_for_build(repo: Path, build: Path, identity: Identity, timeout_s: float | None = None) -> list[str]:
-    """Copy ``repo`` to the new directory ``build`` (owned by ``identity``) without Maven outputs
+def copy_for_build(
+    repo: Path, build: Path, identity: Identity | None, timeout_s: float | None = None
+) -> list[str]:
+    """Copy ``repo`` to the new directory ``build`` (owned by ``identity``; None: the caller)
+    without Maven outputs
     (every ``target/`` next to a ``pom.xml``), after :func:`measure_tree` accepted it, within
     ``timeout_s`` seconds for both (None: no time bound). Returns what was left out
     (:func:`~strands_art.envs.sandbox.files.copy_tree`).

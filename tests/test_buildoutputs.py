@@ -233,3 +233,28 @@ def test_what_the_build_swapped_in_cannot_excuse_a_module(tmp_path: Path) -> Non
     # linked/pom.xml is not read through the link (packaging stays jar), fifo's source counts as a type
     assert check_bytecode(project).modules_without_classes == ["fifo", "linked"]
     assert expects_classes(linked, project) and expects_classes(fifo, project)
+
+
+def test_every_source_must_leave_its_class_files(tmp_path: Path) -> None:
+    """A class file per top-level type of every main and test source of a compiling module
+    (read as javac reads it); a pom-packaged module and a package-info expect none."""
+    from strands_art.envs.migrationbench.buildoutputs import expected_class_files, uncompiled_sources
+
+    _pom(tmp_path)
+    _source(tmp_path, "a/B.java", "package a; public class B {} interface \\u0043 {}")
+    _source(tmp_path, "a/package-info.java", "package a;")
+    (tmp_path / "src/test/java/a").mkdir(parents=True)
+    (tmp_path / "src/test/java/a/BTest.java").write_text("package a; class BTest {}")
+    _pom(tmp_path / "parent", "pom")
+    _source(tmp_path / "parent", "x/Y.java", "package x; class Y {}")
+    expected = expected_class_files(tmp_path)
+    assert expected == {
+        "src/main/java/a/B.java": ["target/classes/a/B.class", "target/classes/a/C.class"],
+        "src/main/java/a/package-info.java": [],
+        "src/test/java/a/BTest.java": ["target/test-classes/a/BTest.class"],
+    }
+    _class(tmp_path / "target/classes/a/B.class", 61)
+    _class(tmp_path / "target/test-classes/a/BTest.class", 61)
+    assert uncompiled_sources(tmp_path, expected) == ["src/main/java/a/B.java (target/classes/a/C.class)"]
+    _class(tmp_path / "target/classes/a/C.class", 61)
+    assert uncompiled_sources(tmp_path, expected) == []

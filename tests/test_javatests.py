@@ -148,3 +148,72 @@ def test_collect_across_modules_skips_target(tmp_path: Path) -> None:
     assert "p.ApiTest#u" in inv.keys()
     assert not any("Stale" in k for k in inv.keys())
     assert inv.parse_errors == ["api/src/test/java/p/Bad.java"]
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_test_annotations_are_resolved_through_imports_and_composed_annotations(tmp_path: Path) -> None:
+    """``@Test`` means the type its imports name: a composed annotation (meta-annotated with a
+    JUnit 5 test annotation, declared in another file or in the main sources) makes a test; an
+    annotation of the project's own named ``Test`` does not; JUnit 4's ``@Test`` is no meta-annotation."""
+    _write(
+        tmp_path,
+        "src/main/java/q/Fast.java",
+        "package q; import org.junit.jupiter.api.Test; @Test public @interface Fast {}",
+    )
+    _write(tmp_path, "src/test/java/q/Slow.java", "package q; @Fast public @interface Slow {}")
+    _write(tmp_path, "src/test/java/q/Legacy.java", "package q; @org.junit.Test public @interface Legacy {}")
+    _write(tmp_path, "src/test/java/own/Test.java", "package own; public @interface Test {}")
+    _write(tmp_path, "src/test/java/p/ATest.java", """package p;
+import org.junit.jupiter.api.*;
+import q.Fast;
+import q.*;
+class ATest {
+    @Test void star() {}
+    @Fast void composed() {}
+    @Slow void composedTwice() {}
+    @Legacy void notJupiter() {}
+    @Disabled @Fast void off() {}
+}""")  # fmt: skip
+    _write(
+        tmp_path,
+        "src/test/java/p/BTest.java",
+        "package p; import own.Test; class BTest { @Test void fake() {} @org.junit.Test void real() {} }",
+    )
+    _write(
+        tmp_path, "src/test/java/own/CTest.java", "package own; class CTest { @Test void samePackage() {} }"
+    )
+    inv = collect_tests(tmp_path)
+    by_key = {m.key: m for m in inv.methods}
+    assert sorted(by_key) == [
+        "p.ATest#composed",
+        "p.ATest#composedTwice",
+        "p.ATest#off",
+        "p.ATest#star",
+        "p.BTest#real",
+    ]
+    assert by_key["p.ATest#off"].disabled and not by_key["p.ATest#composed"].disabled
+
+
+def test_required_methods_are_the_ones_that_run(tmp_path: Path) -> None:
+    _write(tmp_path, "src/test/java/p/ATest.java", """package p; import org.junit.jupiter.api.*;
+class ATest {
+    @Test void a() {}
+    @Disabled @Test void off() {}
+    @Nested class Inner { @Test void nested() {} }
+    static class Plain { @Test void plain() {} }
+}""")  # fmt: skip
+    _write(tmp_path, "src/test/java/p/Checks.java", "package p; class Checks { @org.junit.Test void c() {} }")
+    _write(tmp_path, "src/test/java/p/FooIT.java", "package p; class FooIT { @org.junit.Test void it() {} }")
+    inv = collect_tests(tmp_path)
+    assert inv.required_keys(True, False, set()) == ["p.ATest#a", "p.ATest.Inner#nested"]
+    assert inv.required_keys(True, True, set()) == ["p.ATest#a", "p.ATest.Inner#nested", "p.FooIT#it"]
+    # a class that ran (a report names it) must have run all its methods, whatever selected it
+    assert inv.required_keys(False, False, {"p.Checks", "p.ATest.Plain"}) == [
+        "p.ATest.Plain#plain",
+        "p.Checks#c",
+    ]

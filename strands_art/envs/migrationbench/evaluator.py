@@ -417,10 +417,12 @@ def _run_build(
 def _fresh_test_outputs(build: Path, runtime: dict[str, bytes]) -> list[str]:
     """Before the test build (nothing of the agent's is running): every report directory the
     scoring build writes (:func:`.buildoutputs.report_dirs`) removed, so each report read after
-    it was written by that build; and every file that selects tests at run time which the
-    compile build left in a module's ``target/`` and that is not one of the original's
-    (``runtime``, by name and bytes) removed. Returns what was removed."""
-    removed: list[str] = []
+    it was written by that build; and every file that selects tests at run time that is not one
+    of the original's (``runtime``) removed, in the sources (same path and bytes) and in each
+    module's ``target/`` (same name and bytes), where the compile build may have put one.
+    Returns what was removed."""
+    # code the compile build ran (an annotation processor of the reactor) may have written one
+    removed = restore_runtime_selection(build, runtime)
     for where in report_dirs(build):
         target = where.parent  # <module>/target, as the compile build left it: never followed
         if target.is_symlink():

@@ -254,7 +254,10 @@ def restore_runtime_selection(build: Path, original: Mapping[str, bytes], where:
     wanted = {(rel.rsplit("/", 1)[-1], data) for rel, data in original.items()}
     top = build / where if where else build
     for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        # the sources' pass leaves the modules' build outputs (target/ next to a pom.xml) to the
+        # outputs' pass (``where``), which compares by name and bytes
+        outputs = not where and "pom.xml" in filenames
+        dirnames[:] = sorted(d for d in dirnames if d != ".git" and not (outputs and d == "target"))
         for name in sorted(filenames):
             if name not in RUNTIME_SELECTION_FILES:
                 continue

@@ -7,12 +7,18 @@ Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the
   (``<module>/target/classes/**/*.class``) has class-file major version 61; a module with main
   sources but no classes fails it. The versions are read when that build's sandbox is gone and
   before any test has run, and read again after the test build: a class file whose version
-  changed meanwhile fails the check (:data:`REASON_CLASSES_REWRITTEN`).
+  changed meanwhile fails the check (:data:`REASON_CLASSES_REWRITTEN`). Every main and test
+  source must have left a class file per top-level type (:data:`REASON_SOURCES_NOT_COMPILED`).
 * **Test equivalence** (+0.5, checked only if the build passed): the *test build* ``mvn
   verify`` (same copy, failures made fatal whatever the project says: :mod:`.buildpolicy`)
-  exits 0; the surefire/failsafe reports are well-formed, name test classes of the sources, and
-  agree with that exit status and with the skips surefire printed; tests executed and passed
-  ``>= num_test_cases``; the POMs select the tests the original's did (:mod:`.testselection`);
+  exits 0; the surefire/failsafe reports (read from each module's ``target/`` only, their
+  directories removed before the test build: written by it) are well-formed, name test classes
+  of the sources, and agree with that exit status and with the skips surefire printed; **every
+  original test method that runs has a passing ``<testcase>``** (:data:`REASON_TESTS_NOT_PASSED`,
+  :meth:`.javatests.TestInventory.required_keys`); passing runs (one per ``<testcase>``, a
+  second report about a class not counted) ``>= num_test_cases``; the POMs select the tests
+  the original's did (:mod:`.testselection`; JUnit Platform services and
+  ``junit-platform.properties`` that are not the original's are removed from the copy);
   no test newly skipped (a skipped test case, or a class printed with skips, that was not
   disabled in the original) or newly disabled (``@Ignore`` / ``@Disabled``, or declared where
   no engine runs it: :attr:`.javatests.TestMethod.never_runs`); and the multiset of test methods (``pkg.Class#method``, all
@@ -26,12 +32,15 @@ Every reason a fact failed is listed in ``details["reasons"]`` (the ``REASON_*``
 The evaluated repository is hostile (an agent wrote it, and its tests run during the build), so
 it is never built in place: it is copied (regular files, directories, and symlinks that stay
 inside it; FIFOs, sockets, devices and escaping symlinks are left out) into a fresh build
-directory owned by a fresh sandbox uid, without any ``target/`` next to a ``pom.xml`` (stale
+directory owned by a fresh sandbox uid (measured first and within the build timeout:
+:mod:`.buildcopy`), without any ``target/`` next to a ``pom.xml`` (stale
 classes of a module dropped from the reactor cannot pass the bytecode check), and the switches
 that hide test failures are removed from that copy. The test methods are read from that copy
 *before* the builds (a test cannot rewrite what is compared), both builds run in the sandbox
 with no network (:mod:`.maven`), and the build outputs are read back without following
-symlinks, regular files only (:mod:`strands_art.envs.sandbox.files`).
+symlinks, regular files only (:mod:`strands_art.envs.sandbox.files`). A build that could not
+start its processes runs once more and, if the host cannot fork either, is a host failure
+(:mod:`.hostcheck`).
 """
 
 from __future__ import annotations

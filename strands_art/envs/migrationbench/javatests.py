@@ -1,10 +1,18 @@
 """List the test methods of a Maven project from its sources, with tree-sitter's Java grammar.
 
-A *test method* is a method annotated ``@Test`` (JUnit 4, JUnit 5, TestNG — matched by simple
-name, so ``@org.junit.Test`` counts too), ``@ParameterizedTest``, ``@RepeatedTest``,
-``@TestFactory`` or ``@TestTemplate`` (the JUnit 5 annotations that make a method a test). It is
-*disabled* when it, or a class enclosing it, carries ``@Ignore`` or ``@Disabled`` (the
-unconditional forms; ``@DisabledOnOs`` and friends are conditions, not disabling).
+A *test method* is a method annotated ``@Test`` (JUnit 4, JUnit 5, TestNG),
+``@ParameterizedTest``, ``@RepeatedTest``, ``@TestFactory`` or ``@TestTemplate`` (the JUnit 5
+annotations that make a method a test: :data:`TEST_ANNOTATION_TYPES`), or with an annotation
+type of the project's sources meta-annotated with a JUnit 5 one (a *composed* annotation,
+transitively). Annotation names are resolved as javac resolves them (JLS §6.4.1, §7.5): the
+file's own types, single-type imports, its package, on-demand imports; so ``@Test`` under
+``import own.Test`` is not a test, and a name no import resolves is matched by its simple name.
+It is *disabled* when it, or a class enclosing it, carries ``@Ignore`` or ``@Disabled`` (or a
+composed ``@Disabled``; the unconditional forms: ``@DisabledOnOs`` and friends are conditions,
+not disabling).
+
+Every source is read as javac reads it (:func:`parse_java`: Unicode escapes decoded first,
+literals and comments made plain by :mod:`.javasource`).
 
 Test sources are every ``src/test/java`` directory in the tree (one per Maven module; ``target/``
 and hidden directories skipped). Classes are walked through nested, enum, record and interface

@@ -52,102 +52,25 @@ def _join_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _is_ident_start(c: str) -> bool:
-    return c.isalpha() or c in "_$" or (ord(c) > 127 and c.isidentifier())
-
-
-def _is_ident_part(c: str) -> bool:
-    return c.isalnum() or c in "_$" or (ord(c) > 127 and ("a" + c).isidentifier())
-
-
-def _skip_quoted(text: str, i: int, quote: str) -> int:
-    """Index after the string/char literal starting at ``text[i] == quote`` (or at the line end
-    for an unterminated one)."""
-    n = len(text)
-    i += 1
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == quote:
-            return i + 1
-        if c in "\r\n":
-            return i
-        i += 1
-    return n
-
-
-def _skip_text_block(text: str, i: int) -> int:
-    """Index after the text block opening at ``text[i:i+3] == '\"\"\"'``."""
-    n = len(text)
-    i += 3
-    while i < n:
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith('"""', i):
-            return i + 3
-        i += 1
-    return n
-
-
-def _skip_number(text: str, i: int) -> int:
-    """Index after the numeric literal starting at ``i`` (a digit, or ``.`` then a digit):
-    digits, letters, underscores, dots, and a sign right after an exponent letter (``e``/``p``
-    in decimal/hex form)."""
-    n = len(text)
-    hexa = text.startswith(("0x", "0X"), i)
-    j = i
-    while j < n:
-        c = text[j]
-        if c.isalnum() or c in "_.":
-            j += 1
-            if c in ("pP" if hexa else "eE") and j < n and text[j] in "+-":
-                j += 1
-            continue
-        break
-    return j
+#: One token :func:`javac_view` rewrites: a comment or a literal (a number only where no
+#: identifier character precedes it, so that ``a1`` holds none); the rest is kept as it is.
+_TOKEN = re.compile(
+    r"""
+    (?P<line>//[^\r\n]*)
+  | (?P<block>/\*.*?(?:\*/|\Z))
+  | (?P<text>\"\"\"(?:\\.|[^\\])*?(?:\"\"\"|\Z))
+  | (?P<str>"(?:\\.|[^"\\\r\n])*"?)
+  | (?P<chr>'(?:\\.|[^'\\\r\n])*'?)
+  | (?<![\w$])(?P<num>(?:0[xX][0-9a-fA-F_.]*(?:[pP][+-]?[0-9_]*)?|0[bB][01_]*
+          |(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][+-]?[0-9_]*)?)\w*)
+    """,
+    re.S | re.X,
+)
+_REPLACEMENT = {"line": " ", "block": " ", "text": '""', "str": '""', "chr": "'c'", "num": "0"}
 
 
 def javac_view(source: bytes | str) -> str:
     """The compilation unit ``source`` (UTF-8 bytes or text) as described in the module doc."""
     text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
     text = decode_unicode_escapes(text)
-    out: list[str] = []
-    n, i, last = len(text), 0, 0
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] in "/*":
-            out.append(text[last:i])
-            if text[i + 1] == "/":
-                end = i + 2
-                while end < n and text[end] not in "\r\n":
-                    end += 1
-                out.append(" ")
-            else:
-                close = text.find("*/", i + 2)
-                end = n if close < 0 else close + 2
-                out.append(" ")
-            i = last = end
-        elif c == '"':
-            out.append(text[last:i])
-            end = _skip_text_block(text, i) if text.startswith('"""', i) else _skip_quoted(text, i, '"')
-            out.append('""')
-            i = last = end
-        elif c == "'":
-            out.append(text[last:i])
-            i = last = _skip_quoted(text, i, "'")
-            out.append("'c'")
-        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
-            out.append(text[last:i])
-            i = last = _skip_number(text, i)
-            out.append("0")
-        elif _is_ident_start(c):
-            i += 1
-            while i < n and _is_ident_part(text[i]):
-                i += 1
-        else:
-            i += 1
-    out.append(text[last:])
-    return "".join(out)
+    return _TOKEN.sub(lambda m: _REPLACEMENT[m.lastgroup], text)

@@ -249,13 +249,17 @@ VOLATILE = {"evaluate_duration_s", "maven_duration_s", "log_tail", "eval_cache"}
 
 
 def _comparable(verdict: dict[str, Any]) -> dict[str, Any]:
-    """The verdict without what differs between two evaluations of one tree: timings, the log's
-    tail, and the evaluation's fresh build directory where Maven's errors name it."""
+    """The verdict without what differs between two fresh evaluations of one tree too: timings,
+    the log's tail, and in Maven's error lines the build directory's name, numbers (elapsed
+    times, surefire's jar and dump names, dates) and the order (javac lists files in the
+    directory's order, which differs between two copies)."""
     details = {k: v for k, v in verdict["details"].items() if k not in VOLATILE}
     text = re.sub(
         r"strands-art-build-[A-Za-z0-9_]+", "strands-art-build-X", json.dumps(details, sort_keys=True)
     )
-    return {**verdict, "details": json.loads(text)}
+    details = json.loads(text)
+    details["maven_errors"] = sorted(re.sub(r"\d+", "N", line) for line in details.get("maven_errors", []))
+    return {**verdict, "details": details}
 
 
 def _fresh_cached_hit(repo: Path, task_dir: Path, tmp_path: Path) -> tuple[dict, dict, dict]:

@@ -62,6 +62,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
     p.add_argument("--json", help="also write the numbers here")
+    p.add_argument(
+        "--from-raw", action="store_true",
+        help="run nothing: summarize --run-dir from what a run of this bench saved beside it (RUN_DIR.raw.json)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     if args.phase == "eval" and not args.eval_tasks:
         p.error("--phase eval needs --eval-tasks")
@@ -175,6 +179,9 @@ def rollout_split(records: list[dict[str, Any]], server: dict[str, float]) -> di
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     run_dir = Path(args.run_dir)
+    raw_path = run_dir.with_name(run_dir.name + ".raw.json")
+    if args.from_raw:
+        return summarize(args, run_dir, json.loads(raw_path.read_text()))
     if run_dir.exists():
         print(f"update_profile.py: {run_dir} exists: give a new --run-dir", file=sys.stderr)
         return 2
@@ -195,8 +202,16 @@ def main(argv: list[str] | None = None) -> int:
     rc = proc.wait()
     wall = time.monotonic() - t0
     watch.join(timeout=10)
-    load1 = os.getloadavg()
-    server = {k: watch.last.get(k, 0.0) - (watch.first or {}).get(k, 0.0) for k in METRICS}
+    raw = {"cmd": cmd, "rc": rc, "wall": wall, "load0": load0, "load1": os.getloadavg(), "first": watch.first or {},
+           "last": watch.last, "train_to_exit_s": wall - (watch.arrived["train"] - t0) if "train" in watch.arrived else None}  # fmt: skip
+    raw_path.write_text(json.dumps(raw, indent=2))  # what the summary needs: it can be redone with --from-raw
+    return summarize(args, run_dir, raw)
+
+
+def summarize(args: argparse.Namespace, run_dir: Path, raw: dict[str, Any]) -> int:
+    """Print (and with --json write) the profile of ``run_dir`` from the run's records and ``raw``."""
+    cmd, rc, wall, load0, load1 = raw["cmd"], raw["rc"], raw["wall"], tuple(raw["load0"]), tuple(raw["load1"])
+    server = {k: raw["last"].get(k, 0.0) - raw["first"].get(k, 0.0) for k in METRICS}
     metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     results = [
         json.loads(x) for x in (run_dir / "env" / "rollouts" / "results.jsonl").read_text().splitlines()
@@ -214,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         tr = next(r for r in metrics if r["kind"] == "train")
         recs = [r for r in results if not r["rollout_id"].startswith("eval-")]
-        ckpt = t0 + wall - watch.arrived.get("train", t0 + wall)
+        ckpt = raw["train_to_exit_s"] or 0.0
         train = {k: tr.get(k, 0.0) for k in ("train_s", "fwd_bwd_s", "optimizer_s", "sync_s")}
         train["other"] = train["train_s"] - train["fwd_bwd_s"] - train["optimizer_s"] - train["sync_s"]
         out.update(rollout_phase_s=tr["rollout_s"], train=train, checkpoint_and_exit_s=ckpt, rollouts=len(recs),

@@ -25,8 +25,8 @@ class MessageError(ValueError):
 
 
 def parse_arguments(index: int, name: str, args: Any) -> dict[str, Any]:
-    """Tool-call ``args`` as a dict: ``None`` and ``""`` are ``{}``, a dict is itself, a string
-    is decoded as JSON.
+    """Tool-call ``args`` as a dict: ``None``, ``""`` and whitespace-only text (``"  "``, as
+    Continue sends it) are ``{}``, a dict is itself, any other string is decoded as JSON.
 
     Args:
         index: the message's position, for the error.
@@ -36,7 +36,7 @@ def parse_arguments(index: int, name: str, args: Any) -> dict[str, Any]:
     Raises:
         MessageError: not valid JSON, JSON that is not an object, or another type.
     """
-    if args is None or args == "":
+    if args is None or (isinstance(args, str) and not args.strip()):
         return {}
     if isinstance(args, dict):
         return args

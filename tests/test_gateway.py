@@ -187,7 +187,8 @@ async def test_a_failed_delivery_records_nothing_and_the_next_turn_extends_the_s
 
     r0, r1, _ = await tool_loop(gw, sid, deliver=ok)
     traj = gw.close_session(sid)
-    assert delivered == ["call_r_0_0", "call_r_0_0"]  # the retry is turn 0 again, same call id
+    first = gw.renderer.family.call_id("r", 0, 0)
+    assert delivered == [first, first]  # the retry is turn 0 again, same call id
     assert backend.prompts[0] == backend.prompts[1] == traj.turns[0].prompt_ids
     assert len(traj.turns) == 2 and len(traj.rows) == 1 and r1.text == "It is 3."
 

@@ -268,9 +268,9 @@ class Watched(ScriptedBackend):
 
     cancelled = 0
 
-    async def sample(self, prompt_ids, params):
+    async def sample(self, prompt_ids, params, **kw):
         try:
-            return await super().sample(prompt_ids, params)
+            return await super().sample(prompt_ids, params, **kw)
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
@@ -283,9 +283,14 @@ async def test_client_disconnect_cancels_sampling_and_records_nothing(qwen3, str
     gw.open_session("r")
     async with running_front(gw) as base:
         client = sdk(base, "r")
-        request = client.chat.completions.create(model="m", messages=FIRST, tools=TOOLS, stream=stream)
+        async def wait():
+            answer = await client.chat.completions.create(model="m", messages=FIRST, tools=TOOLS, stream=stream)
+            if stream:  # the headers and a first event come at once; the turn does not
+                async for _ in answer:
+                    pass
+
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(request, timeout=0.5)  # the client gives up and closes
+            await asyncio.wait_for(wait(), timeout=0.5)  # the client gives up and closes
         await client.close()
         for _ in range(100):
             if backend.cancelled:

@@ -6,6 +6,20 @@ from dataclasses import dataclass
 from typing import Any
 
 
+class FieldError(ValueError):
+    """A request field a front's conversion cannot take (each front answers it in its own error
+    shape, a 400 naming :attr:`field`).
+
+    Attributes:
+        field: the field at fault, as the protocol spells paths (``messages.2.content.0``,
+            ``input[3]``, ``tools``).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class Known:
     """One message of the session's last recorded request, as the conversion path left it.

@@ -43,6 +43,13 @@ class SessionConversion:
         self.history = CanonicalHistory(gateway, rollout_id)
         self.known = RequestKnown()
         self.strands_known = StrandsKnown()
+        self.responses: dict[str, list[dict[str, Any]]] = {}
+
+    def keep_response(self, response_id: str, conversation: list[dict[str, Any]]) -> None:
+        """Keep the conversation a Responses API response ended (its messages without the
+        instructions, then the produced assistant message), for a later ``previous_response_id``
+        of the same rollout (dropped with the session)."""
+        self.responses[response_id] = conversation
 
     def canonical(self, incoming: list[Incoming]) -> list[dict[str, Any]]:
         """The OpenAI-format messages for the gateway, one per incoming message, in order.

@@ -23,7 +23,8 @@ import copy
 import json
 from typing import Any
 
-from strands_art.conversion.incoming import Incoming, Known
+from strands_art.conversion.incoming import FieldError, Incoming, Known
+from strands_art.conversion.tools import check_tool_names
 
 FORCING_TOOL_CHOICES = ("any", "tool")  # Strands ToolChoice keys that force a tool call
 
@@ -52,6 +53,10 @@ def tool_specs_to_openai(tool_specs: list[dict[str, Any]] | None) -> list[dict[s
                 },
             }
         )
+    try:
+        check_tool_names(out)
+    except FieldError as exc:
+        raise StrandsFormatError(str(exc)) from None
     return out
 
 

@@ -106,11 +106,14 @@ class ModelFamily:
         return None
 
     def call_id(self, rollout_id: str, turn: int, k: int, sampled: str = "") -> str:
-        """The id of call ``k`` of turn ``turn`` (unique within the rollout).
+        """The id of call ``k`` of turn ``turn``: ``call_<10 hex of SHA-256(rollout id)>_<turn>_<k>``,
+        unique within the rollout, different between rollouts (ids that share a prefix, such as
+        ``rollout-1`` and ``rollout-2``, included) and the same on every replay.
 
         ``sampled`` is the id the model wrote, when its format has one.
         """
-        return f"call_{rollout_id[:8]}_{turn}_{k}"
+        digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        return f"call_{digest}_{turn}_{k}"
 
     def __repr__(self) -> str:
         return f"<ModelFamily {self.name}>"

@@ -32,40 +32,21 @@ from typing import Any, TypedDict
 
 from aiohttp import web
 
-from strands_art.backends.base import BackendError, BackendTimeout, BackendUnavailable
-from strands_art.conversion.openai import forces_tool_choice, openai_request
-from strands_art.conversion.session import SessionConversion
-from strands_art.gateway import (
-    ContextBudgetExceeded,
-    GatewayError,
-    GenerateResult,
-    RolloutGateway,
-    SamplingOverrideRejected,
-    SessionClosed,
-    UnknownSession,
-)
-from strands_art.history.divergence import HistoryDivergence
-from strands_art.history.normalize import MessageError
-from strands_art.render import TemplateError
+from strands_art.conversion.openai import openai_request
+from strands_art.gateway import RolloutGateway
+from strands_art.serve import anthropic_wire
 from strands_art.serve.defaults import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.serve.errors import RequestError
+from strands_art.serve.failures import error_for
+from strands_art.serve.fronts import messages, responses
+from strands_art.serve.handling import CONFIG, REGISTRY, converse, known_of, read_body
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
-from strands_art.serve.wire import (
-    check_unicode,
-    completion,
-    completion_chunks,
-    completion_id,
-    models_list,
-    parse_chat_request,
-    sse,
-    token_logprobs,
-)
+from strands_art.serve.wire import ChatWriter, check_unicode, models_list, parse_chat_request
 from strands_art.validation import is_real
 
-logger = logging.getLogger(__name__)
+__all__ = ["CONFIG", "REGISTRY", "ServeConfig", "converse", "create_app", "error_for", "start"]
 
-REGISTRY: web.AppKey[SessionRegistry] = web.AppKey("sessions", SessionRegistry)
-CONFIG: web.AppKey[dict] = web.AppKey("config", dict)
+logger = logging.getLogger(__name__)
 
 
 class ServeConfig(TypedDict, total=False):
@@ -97,57 +78,6 @@ class ServeConfig(TypedDict, total=False):
 DEFAULT_HEADER_TIMEOUT = 30.0
 
 
-def error_for(exc: BaseException) -> RequestError | None:
-    """The HTTP error for an exception of the gateway or its layers (None: not ours, a 500).
-
-    ContextBudgetExceeded → 400 ``context_length_exceeded`` with OpenAI's message (what OpenAI
-    sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
-    ``rate_limit_exceeded``; BackendUnavailable (HTTP 429/502/503/504 upstream, refused
-    connection) → 503 ``backend_unavailable`` (both with ``Retry-After``, retryable, as the
-    Strands provider's ModelThrottledException); any other BackendError (an upstream 4xx, a
-    malformed or impossible answer) → 502 ``backend_error`` (no ``Retry-After``; the provider
-    raises it as is); the backend's own context overflow arrives as ContextBudgetExceeded; MessageError / TemplateError /
-    SamplingOverrideRejected → 400; HistoryDivergence → 409 ``history_diverged``; SessionClosed
-    (closed while the turn ran) → 409 ``session_closed``; UnknownSession → 404; other
-    GatewayError → 500 with its message.
-    """
-    if isinstance(exc, RequestError):
-        return exc
-    if isinstance(exc, ContextBudgetExceeded):
-        # OpenAI's own wording: clients that match on the text (LiteLLM) recognize it too
-        message = (
-            f"This model's maximum context length is {exc.max_context_tokens} tokens. However, your "
-            f"messages resulted in {exc.prompt_tokens} tokens, which leaves no room to generate. "
-            "Please reduce the length of the messages."
-        )
-        return RequestError(400, message, code="context_length_exceeded", param="messages")
-    if isinstance(exc, BackendTimeout):
-        return RequestError(
-            429, f"sampling backend timed out: {exc}", type="rate_limit_error", code="rate_limit_exceeded"
-        )
-    if isinstance(exc, BackendUnavailable):
-        return RequestError(
-            503, f"sampling backend failed: {exc}", type="server_error", code="backend_unavailable"
-        )
-    if isinstance(exc, BackendError):
-        return RequestError(502, f"sampling backend failed: {exc}", type="server_error", code="backend_error")
-    if isinstance(exc, MessageError):
-        return RequestError(400, str(exc), code="invalid_message", param=f"messages[{exc.index}]")
-    if isinstance(exc, TemplateError):
-        return RequestError(400, str(exc), code="template_error", param="messages")
-    if isinstance(exc, SamplingOverrideRejected):
-        return RequestError(400, str(exc), code="sampling_override_rejected")
-    if isinstance(exc, HistoryDivergence):
-        return RequestError(409, str(exc), code="history_diverged", param="messages")
-    if isinstance(exc, SessionClosed):
-        return RequestError(409, str(exc), code="session_closed")
-    if isinstance(exc, UnknownSession):
-        return RequestError(404, str(exc.args[0] if exc.args else exc), code="session_not_found")
-    if isinstance(exc, GatewayError):
-        return RequestError(500, str(exc), type="server_error", code="gateway_error")
-    return None
-
-
 def _dumps(data: Any) -> str:
     """JSON text; escaped to ASCII when it holds a lone surrogate (not encodable as UTF-8)."""
     text = json.dumps(data, ensure_ascii=False)
@@ -162,6 +92,14 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=_dumps)
 
 
+def _error_body(request: web.Request, err: RequestError, exc: BaseException) -> dict[str, Any]:
+    """The error in the shape of the request's protocol: Anthropic's on ``/v1/messages``,
+    OpenAI's elsewhere (Chat Completions and the Responses API share it)."""
+    if request.path.endswith("/v1/messages"):
+        return anthropic_wire.error_body(err, exc)
+    return err.body()
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
@@ -171,9 +109,8 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
             raise
         kind = "invalid_request_error" if exc.status < 500 else "server_error"
         code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status)
-        return _json(
-            RequestError(exc.status, exc.text or exc.reason, type=kind, code=code).body(), exc.status
-        )
+        err = RequestError(exc.status, exc.text or exc.reason, type=kind, code=code)
+        return _json(_error_body(request, err, exc), exc.status)
     except ConnectionResetError:
         raise  # the client is gone: there is no one to answer
     except Exception as exc:
@@ -182,7 +119,7 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
             logger.exception("unexpected error serving %s %s", request.method, request.path)
             err = RequestError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")
         headers = {"Retry-After": "1"} if err.status in (429, 503) else None
-        resp = _json(err.body(), err.status)
+        resp = _json(_error_body(request, err, exc), err.status)
         if headers:
             resp.headers.update(headers)
         return resp
@@ -192,98 +129,43 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
 async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     key = request.app[CONFIG].get("api_key")
     if key and request.path != "/health":
+        # a bearer token (OpenAI's SDK, Anthropic's with auth_token) or x-api-key (Anthropic's SDK)
         given = request.headers.get("Authorization", "")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            token.strip().encode("utf-8", "surrogateescape"), key.encode()
-        ):
+        if scheme.lower() != "bearer":
+            token = request.headers.get("x-api-key", "")
+        if not hmac.compare_digest(token.strip().encode("utf-8", "surrogateescape"), key.encode()):
             raise RequestError(
                 401, "missing or wrong bearer token", type="authentication_error", code="invalid_api_key"
             )
     return await handler(request)
 
 
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()  # 413 above client_max_size
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(400, f"the request body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise RequestError(400, "the request body is nested too deeply to be read as JSON") from None
-
-
-def _logprobs(gateway: RolloutGateway, result: GenerateResult) -> dict[str, Any]:
-    turn = result.turn
-    return token_logprobs([gateway.renderer.decode([t]) for t in turn.output_ids], turn.logprobs)
-
-
-def _record_ignored(conversion: SessionConversion, req: Any, turn: int) -> None:
-    """Events for the request fields the front did not apply (:mod:`strands_art.serve.fields`)."""
-    if forces_tool_choice(req.tool_choice):
-        conversion.tool_choice_ignored(req.tool_choice, turn=turn)
-    for name, reason in req.ignored:
-        conversion.field_ignored(name, reason, turn=turn)
-
-
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     registry, config = request.app[REGISTRY], request.app[CONFIG]
     gateway = registry.gateway
-    req = parse_chat_request(await _body(request), getattr(gateway.renderer.family, "reasoning_effort", None))
+    req = parse_chat_request(
+        await read_body(request), getattr(gateway.renderer.family, "reasoning_effort", None)
+    )
     path_id, header_id = request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER)
     # the conversion path (strands_art.conversion): checked before anything is opened or
     # recorded, reusing what the session's last recorded request already converted
-    incoming = openai_request(req.messages, _known(registry, path_id or header_id or req.user))
+    incoming = openai_request(req.messages, known_of(registry, path_id or header_id or req.user))
     rollout_id = registry.resolve(path_id, header_id, req.user)
-    conversion = registry.conversion(rollout_id)
-    messages = conversion.canonical(incoming)
-    model = req.model or config["model_name"]
-    cid = completion_id()
-    response: web.StreamResponse
-    if req.stream:
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
-
-        async def deliver(result: GenerateResult) -> None:
-            await response.prepare(request)
-            lps = _logprobs(gateway, result) if req.logprobs else None
-            for chunk in completion_chunks(result, model, cid, req.include_usage, lps):
-                await response.write(sse(chunk))
-            await response.write(sse("[DONE]"))
-            await response.write_eof()
-
-    else:
-        response = web.Response(content_type="application/json")
-
-        async def deliver(result: GenerateResult) -> None:
-            lps = _logprobs(gateway, result) if req.logprobs else None
-            response.body = json.dumps(completion(result, model, cid, lps), ensure_ascii=False).encode()
-            await response.prepare(request)
-            await response.write_eof()
-
-    try:
-        result = await gateway.generate(
-            rollout_id, messages, req.tools, req.overrides or None, deliver=deliver
-        )
-    except ConnectionResetError:  # the client left while the response was written: nothing recorded
-        logger.info("client of rollout %s disconnected; the turn was not recorded", rollout_id)
-        if response.prepared:
-            return response
-        raise
-    if not gateway.is_open(rollout_id):  # closed while the response was written
-        return response
-    conversion.remember(result.assistant_message, incoming, messages)
-    _record_ignored(conversion, req, result.turn.index)
+    writer = ChatWriter(req.model or config["model_name"], req.include_usage)
+    response, _ = await converse(
+        request,
+        rollout_id,
+        incoming,
+        req.tools,
+        req.overrides,
+        writer,
+        stream=req.stream,
+        logprobs=req.logprobs,
+        tool_choice=req.tool_choice,
+        ignored=req.ignored,
+    )
     return response
-
-
-def _known(registry: SessionRegistry, rollout_id: Any) -> Any:
-    """The last recorded request of the session a request names, when it is open (else None)."""
-    conversion = registry.peek(rollout_id)
-    return conversion.known if conversion is not None else None
 
 
 async def models(request: web.Request) -> web.Response:
@@ -291,7 +173,7 @@ async def models(request: web.Request) -> web.Response:
 
 
 async def open_session(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await read_body(request)
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
     unknown = sorted(set(body) - {"rollout_id", "group_id", "sampling"})
@@ -308,7 +190,7 @@ async def open_session(request: web.Request) -> web.Response:
 
 
 async def set_sampling(request: web.Request) -> web.Response:
-    sampling = sampling_from_json(await _body(request), request.app[REGISTRY].gateway.config["sampling"])
+    sampling = sampling_from_json(await read_body(request), request.app[REGISTRY].gateway.config["sampling"])
     request.app[REGISTRY].set_sampling(request.match_info["rollout_id"], sampling)
     return _json(sampling.to_dict())
 
@@ -318,7 +200,7 @@ async def trajectory(request: web.Request) -> web.Response:
 
 
 async def close_session(request: web.Request) -> web.Response:
-    body = await _body(request)
+    body = await read_body(request)
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
     unknown = sorted(set(body) - {"reward"})
@@ -330,9 +212,10 @@ async def close_session(request: web.Request) -> web.Response:
     rollout_id = request.match_info["rollout_id"]
     check_id(rollout_id)
     registry, store = request.app[REGISTRY], request.app[CONFIG].get("store")
+    trajectory = registry.trajectory(rollout_id)  # 404 never opened, 409 already closed
     if store is not None:  # a trajectory the store cannot write is refused while the session is open
         try:
-            store.encode(registry.trajectory(rollout_id))
+            store.encode(trajectory)
         except ValueError as exc:
             raise RequestError(
                 500, f"the rollout stays open: the store cannot write it: {exc}", type="server_error"
@@ -367,6 +250,8 @@ def create_app(gateway: RolloutGateway, **config: Any) -> web.Application:
     )
     for prefix in ("", "/rollouts/{rollout_id}"):
         app.router.add_post(prefix + "/v1/chat/completions", chat_completions)
+        app.router.add_post(prefix + "/v1/messages", messages)
+        app.router.add_post(prefix + "/v1/responses", responses)
         app.router.add_get(prefix + "/v1/models", models)
     app.router.add_post("/sessions", open_session)
     app.router.add_put("/sessions/{rollout_id}/sampling", set_sampling)

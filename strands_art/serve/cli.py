@@ -93,7 +93,11 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         help="seconds a connection may take to send a request's headers (from connect or its "
         "previous response); slower or idle connections are closed (default 30)",
     )
-    g.add_argument("--served-model-name", default=None, help="name listed by /v1/models (default: --model)")
+    g.add_argument(
+        "--served-model-name",
+        default=None,
+        help="name listed by /v1/models (default: --model; scripted: scripted:TOKENIZER)",
+    )
     g.add_argument("--store", default=None, help="append closed rollouts to this trajectory store directory")
 
     g = p.add_argument_group("model")
@@ -240,7 +244,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None, sock: socket.soc
         store = TrajectoryStore(args.store)
     app = create_app(
         gateway,
-        model_name=args.served_model_name or args.model,
+        model_name=served_name(args),
         api_key=api_key,
         auto_open=args.auto_open,
         max_body_bytes=args.max_body_bytes,
@@ -260,6 +264,18 @@ async def _serve(args: argparse.Namespace, api_key: str | None, sock: socket.soc
     finally:
         await runner.cleanup()
         await backend.aclose()
+
+
+def served_name(args: argparse.Namespace) -> str:
+    """The name ``GET /v1/models`` lists: ``--served-model-name``, else the model actually
+    served: ``--model`` (an alias, a directory, a vLLM model), or for the scripted backend
+    ``scripted:<tokenizer>`` (replies from ``--script``, no model; ``--model`` is only its
+    tokenizer's fallback)."""
+    if args.served_model_name:
+        return args.served_model_name
+    if args.backend == "scripted":
+        return f"scripted:{args.tokenizer or args.model}"
+    return args.model
 
 
 def validate_serve_args(args: argparse.Namespace) -> None:

@@ -93,11 +93,11 @@ class FieldPlan:
     logprobs: bool = False
 
 
-def _refuse(name: str, why: str) -> RequestError:
+def refuse(name: str, why: str) -> RequestError:
     return RequestError(400, f"'{name}' is not supported: {why}", param=name, code="unsupported_field")
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True)[:200]
 
 
@@ -111,24 +111,36 @@ def classify(body: dict[str, Any], reasoning_effort: str | None = None) -> Field
     Raises:
         RequestError: 400 naming the first refused field or a field of the wrong type.
     """
+    plan = table_plan(body, FIELDS, EXTRA_FIELDS)
+    _conditional(body, plan, reasoning_effort)
+    return plan
+
+
+def table_plan(body: dict[str, Any], table: dict[str, str], extra: dict[str, str]) -> FieldPlan:
+    """The plan of a request ``body`` under a protocol's field ``table`` (field -> policy text
+    starting with ``honoured``, ``sampling``, ``ignored`` or ``refused``; ``extra``: fields
+    outside the SDK's request type that the front knows): sampling fields become overrides,
+    ignored and unknown fields are listed, the first refused one raises. Values that are
+    honoured for some values only are left to the protocol's own checks.
+
+    Raises:
+        RequestError: 400 (``unsupported_field``) naming the first refused field.
+    """
     plan = FieldPlan()
     for name, value in body.items():
         if value is None:
             continue
-        policy = FIELDS.get(name) or EXTRA_FIELDS.get(name)
+        policy = table.get(name) or extra.get(name)
         if policy == SAMPLING:
             plan.overrides[name] = value
         elif policy is None:
-            plan.ignored.append(
-                (name, f"{name}={_shown(value)} is not a field this front knows; not applied")
-            )
+            plan.ignored.append((name, f"{name}={shown(value)} is not a field this front knows; not applied"))
         elif policy.startswith("refused"):
             if name == "function_call" and value in ("auto",):
                 continue  # the default: nothing to refuse
-            raise _refuse(name, policy.split(": ", 1)[1])
+            raise refuse(name, policy.split(": ", 1)[1])
         elif policy.startswith("ignored"):
-            plan.ignored.append((name, f"{name}={_shown(value)} is not applied"))
-    _conditional(body, plan, reasoning_effort)
+            plan.ignored.append((name, f"{name}={shown(value)} is not applied"))
     return plan
 
 
@@ -136,7 +148,7 @@ def _conditional(body: dict[str, Any], plan: FieldPlan, reasoning_effort: str | 
     plan.logprobs = bool(typed_field(body, "logprobs", bool, "true or false"))
     top = typed_field(body, "top_logprobs", int, "an integer")
     if top:
-        raise _refuse(
+        raise refuse(
             "top_logprobs",
             f"top_logprobs={top}: the backends record only the sampled token's logprob (send 0 or omit it)",
         )
@@ -151,11 +163,11 @@ def _conditional(body: dict[str, Any], plan: FieldPlan, reasoning_effort: str | 
     fmt = body.get("response_format")
     if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
         plan.ignored.append(
-            ("response_format", f"response_format={_shown(fmt)} is not enforced: sampling is unconstrained")
+            ("response_format", f"response_format={shown(fmt)} is not enforced: sampling is unconstrained")
         )
     modalities = body.get("modalities")
     if modalities is not None and (not isinstance(modalities, list) or any(m != "text" for m in modalities)):
-        raise _refuse("modalities", f"modalities={_shown(modalities)}: text output only")
+        raise refuse("modalities", f"modalities={shown(modalities)}: text output only")
     effort = typed_field(body, "reasoning_effort", str, "a string")
     if effort is not None and effort != reasoning_effort:
         rendered = (

@@ -121,10 +121,12 @@ def check_unicode(name: str, value: Any) -> None:
 
 def check_tools(tools: Any) -> None:
     """A 400 :class:`RequestError` (``param="tools"``) unless ``tools`` is a list of OpenAI
-    function tools, each with a non-empty name and a JSON-Schema object (or no) ``parameters``."""
+    function tools, each with a non-empty name of its own (a duplicate is
+    ``duplicate_tool_name``) and a JSON-Schema object (or no) ``parameters``."""
     if not isinstance(tools, list):
         raise RequestError(400, "'tools' must be a list", param="tools")
     check_unicode("tools", tools)
+    names: set[str] = set()
     for k, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, dict) else None
         if (
@@ -137,6 +139,14 @@ def check_tools(tools: Any) -> None:
             )
         if not isinstance(fn.get("name"), str) or not fn["name"]:
             raise RequestError(400, f"tools[{k}].function needs a name", param="tools")
+        if fn["name"] in names:  # a call to it could not be attributed to one of them
+            raise RequestError(
+                400,
+                f"tools[{k}]: two tools are named {fn['name']!r}: tool names must be unique",
+                param="tools",
+                code="duplicate_tool_name",
+            )
+        names.add(fn["name"])
         params = fn.get("parameters")
         if params is not None and not isinstance(params, dict):
             raise RequestError(
@@ -181,15 +191,10 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def token_logprobs(tokens: list[str], logprobs: list[float]) -> dict[str, Any]:
-    """OpenAI's ``logprobs`` object for sampled tokens (their text) and their recorded logprobs."""
-    return {
-        "content": [
-            {"token": t, "logprob": lp, "bytes": list(t.encode("utf-8", "replace")), "top_logprobs": []}
-            for t, lp in zip(tokens, logprobs, strict=True)
-        ],
-        "refusal": None,
-    }
+def token_logprobs(entries: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """OpenAI's ``logprobs`` object for a turn's token entries
+    (:func:`~strands_art.serve.turn.turn_logprobs`), or None."""
+    return None if entries is None else {"content": entries, "refusal": None}
 
 
 def completion(
@@ -219,9 +224,11 @@ def completion_chunks(
     cid: str,
     include_usage: bool,
     logprobs: dict[str, Any] | None = None,
+    streamed: str = "",
 ) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one turn, in order (see the module docstring);
-    ``logprobs`` (:func:`token_logprobs`) rides on the ``finish_reason`` chunk."""
+    ``logprobs`` (:func:`token_logprobs`) rides on the ``finish_reason`` chunk. ``streamed``:
+    answer text already sent in content deltas while the turn was sampled (left out here)."""
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None, lps: Any = None) -> dict[str, Any]:
@@ -237,8 +244,10 @@ def completion_chunks(
     chunks = [chunk({"role": "assistant", "content": ""})]
     if message.get("reasoning_content"):
         chunks.append(chunk({"reasoning_content": message["reasoning_content"]}))
-    if message["content"]:
-        chunks.append(chunk({"content": message["content"]}))
+    content = message["content"] or ""
+    rest = content[len(streamed) :] if streamed and content.startswith(streamed) else content
+    if rest:
+        chunks.append(chunk({"content": rest}))
     for k, call in enumerate(message.get("tool_calls", [])):
         chunks.append(chunk({"tool_calls": [{"index": k, **call}]}))
     chunks.append(chunk({}, result.finish_reason, logprobs))
@@ -259,3 +268,41 @@ def models_list(model: str) -> dict[str, Any]:
         "object": "list",
         "data": [{"id": model, "object": "model", "created": 0, "owned_by": "strands-art"}],
     }
+
+
+class ChatWriter:
+    """The Chat Completions :class:`~strands_art.serve.turn.Writer`: a ``chat.completion`` body,
+    or ``chat.completion.chunk`` events ending with ``data: [DONE]``; an error after the
+    headers is ``data: {"error": {...}}`` (what the OpenAI SDK raises as ``APIError``)."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.model, self.include_usage, self.cid = model, include_usage, completion_id()
+
+    def start(self) -> list[bytes]:
+        return [sse(self._chunk({"role": "assistant", "content": ""}))]
+
+    def text(self, delta: str) -> list[bytes]:
+        return [sse(self._chunk({"content": delta}))]
+
+    def finish(
+        self, result: GenerateResult, streamed: str, logprobs: list[dict[str, Any]] | None
+    ) -> list[bytes]:
+        chunks = completion_chunks(
+            result, self.model, self.cid, self.include_usage, token_logprobs(logprobs), streamed
+        )
+        return [sse(c) for c in chunks[1:]] + [sse("[DONE]")]  # the role chunk went with start()
+
+    def failed(self, err: RequestError, exc: BaseException) -> list[bytes]:
+        return [sse(err.body()), sse("[DONE]")]
+
+    def body(self, result: GenerateResult, logprobs: list[dict[str, Any]] | None) -> dict[str, Any]:
+        return completion(result, self.model, self.cid, token_logprobs(logprobs))
+
+    def _chunk(self, delta: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}],
+        }

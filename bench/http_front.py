@@ -1,12 +1,15 @@
-"""Turns per second through the HTTP front vs in-process, side by side in one run.
+"""Turns per second through the HTTP front vs in-process, side by side in one run, per protocol.
 
 Many concurrent sessions (default 200) each run a tool loop of N turns (default 10) on the
-scripted backend with the real Qwen3 tokenizer and chat template, twice per round:
+scripted backend with the real Qwen3 tokenizer and chat template, once in-process and once per
+protocol per round:
 
 - **in-process**: ``RolloutGateway.generate()`` called directly (what ``ARTModel`` does);
-- **http**: the OpenAI SDK (``AsyncOpenAI``) against ``strands-art``'s aiohttp front on
-  127.0.0.1, in the same process and event loop (one core does client, server and gateway
-  work, like the in-process run), sessions opened and closed over HTTP.
+- **chat** / **anthropic** / **responses**: the same conversation as Chat Completions, Anthropic
+  Messages or the Responses API against ``strands-art``'s aiohttp front on 127.0.0.1 (an
+  aiohttp client by default, or the OpenAI SDK for chat), in the same process and event loop
+  (one core does client, server and gateway work, like the in-process run), sessions opened
+  and closed over HTTP.
 
 Every HTTP trajectory is checked against the in-process one of the same session (same prompt IDs,
 same rows) and against the row invariants (loss mask 1 exactly on sampled tokens, logprobs on
@@ -14,10 +17,12 @@ them, every turn's prompt a prefix of its row); violations are counted. After ea
 every session closed, the live Row/Turn/Trajectory objects are counted (must be 0) and the
 process RSS is printed (must stay flat): bounded memory.
 
-    python bench/http_front.py [--sessions 200] [--turns 10] [--rounds 3]
+    python bench/http_front.py [--sessions 200] [--turns 10] [--rounds 3] [--protocols chat,anthropic,responses]
 
 Ends with ``RESULT http_vs_inprocess=R http_turns_per_s=X inprocess_turns_per_s=Y violations=V
-live_rows_after=L rss_growth_mb=M``; ``http_vs_inprocess`` is HTTP turns/s over in-process turns/s (1.0 = no cost).
+live_rows_after=L rss_growth_mb=M`` (chat) and ``<protocol>_turns_per_s=X
+<protocol>_vs_inprocess=R`` for the others; ``..._vs_inprocess`` is HTTP turns/s over
+in-process turns/s (1.0 = no cost).
 """
 
 from __future__ import annotations
@@ -82,11 +87,58 @@ async def in_process(gw: RolloutGateway, sessions: int, turns: int) -> tuple[flo
     return elapsed, {f"s{k}": gw.close_session(f"s{k}").to_dict() for k in range(sessions)}
 
 
+ANTHROPIC_TOOL = {
+    "name": SHELL_TOOL["function"]["name"],
+    "description": SHELL_TOOL["function"]["description"],
+    "input_schema": SHELL_TOOL["function"]["parameters"],
+}
+RESPONSES_TOOL = {"type": "function", **SHELL_TOOL["function"]}
+
+
+class Conversation:
+    """One session's history in one protocol's wire format: the request of its next turn and
+    what the harness appends after it (the answer, then the tool result)."""
+
+    def __init__(self, protocol: str, k: int) -> None:
+        self.protocol, self.k = protocol, k
+        first = first_messages(k)
+        self.items: list[Any] = first if protocol == "chat" else [first[1]]
+
+    def request(self) -> tuple[str, dict[str, Any]]:
+        if self.protocol == "anthropic":
+            body = {"model": "policy", "max_tokens": 1024, "system": SYSTEM, "messages": self.items}
+            return "/v1/messages", {**body, "tools": [ANTHROPIC_TOOL]}
+        if self.protocol == "responses":
+            body = {"model": "policy", "instructions": SYSTEM, "input": self.items}
+            return "/v1/responses", {**body, "tools": [RESPONSES_TOOL]}
+        return "/v1/chat/completions", {"model": "policy", "messages": self.items, "tools": [SHELL_TOOL]}
+
+    def add(self, answer: dict[str, Any], turn: int) -> None:
+        result = tool_result(self.k, turn)
+        if self.protocol == "anthropic":
+            call = next(b for b in answer["content"] if b["type"] == "tool_use")
+            reply = {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": result}],
+            }
+            self.items = self.items + [{"role": "assistant", "content": answer["content"]}, reply]
+        elif self.protocol == "responses":
+            call = next(i for i in answer["output"] if i["type"] == "function_call")
+            reply = {"type": "function_call_output", "call_id": call["call_id"], "output": result}
+            self.items = self.items + answer["output"] + [reply]
+        else:
+            message = answer["choices"][0]["message"] if "choices" in answer else answer
+            call = message["tool_calls"][0]
+            reply = {"role": "tool", "tool_call_id": call["id"], "content": result}
+            self.items = self.items + [message, reply]
+
+
 async def over_http(
-    base: str, sessions: int, turns: int, tag: str, client_kind: str
+    base: str, sessions: int, turns: int, tag: str, client_kind: str, protocol: str = "chat"
 ) -> tuple[float, dict[str, Any], list[float]]:
-    """Run the sessions against the front with an aiohttp client (default: what the server costs)
-    or the OpenAI SDK (adds the SDK's own request building and response parsing)."""
+    """Run the sessions against the front in ``protocol`` with an aiohttp client (default: what
+    the server costs) or, for chat, the OpenAI SDK (adds the SDK's own request building and
+    response parsing)."""
     latencies: list[float] = []
     out: dict[str, Any] = {}
     connector = aiohttp.TCPConnector(limit=sessions + 8)
@@ -95,31 +147,30 @@ async def over_http(
         openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0, timeout=600) as sdk,
     ):
 
-        async def chat(rid: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
-            if client_kind == "openai":
+        async def ask(rid: str, conversation: Conversation) -> dict[str, Any]:
+            path, body = conversation.request()
+            if client_kind == "openai" and protocol == "chat":
                 resp = await sdk.chat.completions.create(
-                    model="policy", messages=messages, tools=[SHELL_TOOL], extra_headers={"X-Rollout-Id": rid}
+                    model="policy",
+                    messages=body["messages"],
+                    tools=[SHELL_TOOL],
+                    extra_headers={"X-Rollout-Id": rid},
                 )
                 return resp.choices[0].message.model_dump(exclude_none=True)
-            body = {"model": "policy", "messages": messages, "tools": [SHELL_TOOL]}
-            async with http.post("/v1/chat/completions", json=body, headers={"X-Rollout-Id": rid}) as r:
+            async with http.post(path, json=body, headers={"X-Rollout-Id": rid}) as r:
                 r.raise_for_status()
-                return (await r.json())["choices"][0]["message"]
+                return await r.json()
 
         async def one(k: int) -> None:
             rid = f"{tag}-s{k}"
             async with http.post("/sessions", json={"rollout_id": rid, "group_id": f"g{k % 8}"}) as r:
                 r.raise_for_status()
-            messages = first_messages(k)
+            conversation = Conversation(protocol, k)
             for t in range(turns):
                 t1 = time.perf_counter()
-                message = await chat(rid, messages)
+                answer = await ask(rid, conversation)
                 latencies.append(time.perf_counter() - t1)
-                call = message["tool_calls"][0]
-                messages = messages + [
-                    message,
-                    {"role": "tool", "tool_call_id": call["id"], "content": tool_result(k, t)},
-                ]
+                conversation.add(answer, t)
             async with http.post(f"/sessions/{rid}/close", json={"reward": 1.0}) as r:
                 r.raise_for_status()
                 out[f"s{k}"] = await r.json()
@@ -163,9 +214,16 @@ async def main() -> None:
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument(
-        "--client", choices=["aiohttp", "openai"], default="aiohttp", help="HTTP client (default aiohttp)"
+        "--client",
+        choices=["aiohttp", "openai"],
+        default="aiohttp",
+        help="HTTP client for chat (default aiohttp)",
+    )
+    ap.add_argument(
+        "--protocols", default="chat,anthropic,responses", help="comma-separated (chat, anthropic, responses)"
     )
     args = ap.parse_args()
+    protocols = [p for p in args.protocols.split(",") if p]
     tok = load_tokenizer("qwen3")
     script = lambda prompt, params, index: {"text": CALL}  # noqa: E731
     ref_gw = RolloutGateway(tok, ScriptedBackend(tok, script))
@@ -179,56 +237,77 @@ async def main() -> None:
         f"tree mode, {args.client} client; cpus={os.cpu_count()} loadavg={os.getloadavg()[0]:.2f}"
     )
     print(
-        f"{'round':>5} {'in-process t/s':>15} {'http t/s':>10} {'ratio':>6} {'http p50 ms':>12} "
+        f"{'round':>5} {'protocol':>10} {'in-process t/s':>15} {'http t/s':>10} {'ratio':>6} {'http p50 ms':>12} "
         f"{'http p99 ms':>12} {'violations':>10} {'live rows':>10} {'rss MB':>8}"
     )
     await in_process(ref_gw, 4, 2)  # warm-up: first-call imports of the SDK, the server, the template
-    await over_http(base, 4, 2, "warmup", args.client)
-    rows, bad_total, rss, live = [], 0, [], []
+    for protocol in protocols:
+        await over_http(base, 4, 2, f"warmup-{protocol}", args.client, protocol)
+    rates: dict[str, list[tuple[float, float]]] = {p: [] for p in protocols}
+    bad_total, rss, live = 0, [], []
     for rnd in range(args.rounds):
-        if rnd % 2:  # alternate which goes first
-            http_s, got, lat = await over_http(base, args.sessions, args.turns, f"round{rnd}", args.client)
-            ref_s, ref = await in_process(ref_gw, args.sessions, args.turns)
-        else:
-            ref_s, ref = await in_process(ref_gw, args.sessions, args.turns)
-            http_s, got, lat = await over_http(base, args.sessions, args.turns, f"round{rnd}", args.client)
-        bad = [
-            f"{rid}: {b}"
-            for rid in ref
-            for b in (violations(got[rid], ref[rid]) if rid in got else ["missing"])
-        ]
-        bad_total += len(bad)
-        for b in bad[:5]:
-            print("  violation:", b)
-        lat.sort()
-        p50, p99 = statistics.median(lat) * 1000, lat[int(0.99 * (len(lat) - 1))] * 1000
-        rows.append((total / ref_s, total / http_s))
-        del ref, got
-        for gw in (ref_gw, http_gw):  # the scripted backend records every prompt it got (a test double's log)
-            gw.backend.prompts.clear()
-            gw.backend.params.clear()
-        gc.collect()
-        assert len(app[REGISTRY]) == 0 and not any(
-            http_gw.is_open(f"round{rnd}-s{k}") for k in range(args.sessions)
-        )
-        live.append(sum(type(o) in (Row, Turn, Trajectory) for o in gc.get_objects()))
-        rss.append(rss_mb())
-        print(
-            f"{rnd:>5} {total / ref_s:>15.1f} {total / http_s:>10.1f} {ref_s / http_s:>6.2f} {p50:>12.1f} "
-            f"{p99:>12.1f} {len(bad):>10} {live[-1]:>10} {rss[-1]:>8.1f}"
-        )
+        order = protocols if rnd % 2 == 0 else protocols[::-1]  # alternate which goes first
+        for protocol in order:
+            tag = f"round{rnd}-{protocol}"
+            if rnd % 2:
+                http_s, got, lat = await over_http(
+                    base, args.sessions, args.turns, tag, args.client, protocol
+                )
+                ref_s, ref = await in_process(ref_gw, args.sessions, args.turns)
+            else:
+                ref_s, ref = await in_process(ref_gw, args.sessions, args.turns)
+                http_s, got, lat = await over_http(
+                    base, args.sessions, args.turns, tag, args.client, protocol
+                )
+            bad = [
+                f"{rid}: {b}"
+                for rid in ref
+                for b in (violations(got[rid], ref[rid]) if rid in got else ["missing"])
+            ]
+            bad_total += len(bad)
+            for b in bad[:5]:
+                print("  violation:", b)
+            lat.sort()
+            p50, p99 = statistics.median(lat) * 1000, lat[int(0.99 * (len(lat) - 1))] * 1000
+            rates[protocol].append((total / ref_s, total / http_s))
+            del ref, got
+            for gw in (
+                ref_gw,
+                http_gw,
+            ):  # the scripted backend records every prompt it got (a test double's log)
+                gw.backend.prompts.clear()
+                gw.backend.params.clear()
+            gc.collect()
+            assert len(app[REGISTRY]) == 0 and not any(
+                http_gw.is_open(f"{tag}-s{k}") for k in range(args.sessions)
+            )
+            live.append(sum(type(o) in (Row, Turn, Trajectory) for o in gc.get_objects()))
+            rss.append(rss_mb())
+            print(
+                f"{rnd:>5} {protocol:>10} {total / ref_s:>15.1f} {total / http_s:>10.1f} {ref_s / http_s:>6.2f} "
+                f"{p50:>12.1f} {p99:>12.1f} {len(bad):>10} {live[-1]:>10} {rss[-1]:>8.1f}"
+            )
     await runner.cleanup()
-    inproc = statistics.median(r[0] for r in rows)
-    http = statistics.median(r[1] for r in rows)
     growth = rss[-1] - rss[0]
+    fields = []
+    for protocol in protocols:
+        inproc = statistics.median(r[0] for r in rates[protocol])
+        http = statistics.median(r[1] for r in rates[protocol])
+        ratios = [r[1] / r[0] for r in rates[protocol]]
+        print(
+            f"{protocol}: medians over {args.rounds} rounds: in-process {inproc:.1f} turns/s, http {http:.1f} "
+            f"turns/s; ratio per round {min(ratios):.2f}-{max(ratios):.2f}"
+        )
+        if protocol == "chat":
+            fields.insert(
+                0,
+                f"http_vs_inprocess={http / inproc:.3f} http_turns_per_s={http:.1f} inprocess_turns_per_s={inproc:.1f}",
+            )
+        else:
+            fields.append(f"{protocol}_vs_inprocess={http / inproc:.3f} {protocol}_turns_per_s={http:.1f}")
+    print(f"RSS after the first run {rss[0]:.1f} MB, after the last {rss[-1]:.1f} MB")
     print(
-        f"medians over {args.rounds} rounds: in-process {inproc:.1f} turns/s, http {http:.1f} turns/s; "
-        f"RSS after round 0 {rss[0]:.1f} MB, after the last {rss[-1]:.1f} MB"
-    )
-    print(
-        f"RESULT http_vs_inprocess={http / inproc:.3f} http_turns_per_s={http:.1f} "
-        f"inprocess_turns_per_s={inproc:.1f} violations={bad_total} live_rows_after={live[-1]} "
-        f"rss_growth_mb={growth:.1f}"
+        f"RESULT {' '.join(fields)} violations={bad_total} live_rows_after={live[-1]} rss_growth_mb={growth:.1f}"
     )
 
 

@@ -71,7 +71,7 @@ async def test_reuse_equals_full_conversion(qwen3, monkeypatch, mode, client) ->
     async def run(reuse: bool) -> dict:
         with monkeypatch.context() as m:
             if not reuse:
-                m.setattr(app_mod, "_known", lambda registry, rollout_id: None)
+                m.setattr(app_mod, "known_of", lambda registry, rollout_id: None)
             gw = gateway(qwen3, [{"text": TWO}] * 6, history_mode=mode)
             gw.open_session("r")
             async with running_front(gw) as base:

@@ -126,7 +126,7 @@ async def test_reuse_gives_the_same_rows_prompts_and_events_as_converting_everyt
 ) -> None:
     async def run(reuse: bool) -> dict:
         if not reuse:  # every request converted in full, as before the reuse
-            monkeypatch.setattr(app_mod, "_known", lambda registry, rollout_id: None)
+            monkeypatch.setattr(app_mod, "known_of", lambda registry, rollout_id: None)
         gw = gateway(qwen3, [{"text": CALL}] * 6, history_mode=mode)
         gw.open_session("r")
         async with running_front(gw) as base:

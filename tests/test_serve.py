@@ -283,8 +283,11 @@ async def test_client_disconnect_cancels_sampling_and_records_nothing(qwen3, str
     gw.open_session("r")
     async with running_front(gw) as base:
         client = sdk(base, "r")
+
         async def wait():
-            answer = await client.chat.completions.create(model="m", messages=FIRST, tools=TOOLS, stream=stream)
+            answer = await client.chat.completions.create(
+                model="m", messages=FIRST, tools=TOOLS, stream=stream
+            )
             if stream:  # the headers and a first event come at once; the turn does not
                 async for _ in answer:
                     pass

@@ -113,7 +113,9 @@ def test_a_hand_edited_train_json_is_checked_on_resume(tmp_path, capsys):
 
 
 BASE = TrainSettings.resolve("capitals", "runs/x", {"prompt_batch": 2, "ppo_mini_batch": 1})
-FREE = sorted(set(INT_RANGES) - {"ppo_mini_batch", "launch_after_step", "max_draws"})  # bounded by other settings too
+FREE = sorted(
+    set(INT_RANGES) - {"ppo_mini_batch", "launch_after_step", "max_draws", "rows_per_mini_batch"}
+)  # bounded by other settings too
 
 
 @settings(max_examples=300, deadline=None)
@@ -185,3 +187,45 @@ def test_old_logprobs_auto_is_saved_resolved_and_old_runs_keep_rollout(tmp_path)
     assert TrainSettings.load(tmp_path).old_logprobs == "rollout"
     with pytest.raises(UsageError, match="--old-logprobs must be one of rollout, recompute, first-pass"):
         dataclasses.replace(chosen, old_logprobs="auto").check()
+
+
+def test_batching_and_history_mode_flags_reach_the_trainer_and_train_json(tmp_path, capsys):
+    base = ["--env", "capitals", "--run-dir", str(tmp_path / "run"), "--prompt-batch", "2"]
+    steps = settings_of(base)
+    assert (steps.batching, steps.rows_per_mini_batch, steps.history_mode) == ("fixed-steps", None, None)
+    assert steps.trainer_config().batching_mode == "fixed_steps"
+    rows = settings_of([*base, "--batching", "fixed-rows", "--max-staleness", "0", "--history-mode", "tree"])
+    # the fixed-rows size is saved resolved: verl's ppo_mini_batch_size x rollout.n
+    assert rows.rows_per_mini_batch == 1 * 4 and rows.history_mode == "tree"
+    cfg = rows.trainer_config()
+    assert (cfg.batching_mode, cfg.rows_per_mini_batch) == ("fixed_rows", 4)
+    assert settings_of(shlex.split(rows.command())[2:]) == rows  # the printed command gives them back
+    rows.save(tmp_path)
+    assert TrainSettings.load(tmp_path) == rows
+    six = settings_of(
+        [*base, "--batching", "fixed-rows", "--rows-per-mini-batch", "6", "--max-staleness", "0"]
+    )
+    assert six.trainer_config().rows_per_mini_batch == 6
+    for argv, message in (
+        (["--rows-per-mini-batch", "6"], "--rows-per-mini-batch is the mini-batch size of --batching fixed-rows"),
+        (["--batching", "fixed-rows"], "use it with --max-staleness 0"),
+        (["--batching", "fixed-rows", "--max-staleness", "0", "--rows-per-mini-batch", "0"],
+         "--rows-per-mini-batch must be an integer from 1 to 1,000,000, got 0"),
+    ):  # fmt: skip
+        assert main(["train", *base, *argv]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "run" / "train.json").exists()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", *base, "--history-mode", "forest"])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", *base, "--batching", "rows"])
+
+
+def test_resume_refuses_another_batching_or_history_mode(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    settings_of(["--env", "capitals", "--run-dir", str(run), "--history-mode", "tree"]).save(run)
+    assert main(["train", "--resume", "--run-dir", str(run), "--history-mode", "linear"]) == 2
+    assert "--history-mode 'linear' (the run has 'tree')" in capsys.readouterr().err
+    assert main(["train", "--resume", "--run-dir", str(run), "--batching", "fixed-rows"]) == 2
+    assert "--batching 'fixed-rows' (the run has 'fixed-steps')" in capsys.readouterr().err

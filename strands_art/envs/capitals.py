@@ -41,6 +41,8 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
         train_tasks=capital_tasks("train"),
         eval_tasks=capital_tasks("heldout"),
         rollout=chat_rollout,
-        gateway=lambda tokenizer, backend: RolloutGateway(tokenizer, backend),
+        gateway=lambda tokenizer, backend: RolloutGateway(
+            tokenizer, backend, history_mode=options.history_mode or "tree"
+        ),  # one turn: one row either way
         defaults=DEFAULTS,
     )

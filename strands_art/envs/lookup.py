@@ -253,6 +253,8 @@ def train_environment(options: Any) -> Any:
         train_tasks=lookup_tasks("train"),
         eval_tasks=lookup_tasks("heldout"),
         rollout=lookup_rollout(max_turns=options.max_turns or TRAIN_DEFAULTS["max_turns"]),
-        gateway=lambda tokenizer, backend: RolloutGateway(tokenizer, backend, history_mode="linear"),
+        gateway=lambda tokenizer, backend: RolloutGateway(
+            tokenizer, backend, history_mode=options.history_mode or "linear"
+        ),
         defaults=TRAIN_DEFAULTS,
     )

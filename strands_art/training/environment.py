@@ -56,6 +56,9 @@ class EnvOptions:
         work_dir: a directory the environment may write to (logs, workspaces): ``RUN_DIR/env``.
         prompt: ``--prompt`` (the name of one of the environment's prompt settings), or None for
             its default; an environment without such settings refuses one.
+        history_mode: ``--history-mode`` (``"tree"`` or ``"linear"``), the capture mode of the
+            gateway the environment builds, or None for the environment's own choice. The command
+            checks the gateway it gets and refuses a run whose gateway captures otherwise.
     """
 
     train_tasks: Path | None = None
@@ -63,6 +66,7 @@ class EnvOptions:
     max_turns: int | None = None
     work_dir: Path = Path("env")
     prompt: str | None = None
+    history_mode: str | None = None
 
 
 @dataclass

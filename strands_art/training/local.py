@@ -79,6 +79,15 @@ token's correction uses the policy that produced it, so a row mixing versions (a
 multi-turn rollout) is corrected token by token; the lag is reported (``policy_lag_max``,
 ``policy_lag_mean`` in optimizer steps per sampled turn, ``mixed_policy_rows``).
 
+**What an update costs** (per outer batch, in the metrics): ``actor_update_s``, the seconds of
+its forward, backward and optimizer passes (the ``recompute`` pass included; the advantages, the
+batch layout, an ``on_step`` hook and the weight sync after it not), and ``processed_tokens``, the
+tokens of the rows each optimizer step trains, every row's context included, counted once per
+step that runs it (so once per PPO epoch; with ``share_prefix`` each group's common prefix once,
+and ``processed_tokens_unshared`` what the same rows take unshared). Rows skipped for a zero
+advantage are not run, so not counted; the KL penalty's reference pass runs the same tokens again
+without gradient and is not counted either.
+
 **Forward passes** (:mod:`strands_art.training.passes`): length-sorted micro-batches under the
 token budget, or with ``share_prefix`` (:mod:`strands_art.training.shared_prefix`) each group's
 longest common token prefix once and its rows' continuations on its KV cache, with the same loss
@@ -270,14 +279,19 @@ class LocalTrainer:
         metrics.update(policy_lag(adv.rows, self.step))
         if not adv.rows:
             logger.warning("outer batch %d: no usable rollout, no optimizer step", self.outer_batch)
-            metrics.update(optimizer_steps=0, skipped=1, step=self.step)
+            metrics.update(
+                optimizer_steps=0, skipped=1, step=self.step, rows=0, actor_update_s=0.0, processed_tokens=0
+            )
             self.outer_batch += 1
             return metrics
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)
         metrics.update(batch.metrics)
         self._phase_s = {"fwd_bwd_s": 0.0, "optimizer_s": 0.0}  # wall seconds of this update's steps (_step)
         cfg = self.config
+        hook_s = 0.0  # seconds in on_step (a launch's weight sync): not the actor's
+        processed = unshared = 0
         with self.lock, self._checkpointing():
+            t_actor = time.perf_counter()
             old: dict[int, torch.Tensor] | None = None  # "rollout": the recorded logprobs
             if cfg.old_logprobs == "recompute":
                 old = self._recompute(batch.mini_batches)
@@ -291,6 +305,9 @@ class LocalTrainer:
             for k, mb in enumerate(batch.steps()):
                 if self._skips_zero_advantage:
                     skipped += sum(1 for br in mb.shards[0] if br.advantage == 0.0 and not br.padding)
+                trained = [br for br in mb.shards[0] if self._trains(br)]
+                processed += self.passes.forwarded_tokens(trained)
+                unshared += sum(br.num_tokens for br in trained)
                 loss, stats, n_filtered, norm = self._step(mb, old, applied=k)
                 losses.append(loss)
                 norms.append(norm)
@@ -299,7 +316,10 @@ class LocalTrainer:
                 if not merge_stats(first)["tokens"]:  # the first step that ran a pass (a tied group's
                     first = stats  # rows are skipped; no gradient of this batch has been applied yet)
                 if on_step is not None:
+                    t_hook = time.perf_counter()
                     on_step(k + 1)
+                    hook_s += time.perf_counter() - t_hook
+            actor_s = time.perf_counter() - t_actor - hook_s
         if self.weight_sync is not None:
             metrics["sync_s"] = self.sync_weights()
         merged = merge_stats(stats_all)
@@ -322,7 +342,11 @@ class LocalTrainer:
             tokens_per_s=metrics["tokens"] * cfg.ppo_epochs / elapsed if elapsed > 0 else 0.0,
             lr=self.optimizer.param_groups[0]["lr"],
             **self._phase_s,
+            actor_update_s=actor_s,
+            processed_tokens=processed,
         )
+        if cfg.share_prefix:  # what the same steps would have run without sharing
+            metrics["processed_tokens_unshared"] = unshared
         self.outer_batch += 1
         return metrics
 

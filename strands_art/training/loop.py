@@ -22,6 +22,11 @@ rollout more than K updates behind when its batch is trained is dropped
 the update instead of before it, with the adapter of that step synced to the sampler first: J
 steps less lag, the rollouts overlapping only the update's remaining steps.
 
+Each train record also has ``e2e_s``: the wall seconds from the previous train record (the loop's
+start for the first one after a start or a resume) to this one, held-out evaluations left out
+(they are their records' ``eval_s``): the rollouts (or the wait for them), the update, the weight
+sync, and the checkpoint written after the previous record.
+
 :func:`train` resumes from the newest checkpoint of ``run_dir`` (adapter, optimizer, step,
 RNG), drops metrics written after it, and continues with the same step count.
 """
@@ -296,9 +301,18 @@ async def train(
         if staged is not None:
             await asyncio.to_thread(staged)
 
+    eval_seconds = [0.0]  # evaluations since the last train record (left out of its e2e_s)
+
     async def run_eval() -> None:
         if eval_tasks is None:
             return
+        t_eval = time.perf_counter()
+        try:
+            await _run_eval()
+        finally:
+            eval_seconds[0] += time.perf_counter() - t_eval
+
+    async def _run_eval() -> None:
         if pending:  # the rollouts ahead finish on their policy first; then evaluate the newest one
             await asyncio.wait(list(pending.values()))
         await publish()
@@ -383,6 +397,8 @@ async def train(
     )
     try:
         await eval_if_due()
+        t_batch = time.perf_counter()  # e2e_s: wall time since the last train record (or the start)
+        eval_seconds[0] = 0.0
         while trainer.outer_batch < outer_batches:
             if stop_after is not None and done_here >= stop_after:
                 logger.info("stopping after %d outer batches (stop_after)", done_here)
@@ -424,6 +440,9 @@ async def train(
                               launch_after_step=launch_after_step)  # fmt: skip
             if launch_after_step:
                 record["launch_sync_s"] = sum(launch_syncs)
+            now = time.perf_counter()
+            record["e2e_s"] = now - t_batch - eval_seconds[0]
+            t_batch, eval_seconds[0] = now, 0.0
             emit(record)
             done_here += 1
             last = trainer.outer_batch >= outer_batches

@@ -30,8 +30,19 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 TIMING_KEYS: frozenset[str] = frozenset(
-    {"rollout_s", "train_s", "tokens_per_s", "eval_s", "sync_s", "rollout_wait_s", "launch_sync_s", "fwd_bwd_s",
-     "optimizer_s"}  # fmt: skip
+    {
+        "rollout_s",
+        "train_s",
+        "tokens_per_s",
+        "eval_s",
+        "sync_s",
+        "rollout_wait_s",
+        "launch_sync_s",
+        "fwd_bwd_s",
+        "optimizer_s",
+        "actor_update_s",
+        "e2e_s",
+    }
 )
 """Record keys measured with a clock: the only ones that differ between two runs of the same
 seed and configuration (see "Determinism" in docs/training.md)."""

@@ -92,6 +92,11 @@ class Passes:
         logits = self.model(input_ids=ids, attention_mask=t["attention_mask"], **kwargs).logits
         return logits, t, kept
 
+    def forwarded_tokens(self, rows: Sequence[BatchRow]) -> int:
+        """Tokens the model runs for ``rows`` (the rows that train): every row whole, context
+        included, right padding not counted."""
+        return sum(br.num_tokens for br in rows if not br.padding)
+
     def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
         """One :data:`Pass` per micro-batch of ``rows`` (padding rows included)."""
         for micro in micro_batches(rows, self.max_tokens):

@@ -87,6 +87,7 @@ def env_options(settings: TrainSettings) -> EnvOptions:
         max_turns=settings.max_turns,
         work_dir=Path(settings.run_dir) / "env",
         prompt=settings.prompt,
+        history_mode=settings.history_mode,
     )
 
 
@@ -145,6 +146,21 @@ async def check_server(url: str, backend: Any) -> None:
         await backend.models()
     except BackendError as exc:
         raise RuntimeError(f"--vllm-url {url}: the vLLM server is not usable: {exc}") from exc
+
+
+def check_history_mode(wanted: str | None, gateway: Any) -> None:
+    """``--history-mode``: the environment's gateway must capture in that mode.
+
+    Raises:
+        ValueError: the gateway's ``config["history_mode"]`` is another (a factory that does not
+            read :attr:`EnvOptions.history_mode`), naming the flag.
+    """
+    got = (getattr(gateway, "config", None) or {}).get("history_mode", "tree")
+    if wanted is not None and got != wanted:
+        raise ValueError(
+            f"--history-mode {wanted}: the environment's gateway captures in {got} mode (its factory does "
+            "not read EnvOptions.history_mode)"
+        )
 
 
 def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) -> None:
@@ -268,6 +284,7 @@ async def arun_training(
     progress: bool = True,
     stop_after: int | None = None,
     on_batch: Callable[[dict[str, Any]], None] | None = None,
+    loaded: tuple[Any, Any] | None = None,
 ) -> RunResult:
     """Run (or resume) the training ``settings`` describe; see the module docstring. A notebook
     awaits this one (its kernel already runs an event loop).
@@ -282,6 +299,9 @@ async def arun_training(
             (:func:`~strands_art.training.progress.record_line`) unless ``on_batch`` is given.
         stop_after: stop after this many outer batches in this call (as a crash would).
         on_batch: also called with each metrics record.
+        loaded: ``(tokenizer, LocalTrainer)`` already built, used instead of loading the settings'
+            model and sampler (a model in memory; the bench miniature's scripted sampler). The
+            trainer's configuration must be ``settings.trainer_config()``.
 
     Raises:
         RunDirError, EnvironmentSpecError, ValueError: before any model is loaded (``--ray``
@@ -320,11 +340,14 @@ async def arun_training(
             print_phase(f"[    0s] starting: loading {settings.model} and the {settings.backend} sampler")
         try:
             rollout = store.wrap(_rollout_fn(settings, env, stack))  # --ray: the cluster first
-            tok, trainer = _load(settings, run_dir, stack, env.max_context_tokens)
+            tok, trainer = loaded or _load(settings, run_dir, stack, env.max_context_tokens)
+            if loaded is not None and trainer.config != settings.trainer_config():
+                raise ValueError("loaded: the trainer's configuration is not the settings' trainer_config()")
             trainer.trace = {}  # the rows as trained (rows/ob-NNNNNN.trained.parquet)
             if settings.vllm_url is not None:  # the user's server: reachable, or no run at all
                 await check_server(settings.vllm_url, trainer.backend)
             gateway = env.gateway(tok, trainer.backend)
+            check_history_mode(settings.history_mode, gateway)
             store.history_mode = gateway.config.get("history_mode")
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it

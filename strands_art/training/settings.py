@@ -65,13 +65,24 @@ DEFAULTS: dict[str, Any] = {
     "share_prefix": False,
     "gradient_checkpointing": False,
     "old_logprobs": "auto",
+    "batching": "fixed-steps",
+    "rows_per_mini_batch": None,
+    "history_mode": None,
     "train_tasks": None,
     "eval_tasks": None,
     "prompt": None,
     "wandb": False,
     "ray": None,
 }
-"""Every setting's default, unless the environment recommends another."""
+"""Every setting's default, unless the environment recommends another. ``history_mode`` None: the
+environment's gateway decides (the bundled ones recommend ``linear``)."""
+
+BATCHING_CHOICES: tuple[str, ...] = ("fixed-steps", "fixed-rows")
+"""``--batching``: ``fixed-steps`` (``--prompt-batch / --ppo-mini-batch x --epochs`` optimizer steps
+per outer batch whatever the row count; the default and the recommendation) or ``fixed-rows``
+(mini-batches of ``--rows-per-mini-batch`` rows, default ``--ppo-mini-batch x --rollouts-per-prompt``:
+more rows, more optimizer steps; the baseline the design fixed, kept to measure it,
+docs/variable-row-batching.md)."""
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 """The command-line flag of each setting."""
@@ -110,6 +121,7 @@ INT_RANGES: dict[str, tuple[int, int]] = {
     "max_staleness": (0, 1000),
     "launch_after_step": (0, 10**6),
     "max_draws": (1, 10**6),  # or None: --prompt-batch
+    "rows_per_mini_batch": (1, 10**6),  # or None: fixed-steps batching
 }
 """The integer settings' ranges (inclusive), checked with the flag's name in the message."""
 
@@ -167,6 +179,9 @@ class TrainSettings:
     launch_after_step: int = 0
     max_draws: int | None = None
     skip_tied: float = 0.0
+    batching: str = "fixed-steps"
+    rows_per_mini_batch: int | None = None
+    history_mode: str | None = None
 
     @classmethod
     def resolve(
@@ -212,6 +227,9 @@ class TrainSettings:
             values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
             values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
+        if values["batching"] == "fixed-rows" and values["rows_per_mini_batch"] is None:
+            # verl's ppo_mini_batch_size * rollout.n, saved resolved (train.json says what ran)
+            values["rows_per_mini_batch"] = values["ppo_mini_batch"] * values["rollouts_per_prompt"]
         if given.get("vllm_url") is not None and given.get("backend") is None:
             values["backend"] = "vllm"  # a server named is a server to sample from
         settings = cls(env=env, run_dir=str(run_dir), **values)
@@ -231,7 +249,7 @@ class TrainSettings:
         """
         for key, (lo, hi) in INT_RANGES.items():
             value = getattr(self, key)
-            if value is not None or key not in ("max_turns", "threads", "max_draws"):
+            if value is not None or key not in ("max_turns", "threads", "max_draws", "rows_per_mini_batch"):
                 check_int(FLAG_OF[key], value, lo, hi)
         for key, (lo, hi, lo_open) in FLOAT_RANGES.items():
             value = getattr(self, key)
@@ -242,11 +260,13 @@ class TrainSettings:
             ("backend", ("transformers", "vllm")),
             ("trainer", ("embedded", "verl")),
             ("old_logprobs", OLD_LOGPROBS_CHOICES),
+            ("batching", BATCHING_CHOICES),
         ):
             if getattr(self, key) not in choices:
                 raise UsageError(
                     f"{FLAG_OF[key]} must be one of {', '.join(choices)}, got {getattr(self, key)!r}"
                 )
+        self._check_batching_and_history()
         for key in ("train_tasks", "eval_tasks"):  # an unset variable would mean the defaults
             check_path(FLAG_OF[key], getattr(self, key))
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
@@ -279,6 +299,35 @@ class TrainSettings:
             raise UsageError(
                 f"--max-draws must be at least --prompt-batch ({self.prompt_batch}): the groups drawn for one "
                 f"update include the ones it trains on; got {self.max_draws}"
+            )
+
+    def _check_batching_and_history(self) -> None:
+        """``--batching``, ``--rows-per-mini-batch`` and ``--history-mode`` (see :data:`BATCHING_CHOICES`).
+
+        Raises:
+            UsageError: a history mode other than tree or linear; ``--rows-per-mini-batch`` without
+                ``--batching fixed-rows`` or fixed-rows without it (a hand-edited ``train.json``);
+                fixed-rows with ``--max-staleness`` >= 1 (the staleness rule counts updates in a
+                fixed number of optimizer steps, which fixed-rows does not have); fixed-rows or a
+                history mode with ``--trainer verl`` (its launch takes neither).
+        """
+        if self.history_mode not in (None, "tree", "linear"):
+            raise UsageError(f"--history-mode must be one of tree, linear, got {self.history_mode!r}")
+        fixed_rows = self.batching == "fixed-rows"
+        if fixed_rows != (self.rows_per_mini_batch is not None):
+            raise UsageError(
+                "--rows-per-mini-batch is the mini-batch size of --batching fixed-rows: give it with "
+                f"fixed-rows only (got --batching {self.batching}, --rows-per-mini-batch {self.rows_per_mini_batch})"
+            )
+        if fixed_rows and self.max_staleness:
+            raise UsageError(
+                "--batching fixed-rows takes as many optimizer steps as the rows need, so an update has no "
+                "fixed size for the staleness rule to count in: use it with --max-staleness 0"
+            )
+        if self.trainer == "verl" and (fixed_rows or self.history_mode is not None):
+            raise UsageError(
+                "--batching fixed-rows and --history-mode are the embedded trainer's: the verl launch trains "
+                "with fixed steps (strands_sync) and its agent loop's own history mode"
             )
 
     def _check_launch(self, steps_per_update: int) -> None:
@@ -324,6 +373,8 @@ class TrainSettings:
             share_prefix=self.share_prefix,
             gradient_checkpointing=self.gradient_checkpointing,
             old_logprobs=self.old_logprobs,
+            batching_mode="fixed_rows" if self.batching == "fixed-rows" else "fixed_steps",
+            rows_per_mini_batch=self.rows_per_mini_batch,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -251,6 +251,13 @@ class SharedPrefixPasses(Passes):
     left out (they add nothing to the loss), and the rows that do not train are left out before
     the groups are formed."""
 
+    def forwarded_tokens(self, rows: Sequence[BatchRow]) -> int:
+        """Tokens the model runs for ``rows``: each group's shared prefix once, then each row's
+        continuation; rows outside a group whole (:func:`prefix_units`, as :meth:`passes` forms them)."""
+        units, rest = prefix_units([br for br in rows if not br.padding])
+        shared = sum(u.prefix_len + sum(br.num_tokens - u.prefix_len for br in u.rows) for u in units)
+        return shared + sum(br.num_tokens for br in rest)
+
     def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
         real = [br for br in rows if not br.padding]
         yield from passes(self.model, real, self.pad_token_id, self.max_tokens, self.logits)

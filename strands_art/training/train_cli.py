@@ -18,7 +18,7 @@ from typing import Any
 
 from strands_art.invocation import strands_art_command
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
-from strands_art.training.settings import DEFAULTS, FLAG_OF
+from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS, FLAG_OF
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
@@ -82,6 +82,19 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--rollouts-per-prompt", type=int, help="rollouts per task (the GRPO group)")
     g.add_argument("--ppo-mini-batch", type=int, help="tasks per PPO mini-batch (one optimizer step each)")
     g.add_argument("--epochs", type=int, help="PPO epochs per outer batch")
+    g.add_argument(
+        "--batching",
+        choices=BATCHING_CHOICES,
+        help="fixed-steps (default): --prompt-batch / --ppo-mini-batch x --epochs optimizer steps per outer "
+        "batch whatever the row count; fixed-rows: mini-batches of --rows-per-mini-batch rows, so more rows "
+        "take more steps (the baseline step-stable batching fixes, for comparison; needs --max-staleness 0)",
+    )
+    g.add_argument(
+        "--rows-per-mini-batch",
+        type=int,
+        metavar="N",
+        help="rows per mini-batch with --batching fixed-rows (default --ppo-mini-batch x --rollouts-per-prompt)",
+    )
     g.add_argument("--lr", type=float, help="AdamW learning rate (after warmup)")
     g.add_argument("--warmup-steps", type=int, help="linear learning-rate warmup, optimizer steps")
     g.add_argument("--kl-coef", type=float, help="KL penalty toward the base model (0: none)")
@@ -139,6 +152,13 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")
     g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")
     g.add_argument("--max-turns", type=int, help="model calls per rollout (multi-turn environments)")
+    g.add_argument(
+        "--history-mode",
+        choices=("tree", "linear"),
+        help="how the environment's gateway captures rollouts: tree (a new row where a re-rendered history "
+        "stops being a prefix) or linear (one row per append-only conversation); default: the environment's "
+        "(linear for the bundled multi-turn ones)",
+    )
     g.add_argument("--concurrency", type=int, help="rollouts in flight at once")
     g.add_argument(
         "--train-tasks",
@@ -164,6 +184,13 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "--wandb", action="store_true", default=None, help="also log to Weights & Biases (needs wandb)"
     )
     g.add_argument("--no-progress", action="store_true", help="no live panel (log lines only)")
+    g.add_argument(
+        "--stop-after",
+        type=int,
+        metavar="N",
+        help="stop after N outer batches of this call, checkpointed (the run continues with --resume; "
+        "for long runs taken in chunks, e.g. under a shared lock); not a setting of the run",
+    )
     g.add_argument(
         "--ray",
         nargs="?",
@@ -244,6 +271,7 @@ def run_train(args: argparse.Namespace) -> int:
     from strands_art.training.environment import EnvironmentSpecError, resolve_environment
     from strands_art.training.run import RunDirError, env_options, run_training
     from strands_art.training.settings import TrainSettings
+    from strands_art.validation import check_int
 
     had = (Path(args.run_dir).exists(), (Path(args.run_dir) / "env").exists())
     try:
@@ -268,7 +296,11 @@ def run_train(args: argparse.Namespace) -> int:
         warning = warmup_warning(settings)
         if warning:
             print(f"strands-art train: warning: {warning}", file=sys.stderr)
-        result = run_training(settings, resume=args.resume, env=env, progress=not args.no_progress)
+        if args.stop_after is not None:
+            check_int("--stop-after", args.stop_after, 1, 10**6)
+        result = run_training(
+            settings, resume=args.resume, env=env, progress=not args.no_progress, stop_after=args.stop_after
+        )
     except (ValueError, OSError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
         print(f"strands-art train: {exc}", file=sys.stderr)
         return 2
@@ -286,6 +318,8 @@ def run_train(args: argparse.Namespace) -> int:
     board = f"tensorboard --logdir {shlex.quote(str(run_dir / 'tensorboard'))}"
     if importlib.util.find_spec("tensorboard") is None:  # the reader; the run writes with tensorboardX
         board = f"{run_dir / 'tensorboard'} (to browse: pip install tensorboard, then {board})"
+    if result.outer_batch < settings.outer_batches:  # --stop-after: a chunk of the run, not its end
+        print(f"stopped after {result.outer_batch} of {settings.outer_batches} outer batches (--stop-after)")
     if len(evals) >= 2:
         print(f"held-out reward {evals[0]['val_reward']:.3f} -> {evals[-1]['val_reward']:.3f}")
         if "val_success" in evals[0] and "val_success" in evals[-1]:

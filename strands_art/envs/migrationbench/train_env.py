@@ -6,7 +6,7 @@ the bundled tasks, or those a task generator wrote. Without ``--train-tasks`` th
 are used; without ``--eval-tasks`` there is no held-out evaluation. Each rollout is the Strands
 migration agent (:func:`~strands_art.envs.migrationbench.episodes.migrationbench_rollout`: fresh workspace,
 sandboxed shell and editor tools, real Maven evaluation, reward 0 / 0.5 / 1.0) in linear history
-mode, its evaluation logs under ``RUN_DIR/env/rollouts``.
+mode (``--history-mode tree`` for the tree capture), its evaluation logs under ``RUN_DIR/env/rollouts``.
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
         eval_tasks=held,
         rollout=migrationbench_rollout(config, run_dir=options.work_dir / "rollouts"),
         gateway=lambda tokenizer, backend: RolloutGateway(
-            tokenizer, backend, history_mode="linear", max_context_tokens=MAX_CONTEXT_TOKENS
+            tokenizer,
+            backend,
+            history_mode=options.history_mode or "linear",
+            max_context_tokens=MAX_CONTEXT_TOKENS,
         ),
         defaults=DEFAULTS,
         ray_resources={SANDBOX_RESOURCE: 1},

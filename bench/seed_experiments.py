@@ -1,0 +1,190 @@
+"""The design's two MigrationBench experiments on this stack: step-stable batching and linear history.
+
+Three arms of ``strands-art train --env migrationbench`` (:data:`seed_tables.ARMS`), the same
+settings (:data:`FLAGS`, then ``--extra``), tasks and seeds in each:
+
+- ``tree-fixed-rows``: ``--history-mode tree --batching fixed-rows`` (mini-batches of
+  ``--ppo-mini-batch x --rollouts-per-prompt`` rows: more rows, more optimizer steps; the baseline);
+- ``tree-fixed-steps``: ``--history-mode tree --batching fixed-steps`` (the configured steps);
+- ``linear-fixed-steps``: ``--history-mode linear --batching fixed-steps``.
+
+Each run is one run directory, ``RUN_ROOT/ARM/seedS``, trained in chunks of ``--chunk`` outer
+batches (``strands-art train ... --stop-after C``, then ``--resume``), each chunk a process of its
+own under ``flock LOCK`` (``--lock``; the machine's heavy-job lock), so other jobs get the machine
+between chunks. Chunks go round-robin over the runs in :func:`order` (seed by seed; within a seed
+tree-fixed-steps, linear-fixed-steps, tree-fixed-rows), so whenever the bench stops, the runs of
+a seed have trained about as far as each other. A finished run is read back, not run again; a
+stopped one continues with ``--resume``; the same command continues the bench. After every chunk
+the report (per-run lines, Table 1, Table 2, the RESULT line; :mod:`seed_tables`) is written to
+``--out``, marked PARTIAL with the command that continues it while any run is unfinished, and
+Figures 1 and 2 next to it (``--out`` with ``.png`` suffixes). ``--table-only`` writes the report
+from the run directories as they are.
+
+    python bench/seed_experiments.py --run-root $RUN_ROOT --train-tasks $TASKS/train \\
+        --eval-tasks $TASKS/eval --seeds 0,1,2 --out bench/results/seed-experiments-DATE.txt
+
+Needs ``.venv-vllm`` (scripts/bootstrap-vllm.sh; ``STRANDS_ART_VLLM_PYTHON=.venv-vllm/bin/python``),
+Java 17 + Maven and bubblewrap (scripts/setup-system.sh), and task directories from
+``strands-art make-tasks --split train`` / ``--split eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import seed_tables
+from seed_tables import ARMS, Run, read_run
+
+FLAGS = (
+    "--model qwen2.5-coder-0.5b --backend vllm --prompt compact-no-recipe --max-turns 12 "
+    "--temperature 0.7 --max-new-tokens 512 --outer-batches 6 --prompt-batch 2 --rollouts-per-prompt 4 "
+    "--ppo-mini-batch 2 --epochs 1 --lr 3e-4 --warmup-steps 0 --kl-coef 0 --gradient-checkpointing "
+    "--micro-batch-tokens 512 --max-staleness 0 --eval-every 3 --eval-samples 2 --eval-temperature 0.7 "
+    "--concurrency 4 --checkpoint-every 1"
+)
+"""The settings every arm shares: the recorded migration-learning settings
+(bench/migration_learning.py) with the design's batch shape, one PPO mini-batch per outer batch
+(``--ppo-mini-batch`` = ``--prompt-batch``: fixed-steps takes 1 optimizer step, fixed-rows one per 8
+rows), 6 outer batches, held-out evaluation before, after 3 and after 6 (2 rollouts per held-out
+task: 14 with the 7 tasks of ``make-tasks --split eval --n 7``)."""
+
+ARM_FLAGS = {
+    arm: ["--history-mode", v["history_mode"], "--batching", v["batching"]] for arm, v in ARMS.items()
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run-root", required=True, help="run directories go here: ARM/seedS")
+    p.add_argument("--train-tasks", help="training task directories (make-tasks --split train)")
+    p.add_argument("--eval-tasks", help="held-out task directories (make-tasks --split eval)")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms, of {', '.join(ARMS)}")
+    p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
+    p.add_argument("--chunk", type=int, default=1, help="outer batches per process (each under the lock)")
+    p.add_argument(
+        "--lock", default="/tmp/strands-art-heavy.lock", help="flock file held per chunk ('' for none)"
+    )
+    p.add_argument("--max-chunks", type=int, default=None, help="stop after this many chunks (then continue)")
+    p.add_argument(
+        "--table-only", action="store_true", help="write the report from the run directories; run nothing"
+    )
+    p.add_argument(
+        "--out", help="write the report here (and Figure 1 / 2 beside it, -figure1.png / -figure2.png)"
+    )
+    args = p.parse_args(argv)
+    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
+        p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1,2")
+    unknown = [a for a in args.arms.split(",") if a not in ARMS]
+    if unknown:
+        p.error(f"--arms: unknown {unknown}; the arms are {', '.join(ARMS)}")
+    if not args.table_only:
+        for flag in ("train_tasks", "eval_tasks"):
+            value = getattr(args, flag)
+            if not value or not Path(value).is_dir():
+                p.error(
+                    f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
+                )
+    if args.chunk < 1:
+        p.error("--chunk must be >= 1")
+    return args
+
+
+def order(seeds: list[int], arms: list[str]) -> list[tuple[str, int]]:
+    """The runs in the order chunks go round: seed by seed, the history pair first."""
+    pref = ["tree-fixed-steps", "linear-fixed-steps", "tree-fixed-rows"]
+    return [(arm, seed) for seed in seeds for arm in pref if arm in arms]
+
+
+def train_command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> list[str]:
+    """One chunk of one run: ``strands-art train`` (``--resume`` once the directory holds the run)
+    ``--stop-after CHUNK``, under ``flock LOCK`` when ``--lock`` is set."""
+    exe = Path(sys.executable).parent / "strands-art"
+    head = [str(exe) if exe.exists() else "strands-art", "train"]
+    tail = ["--stop-after", str(args.chunk), "--no-progress"]
+    if (run_dir / "train.json").exists():
+        cmd = [*head, "--resume", "--run-dir", str(run_dir), *tail]
+    else:
+        cmd = [
+            *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
+            *FLAGS.split(), *args.extra.split(), *ARM_FLAGS[arm], "--seed", str(seed), "--run-dir", str(run_dir),
+            *tail,
+        ]  # fmt: skip
+    return ["flock", args.lock, *cmd] if args.lock else cmd
+
+
+def read_runs(root: Path, runs: list[tuple[str, int]]) -> list[Run]:
+    """The run directories of ``runs`` that hold a run (``train.json``), read back."""
+    return [
+        read_run(root / arm / f"seed{seed}")
+        for arm, seed in runs
+        if (root / arm / f"seed{seed}" / "train.json").exists()
+    ]
+
+
+def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wanted: int) -> str:
+    """The report text (and the figures when ``--out``); PARTIAL while any run is unfinished."""
+    lines, _t1, t2 = seed_tables.report(runs)
+    done = sum(1 for r in runs if r.finished)
+    head = [
+        f"# bench/seed_experiments.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
+        f"# command: python bench/seed_experiments.py {shlex.join(argv)}",
+        f"# settings: {FLAGS} {args.extra}".rstrip(),
+    ]
+    if done < wanted:
+        head.insert(0, f"# PARTIAL: {done} of {wanted} runs finished; the same command continues (finished runs are "
+                       "read back, stopped ones resumed)")  # fmt: skip
+    text = "\n".join([*head, "", *lines]) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        stem = str(Path(args.out).with_suffix(""))
+        seed_tables.figure1(runs, f"{stem}-figure1.png")
+        if t2["pairs"]:
+            seed_tables.figure2(t2, f"{stem}-figure2.png")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    root = Path(args.run_root)
+    wanted = order([int(s) for s in args.seeds.split(",")], args.arms.split(","))
+    chunks = 0
+    try:
+        while not args.table_only:
+            todo = [(a, s) for a, s in wanted if not ((root / a / f"seed{s}" / "train.json").exists()
+                                                      and read_run(root / a / f"seed{s}").finished)]  # fmt: skip
+            if not todo or (args.max_chunks is not None and chunks >= args.max_chunks):
+                break
+            for arm, seed in todo:
+                if args.max_chunks is not None and chunks >= args.max_chunks:
+                    break
+                run_dir = root / arm / f"seed{seed}"
+                run_dir.parent.mkdir(parents=True, exist_ok=True)
+                cmd = train_command(args, arm, seed, run_dir)
+                print(
+                    f"$ {shlex.join(cmd)}   ({time.strftime('%H:%M:%S')}, load {os.getloadavg()})", flush=True
+                )
+                t0 = time.monotonic()
+                rc = subprocess.run(cmd).returncode
+                print(f"{arm} seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
+                if rc != 0:
+                    return rc
+                chunks += 1
+                write_report(args, argv, read_runs(root, wanted), len(wanted))
+        print(write_report(args, argv, read_runs(root, wanted), len(wanted)), end="")
+    except (ValueError, OSError) as exc:
+        print(f"seed_experiments.py: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,384 @@
+"""The tables, figures and RESULT line of ``bench/seed_experiments.py``, read from run directories.
+
+Every number comes from a ``strands-art train`` run directory (``train.json`` and ``metrics.jsonl``):
+a run is read back, never re-run, and a run still in progress is read as far as it got. The
+per-outer-batch keys read are the ones ``strands-art train`` writes for this purpose (docs/training.md,
+"Metrics"): ``rows`` (training sequences), ``processed_tokens`` (tokens forwarded in the optimizer
+steps, context included), ``actor_update_s`` (forward, backward, optimizer), ``optimizer_steps``,
+``rollout_s``, ``e2e_s`` (the outer batch's wall time, evaluations left out), and the evaluations'
+``val_reward`` / ``eval_s``.
+
+- **Table 1, batching** (both arms tree capture): optimizer steps per outer batch (min-max and mean
+  over every outer batch of every seed), best and final held-out reward, mean +- sample std over seeds.
+- **Table 2, history mode** (both arms fixed-step batching): per seed, the totals over the outer
+  batches both runs of the seed have (the pair's common prefix), then summed over seeds; the
+  reduction ``1 - linear / tree`` of the sums, and per seed (mean +- std).
+- ``best`` is the highest held-out reward of an evaluation after at least one update; ``final``
+  the one after the run's last outer batch (only for finished runs).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARMS: dict[str, dict[str, str]] = {
+    "tree-fixed-rows": {"history_mode": "tree", "batching": "fixed-rows"},
+    "tree-fixed-steps": {"history_mode": "tree", "batching": "fixed-steps"},
+    "linear-fixed-steps": {"history_mode": "linear", "batching": "fixed-steps"},
+}
+"""The three arms: tree + fixed-rows and tree + fixed-steps are the batching experiment; tree +
+fixed-steps and linear + fixed-steps the history-mode experiment (the middle arm is in both)."""
+
+ARM_KEYS = frozenset({"history_mode", "batching", "rows_per_mini_batch", "seed", "run_dir"})
+"""``train.json`` keys that may differ between the runs compared; every other setting must agree."""
+
+TOTALS = ("rows", "processed_tokens", "actor_update_s", "e2e_s")
+"""Table 2's totals, in its order (the design's four rows)."""
+
+LABELS = {
+    "rows": "training sequences (rows)",
+    "processed_tokens": "processed training tokens",
+    "actor_update_s": "actor-update time (s)",
+    "e2e_s": "end-to-end time (s, evaluations left out)",
+}
+
+DESIGN_TABLE2 = {
+    "rows": (138_830, 51_697, 62.76),
+    "processed_tokens": (2.29e9, 1.69e9, 26.53),
+    "actor_update_s": (29.58 * 3600, 24.18 * 3600, 18.24),
+    "e2e_s": (114.06 * 3600, 104.28 * 3600, 8.57),
+}
+"""The design's history-mode totals (Qwen3-Coder-30B-A3B, 101 outer batches): tree, linear, reduction %."""
+
+DESIGN_TEXT = {
+    "rows": ("138,830", "51,697"),
+    "processed_tokens": ("2.29 B", "1.69 B"),
+    "actor_update_s": ("29.58 h", "24.18 h"),
+    "e2e_s": ("114.06 h", "104.28 h"),
+}
+DESIGN_BEST = {"tree-fixed-rows": 74.92, "tree-fixed-steps": 78.76, "linear-fixed-steps": 78.26}
+"""The design's best validation reward (%), per arm (tree + fixed-steps is its batching run)."""
+DESIGN_STEPS = {
+    "tree-fixed-rows": "1-3 (3 at 1,536 rows)",
+    "tree-fixed-steps": "1",
+    "linear-fixed-steps": "1",
+}
+
+
+@dataclass
+class Run:
+    """One run directory read back.
+
+    Attributes:
+        arm / seed: from ``train.json`` (the arm its history mode and batching name).
+        settings: ``train.json``.
+        trains: the ``kind == "train"`` records, in outer-batch order.
+        evals: ``(updates before it, val_reward, val_rollouts, eval_s)`` per evaluation.
+        finished: the evaluation after the last outer batch is in the log.
+    """
+
+    dir: Path
+    arm: str
+    seed: int
+    settings: dict[str, Any]
+    trains: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[tuple[int, float, int, float]] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        n = self.settings["outer_batches"]
+        return len(self.trains) == n and any(e[0] == n for e in self.evals)
+
+    def totals(self, n: int) -> dict[str, float]:
+        """:data:`TOTALS` (and ``tokens``, ``rollout_s``, ``optimizer_steps``) summed over the
+        first ``n`` outer batches, and ``eval_s`` over the evaluations up to ``n`` updates."""
+        if n > len(self.trains):
+            raise ValueError(f"{self.dir}: {n} outer batches asked, {len(self.trains)} trained")
+        out = {
+            k: float(sum(r.get(k, 0) for r in self.trains[:n]))
+            for k in (*TOTALS, "tokens", "rollout_s", "optimizer_steps")
+        }
+        out["eval_s"] = float(sum(e[3] for e in self.evals if e[0] <= n))
+        return out
+
+    @property
+    def best(self) -> float | None:
+        after = [e[1] for e in self.evals if e[0] >= 1]
+        return max(after) if after else None
+
+    @property
+    def final(self) -> float | None:
+        n = self.settings["outer_batches"]
+        return next((e[1] for e in self.evals if e[0] == n), None)
+
+
+def arm_of(settings: dict[str, Any]) -> str:
+    """The :data:`ARMS` name of a run's settings.
+
+    Raises:
+        ValueError: a history mode / batching pair that is not one of the arms.
+    """
+    for name, want in ARMS.items():
+        if all(settings.get(k) == v for k, v in want.items()):
+            return name
+    raise ValueError(
+        f"settings with --history-mode {settings.get('history_mode')} --batching {settings.get('batching')} "
+        f"are none of the arms {list(ARMS)}"
+    )
+
+
+def read_run(run_dir: Path) -> Run:
+    """A run directory's settings and records (a torn last line of ``metrics.jsonl`` is skipped;
+    a resumed run's records are the kept ones, the loop rewrote the log).
+
+    Raises:
+        FileNotFoundError: no ``train.json``.
+        ValueError: see :func:`arm_of`; outer batches out of order.
+    """
+    settings = json.loads((run_dir / "train.json").read_text(encoding="utf-8"))
+    run = Run(run_dir, arm_of(settings), int(settings["seed"]), settings)
+    path = run_dir / "metrics.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if r.get("kind") == "train":
+            run.trains.append(r)
+        elif r.get("kind") == "eval":
+            run.evals.append((int(r["outer_batch"]), float(r["val_reward"]), int(r.get("val_rollouts", 0)),
+                              float(r.get("eval_s", 0.0))))  # fmt: skip
+    if [r["outer_batch"] for r in run.trains] != list(range(len(run.trains))):
+        raise ValueError(f"{path}: train records are not outer batches 0, 1, 2, ... in order")
+    return run
+
+
+def check_same_settings(runs: list[Run]) -> None:
+    """Every run was trained with the same settings but for :data:`ARM_KEYS`.
+
+    Raises:
+        ValueError: naming the first setting that differs and the two runs.
+    """
+    for run in runs[1:]:
+        a = {k: v for k, v in runs[0].settings.items() if k not in ARM_KEYS}
+        b = {k: v for k, v in run.settings.items() if k not in ARM_KEYS}
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                raise ValueError(
+                    f"{runs[0].dir} and {run.dir} differ in {key} ({a.get(key)!r} vs {b.get(key)!r}): "
+                    "the arms must share every setting but history mode and batching"
+                )
+
+
+def mean_std(xs: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value; NaN mean for none)."""
+    if not xs:
+        return float("nan"), float("nan")
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def pm(xs: list[float], scale: float = 1.0, digits: int = 3) -> str:
+    m, s = mean_std([x * scale for x in xs])
+    return f"{m:.{digits}f}+-{s:.{digits}f}" if xs else "n/a"
+
+
+def steps_summary(runs: list[Run]) -> tuple[list[int], str]:
+    """Optimizer steps of every outer batch of ``runs``, and ``"min-max (mean m)"``."""
+    steps = [int(r["optimizer_steps"]) for run in runs for r in run.trains]
+    if not steps:
+        return steps, "n/a"
+    lo, hi = min(steps), max(steps)
+    span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return steps, f"{span} (mean {statistics.fmean(steps):.2f})"
+
+
+def table1(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
+    """Table 1 (batching): lines and the numbers the RESULT line takes."""
+    lines = [
+        "Table 1. Batching (both arms tree capture): optimizer steps per outer batch, held-out reward over seeds",
+        "| arm | seeds | rows per outer batch | optimizer steps per outer batch | best held-out | final held-out "
+        "| design: steps | design: best |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    data: dict[str, Any] = {}
+    for arm in ("tree-fixed-rows", "tree-fixed-steps"):
+        mine = [r for r in runs if r.arm == arm]
+        steps, text = steps_summary(mine)
+        rows = [int(r["rows"]) for run in mine for r in run.trains]
+        best = [r.best for r in mine if r.best is not None]
+        final = [r.final for r in mine if r.final is not None]
+        rows_text = f"{min(rows)}-{max(rows)}" if rows else "n/a"
+        lines.append(
+            f"| {arm} | {len(mine)} | {rows_text} | {text} | {pm(best)} ({len(best)}) | {pm(final)} ({len(final)}) "
+            f"| {DESIGN_STEPS[arm]} | {DESIGN_BEST[arm]:.2f}% |"
+        )
+        data[arm] = {"steps": steps, "best": best, "final": final, "rows": rows}
+    return lines, data
+
+
+def pairs(runs: list[Run]) -> list[tuple[Run, Run, int]]:
+    """(tree-fixed-steps, linear-fixed-steps, common outer batches) per seed that has both with at
+    least one outer batch trained, by seed."""
+    by = {(r.arm, r.seed): r for r in runs}
+    out = []
+    for seed in sorted({r.seed for r in runs}):
+        tree, linear = by.get(("tree-fixed-steps", seed)), by.get(("linear-fixed-steps", seed))
+        if tree and linear and min(len(tree.trains), len(linear.trains)) > 0:
+            out.append((tree, linear, min(len(tree.trains), len(linear.trains))))
+    return out
+
+
+def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
+    """Table 2 (history mode): lines and the numbers the RESULT line and Figure 2 take."""
+    ps = pairs(runs)
+    sums = {arm: dict.fromkeys((*TOTALS, "tokens", "rollout_s", "eval_s"), 0.0) for arm in ("tree", "linear")}
+    per_seed: dict[str, list[float]] = {k: [] for k in TOTALS}
+    for tree, linear, n in ps:
+        tt, lt = tree.totals(n), linear.totals(n)
+        for k in sums["tree"]:
+            sums["tree"][k] += tt[k]
+            sums["linear"][k] += lt[k]
+        for k in TOTALS:
+            if tt[k] > 0:
+                per_seed[k].append(100.0 * (1 - lt[k] / tt[k]))
+    reduction = {
+        k: (100.0 * (1 - sums["linear"][k] / sums["tree"][k]) if sums["tree"][k] > 0 else float("nan"))
+        for k in TOTALS
+    }
+    batches = [n for *_, n in ps]
+    lines = [
+        "Table 2. History mode (both arms fixed-step batching): totals over "
+        + (
+            f"{len(ps)} seed(s) x {'/'.join(map(str, batches))} outer batches (each pair's common outer batches)"
+            if ps
+            else "no seed with both runs yet"
+        ),  # fmt: skip
+        "| metric | tree | linear | reduction (pooled) | reduction per seed (mean+-std) | design: tree | design: linear "
+        "| design: reduction |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def show(k: str, v: float) -> str:
+        return f"{v:,.0f}" if k in ("rows", "processed_tokens") else f"{v:,.1f}"
+
+    for k in TOTALS:
+        d = DESIGN_TABLE2[k]
+        lines.append(
+            f"| {LABELS[k]} | {show(k, sums['tree'][k])} | {show(k, sums['linear'][k])} | {reduction[k]:.2f}% "
+            f"| {pm(per_seed[k], digits=2)}% | {DESIGN_TEXT[k][0]} | {DESIGN_TEXT[k][1]} | {d[2]:.2f}% |"
+        )
+    tree_runs = [r for r in runs if r.arm == "tree-fixed-steps"]
+    linear_runs = [r for r in runs if r.arm == "linear-fixed-steps"]
+    best_t = [r.best for r in tree_runs if r.best is not None]
+    best_l = [r.best for r in linear_runs if r.best is not None]
+    lines.append(
+        f"| best held-out reward | {pm(best_t)} ({len(best_t)}) | {pm(best_l)} ({len(best_l)}) | - | - "
+        f"| {DESIGN_BEST['tree-fixed-steps']:.2f}% (batching run) | {DESIGN_BEST['linear-fixed-steps']:.2f}% | - |"
+    )
+    extra = (
+        f"also: tokens in the trained rows tree {sums['tree']['tokens']:,.0f} / linear {sums['linear']['tokens']:,.0f}; "
+        f"rollout time {sums['tree']['rollout_s']:,.0f} / {sums['linear']['rollout_s']:,.0f} s; held-out evaluations "
+        f"{sums['tree']['eval_s']:,.0f} / {sums['linear']['eval_s']:,.0f} s"
+    )
+    lines.append(extra)
+    return lines, {"pairs": ps, "sums": sums, "reduction": reduction, "per_seed": per_seed,
+                   "best_tree": best_t, "best_linear": best_l}  # fmt: skip
+
+
+def result_line(runs: list[Run], t1: dict[str, Any], t2: dict[str, Any]) -> str:
+    """``RESULT seeds=... outer_batches=... rows_reduction=... ...`` (the issue's keys, in its order).
+    ``seeds``: the fewest runs any arm has; ``outer_batches``: the fewest outer batches a run has."""
+    per_arm = [sum(1 for r in runs if r.arm == a) for a in ARMS]
+    batches = min((len(r.trains) for r in runs), default=0)
+    red = t2["reduction"]
+    steps_rows = t1["tree-fixed-rows"]["steps"]
+    steps_fixed = sorted(set(t1["tree-fixed-steps"]["steps"]))
+    rows_span = f"{min(steps_rows)}-{max(steps_rows)}" if steps_rows else "n/a"
+    mean_rows = f"{statistics.fmean(steps_rows):.2f}" if steps_rows else "nan"
+    return (
+        f"RESULT seeds={min(per_arm)} outer_batches={batches} rows_reduction={red['rows']:.2f}% "
+        f"tokens_reduction={red['processed_tokens']:.2f}% actor_s_reduction={red['actor_update_s']:.2f}% "
+        f"e2e_reduction={red['e2e_s']:.2f}% best_tree={pm(t2['best_tree'])} best_linear={pm(t2['best_linear'])} "
+        f"best_fixed_rows={pm(t1['tree-fixed-rows']['best'])} best_fixed_steps={pm(t1['tree-fixed-steps']['best'])} "
+        f"steps_per_batch_fixed_rows={mean_rows}({rows_span}) "
+        f"steps_per_batch_fixed_steps={'/'.join(map(str, steps_fixed)) or 'n/a'}"
+    )
+
+
+def figure1(runs: list[Run], path: str) -> None:
+    """Held-out reward against outer batches, one curve per run: the batching arms (left), the
+    history-mode arms (right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"tree-fixed-rows": "tab:red", "tree-fixed-steps": "tab:blue", "linear-fixed-steps": "tab:green"}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, arms, title in (
+        (axes[0], ("tree-fixed-rows", "tree-fixed-steps"), "batching (tree capture)"),
+        (axes[1], ("tree-fixed-steps", "linear-fixed-steps"), "history mode (fixed-step batching)"),
+    ):
+        for run in sorted(runs, key=lambda r: (r.arm, r.seed)):
+            if run.arm in arms and run.evals:
+                ax.plot([e[0] for e in run.evals], [e[1] for e in run.evals], marker="o", color=colors[run.arm],
+                        alpha=0.8, label=f"{run.arm} seed {run.seed}")  # fmt: skip
+        ax.set(xlabel="outer batches trained", title=title, ylim=(-0.05, 1.05))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("held-out reward")
+    fig.suptitle("Figure 1. Held-out reward per run (strands-art train, bench/seed_experiments.py)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure2(t2: dict[str, Any], path: str) -> None:
+    """Linear totals as a percentage of tree's: ours (bars: pooled; dots: per seed) beside the design's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    xs = range(len(TOTALS))
+    ours = [100.0 - t2["reduction"][k] for k in TOTALS]
+    design = [100.0 - DESIGN_TABLE2[k][2] for k in TOTALS]
+    ax.bar([x - 0.2 for x in xs], ours, width=0.4, label="this stack (pooled over seeds)", color="tab:green")
+    ax.bar([x + 0.2 for x in xs], design, width=0.4, label="design (30B-A3B, verl)", color="tab:gray")
+    for x, k in zip(xs, TOTALS, strict=True):
+        ax.plot([x - 0.2] * len(t2["per_seed"][k]), [100.0 - v for v in t2["per_seed"][k]], "k.", ms=6)
+    ax.axhline(100, color="k", lw=0.8)
+    ax.set_xticks(list(xs), [LABELS[k].split(" (")[0] for k in TOTALS], fontsize=8)
+    ax.set_ylabel("linear as % of tree")
+    ax.set_title("Figure 2. Linear history: totals as a percentage of tree capture")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(runs: list[Run]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """Per-run lines, Table 1, Table 2 and the RESULT line (last)."""
+    check_same_settings(runs)
+    lines = ["runs (arm, seed: outer batches trained / asked, held-out reward at each evaluation):"]
+    for run in sorted(runs, key=lambda r: (list(ARMS).index(r.arm), r.seed)):
+        evals = ", ".join(f"after {b}: {v:.3f} ({n} rollouts)" for b, v, n, _ in run.evals)
+        state = "finished" if run.finished else "NOT FINISHED"
+        lines.append(
+            f"  {run.arm} seed {run.seed}: {len(run.trains)}/{run.settings['outer_batches']} ({state}); {evals}"
+        )
+        for r in run.trains:
+            lines.append(
+                f"    outer batch {r['outer_batch']}: rows {r.get('rows', 0)}, steps {r.get('optimizer_steps', 0)}, "
+                f"processed tokens {r.get('processed_tokens', 0)}, actor {r.get('actor_update_s', 0):.1f} s, "
+                f"rollouts {r.get('rollout_s', 0):.0f} s, e2e {r.get('e2e_s', 0):.0f} s, "
+                f"reward {r.get('reward_mean', float('nan')):.3f}, tied groups {r.get('zero_advantage_groups', 0)}"
+            )
+    l1, t1 = table1(runs)
+    l2, t2 = table2(runs)
+    return [*lines, "", *l1, "", *l2, "", result_line(runs, t1, t2)], t1, t2

@@ -1,0 +1,288 @@
+"""A 2-outer-batch miniature of bench/seed_experiments.py: the three arms (tree + fixed-rows, tree +
+fixed-steps, linear + fixed-steps) through ``strands-art train``'s own run function
+(:func:`strands_art.training.run.arun_training`: real gateway capture in both history modes, real
+batching, GRPO and LoRA updates of a tiny Llama over Qwen2.5's vocabulary, run directories as the
+command writes them) on the lookup tool task, sampled by a scripted backend that plays back the
+0.5B's own output forms (a bare JSON call, which tree capture forks on when the harness sends it
+back re-rendered). The bench's tables are then checked against the run directories' rows files
+and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+from test_train_command import tensorboard_tags
+
+from strands_art.backends.scripted import ScriptedBackend
+from strands_art.envs.lookup import code_of, train_environment
+from strands_art.registry import load_tokenizer
+from strands_art.training.environment import EnvOptions
+from strands_art.training.local import LocalTrainer
+from strands_art.training.run import arun_training, check_history_mode
+from strands_art.training.settings import TrainSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+_spec = importlib.util.spec_from_file_location("seed_experiments", ROOT / "bench" / "seed_experiments.py")
+se = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(se)
+import seed_tables  # noqa: E402  (bench/, on the path above)
+
+MODEL = "qwen2.5-coder-0.5b"
+GIVEN = {
+    "outer_batches": 2, "prompt_batch": 2, "rollouts_per_prompt": 4, "ppo_mini_batch": 2, "epochs": 1,
+    "lr": 1e-2, "warmup_steps": 0, "kl_coef": 0.0, "lora_rank": 4, "micro_batch_tokens": 4096,
+    "max_new_tokens": 64, "max_turns": 2, "eval_every": 1, "eval_samples": 1, "max_staleness": 0,
+    "concurrency": 8, "checkpoint_every": 1,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer(MODEL)
+
+
+def tiny_qwen_vocab_llama():
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=151936, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=2048, tie_word_embeddings=True,
+    )  # fmt: skip
+    return LlamaForCausalLM(cfg).eval()
+
+
+def script(tok):
+    """The sampler: a bare JSON call first (or, for one seed in three, a guess), then the code (or,
+    for one seed in three, the call again), chosen by the turn's sampling seed."""
+
+    def item(prompt_ids, params, index):
+        text = tok.decode(prompt_ids)
+        key = re.findall(r"key '(\w+)'", text)[-1]
+        call = json.dumps({"name": "lookup", "arguments": {"key": key}}) + "<|im_end|>"
+        pick = params.seed % 3
+        if "<tool_response>" not in text:
+            return {"text": f"It is {code_of(key)}.<|im_end|>" if pick == 0 else call}
+        return {"text": call if pick == 0 else f"The code stored under '{key}' is {code_of(key)}.<|im_end|>"}
+
+    return item
+
+
+class ScriptedSync:
+    """The trainer's weight sync to a sampler that does not read weights (a script)."""
+
+    max_lora_rank = 64
+    sync_s = 0.0
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def sync(self, model, step):
+        self.backend.policy_version = step
+
+    def close(self, unload=False):
+        pass
+
+
+def run_arm(tok, root: Path, arm: str, seed: int) -> Path:
+    run_dir = root / arm / f"seed{seed}"
+    mode = dict(seed_tables.ARMS[arm])
+    if mode["batching"] == "fixed-rows":
+        mode["rows_per_mini_batch"] = 2  # rows run 8-16 here: 4-8 steps
+    options = EnvOptions(history_mode=mode["history_mode"], work_dir=run_dir / "env")
+    env = train_environment(options)
+    settings = TrainSettings.resolve("lookup", str(run_dir), {**GIVEN, "seed": seed, **mode}, env.defaults)
+    backend = ScriptedBackend(tok, script(tok))
+    trainer = LocalTrainer(
+        tiny_qwen_vocab_llama(), tok, settings.trainer_config(), weight_sync=ScriptedSync(backend)
+    )
+    asyncio.run(
+        arun_training(settings, env=env, progress=False, on_batch=lambda r: None, loaded=(tok, trainer))
+    )
+    return run_dir
+
+
+def rows_files(run_dir: Path) -> list[list[dict]]:
+    return [
+        [json.loads(x) for x in p.read_text().splitlines()]
+        for p in sorted((run_dir / "rows").glob("ob-*.jsonl"))
+    ]
+
+
+def trained_tokens(rollouts: list[dict]) -> int:
+    """Tokens of the rows whose rollout's advantage is not 0 (reward off its group's mean): what
+    the trainer forwards with no KL term."""
+    groups: dict[str, list[float]] = {}
+    for r in rollouts:
+        groups.setdefault(r["group_id"], []).append(r["reward"])
+    return sum(
+        len(row["input_ids"])
+        for r in rollouts
+        if statistics.pstdev(groups[r["group_id"]]) > 0
+        and r["reward"] != statistics.fmean(groups[r["group_id"]])
+        for row in r["rows"]
+    )
+
+
+@pytest.fixture(scope="module")
+def bench_root(tok, tmp_path_factory):
+    root = tmp_path_factory.mktemp("seed-experiments")
+    for seed in (0, 1):
+        for arm in seed_tables.ARMS:
+            run_arm(tok, root, arm, seed)
+    return root
+
+
+def test_the_runs_record_what_the_tables_need(bench_root):
+    for arm in seed_tables.ARMS:
+        for seed in (0, 1):
+            run_dir = bench_root / arm / f"seed{seed}"
+            saved = json.loads((run_dir / "train.json").read_text())
+            assert (saved["history_mode"], saved["batching"]) == tuple(seed_tables.ARMS[arm].values())
+            assert saved["rows_per_mini_batch"] == (2 if arm == "tree-fixed-rows" else None)
+            run = seed_tables.read_run(run_dir)
+            assert run.finished and [e[0] for e in run.evals] == [0, 1, 2]
+            assert all(e[2] == 8 for e in run.evals)  # 8 held-out keys x 1 rollout
+            for rec, rollouts in zip(run.trains, rows_files(run_dir), strict=True):
+                assert rec["history_mode"] == seed_tables.ARMS[arm]["history_mode"]
+                assert rec["rows"] == sum(len(r["rows"]) for r in rollouts)
+                assert rec["processed_tokens"] == trained_tokens(rollouts)
+                assert 0 < rec["actor_update_s"] < rec["e2e_s"] and rec["rollout_s"] < rec["e2e_s"]
+            tags = tensorboard_tags(run_dir / "tensorboard")
+            for key in (
+                "rows",
+                "processed_tokens",
+                "actor_update_s",
+                "optimizer_steps",
+                "rollout_s",
+                "e2e_s",
+            ):
+                assert [v for _, v in tags[f"train/{key}"]] == pytest.approx(
+                    [r[key] for r in run.trains], rel=1e-6
+                )
+            assert [s for s, _ in tags["eval/val_reward"]] == [0, 1, 2]
+
+
+def test_fixed_steps_takes_the_configured_steps_and_fixed_rows_follows_the_rows(bench_root):
+    varied = set()
+    for seed in (0, 1):
+        steps = seed_tables.read_run(bench_root / "tree-fixed-steps" / f"seed{seed}")
+        rows = seed_tables.read_run(bench_root / "tree-fixed-rows" / f"seed{seed}")
+        linear = seed_tables.read_run(bench_root / "linear-fixed-steps" / f"seed{seed}")
+        for run in (steps, linear):  # --prompt-batch 2 / --ppo-mini-batch 2 x 1 epoch, whatever the rows
+            assert [r["optimizer_steps"] for r in run.trains] == [1, 1]
+            assert [r["step"] for r in run.trains] == [1, 2]
+        for r in rows.trains:  # mini-batches of 2 rows
+            assert r["optimizer_steps"] == math.ceil(r["rows"] / 2)
+            varied.add(r["optimizer_steps"])
+        assert [r["step"] for r in rows.trains] == [
+            sum(r["optimizer_steps"] for r in rows.trains[: i + 1]) for i in range(2)
+        ]
+        # the same seed samples the same rollouts in every arm (a script): only the capture differs
+        for a, b, c in zip(rows_files(steps.dir), rows_files(rows.dir), rows_files(linear.dir), strict=True):
+            assert [r["reward"] for r in a] == [r["reward"] for r in b] == [r["reward"] for r in c]
+            assert all(len(r["rows"]) == 1 for r in c)  # linear: one row per rollout
+            # tree: a rollout whose bare JSON call came back re-rendered forks a second row
+            assert [len(r["rows"]) for r in a] == [2 if r["reward"] > 0 else 1 for r in a]
+    assert len(varied) > 1 and max(varied) > 1  # fixed-rows' step count moved with the rows
+
+
+def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
+    out = bench_root / "report.txt"
+    assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert capsys.readouterr().out == text and "PARTIAL" not in text
+    assert (bench_root / "report-figure1.png").stat().st_size > 0 and (
+        bench_root / "report-figure2.png"
+    ).exists()
+    runs = se.read_runs(bench_root, se.order([0, 1], list(seed_tables.ARMS)))
+    _, t2 = seed_tables.table2(runs)
+    expect = {}
+    for arm in ("tree-fixed-steps", "linear-fixed-steps"):
+        files = [rows_files(bench_root / arm / f"seed{s}") for s in (0, 1)]
+        expect[arm] = {
+            "rows": sum(len(r["rows"]) for f in files for batch in f for r in batch),
+            "processed_tokens": sum(trained_tokens(batch) for f in files for batch in f),
+            "actor_update_s": sum(
+                json.loads(x).get("actor_update_s", 0)
+                for s in (0, 1)
+                for x in (bench_root / arm / f"seed{s}" / "metrics.jsonl").read_text().splitlines()
+            ),
+        }
+    tree, linear = expect["tree-fixed-steps"], expect["linear-fixed-steps"]
+    for key in ("rows", "processed_tokens", "actor_update_s"):
+        assert t2["sums"]["tree"][key] == pytest.approx(tree[key])
+        assert t2["sums"]["linear"][key] == pytest.approx(linear[key])
+        assert t2["reduction"][key] == pytest.approx(100 * (1 - linear[key] / tree[key]))
+    assert linear["rows"] < tree["rows"] and t2["reduction"]["rows"] > 0
+    line = text.strip().splitlines()[-1]
+    assert line.startswith("RESULT seeds=2 outer_batches=2 ")
+    assert f"rows_reduction={t2['reduction']['rows']:.2f}%" in line
+    assert f"tokens_reduction={t2['reduction']['processed_tokens']:.2f}%" in line
+    assert "steps_per_batch_fixed_steps=1" in line and re.search(
+        r"steps_per_batch_fixed_rows=[\d.]+\(\d-\d\)", line
+    )
+    keys = re.findall(r" (\w+)=", line)
+    assert keys == [
+        "seeds", "outer_batches", "rows_reduction", "tokens_reduction", "actor_s_reduction", "e2e_reduction",
+        "best_tree", "best_linear", "best_fixed_rows", "best_fixed_steps", "steps_per_batch_fixed_rows",
+        "steps_per_batch_fixed_steps",
+    ]  # fmt: skip
+    # a run still going is reported as such, over the outer batches both runs of its seed have
+    partial = bench_root / "linear-fixed-steps" / "seed1" / "metrics.jsonl"
+    kept = [x for x in partial.read_text().splitlines() if json.loads(x)["outer_batch"] == 0]
+    partial.write_text("\n".join(kept) + "\n")
+    assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# PARTIAL: 5 of 6 runs finished")
+    assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=2 outer_batches=1 " in text
+
+
+def test_runs_with_other_settings_are_refused(bench_root, tmp_path):
+    import shutil
+
+    for arm in ("tree-fixed-steps", "linear-fixed-steps"):
+        shutil.copytree(bench_root / arm / "seed0", tmp_path / arm / "seed0")
+    saved = json.loads((tmp_path / "linear-fixed-steps" / "seed0" / "train.json").read_text())
+    (tmp_path / "linear-fixed-steps" / "seed0" / "train.json").write_text(json.dumps({**saved, "lr": 0.5}))
+    assert se.main(["--run-root", str(tmp_path), "--seeds", "0", "--table-only"]) == 2
+
+
+def test_a_gateway_in_another_history_mode_is_refused(tok):
+    from strands_art.gateway import RolloutGateway
+
+    gateway = RolloutGateway(tok, ScriptedBackend(tok, []), history_mode="linear")
+    check_history_mode(None, gateway)
+    check_history_mode("linear", gateway)
+    with pytest.raises(
+        ValueError, match="--history-mode tree: the environment's gateway captures in linear mode"
+    ):
+        check_history_mode("tree", gateway)
+
+
+def test_the_bench_commands_run_each_chunk_under_the_lock(tmp_path):
+    args = se.parse_args(
+        ["--run-root", str(tmp_path), "--train-tasks", str(tmp_path), "--eval-tasks", str(tmp_path)]
+    )
+    cmd = se.train_command(args, "tree-fixed-rows", 3, tmp_path / "r")
+    assert cmd[:2] == ["flock", "/tmp/strands-art-heavy.lock"]
+    assert cmd[-7:] == ["--seed", "3", "--run-dir", str(tmp_path / "r"), "--stop-after", "1", "--no-progress"]
+    assert cmd[cmd.index("--history-mode") + 1] == "tree" and cmd[cmd.index("--batching") + 1] == "fixed-rows"
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "train.json").write_text("{}")
+    assert se.train_command(args, "tree-fixed-rows", 3, tmp_path / "r")[3:7] == [
+        "train", "--resume", "--run-dir", str(tmp_path / "r"),
+    ]  # fmt: skip
+    assert se.order([0, 1], list(seed_tables.ARMS))[:3] == [
+        ("tree-fixed-steps", 0), ("linear-fixed-steps", 0), ("tree-fixed-rows", 0),
+    ]  # fmt: skip

@@ -257,3 +257,41 @@ def test_micro_batches_budget_without_the_shared_prefix(lengths, shared, budget)
     assert sorted(id(r) for m in cut for r in m) == sorted(id(r) for r in rows)
     for m in cut:
         assert len(m) == 1 or len(m) * (m[0].num_tokens - shared) <= budget
+
+
+@pytest.fixture(scope="module")
+def counted_model():
+    """A tiny Llama whose forward calls count the tokens they run (the positions of ``input_ids``
+    that the attention mask keeps; a call without a mask runs all of them)."""
+    from support.fakes import tiny_llama
+
+    model = tiny_llama()
+    model.ran = 0
+
+    def count(module, args, kwargs):
+        ids, mask = kwargs["input_ids"], kwargs.get("attention_mask")
+        model.ran += int(ids.numel() if mask is None else mask[:, -ids.shape[1] :].sum())
+
+    model.register_forward_pre_hook(count, with_kwargs=True)
+    return model
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch_rows(), st.integers(4, 64))
+def test_forwarded_tokens_are_the_tokens_the_passes_run(counted_model, rows, budget):
+    """``processed_tokens`` of an update: what each pass kind says it runs is what the model ran,
+    prefix-shared (each group's prefix once) or not (every row whole)."""
+    from strands_art.training.passes import Passes
+    from strands_art.training.shared_prefix import SharedPrefixPasses
+
+    for kind in (Passes, SharedPrefixPasses):
+        passes = kind(counted_model, 0, budget, SamplingParams())
+        counted_model.ran = 0
+        with torch.no_grad():
+            for _ in passes.passes(rows):
+                pass
+        assert counted_model.ran == passes.forwarded_tokens(rows)
+    if all(all(br.row.loss_mask) for br in rows):  # every continuation has a sampled token to score
+        units, _ = prefix_units(rows)
+        shared = SharedPrefixPasses(counted_model, 0, budget, SamplingParams()).forwarded_tokens(rows)
+        assert shared == sum(br.num_tokens for br in rows) - sum((len(u.rows) - 1) * u.prefix_len for u in units)

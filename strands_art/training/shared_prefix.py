@@ -252,11 +252,19 @@ class SharedPrefixPasses(Passes):
     the groups are formed."""
 
     def forwarded_tokens(self, rows: Sequence[BatchRow]) -> int:
-        """Tokens the model runs for ``rows``: each group's shared prefix once, then each row's
-        continuation; rows outside a group whole (:func:`prefix_units`, as :meth:`passes` forms them)."""
+        """Tokens the model runs for ``rows``, as :meth:`passes` runs them: each group's shared
+        prefix once (:func:`prefix_units`), then the continuations of each chunk that has a sampled
+        token after the prefix (:meth:`PrefixPass.logits` runs no pass for one that has none); rows
+        outside a group whole."""
         units, rest = prefix_units([br for br in rows if not br.padding])
-        shared = sum(u.prefix_len + sum(br.num_tokens - u.prefix_len for br in u.rows) for u in units)
-        return shared + sum(br.num_tokens for br in rest)
+        total = sum(br.num_tokens for br in rest)
+        for u in units:
+            p = u.prefix_len
+            total += p
+            for chunk in micro_batches(u.rows, self.max_tokens, shared=p):
+                if any(any(br.row.loss_mask[p + 1 :]) for br in chunk):
+                    total += sum(br.num_tokens - p for br in chunk)
+        return total
 
     def passes(self, rows: Sequence[BatchRow]) -> Iterator[Pass]:
         real = [br for br in rows if not br.padding]

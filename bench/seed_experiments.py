@@ -79,6 +79,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--out", help="write the report here (and Figure 1 / 2 beside it, -figure1.png / -figure2.png)"
     )
+    p.add_argument(
+        "--notes", help="a text file whose lines go into the report's header (how the tasks were made, ...)"
+    )
     args = p.parse_args(argv)
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
         p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1,2")
@@ -141,6 +144,8 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     if done < wanted:
         head.insert(0, f"# PARTIAL: {done} of {wanted} runs finished; the same command continues (finished runs are "
                        "read back, stopped ones resumed)")  # fmt: skip
+    if args.notes:
+        head += ["#", *(f"# {x}".rstrip() for x in Path(args.notes).read_text(encoding="utf-8").splitlines())]
     text = "\n".join([*head, "", *lines]) + "\n"
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -276,7 +276,7 @@ def counted_model():
     return model
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(batch_rows(), st.integers(4, 64))
 def test_forwarded_tokens_are_the_tokens_the_passes_run(counted_model, rows, budget):
     """``processed_tokens`` of an update: what each pass kind says it runs is what the model ran,
@@ -291,7 +291,3 @@ def test_forwarded_tokens_are_the_tokens_the_passes_run(counted_model, rows, bud
             for _ in passes.passes(rows):
                 pass
         assert counted_model.ran == passes.forwarded_tokens(rows)
-    if all(all(br.row.loss_mask) for br in rows):  # every continuation has a sampled token to score
-        units, _ = prefix_units(rows)
-        shared = SharedPrefixPasses(counted_model, 0, budget, SamplingParams()).forwarded_tokens(rows)
-        assert shared == sum(br.num_tokens for br in rows) - sum((len(u.rows) - 1) * u.prefix_len for u in units)

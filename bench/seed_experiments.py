@@ -132,13 +132,26 @@ def read_runs(root: Path, runs: list[tuple[str, int]]) -> list[Run]:
     ]
 
 
+def shown(args: argparse.Namespace, argv: list[str]) -> str:
+    """``argv`` as a command line with this machine's paths as variables: ``$RUN_ROOT``, ``$TASKS``
+    (the task directories' common parent) and ``$NOTES``."""
+    names = {args.run_root: "$RUN_ROOT", args.notes: "$NOTES"}
+    if args.out and Path(args.out).parent.parts[-2:] == ("bench", "results"):
+        names[args.out] = f"bench/results/{Path(args.out).name}"  # from the repository's root
+    if args.train_tasks and args.eval_tasks:
+        parent = os.path.commonpath([os.path.abspath(args.train_tasks), os.path.abspath(args.eval_tasks)])
+        for d in (args.train_tasks, args.eval_tasks):
+            names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
+    return " ".join(names.get(a, shlex.quote(a)) if a is not None else "" for a in argv)
+
+
 def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wanted: int) -> str:
     """The report text (and the figures when ``--out``); PARTIAL while any run is unfinished."""
     lines, _t1, t2 = seed_tables.report(runs)
     done = sum(1 for r in runs if r.finished)
     head = [
         f"# bench/seed_experiments.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
-        f"# command: python bench/seed_experiments.py {shlex.join(argv)}",
+        f"# command: python bench/seed_experiments.py {shown(args, argv)}",
         f"# settings: {FLAGS} {args.extra}".rstrip(),
     ]
     if done < wanted:

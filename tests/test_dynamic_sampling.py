@@ -19,6 +19,7 @@ from strands_art.registry import load_tokenizer
 from strands_art.training import loop
 from strands_art.training.dynamic_sampling import Draws, TaskHistory, candidate_order, has_signal
 from strands_art.training.local import LocalTrainer
+from strands_art.training.progress import record_line
 from strands_art.training.rollouts import chat_rollout
 from strands_art.training.settings import TrainSettings
 from strands_art.training.trainer_config import TrainerConfig
@@ -189,6 +190,8 @@ def test_loop_trains_the_configured_steps_with_dynamic_sampling(tok, tmp_path, m
     assert sum(r["groups_with_signal"] for r in train) >= 2
     if skip_tied:
         assert sum(r["skipped_tied_at_1"] for r in train) >= 1
+    line = record_line(train[-1])  # the console line names the draws
+    assert f"{train[-1]['groups_drawn']} groups drawn ({train[-1]['groups_with_signal']} with signal" in line
 
 
 def test_settings_check_and_record_the_new_knobs(tmp_path) -> None:

@@ -361,8 +361,11 @@ class RolloutGateway:
                 stop_token_ids=tuple(
                     dict.fromkeys(s.sampling.stop_token_ids + self.renderer.end_of_turn_ids)
                 ),
-                # per-turn seed: the session's random stream does not restart at every turn
-                seed=None if s.sampling.seed is None else turn_seed(s.sampling.seed, len(s.trajectory.turns)),
+                # per-turn, per-rollout seed: the random stream does not restart at every turn,
+                # and the rollouts of a group opened with one seed do not sample alike
+                seed=None
+                if s.sampling.seed is None
+                else turn_seed(s.sampling.seed, len(s.trajectory.turns), rollout_id),
             )
             try:
                 if on_tokens is not None and getattr(self.backend, "streams_tokens", False):

@@ -53,7 +53,8 @@ class ChatRenderer:
             (``<|im_end|>``, ``</think>``) is tokenized as text, so special-token IDs appear only
             where the template writes them (:mod:`strands_art.literal`); "special": the old
             behaviour, such text becomes the control token. Families that render with their own
-            library (Harmony) are not affected.
+            library (Harmony) get the same escaped text: the library writes the sentinels as
+            ordinary characters, :meth:`encode` turns them back into text tokens.
 
     Raises:
         TemplateError: no chat template.
@@ -132,9 +133,15 @@ class ChatRenderer:
         ``tests/test_render.py`` checks the output equals ``apply_chat_template``'s.
         """
         try:
-            own = self.family.render(messages, tools, add_generation_prompt)
-            if own is not None:  # the family renders with its official library (Harmony)
-                return own
+            if self._family_renders:  # the family renders with its official library (Harmony)
+                lit = self.literal  # request text spelling a control token stays text
+                own = self.family.render(
+                    lit.escape(messages) if lit else messages,
+                    (lit.escape(tools) if lit and tools else tools),
+                    add_generation_prompt,
+                )
+                if own is not None:
+                    return own
             msgs, tool_specs = self._template_inputs(messages, tools)
             if self._template is not None:
                 return self._template.render(

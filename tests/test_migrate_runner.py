@@ -194,7 +194,9 @@ def test_ctrl_c_keeps_completed_rollouts_and_resume_runs_only_the_missing(
     assert (run_dir / "results.jsonl.torn").read_text() == '{"rollout_id": "alpha-r1", "rew\n'
     # only the two missing rollouts ran, with the seeds the first run would have used
     # (each turn samples with the per-turn seed derived from its rollout's seed)
-    expected = sorted(turn_seed(seed, turn) for seed in (41, 42) for turn in (0, 1))
+    expected = sorted(
+        turn_seed(seed, turn, rid) for seed, rid in ((41, "alpha-r1"), (42, "alpha-r2")) for turn in (0, 1)
+    )
     assert resumed.calls == 4 and sorted(p.seed for p in resumed.params) == expected
     assert [r["seed"] for r in results] == [40, 41, 42]
     ids = [t.rollout_id for t in TrajectoryStore(run_dir / "trajectories")]
@@ -222,15 +224,18 @@ async def test_same_seed_same_sampling_params_per_rollout(tasks_dir: Path, tmp_p
         )
         assert all(p.temperature == 0.3 and p.top_p == 0.95 for p in backend.params)
         # which seed each rollout's calls carried: the workspace path in the prompt names the rollout
-        # (turn t of a rollout seeded s samples with turn_seed(s, t): issue 14, item 7)
+        # (turn t of rollout r seeded s samples with turn_seed(s, t, r): issue 14, item 7; issue 48)
         seeds_by_ws: dict[str, list[int]] = {}
         for prompt, params in zip(script.prompts, backend.params, strict=True):
             ws = REPO_PATH_RE.search(prompt).group(1)  # type: ignore[union-attr]
             seeds_by_ws.setdefault(ws, []).append(params.seed)  # type: ignore[arg-type]
         assert len(seeds_by_ws) == 4
         rollout_seeds = sorted(r["seed"] for r in results)
+        ids = {r["seed"]: r["rollout_id"] for r in results}
         matched = sorted(
-            next(rs for rs in rollout_seeds if seeds == [turn_seed(rs, t) for t in range(len(seeds))])
+            next(
+                rs for rs in rollout_seeds if seeds == [turn_seed(rs, t, ids[rs]) for t in range(len(seeds))]
+            )
             for seeds in seeds_by_ws.values()
         )
         assert matched == rollout_seeds

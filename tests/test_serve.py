@@ -123,8 +123,9 @@ async def test_session_control_sets_group_and_trainer_sampling(qwen3):
         await ask(base, rid, messages=messages, tools=TOOLS, temperature=2.0)
         traj = (await http.get(f"/sessions/{rid}/trajectory")).json()
     p0, p1 = gw.backend.params
-    # the session seed 7 reaches the backend as the per-turn seed of turn 0 (issue 14, item 7)
-    assert (p0.temperature, p0.seed) == (0.3, turn_seed(7, 0)) and (p1.temperature, p1.seed) == (0.9, None)
+    # the session seed 7 reaches the backend as the per-turn seed of turn 0 of this rollout
+    # (issue 14, item 7; issue 48, U08)
+    assert (p0.temperature, p0.seed) == (0.3, turn_seed(7, 0, rid)) and (p1.temperature, p1.seed) == (0.9, None)
     assert 5 in p1.stop_token_ids
     assert traj["group_id"] == "task-9" and traj["rows"][0]["group_id"] == "task-9"
     # the second request dropped the assistant turn: a fork, explained

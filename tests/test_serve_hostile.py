@@ -219,11 +219,11 @@ async def test_sampling_fields_left_out_take_the_servers_defaults_not_the_datacl
         assert r.json() == {**server.to_dict(), "temperature": 0.2, "stop": [], "stop_token_ids": []}
         assert (await http.post(CHAT, json={"messages": FIRST, "tools": TOOLS})).status_code == 200
     first, second = gw.backend.params
-    # the session's seed 3, as turn 0's seed (per-turn seeds: backends.base.turn_seed)
+    # the session's seed 3, as turn 0's seed of rollout r (per-turn seeds: backends.base.turn_seed)
     assert (first.temperature, first.top_p, first.max_new_tokens, first.seed) == (
         0.7,
         0.9,
         64,
-        turn_seed(3, 0),
+        turn_seed(3, 0, "r"),
     )
     assert (second.temperature, second.top_p, second.max_new_tokens, second.seed) == (0.2, 0.9, 64, None)

@@ -100,7 +100,7 @@ def test_train_ray_two_outer_batches_on_the_real_server(real_vllm, tmp_path, cap
         ((start, end),) = row["turn_spans"]
         sampled, logprobs = row["input_ids"][start:end], row["logprobs"][start:end]
         assert 0 < len(sampled) <= 8 and row["loss_mask"][start:end] == [1] * len(sampled)
-        seed = turn_seed(rollout_seed(3, 0, j // 2, j % 2), 0)
+        seed = turn_seed(rollout_seed(3, 0, j // 2, j % 2), 0, row["rollout_id"])
         ids, lps = asyncio.run(resample(row["input_ids"][:start], seed))
         assert ids[: len(sampled)] == sampled  # the server's own tokens for that prompt and seed
         assert lps[: len(sampled)] == pytest.approx(logprobs, abs=1e-3)

@@ -71,7 +71,7 @@ async def test_real_vllm_migrate_cli_runs_one_task_and_records_token_exact_rows(
                 top_p=TOP_P,
                 max_new_tokens=MAX_NEW,
                 stop_token_ids=(2,),  # SmolLM2's end of turn
-                seed=turn_seed(SEED, turn.index),
+                seed=turn_seed(SEED, turn.index, traj.rollout_id),
             )
             again = await backend.sample(turn.prompt_ids, params)
             assert again.output_ids == turn.output_ids

@@ -85,8 +85,9 @@ class SamplingParams:
         stop_token_ids: token IDs that end the generation (kept in the output, like vLLM does).
             The gateway adds the template's end-of-turn token automatically.
         seed: optional session seed for reproducible sampling. The gateway does not send it
-            unchanged: turn *t* of a session samples with :func:`turn_seed` (seed, t), so turns
-            draw different random streams and a rerun of the session draws the same ones.
+            unchanged: turn *t* of rollout *r* samples with :func:`turn_seed` (seed, t, r), so
+            turns and the rollouts of a group draw different random streams and a rerun of the
+            rollout draws the same ones.
 
     Raises:
         TypeError: a value of the wrong type (a string temperature, a float max_new_tokens,
@@ -137,14 +138,20 @@ def _check_type(name: str, value: Any, kind: type, what: str) -> None:
         raise TypeError(f"{name} must be {what}, got {type(value).__name__} {value!r}")
 
 
-def turn_seed(session_seed: int, turn_index: int) -> int:
-    """The seed sent to the backend for turn ``turn_index`` (0-based) of a session seeded with
-    ``session_seed``: the first 31 bits of BLAKE2b over ``"{session_seed}/{turn_index}"``, an int
-    in [0, 2**31) that every backend accepts (torch, vLLM, llama.cpp). Deterministic across
-    processes and Python versions (no ``hash()``), distinct per turn."""
+def turn_seed(session_seed: int, turn_index: int, rollout_id: str | None = None) -> int:
+    """The seed sent to the backend for turn ``turn_index`` (0-based) of rollout ``rollout_id``
+    seeded with ``session_seed``: the first 31 bits of BLAKE2b over
+    ``"{session_seed}/{rollout_id}/{turn_index}"`` (``"{session_seed}/{turn_index}"`` without a
+    rollout id), an int in [0, 2**31) that every backend accepts (torch, vLLM, llama.cpp).
+    Deterministic across processes and Python versions (no ``hash()``), distinct per turn and
+    per rollout: the rollouts of a GRPO group opened with one shared seed still draw different
+    samples (issue 48, U08), and a rerun of a rollout (same id, seed and turn) draws the same."""
     import hashlib
 
-    digest = hashlib.blake2b(f"{int(session_seed)}/{int(turn_index)}".encode(), digest_size=8).digest()
+    key = f"{int(session_seed)}/{int(turn_index)}" if rollout_id is None else (
+        f"{int(session_seed)}/{rollout_id}/{int(turn_index)}"
+    )
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & 0x7FFFFFFF
 
 

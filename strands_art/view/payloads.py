@@ -44,7 +44,7 @@ def rollout_payload(view: RunView, rid: str) -> dict[str, Any]:
                 "prompt_tokens": len(tn.prompt_ids),
                 "sampled_tokens": len(tn.output_ids),
                 "timings": {k: round(v, 4) for k, v in tn.timings.items() if isinstance(v, (int, float))},
-                "seed": turn_seed(seed, tn.index) if isinstance(seed, int) else None,
+                "seed": turn_seed(seed, tn.index, t.rollout_id) if isinstance(seed, int) else None,
                 "policy_version": tn.policy_version,
                 "ill_formed": tn.ill_formed,
                 "problems": _listed(ill.get(tn.index, {}).get("problems")),

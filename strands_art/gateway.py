@@ -39,7 +39,7 @@ from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs
 from strands_art.toolcalls.base import ParsedOutput
 from strands_art.trajectory import Trajectory
-from strands_art.turn_cut import record_cut
+from strands_art.turn_cut import TRUNCATED, mark_tail, record_cut, tag_row_turn, turn_start_cut
 from strands_art.turn_parse import GenerateResult, parse_output, policy_version, read_turn
 
 logger = logging.getLogger(__name__)
@@ -289,9 +289,7 @@ class RolloutGateway:
         recorded = s.trajectory.turns[turn]
         if tag in recorded.tags:
             return
-        recorded.tags.append(tag)
-        row = s.capture.rows[recorded.row]
-        row.metadata.setdefault("turn_tags", {}).setdefault(str(turn), []).append(tag)
+        tag_row_turn(s.capture.rows[recorded.row], recorded, tag)
         s.trajectory.events.append({"turn": turn, "kind": "turn_tagged", "tag": tag, "reason": reason})
 
     def _session(self, rollout_id: str) -> _Session:
@@ -458,13 +456,19 @@ class RolloutGateway:
             traj.metadata.setdefault("ill_formed_turns", []).append(
                 {"turn": index, "problems": list(result.problems)}
             )
+        row = s.capture.rows[turn.row]
         if sample.finish_reason == "length":
             traj.metadata.setdefault("truncated_turns", []).append(index)
-        if result.tail_start is not None:  # cut inside a call after complete calls: mark the tail
+            if result.tail_start is None:  # no complete call to end at: the whole turn is cut off
+                tag_row_turn(row, turn, TRUNCATED)
+                traj.events.append({"turn": index, "kind": "turn_tagged", "tag": TRUNCATED, "reason": "length"})
+        if result.tail_start is not None:  # cut after complete calls (or a turn start): mark the tail
             n_out, n_calls = len(turn.output_ids), len(result.tool_calls)
             record_cut(
-                traj, index, result.tail_start, n_out, n_calls, sample.finish_reason, result.tail_problems
-            )
+                traj, index, result.tail_start, n_out, n_calls, sample.finish_reason, result.tail_problems,
+                **result.cut_kind,
+            )  # fmt: skip
+            mark_tail(row, index, [result.tail_start, n_out])
         if "logprobs_mode" in sample.info:  # how the backend took its logprobs (the trainer reads it)
             traj.metadata["logprobs_mode"] = sample.info["logprobs_mode"]
         if result.recovered:
@@ -486,5 +490,10 @@ class RolloutGateway:
         self, prompt_ids: list[int], output_ids: list[int], tools: list[dict[str, Any]] | None
     ) -> ParsedOutput:
         """Parse a (partial) output as a turn's output would be (text, reasoning, tool calls);
-        records nothing. For streaming: see :mod:`strands_art.streaming`."""
+        records nothing. For streaming: see :mod:`strands_art.streaming`. An output that opened
+        another author's turn is read up to that token (:func:`~strands_art.turn_cut.turn_start_cut`),
+        as the recorded turn will be."""
+        start = turn_start_cut(self.renderer, output_ids)
+        if start is not None:
+            output_ids = output_ids[: start[0]]
         return parse_output(self.renderer, prompt_ids, output_ids, tools)

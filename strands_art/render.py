@@ -112,6 +112,8 @@ class ChatRenderer:
         #: token ID -> text of the family's end tokens that may stand in for the closer's end token
         self.closer_end_ids = self._token_ids(self.family.closer_end_tokens)
         self.end_of_turn_ids = self._end_of_turn_ids()
+        #: token ID -> text of the family's tokens that open another author's turn
+        self.turn_start_ids = self._token_ids(self.family.turn_start_tokens)
         # one past the largest token ID (added tokens included): a sampled ID must be below it
         self.vocab_size = max(self.backend.get_vocab(with_added_tokens=True).values()) + 1
 

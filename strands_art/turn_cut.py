@@ -42,6 +42,44 @@ def cut_at_calls(
     )
 
 
+#: row metadata key: turn index (str) -> [start, end) of the cut tail in that turn's output
+CUT_TAILS = "cut_tails"
+#: the turn tag of a turn sampled to the token limit with no complete call to end at
+TRUNCATED = "truncated"
+
+
+def mark_tail(row: Any, turn: int, span: list[int]) -> None:
+    """Record a cut tail on the row holding ``turn`` (``row.metadata["cut_tails"]``); the
+    trainer leaves it out of the loss (:func:`strands_art.training.grpo.exclude_tagged_turns`)."""
+    row.metadata.setdefault(CUT_TAILS, {})[str(turn)] = list(span)
+
+
+def turn_start_cut(renderer: ChatRenderer, output_ids: list[int]) -> tuple[int, str] | None:
+    """``(index, token)`` of the first token in ``output_ids`` that opens another author's turn
+    (the family's :attr:`~strands_art.families.base.ModelFamily.turn_start_tokens`, not followed
+    by one of its :attr:`~strands_art.families.base.ModelFamily.turn_start_authors`), or None.
+
+    A model that writes ``<|im_start|>user`` (``<|start_header_id|>``, ``<｜User｜>``, ``[INST]``,
+    a Harmony ``<|start|>user``) has left its own turn: the answer ends before that token and
+    the rest is a tail (issue 48)."""
+    starts = renderer.turn_start_ids
+    authors = renderer.family.turn_start_authors
+    for i, tid in enumerate(output_ids):
+        if tid in starts:
+            if authors:
+                after = renderer.decode(output_ids[i + 1 : i + 4]).lstrip()
+                if after.startswith(authors) or (i + 1 == len(output_ids)):
+                    continue
+            return i, starts[tid]
+    return None
+
+
+def tag_row_turn(row: Any, turn: Any, tag: str) -> None:
+    """Put ``tag`` on ``turn`` (``Turn.tags``) and on its row (``row.metadata["turn_tags"]``)."""
+    turn.tags.append(tag)
+    row.metadata.setdefault("turn_tags", {}).setdefault(str(turn.index), []).append(tag)
+
+
 def record_cut(
     traj: Trajectory,
     turn: int,
@@ -50,21 +88,25 @@ def record_cut(
     num_calls: int,
     finish_reason: str,
     problems: list[str],
+    kind: str = "length_cut_at_calls",
+    how: str | None = None,
 ) -> None:
     """Mark the tail of a cut turn: output tokens ``[tail_start, num_output)`` of ``turn``, the
     sample's ``finish_reason`` ("length", or "stop" for an unclosed call before the end token)
-    and ``problems``, what the parser found wrong with the whole output."""
+    and ``problems``, what the parser found wrong with the whole output. ``kind`` and ``how``
+    name the cut in the event (default: a cut at the last complete call)."""
     span = [tail_start, num_output]
     traj.metadata.setdefault("cut_turns", []).append(
-        {"turn": turn, "tail": span, "finish_reason": finish_reason}
+        {"turn": turn, "tail": span, "finish_reason": finish_reason, "kind": kind}
     )
-    how = "cut at the token limit" if finish_reason == "length" else f"ended inside a call ({finish_reason})"
+    if how is None:
+        how = "cut at the token limit" if finish_reason == "length" else f"ended inside a call ({finish_reason})"
+        how = f"{how}: ended at its last complete call ({num_calls} kept)"
     traj.events.append(
         {
             "turn": turn,
-            "kind": "length_cut_at_calls",
-            "reason": f"{how}: ended at its last complete call ({num_calls} kept); output tokens "
-            f"{span[0]}-{span[1]} are the tail after it",
+            "kind": kind,
+            "reason": f"{how}; output tokens {span[0]}-{span[1]} are the tail after it",
             "tail": span,
             "finish_reason": finish_reason,
             "problems": list(problems),

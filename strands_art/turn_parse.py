@@ -20,7 +20,7 @@ from strands_art.render import ChatRenderer
 from strands_art.toolcalls.base import ParsedOutput, ToolCall
 from strands_art.toolcalls.reasoning import prompt_opens_think
 from strands_art.trajectory import Turn
-from strands_art.turn_cut import cut_at_calls
+from strands_art.turn_cut import cut_at_calls, turn_start_cut
 from strands_art.validation import is_int
 
 
@@ -44,7 +44,10 @@ class GenerateResult:
         tail_start: for a turn cut after complete calls (:mod:`strands_art.toolcalls.cut`: at
             the token limit, or ended inside an unclosed call), where the tail after its last
             complete call starts in ``turn.output_ids`` (``finish_reason`` is then "tool_calls";
-            the turn's own stays "length" for a turn cut at the limit); None otherwise.
+            the turn's own stays "length" for a turn cut at the limit); for a turn whose model
+            wrote another author's turn start (:func:`~strands_art.turn_cut.turn_start_cut`),
+            where that token is (``finish_reason`` "stop", or "tool_calls" with calls before
+            it); None otherwise.
         tail_problems: for a cut turn, what the parser found wrong with the whole output (e.g.
             "tool call 4: unclosed <tool_call> ..."); empty otherwise.
     """
@@ -60,6 +63,9 @@ class GenerateResult:
     recovered: list[str] = field(default_factory=list)
     tail_start: int | None = None
     tail_problems: list[str] = field(default_factory=list)
+    #: how the tail was cut, for :func:`~strands_art.turn_cut.record_cut` (``kind``, ``how``);
+    #: empty for a cut at the last complete call
+    cut_kind: dict[str, str] = field(default_factory=dict)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -140,15 +146,27 @@ def read_turn(
     Raises:
         InvalidSample: the backend reported a policy version that is not an integer >= 0.
     """
-    whole = parse_output(renderer, plan.prompt_ids, sample.output_ids, tools)
-    cut = cut_at_calls(
-        renderer,
-        lambda ids, suffix: parse_output(renderer, plan.prompt_ids, ids, tools, suffix),
-        sample.output_ids,
-        sample.finish_reason,
-        tools,
-        whole,
-    )
+    cut_kind: dict[str, str] = {}
+    start = turn_start_cut(renderer, sample.output_ids)
+    if start is not None:  # the model opened another author's turn: its answer ends before that
+        at, token = start
+        head = parse_output(renderer, plan.prompt_ids, sample.output_ids[:at], tools)
+        whole = replace(head, problems=[*head.problems, f"the model wrote the turn start {token!r}"])
+        cut = (at, head)
+        cut_kind = {
+            "kind": "turn_start_cut",
+            "how": f"the model wrote the turn start {token!r} at output token {at}: its answer ends there",
+        }
+    else:
+        whole = parse_output(renderer, plan.prompt_ids, sample.output_ids, tools)
+        cut = cut_at_calls(
+            renderer,
+            lambda ids, suffix: parse_output(renderer, plan.prompt_ids, ids, tools, suffix),
+            sample.output_ids,
+            sample.finish_reason,
+            tools,
+            whole,
+        )
     parsed = whole if cut is None else cut[1]
     calls = session_calls(renderer, rollout_id, index, parsed)
     finish = "tool_calls" if calls and sample.finish_reason == "stop" else sample.finish_reason
@@ -169,7 +187,7 @@ def read_turn(
         text=parsed.text,
         reasoning=parsed.reasoning,
         tool_calls=calls,
-        finish_reason="tool_calls" if cut is not None else finish,
+        finish_reason=finish if cut is None else "tool_calls" if calls or not cut_kind else "stop",
         ill_formed=parsed.ill_formed,
         problems=list(parsed.problems),
         turn=turn,
@@ -177,6 +195,7 @@ def read_turn(
         recovered=list(parsed.recovered),
         tail_start=None if cut is None else cut[0],
         tail_problems=[] if cut is None else list(whole.problems),
+        cut_kind=cut_kind,
     )
 
 

@@ -57,6 +57,13 @@ class ModelFamily:
         call_list_closers: texts that close a list of calls once its last complete call is
             written (DeepSeek's ``<｜tool▁calls▁end｜>``, Mistral's ``]``): a turn cut at the token
             limit ends at its last complete call with this added (strands_art/toolcalls/cut.py).
+        turn_start_tokens: tokens that open another author's turn (ChatML's ``<|im_start|>``,
+            Llama 3's ``<|start_header_id|>``, DeepSeek's ``<｜User｜>``, Mistral's ``[INST]``).
+            A sampled one ends the answer: the turn is cut before it and the tail recorded
+            (:func:`strands_art.turn_cut.turn_start_cut`).
+        turn_start_authors: texts that may follow a turn-start token inside one assistant turn
+            (Harmony writes ``<|start|>assistant`` between its messages); any other text after
+            it is another author's turn. Empty: every turn-start token is another author's.
     """
 
     name = "generic"
@@ -68,6 +75,8 @@ class ModelFamily:
     other_turn_closers: tuple[str, ...] = ()
     end_only_texts: tuple[str, ...] = ()
     call_list_closers: tuple[str, ...] = ()
+    turn_start_tokens: tuple[str, ...] = ("<|im_start|>",)
+    turn_start_authors: tuple[str, ...] = ()
 
     def render(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, add_generation_prompt: bool

@@ -156,6 +156,7 @@ class DeepSeekFamily(ModelFamily):
     inline_reasoning = True
     end_tokens = (EOS,)
     closer_end_tokens = (EOS,)
+    turn_start_tokens = ("<｜User｜>",)
     tools_in_template = False
     call_list_closers = (CALLS_END,)
 

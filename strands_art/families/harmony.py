@@ -201,6 +201,9 @@ class HarmonyFamily(ModelFamily):
     closer_end_tokens = (RETURN, CALL, END)
     stop_tokens = (RETURN, CALL, EOT)
     other_turn_closers = (CALL,)
+    #: a user, system, developer or tool message sampled inside the turn ends it
+    turn_start_tokens = ("<|start|>",)
+    turn_start_authors = ("assistant",)
 
     def __init__(self) -> None:
         self._date = time.strftime("%Y-%m-%d")

@@ -131,6 +131,7 @@ class Llama3Family(ModelFamily):
     name = "llama3"
     end_tokens = END_TOKENS
     closer_end_tokens = END_TOKENS
+    turn_start_tokens = ("<|start_header_id|>",)
 
     def __init__(self) -> None:
         self._date = time.strftime("%d %b %Y")

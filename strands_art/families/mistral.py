@@ -186,6 +186,7 @@ class MistralFamily(ModelFamily):
     end_tokens = END_TOKENS
     call_list_closers = ("]",)
     closer_end_tokens = END_TOKENS
+    turn_start_tokens = ("[INST]",)
 
     def detect(self, chat_template: str, tokenizer: Any) -> bool:
         return "[INST]" in chat_template

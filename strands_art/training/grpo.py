@@ -40,12 +40,19 @@ class GRPOConfig:
         exclude_turn_tags: turns carrying one of these tags (``Turn.tags``, on rows as
             ``metadata["turn_tags"]``, see strands_art/turn_tags.py) get loss mask 0: by default
             ``discarded`` ones (a response the agent threw away: a hook's retry, a cancelled
-            turn). Add ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
+            turn) and ``truncated`` ones (sampled to the token limit with no complete call to
+            end at: DAPO's overlong filtering, TRL's ``mask_truncated_completions``). Add
+            ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
+        train_cut_tails: False (default): the tail of a cut turn (after its last complete
+            call, or from a turn-start token the model wrote: ``row.metadata["cut_tails"]``,
+            :mod:`strands_art.turn_cut`) gets loss mask 0, the calls before it are trained;
+            True trains the tail at the rollout's advantage.
     """
 
     scale_by_std: bool = True
     std_eps: float = 1e-6
-    exclude_turn_tags: tuple[str, ...] = ("discarded",)
+    exclude_turn_tags: tuple[str, ...] = ("discarded", "truncated")
+    train_cut_tails: bool = False
 
     def __post_init__(self) -> None:
         if self.std_eps < 0:
@@ -71,7 +78,8 @@ class Advantages:
             groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean, and over
             kept rollouts: discarded_turns, summarizer_turns (turns with that tag),
             loss_excluded_turns, loss_excluded_tokens (sampled tokens masked out by
-            ``exclude_turn_tags``), loss_excluded_rows (rows left with no sampled token).
+            ``exclude_turn_tags`` and cut tails), loss_excluded_rows (rows left with no sampled
+            token), truncated_turns (turns tagged ``truncated``), cut_turns (turns with a cut tail).
     """
 
     advantages: dict[str, float]
@@ -102,16 +110,25 @@ def reward_problem(reward: object) -> str | None:
     return None
 
 
-def exclude_tagged_turns(row: Row, tags: frozenset[str] | set[str]) -> tuple[Row, int, int]:
+def exclude_tagged_turns(
+    row: Row, tags: frozenset[str] | set[str], cut_tails: bool = True
+) -> tuple[Row, int, int]:
     """``row`` with loss mask 0 on the sampled spans of turns tagged with one of ``tags``
-    (``row.metadata["turn_tags"]``), the number of such turns and of sampled tokens masked.
-    The row is copied when anything changes, never mutated."""
-    spans = row.tagged_spans(tags) if tags else []
+    (``row.metadata["turn_tags"]``) and, with ``cut_tails``, on the cut tails of its turns
+    (``row.metadata["cut_tails"]``: turn -> [start, end) in that turn's output); the number of
+    turns touched and of sampled tokens masked. The row is copied when anything changes, never
+    mutated."""
+    spans = [span for _, span in row.tagged_spans(tags)] if tags else []
+    tails = (row.metadata.get("cut_tails") or {}) if cut_tails else {}
+    for turn, span in zip(row.turns, row.turn_spans, strict=False):
+        tail = tails.get(str(turn))
+        if tail:
+            spans.append([min(span[0] + tail[0], span[1]), min(span[0] + tail[1], span[1])])
     if not spans:
         return row, 0, 0
     mask = list(row.loss_mask)
     tokens = 0
-    for _, (start, end) in spans:
+    for start, end in spans:
         tokens += sum(mask[start:end])
         mask[start:end] = [0] * (end - start)
     return dataclasses.replace(row, loss_mask=mask), len(spans), tokens
@@ -177,7 +194,8 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
 
     rows: list[BatchRow] = []
     kept = 0
-    tag_counts = {"discarded": 0, "summarizer": 0}
+    tag_counts = {"discarded": 0, "summarizer": 0, "truncated": 0}
+    cut_turns = 0
     excluded_turns = excluded_tokens = excluded_rows = 0
     exclude = frozenset(config.exclude_turn_tags)
     for traj in trajectories:
@@ -187,6 +205,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         for turn in traj.turns:
             for tag in turn.tags:
                 tag_counts[tag] = tag_counts.get(tag, 0) + 1
+        cut_turns += len(traj.metadata.get("cut_turns") or ())
         if not traj.rows:
             logger.warning("rollout %s has a reward but no rows", traj.rollout_id)
         for row in traj.rows:
@@ -199,7 +218,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
                 raise ValueError(
                     f"row group {row.group_id!r} disagrees with trajectory {traj.rollout_id!r} group {traj.group_id!r}"
                 )
-            row, n_turns, n_tokens = exclude_tagged_turns(row, exclude)
+            row, n_turns, n_tokens = exclude_tagged_turns(row, exclude, not config.train_cut_tails)
             excluded_turns += n_turns
             excluded_tokens += n_tokens
             if n_turns and not any(row.loss_mask):
@@ -222,5 +241,6 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         "loss_excluded_turns": excluded_turns,
         "loss_excluded_tokens": excluded_tokens,
         "loss_excluded_rows": excluded_rows,
+        "cut_turns": cut_turns,
     }
     return Advantages(advantages=advantages, rows=rows, excluded=excluded, metrics=metrics)

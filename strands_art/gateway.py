@@ -34,9 +34,11 @@ from strands_art.context_length import default_context_tokens
 from strands_art.history.base import HistoryPolicy
 from strands_art.history.known import KnownMessages
 from strands_art.history.normalize import MessageError, normalize_message, tools_key
+from strands_art.history.pairing import order_tool_results
 from strands_art.history.tree import TreeHistory, explain_fork
 from strands_art.render import ChatRenderer
 from strands_art.render_inputs import render_inputs
+from strands_art.render_system import AS_USER, system_as_user_events
 from strands_art.toolcalls.base import ParsedOutput
 from strands_art.trajectory import Trajectory
 from strands_art.turn_cut import TRUNCATED, mark_tail, record_cut, tag_row_turn, turn_start_cut
@@ -129,6 +131,22 @@ class _Session:
     tools_key: str | None = None
     #: the last recorded request's messages and answer, normalized: re-sent ones are not redone
     known: KnownMessages = field(default_factory=KnownMessages)
+
+
+def reorder_events(reordered: list[int], seen: int) -> list[dict[str, Any]]:
+    """A ``tool_results_reordered`` event for each assistant message (index) whose tool results
+    :func:`~strands_art.history.pairing.order_tool_results` put in call order, when it is new in
+    this request (index >= ``seen``: not one of the previous turn's messages, reported then)."""
+    return [
+        {
+            "kind": "tool_results_reordered",
+            "reason": "tool results were sent in another order than the calls; rendered in call order "
+            "(templates pair results with calls by position)",
+            "message": i,
+        }
+        for i in reordered
+        if i >= seen
+    ]
 
 
 def refuse_prefill(messages: list[dict[str, Any]]) -> None:
@@ -346,7 +364,12 @@ class RolloutGateway:
             norm = s.known.normalize(messages)
             refuse_prefill(norm)
             self._check_overrides(s, sampling_overrides)
+            norm, reordered = order_tool_results(norm)
             plan = await s.history.plan(norm, tools)
+            seen = len(s.trajectory.turns[-1].messages) if s.trajectory.turns else 0
+            plan.events.extend(reorder_events(reordered, seen))
+            if self.renderer.mid_system == AS_USER:
+                plan.events.extend(system_as_user_events(norm, seen))
             budget = min(self.max_context_tokens, max_context_tokens or self.max_context_tokens)
             room = budget - len(plan)
             if room <= 0:

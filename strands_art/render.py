@@ -27,6 +27,7 @@ import types
 from typing import Any
 
 from strands_art.literal import ESC
+from strands_art.render_system import AS_USER, KEEP, probe_mid_system, system_as_user
 from strands_art.validation import is_int
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,9 @@ class ChatRenderer:
         self.tool_parser = parser if self.supports_tools else HermesParser(markers)
         self._template = _compile(self.chat_template)
         self._family_renders = type(self.family).render is not ModelFamily.render
+        #: a system message after the conversation started: kept at its position by the format
+        #: ("keep"), or rendered as a user message there ("user"); :mod:`strands_art.render_system`
+        self.mid_system = KEEP
         # gpt-oss style templates read ``thinking``; only they get the alias (a dict per message).
         # Any word ``thinking`` counts (``m.thinking``, ``m.get('thinking')``, ``'thinking' in m``),
         # ``enable_thinking`` does not.
@@ -112,6 +116,8 @@ class ChatRenderer:
         #: token ID -> text of the family's end tokens that may stand in for the closer's end token
         self.closer_end_ids = self._token_ids(self.family.closer_end_tokens)
         self.end_of_turn_ids = self._end_of_turn_ids()
+        if not self._family_renders:  # Harmony writes developer messages where they stand
+            self.mid_system = probe_mid_system(self.render)
         #: token ID -> text of the family's tokens that open another author's turn
         self.turn_start_ids = self._token_ids(self.family.turn_start_tokens)
         # one past the largest token ID (added tokens included): a sampled ID must be below it
@@ -216,6 +222,8 @@ class ChatRenderer:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         """The messages and tool specs as the template receives them (Hermes rewrite, aliases;
         request text escaped so it cannot spell a control token, :mod:`strands_art.literal`)."""
+        if self.mid_system == AS_USER:
+            messages = system_as_user(messages)
         if self.literal is not None:
             messages = self.literal.escape(messages)
             tools = self.literal.escape(tools) if tools else tools

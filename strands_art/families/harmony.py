@@ -10,8 +10,9 @@ Format (``HarmonyEncodingName.HARMONY_GPT_OSS``)::
     <|start|>functions.NAME to=assistant<|channel|>commentary<|message|>RESULT<|end|>
     <|start|>assistant<|channel|>final<|message|>ANSWER<|return|>
 
-- Rendering: the family converts OpenAI-format messages to a Harmony ``Conversation`` (system
-  prompt → developer instructions, tool specs → the ``functions`` namespace, ``reasoning_content``
+- Rendering: the family converts OpenAI-format messages to a Harmony ``Conversation`` (leading
+  system messages → developer instructions, a system message later in the conversation → a
+  developer message at its position (strands_art/render_system.py), tool specs → the ``functions`` namespace, ``reasoning_content``
   → an ``analysis`` message, tool calls → ``commentary`` messages to ``functions.NAME`` with
   ``<|constrain|>json``, tool results → messages from ``functions.NAME``, content → ``final``)
   and renders it with ``render_conversation_for_completion``; the text is the decoded tokens.
@@ -86,7 +87,8 @@ def to_harmony(
     system = SystemContent.new().with_conversation_start_date(date)
     system = system.with_reasoning_effort(ReasoningEffort(reasoning_effort.capitalize()))
     out = [Message.from_role_and_content(Role.SYSTEM, system)]
-    instructions = "\n\n".join(m.get("content") or "" for m in messages if m["role"] == "system")
+    lead = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
+    instructions = "\n\n".join(m.get("content") or "" for m in messages[:lead])
     if instructions or tools:
         dev = DeveloperContent.new()
         if instructions:
@@ -105,7 +107,9 @@ def to_harmony(
     answered = 0
     for i, m in enumerate(messages):
         role = m["role"]
-        if role == "system":
+        if role == "system":  # the leading ones are the instructions; a later one stays where it is
+            if i >= lead:
+                out.append(Message.from_role_and_content(Role.DEVELOPER, m.get("content") or ""))
             continue
         if role == "user":
             out.append(Message.from_role_and_content(Role.USER, m.get("content") or ""))

@@ -74,3 +74,43 @@ def _check_answered(pending: dict[str, int], index: int) -> None:
     if pending:
         call_id, owner = next(iter(pending.items()))
         raise MessageError(owner, f"tool call {call_id!r} has no tool result before message {index}")
+
+
+def order_tool_results(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The tool results of each assistant message with calls, in the order of its calls.
+
+    A harness that runs parallel calls may send their results back in completion order. Chat
+    templates pair results with calls by position (Qwen's ``<tool_response>`` blocks, Llama 3's
+    ``ipython`` turns, DeepSeek's ``<｜tool▁output▁begin｜>``, Harmony's messages from
+    ``functions.NAME``), so the model would read one call's result as another's. Each run of
+    ``tool`` messages right after an assistant message with calls is put in call order by
+    ``tool_call_id`` when every result of the run names a distinct call of that message; a run
+    that does not (ids rewritten by the harness, results missing or extra) is left as sent.
+
+    Args:
+        messages: normalized OpenAI messages (``tool_call_id`` a string).
+
+    Returns:
+        ``(messages, moved)``: the messages (the same list when nothing moved, else a new list
+        holding the same message objects) and the index of each assistant message whose
+        results were reordered.
+    """
+    out: list[dict[str, Any]] | None = None
+    moved: list[int] = []
+    i = 0
+    while i < len(messages):
+        calls = messages[i].get("tool_calls") if messages[i]["role"] == "assistant" else None
+        j = i + 1
+        while j < len(messages) and messages[j]["role"] == "tool":
+            j += 1
+        if calls and j - i > 2:
+            rank = {c.get("id"): k for k, c in enumerate(calls)}
+            ids = [m.get("tool_call_id") for m in messages[i + 1 : j]]
+            if all(x in rank for x in ids) and len(set(ids)) == len(ids):
+                order = sorted(range(i + 1, j), key=lambda k: rank[messages[k].get("tool_call_id")])
+                if order != list(range(i + 1, j)):
+                    out = list(messages) if out is None else out
+                    out[i + 1 : j] = [messages[k] for k in order]
+                    moved.append(i)
+        i = max(j, i + 1)
+    return (messages if out is None else out), moved

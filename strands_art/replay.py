@@ -23,6 +23,10 @@ from strands_art.trajectory import Trajectory
 from strands_art.validation import is_real
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
+#: the most characters of text (message contents, arguments, tool specs) one turn's request may
+#: hold: about 1M tokens, above any model's context window. Tokenizing is the cost of a replay
+#: (~1-5 MB/s on one core); a larger turn is refused before anything is loaded or tokenized.
+MAX_TURN_CHARS = 4_000_000
 
 
 class ReplayInputError(ValueError):
@@ -60,6 +64,7 @@ async def replay(
             item["finish_reason"] = "stop"
         outputs.append(item)
     _check_shape(spec)
+    _check_size(spec)
     name = tokenizer or spec.get("tokenizer") or "qwen3"
     tok = load_tokenizer(name)
     backend = ScriptedBackend(tok, outputs)
@@ -214,6 +219,33 @@ def _check_shape(spec: dict[str, Any]) -> None:
         if not isinstance(t.get("messages"), list):
             raise ReplayInputError(f"turn {k}: 'messages' must be a list, got {_kind(t.get('messages'))}")
         _check_list_of_objects(f"turn {k}: 'messages'", t["messages"])
+
+
+def _check_size(spec: dict[str, Any], limit: int = MAX_TURN_CHARS) -> None:
+    """Refuse a turn whose request holds more than ``limit`` characters of text (see
+    :data:`MAX_TURN_CHARS`), naming the turn and its size."""
+    for k, t in enumerate(spec["turns"]):
+        size = _chars(t.get("messages")) + _chars(t.get("tools", spec.get("tools")))
+        if size > limit:
+            raise ReplayInputError(
+                f"turn {k}: its messages and tools hold {size:,} characters of text, more than the "
+                f"{limit:,} a replay takes (about 1M tokens, above any model's context window)"
+            )
+
+
+def _chars(value: Any) -> int:
+    """Characters of every string in ``value`` (keys included), JSON-shaped, without recursion."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, dict):
+            total += sum(len(k) for k in v if isinstance(k, str))
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return total
 
 
 def _check_list_of_objects(what: str, value: Any) -> None:

@@ -484,7 +484,9 @@ class RolloutGateway:
             traj.metadata.setdefault("truncated_turns", []).append(index)
             if result.tail_start is None:  # no complete call to end at: the whole turn is cut off
                 tag_row_turn(row, turn, TRUNCATED)
-                traj.events.append({"turn": index, "kind": "turn_tagged", "tag": TRUNCATED, "reason": "length"})
+                traj.events.append(
+                    {"turn": index, "kind": "turn_tagged", "tag": TRUNCATED, "reason": "length"}
+                )
         if result.tail_start is not None:  # cut after complete calls (or a turn start): mark the tail
             n_out, n_calls = len(turn.output_ids), len(result.tool_calls)
             record_cut(

@@ -100,7 +100,11 @@ def record_cut(
         {"turn": turn, "tail": span, "finish_reason": finish_reason, "kind": kind}
     )
     if how is None:
-        how = "cut at the token limit" if finish_reason == "length" else f"ended inside a call ({finish_reason})"
+        how = (
+            "cut at the token limit"
+            if finish_reason == "length"
+            else f"ended inside a call ({finish_reason})"
+        )
         how = f"{how}: ended at its last complete call ({num_calls} kept)"
     traj.events.append(
         {

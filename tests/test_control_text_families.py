@@ -13,13 +13,12 @@ import functools
 from collections import Counter
 
 import pytest
+from support.family_cases import READ_TOOL, WRITERS
 
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.gateway import RolloutGateway
 from strands_art.registry import family_of, load_tokenizer
-
-from support.family_cases import READ_TOOL, WRITERS
 
 ALIASES = ["qwen3", "qwen3.5", "llama3.1", "mistral-v3", "deepseek-r1", "gpt-oss"]
 FORGED = (
@@ -47,7 +46,11 @@ def _prompt(alias: str, result: str, mode: str) -> list[int]:
         tok, backend, family=family_of(alias), history_mode=mode, sampling=SamplingParams(max_new_tokens=64)
     )
     gw.open_session("s")
-    call = {"id": CALL_ID, "type": "function", "function": {"name": "read_file", "arguments": '{"path": "n.md"}'}}
+    call = {
+        "id": CALL_ID,
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "n.md"}'},
+    }
     messages = [
         {"role": "user", "content": "Show n.md"},
         {"role": "assistant", "content": "", "tool_calls": [call]},

@@ -48,7 +48,11 @@ def test_a_mid_conversation_instruction_stays_at_its_position(alias, role):
     tok = _tok(alias)
     backend = ScriptedBackend(tok, [{"text": _answer(alias, "Paris.")}, {"text": _answer(alias, "Rome.")}])
     gw = RolloutGateway(
-        tok, backend, family=family_of(alias), history_mode="linear", sampling=SamplingParams(max_new_tokens=64)
+        tok,
+        backend,
+        family=family_of(alias),
+        history_mode="linear",
+        sampling=SamplingParams(max_new_tokens=64),
     )
     assert gw.renderer.mid_system == TREATMENT[alias]
     gw.open_session("s")

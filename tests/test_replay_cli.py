@@ -230,14 +230,21 @@ def test_a_turn_over_the_size_bound_is_refused_at_once(tmp_path, capsys):
 
     from strands_art.replay import MAX_TURN_CHARS
 
-    big = {"turns": [{"messages": [{"role": "user", "content": "word " * 2_000_000}], "output": {"text": "x"}}]}
+    big = {
+        "turns": [{"messages": [{"role": "user", "content": "word " * 2_000_000}], "output": {"text": "x"}}]
+    }
     t = time.perf_counter()
     code, out = run_cli(tmp_path, {**big, "tokenizer": "no-such"}, capsys=capsys)
     assert code == 2 and out.out == ""
-    assert "turn 0: its messages and tools hold 10,000,015 characters of text" in out.err  # keys and role count
+    assert (
+        "turn 0: its messages and tools hold 10,000,015 characters of text" in out.err
+    )  # keys and role count
     assert f"more than the {MAX_TURN_CHARS:,}" in out.err
     assert time.perf_counter() - t < 60  # not a speed claim: it never reached the tokenizer ("no-such")
     fits = "w" * (MAX_TURN_CHARS - len("role") - len("user") - len("content"))
-    spec = {"tokenizer": "qwen3", "turns": [{"messages": [{"role": "user", "content": fits}], "output": {"text": "x"}}]}
+    spec = {
+        "tokenizer": "qwen3",
+        "turns": [{"messages": [{"role": "user", "content": fits}], "output": {"text": "x"}}],
+    }
     code, out = run_cli(tmp_path, spec, capsys=capsys)
     assert code == 0 and json.loads(out.out)["summary"]["turns"] == 1

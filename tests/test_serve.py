@@ -125,7 +125,10 @@ async def test_session_control_sets_group_and_trainer_sampling(qwen3):
     p0, p1 = gw.backend.params
     # the session seed 7 reaches the backend as the per-turn seed of turn 0 of this rollout
     # (issue 14, item 7; issue 48, U08)
-    assert (p0.temperature, p0.seed) == (0.3, turn_seed(7, 0, rid)) and (p1.temperature, p1.seed) == (0.9, None)
+    assert (p0.temperature, p0.seed) == (0.3, turn_seed(7, 0, rid)) and (p1.temperature, p1.seed) == (
+        0.9,
+        None,
+    )
     assert 5 in p1.stop_token_ids
     assert traj["group_id"] == "task-9" and traj["rows"][0]["group_id"] == "task-9"
     # the second request dropped the assistant turn: a fork, explained

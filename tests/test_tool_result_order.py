@@ -86,7 +86,9 @@ def test_runs_that_cannot_be_ordered_by_id_are_left_as_sent():
 
 @given(st.permutations(range(4)), st.integers(0, 2))
 def test_ordering_is_a_permutation_into_call_order(perm, extra_users):
-    calls = [{"id": f"c{k}", "type": "function", "function": {"name": "f", "arguments": "{}"}} for k in range(4)]
+    calls = [
+        {"id": f"c{k}", "type": "function", "function": {"name": "f", "arguments": "{}"}} for k in range(4)
+    ]
     results = [{"role": "tool", "tool_call_id": f"c{k}", "content": str(k)} for k in perm]
     msgs = [{"role": "user", "content": "u"}] * (extra_users + 1) + [
         {"role": "assistant", "content": "", "tool_calls": calls},

@@ -74,7 +74,9 @@ def test_linear_history_continues_after_a_cut_turn():
 
     tok = load_tokenizer("qwen3")
     head, tail = FORGED["qwen3"]
-    backend = ScriptedBackend(tok, [{"text": head + tail}, {"text": "<think>\ny\n</think>\n\nRome.<|im_end|>"}])
+    backend = ScriptedBackend(
+        tok, [{"text": head + tail}, {"text": "<think>\ny\n</think>\n\nRome.<|im_end|>"}]
+    )
     gw = RolloutGateway(tok, backend, history_mode="linear")
     gw.open_session("s")
     user = {"role": "user", "content": "Capital of France?"}
@@ -86,4 +88,7 @@ def test_linear_history_continues_after_a_cut_turn():
     r1, r2 = asyncio.run(run())
     assert r1.assistant_message["content"] == "Paris." and r2.text == "Rome."
     traj = gw.close_session("s")
-    assert len(traj.rows) == 1 and traj.turns[1].prompt_ids[: len(traj.turns[0].prompt_ids)] == traj.turns[0].prompt_ids
+    assert (
+        len(traj.rows) == 1
+        and traj.turns[1].prompt_ids[: len(traj.turns[0].prompt_ids)] == traj.turns[0].prompt_ids
+    )

@@ -173,19 +173,61 @@ def test_a_stream_split_anywhere_gives_the_same_lines():
 
     text = b'data: {"a": 1}\r\n\r\ndata: [DONE]\n\n'
 
-    class Resp:
-        def __init__(self, parts):
-            self.parts = parts
-
-        async def aiter_bytes(self):
-            for p in self.parts:
-                yield p
-
-    async def lines(parts):
-        return [line async for line in iter_lines(Resp(parts), "u", 100, 1000) if line]
+    async def lines(parts, coding=""):
+        return [line async for line in iter_lines(_Raw(parts, coding), "u", 100, 1000) if line]
 
     want = asyncio.run(lines([text]))
     assert want == ['data: {"a": 1}', "data: [DONE]"]
     for cut in range(1, len(text)):
         assert asyncio.run(lines([text[:cut], text[cut:]])) == want
     assert json.loads(want[0][6:]) == {"a": 1}
+    gz = zlib.compress(text, wbits=31)
+    for cut in range(1, len(gz)):  # the same through gzip, the compressed bytes split anywhere
+        assert asyncio.run(lines([gz[:cut], gz[cut:]], "gzip")) == want
+
+
+class _Raw:
+    """A streamed response's raw side: the pieces as they came off the wire, and its coding."""
+
+    def __init__(self, parts, coding=""):
+        self.parts = parts
+        self.headers = {"content-encoding": coding} if coding else {}
+
+    async def aiter_raw(self):
+        for p in self.parts:
+            yield p
+
+
+def test_a_gzip_bomb_is_decoded_no_further_than_the_cap():
+    """Issue 48: the cap stops decompression itself, not a whole decoded piece later (a 64 KB
+    piece of the bomb decodes to about 64 MB): the buffer never holds more than the cap plus one
+    step of zlib output."""
+    from strands_art.backends.http_limits import STEP, BoundedDecoder
+
+    cap = 5 * MB
+    decoder, body = BoundedDecoder(_Raw([], "gzip"), "u"), bytearray()
+    with pytest.raises(ResponseTooLarge, match="larger than 5,242,880 bytes"):
+        for k in range(0, len(BOMB), 1 << 16):
+            decoder.feed(BOMB[k : k + (1 << 16)], body, cap, "an answer", cap)
+    assert cap < len(body) <= cap + STEP
+    assert body[:10] == b"0" * 10
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "gzip, gzip"])
+def test_a_coding_the_client_did_not_ask_for_is_refused(coding):
+    from strands_art.backends.base import BackendError
+    from strands_art.backends.http_limits import BoundedDecoder
+
+    with pytest.raises(BackendError, match="accepted: gzip, deflate"):
+        BoundedDecoder(_Raw([], coding), "u")
+
+
+def test_requests_ask_for_the_codings_the_client_decodes(server):
+    async def go():
+        backend = VLLMBackend(f"{server}/body", "m")
+        try:
+            return backend._client.headers["accept-encoding"]
+        finally:
+            await backend.aclose()
+
+    assert asyncio.run(go()) == "gzip, deflate"

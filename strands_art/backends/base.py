@@ -148,8 +148,10 @@ def turn_seed(session_seed: int, turn_index: int, rollout_id: str | None = None)
     samples (issue 48, U08), and a rerun of a rollout (same id, seed and turn) draws the same."""
     import hashlib
 
-    key = f"{int(session_seed)}/{int(turn_index)}" if rollout_id is None else (
-        f"{int(session_seed)}/{rollout_id}/{int(turn_index)}"
+    key = (
+        f"{int(session_seed)}/{int(turn_index)}"
+        if rollout_id is None
+        else (f"{int(session_seed)}/{rollout_id}/{int(turn_index)}")
     )
     digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & 0x7FFFFFFF

@@ -2,15 +2,20 @@
 
 A server (or whatever answers at its address) decides how much it sends; httpx reads a whole
 body (``resp.json()``, ``resp.text``) or a whole line (``aiter_lines``) into memory whatever its
-size, and decompresses ``Content-Encoding: gzip`` as it goes (300 KB on the wire can be 300 MB
-in memory). Every read here counts the **decoded** bytes and stops with
-:class:`ResponseTooLarge` (a :class:`~strands_art.backends.base.BackendError`) past its cap:
+size, and decompresses each piece that arrives in one go (``Content-Encoding: gzip``: 64 KB on
+the wire can be 64 MB in memory). Every read here takes the raw bytes and decompresses them
+itself, at most as many bytes as the cap leaves (``zlib``'s ``max_length``,
+:class:`BoundedDecoder`), so reading stops **at** the cap, counted in decoded bytes, with
+:class:`ResponseTooLarge` (a :class:`~strands_art.backends.base.BackendError`):
 
 - :func:`read_body` / :func:`read_body_sync`: a whole answer, at most ``limit`` bytes
   (:data:`MAX_RESPONSE_BYTES` by default; the sync one also has a total deadline, so a server
   that drips its answer a byte at a time cannot hold the caller past it);
 - :func:`iter_lines`: Server-Sent Event lines, each at most ``max_line`` bytes
   (:data:`MAX_LINE_BYTES`) and all together at most ``limit`` bytes.
+
+Requests say ``Accept-Encoding: gzip, deflate`` (:data:`ACCEPT_ENCODING`); an answer in another
+coding (``br``, ``zstd``, two codings) is refused with a BackendError naming it.
 
 The defaults are far above what vLLM sends for one request (a 128K-token prompt echoed as
 ``prompt_token_ids`` is about 1 MB; 32K sampled tokens with their logprobs about 5 MB).
@@ -19,6 +24,7 @@ The defaults are far above what vLLM sends for one request (a 128K-token prompt 
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import AsyncIterator
 
 import httpx
@@ -29,6 +35,12 @@ MAX_RESPONSE_BYTES = 64 << 20
 MAX_LINE_BYTES = 16 << 20
 
 
+#: decoded bytes taken from zlib at a time
+STEP = 1 << 20
+#: the codings requests accept (the ones :class:`BoundedDecoder` decodes)
+ACCEPT_ENCODING = "gzip, deflate"
+
+
 class ResponseTooLarge(BackendError):
     """An answer (or one line of a stream) over its size cap; reading stopped at the cap."""
 
@@ -37,19 +49,59 @@ def _too_large(url: str, what: str, limit: int) -> ResponseTooLarge:
     return ResponseTooLarge(f"{url} sent {what} larger than {limit:,} bytes (decoded); stopped reading")
 
 
+class BoundedDecoder:
+    """Decodes a body's raw bytes (``identity``, ``gzip``/``x-gzip`` or ``deflate``), never more
+    decoded bytes than asked for at a time.
+
+    Args:
+        resp: the streamed response (its ``Content-Encoding`` header is read).
+        url: for messages.
+
+    Raises:
+        BackendError: a coding other than those, or more than one.
+    """
+
+    def __init__(self, resp: httpx.Response, url: str) -> None:
+        header = resp.headers.get("content-encoding", "")
+        codings = [c.strip().lower() for c in header.split(",") if c.strip().lower() not in ("", "identity")]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise BackendError(
+                f"{url} answered with Content-Encoding {header!r}; accepted: {ACCEPT_ENCODING}"
+            )
+        # wbits 47: a zlib or a gzip header, detected (servers send either for "deflate")
+        self._z = zlib.decompressobj(47) if codings else None
+        self.url = url
+
+    def feed(self, raw: bytes, into: bytearray, cap: int, what: str, limit: int) -> None:
+        """Append the decoded bytes of ``raw`` to ``into``; ResponseTooLarge (``what`` and
+        ``limit`` in its message) as soon as ``into`` would hold more than ``cap`` bytes, having
+        decoded at most :data:`STEP` bytes past it."""
+        if self._z is None:
+            if len(into) + len(raw) > cap:
+                raise _too_large(self.url, what, limit)
+            into += raw
+            return
+        data = raw
+        try:
+            while data:
+                into += self._z.decompress(data, min(STEP, cap + 1 - len(into)))
+                if len(into) > cap:
+                    raise _too_large(self.url, what, limit)
+                data = self._z.unconsumed_tail
+        except zlib.error as exc:
+            raise BackendError(f"{self.url} sent a body that does not decompress: {exc}") from exc
+
+
 async def read_body(resp: httpx.Response, limit: int, url: str) -> bytes:
     """The decoded body of a streamed ``resp`` (``client.stream(...)``), at most ``limit`` bytes.
 
     Raises:
         ResponseTooLarge: more than ``limit`` bytes (after decompression).
     """
-    parts, size = [], 0
-    async for part in resp.aiter_bytes():
-        size += len(part)
-        if size > limit:
-            raise _too_large(url, "an answer", limit)
-        parts.append(part)
-    return b"".join(parts)
+    decoder, body = BoundedDecoder(resp, url), bytearray()
+    async for raw in resp.aiter_raw():
+        decoder.feed(raw, body, limit, "an answer", limit)
+    return bytes(body)
 
 
 def read_body_sync(resp: httpx.Response, limit: int, url: str, deadline_s: float) -> bytes:
@@ -61,15 +113,12 @@ def read_body_sync(resp: httpx.Response, limit: int, url: str, deadline_s: float
             the client's read timeout bounds the wait for one piece).
     """
     end = time.monotonic() + deadline_s
-    parts, size = [], 0
-    for part in resp.iter_bytes():
-        size += len(part)
-        if size > limit:
-            raise _too_large(url, "an answer", limit)
+    decoder, body = BoundedDecoder(resp, url), bytearray()
+    for raw in resp.iter_raw():
+        decoder.feed(raw, body, limit, "an answer", limit)
         if time.monotonic() > end:
             raise BackendTimeout(f"{url} did not finish its answer within {deadline_s:g} s")
-        parts.append(part)
-    return b"".join(parts)
+    return bytes(body)
 
 
 async def iter_lines(resp: httpx.Response, url: str, max_line: int, limit: int) -> AsyncIterator[str]:
@@ -81,10 +130,11 @@ async def iter_lines(resp: httpx.Response, url: str, max_line: int, limit: int) 
     """
     buffer = bytearray()
     total = 0
-    async for part in resp.aiter_bytes():
+    decoder = BoundedDecoder(resp, url)
+    async for raw in resp.aiter_raw():
+        part = bytearray()
+        decoder.feed(raw, part, limit - total, "a stream", limit)
         total += len(part)
-        if total > limit:
-            raise _too_large(url, "a stream", limit)
         buffer += part.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if b"\n" in buffer:
             *lines, rest = bytes(buffer).split(b"\n")

@@ -64,6 +64,7 @@ from strands_art.backends.base import (
     TokenSink,
 )
 from strands_art.backends.http_limits import (
+    ACCEPT_ENCODING,
     MAX_LINE_BYTES,
     MAX_RESPONSE_BYTES,
     read_body,
@@ -336,7 +337,9 @@ class VLLMBackend:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}  # the codings http_limits decodes
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             headers=headers,

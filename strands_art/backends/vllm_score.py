@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import httpx
 
 from strands_art.backends.base import BackendError
+from strands_art.backends.http_limits import ACCEPT_ENCODING, MAX_RESPONSE_BYTES, read_body_sync
 from strands_art.backends.vllm import completions_url, error_message
 
 
@@ -59,10 +60,14 @@ def score_tokens(
         "prompt_logprobs": 0,
         "return_token_ids": True,
     }
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = {"Accept-Encoding": ACCEPT_ENCODING}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
     url = completions_url(base_url)
-    try:
-        resp = httpx.post(url, json=body, headers=headers, timeout=timeout_s)
+    try:  # the answer read within the size cap and timeout_s in all (http_limits)
+        with httpx.stream("POST", url, json=body, headers=headers, timeout=timeout_s) as r:
+            content = read_body_sync(r, MAX_RESPONSE_BYTES, url, timeout_s)
+        resp = httpx.Response(r.status_code, content=content, request=r.request)
     except httpx.HTTPError as exc:
         raise BackendError(f"could not score on vLLM at {url}: {exc!r}") from exc
     if resp.status_code != 200:

@@ -72,6 +72,8 @@ from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_f
 from strands_art.envs.migrationbench.hostcheck import fork_failed, host_can_fork, host_failure
 from strands_art.envs.migrationbench.javatests import TestInventory, collect_tests
 from strands_art.envs.migrationbench.maven import MavenResult, run_maven
+from strands_art.envs.migrationbench.offline_env import OfflineEnv, load_offline_env
+from strands_art.envs.migrationbench.taskdir import check_task_tree, read_task_json, task_name
 from strands_art.envs.migrationbench.testselection import (
     RUNTIME_SELECTION_FILES,
     default_selection,
@@ -146,20 +148,24 @@ class EvalTask:
     """What the evaluator needs from a task: the required test count and the original sources.
 
     ``original_dir`` is the unmigrated project (a task's ``repo/``); ``base_commit`` is used with
-    ``git archive`` on the evaluated repository when ``original_dir`` is None.
+    ``git archive`` on the evaluated repository when ``original_dir`` is None. ``offline_env``:
+    the task's declared offline Maven environment (:mod:`.offline_env`), seeded into both builds.
     """
 
     name: str
     num_test_cases: int
     original_dir: Path | None = None
     base_commit: str | None = None
+    offline_env: OfflineEnv | None = None
 
     @classmethod
     def from_dir(cls, task_dir: Path | str) -> EvalTask:
         """Load ``task_dir/task.json`` (needs ``num_test_cases``); original = ``task_dir/repo``.
 
-        Raises BadTask (a ValueError) when ``task.json`` is missing or not valid UTF-8 JSON
-        holding an object, ``num_test_cases`` is not an integer in [0, :data:`MAX_TEST_CASES`]
+        Raises BadTask (a ValueError) when ``task.json`` is missing, not a regular file or not
+        valid UTF-8 JSON holding an object (:mod:`.taskdir`), the task's name is not a string of
+        1-150 file-name characters, ``repo/`` is deeper or larger than the build copy accepts,
+        ``offline/`` differs from its declaration (:mod:`.offline_env`), ``num_test_cases`` is not an integer in [0, :data:`MAX_TEST_CASES`]
         (``true`` is not one), or ``base_commit`` is needed (no ``repo/``) and is not a full hex
         commit id (40 or 64 digits: an abbreviated one could name an object the agent made, see
         :mod:`.gitorigin`).
@@ -167,13 +173,13 @@ class EvalTask:
         task_dir = Path(task_dir)
         path = task_dir / "task.json"
         try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except RecursionError:
-            raise BadTask(f"{path}: JSON nested too deeply") from None
-        except (OSError, ValueError) as exc:
-            raise BadTask(f"{path}: {exc}") from None
-        if not isinstance(meta, dict):
-            raise BadTask(f"{path} must hold a JSON object, got {type(meta).__name__}")
+            meta = read_task_json(path)  # a FIFO, a huge file, not an object: refused
+            name = task_name(task_dir, meta)  # becomes part of file names: a str, bounded
+            offline_env = load_offline_env(task_dir, meta)
+            if (task_dir / "repo").is_dir():
+                check_task_tree(task_dir / "repo")  # one the build copy would refuse is a bad task
+        except ValueError as exc:  # TaskDirError, OfflineEnvError
+            raise BadTask(str(exc)) from None
         num = meta.get("num_test_cases")
         if not is_int(num) or not 0 <= num <= MAX_TEST_CASES:
             raise BadTask(
@@ -191,12 +197,12 @@ class EvalTask:
                     f"{path}: a task without repo/ needs the full base_commit id (40 or 64 hex "
                     f"digits), got {base_commit!r}"
                 )
-        name = meta.get("name")
         return cls(
-            name=name if isinstance(name, str) and name else task_dir.name,
+            name=name,
             num_test_cases=num,
             original_dir=repo if repo.is_dir() else None,
             base_commit=base_commit,
+            offline_env=offline_env,
         )
 
 
@@ -317,6 +323,7 @@ def evaluate(
             "identity": identity,
             "scratch_dir": top,
             "unsafe_no_sandbox": unsafe_no_sandbox,
+            "offline_env": task.offline_env,
         }
         retried: list[str] = []  # builds run twice: their processes could not be created
         compile_log = log_path.with_name(f"{log_path.stem}.compile{log_path.suffix}") if log_path else None

@@ -355,6 +355,31 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--fork-count", type=int, default=None, help="surefire forkCount for the checks (default: surefire's)"
     )
+    real = p.add_argument_group(
+        "real MigrationBench records (strands_art/envs/migrationbench/realtasks.py)",
+        "With --from-records, OUT_DIR receives one task per record that has a clone under --repos: "
+        "repo/ exported untouched at base_commit, offline/ proposed from what did not resolve, "
+        "the untouched tree scored (< 1.0); OUT_DIR/report.jsonl says made or blocked, per record "
+        "(a rerun resumes).",
+    )
+    real.add_argument(
+        "--from-records", metavar="RECORDS", help="CSV, Parquet, JSON or JSONL records as published"
+    )
+    real.add_argument(
+        "--repos", metavar="DIR", help="local clones: DIR/owner__name (or owner+name/repo), bare or not"
+    )
+    real.add_argument(
+        "--reference",
+        metavar="PATCH",
+        help="a reference migration to check (1.0), or a directory of owner__name.patch",
+    )
+    real.add_argument("--only", metavar="REPOS", help="comma-separated owner/name: only these records")
+    real.add_argument(
+        "--max-seconds",
+        type=float,
+        default=0.0,
+        help="start no record after this long (0: no limit; rerun resumes)",
+    )
     p.set_defaults(func=make_tasks_command)
 
 
@@ -364,6 +389,15 @@ def make_tasks_command(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S
     from strands_art.validation import UsageError, check_float, check_int
 
+    if args.from_records:
+        from strands_art.envs.migrationbench.realtasks import make_tasks_from_records
+
+        try:
+            check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+        except UsageError as exc:
+            print(f"strands-art make-tasks: {exc}", file=sys.stderr)
+            return 2
+        return make_tasks_from_records(args)
     kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds is not None else None
     t0 = time.monotonic()
     try:

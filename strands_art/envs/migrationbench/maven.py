@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strands_art.envs.migrationbench.mavenlog import digest_log, strip_ansi  # noqa: F401 (strip_ansi: public here too)
+from strands_art.envs.migrationbench.offline_env import OfflineEnv, seed_offline_env
 from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, seed_local_repo, write_settings
 from strands_art.envs.sandbox import Identity, Limits, Sandbox, chown_tree, run_sync
 
@@ -165,6 +166,7 @@ def run_maven(
     limits: Limits | None = None,
     unsafe_no_sandbox: bool = False,
     scratch_dir: Path | None = None,
+    offline_env: OfflineEnv | None = None,
 ) -> MavenResult:
     """Run ``mvn -B -Dstyle.color=never -s SETTINGS <args>`` in ``project_dir``, sandboxed.
 
@@ -186,6 +188,8 @@ def run_maven(
         scratch_dir: where the throw-away directory (local repository, settings, raw log) is
             made; default the system's temp directory. The sandbox uid must be able to enter it
             (:func:`.evaluator.evaluate` passes its own directory under ``<run_dir>/workspaces``).
+        offline_env: the task's declared offline environment (:mod:`.offline_env`), copied into
+            the local repository after the fixed relocations; ignored online.
 
     Raises:
         MavenNotFound: ``mvn`` is not on PATH.
@@ -208,6 +212,8 @@ def run_maven(
         local_repo = keep_local_repo or mine / "repository"
         if is_offline:
             seed_local_repo(local_repo, project_dir=project_dir)
+            if offline_env is not None:
+                seed_offline_env(local_repo, offline_env)
         else:
             local_repo.mkdir(parents=True, exist_ok=True)
         settings = write_settings(mine / "settings.xml", local_repo, offline=is_offline)

@@ -16,7 +16,10 @@ Which versions: a fixed list of common pins per artifact (:data:`RELOCATIONS`, i
 plugin versions Maven 3.8's super-POM binds by default), plus any literal or ``${property}``
 version of a table artifact found in the project's own ``pom.xml`` files at build time (so a
 pin an agent writes is covered too). It also applies the ``plexus-utils:1.1`` fix: Maven 3.8
-asks for it and Debian lacks it, so Debian's 3.4.2 jar is copied in under 1.1.
+asks for it and Debian lacks it, so Debian's 3.4.2 jar is copied in under 1.1, and it writes
+version metadata for Debian's plugins (:func:`seed_plugin_metadata`: ``bundle`` packaging names
+lifecycle plugins without versions). A task's own declared environment (:mod:`.offline_env`) is
+copied in after all of this.
 
 Recipe and rationale: ``docs/migrationbench.md`` ("Offline Maven resolution").
 """
@@ -24,6 +27,7 @@ Recipe and rationale: ``docs/migrationbench.md`` ("Offline Maven resolution").
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import sys
@@ -238,7 +242,8 @@ def _artifact_dir(root: Path, group: str, artifact: str, version: str) -> Path:
     return root.joinpath(*group.split("."), artifact, version)
 
 
-def _relocation_pom(group: str, artifact: str, version: str, target: tuple[str, str, str]) -> str:
+def relocation_pom(group: str, artifact: str, version: str, target: tuple[str, str, str]) -> str:
+    """A POM for ``group:artifact:version`` that relocates to ``target`` (Maven follows it)."""
     tg, ta, tv = (escape(x) for x in target)
     return (
         "<project>\n  <modelVersion>4.0.0</modelVersion>\n"
@@ -271,7 +276,7 @@ def _write_relocation(local_repo: Path, debian_repo: Path, rel: Relocation, vers
             raise RuntimeError(f"cannot rewrite the version of BOM {target_pom}")
         out.write_text(text, encoding="utf-8")
     else:
-        out.write_text(_relocation_pom(rel.group_id, rel.artifact_id, version, rel.target), encoding="utf-8")
+        out.write_text(relocation_pom(rel.group_id, rel.artifact_id, version, rel.target), encoding="utf-8")
     return True
 
 
@@ -291,6 +296,85 @@ def _seed_plexus_utils_1_1(local_repo: Path, debian_repo: Path) -> None:
         "  <artifactId>plexus-utils</artifactId>\n  <version>1.1</version>\n</project>\n",
         encoding="utf-8",
     )
+
+
+PLUGIN_METADATA = "maven-metadata-local.xml"
+
+
+def plugin_metadata(group: str, artifact: str, version: str) -> str:
+    """``maven-metadata-local.xml`` text naming ``version`` as the only, latest and release one."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        "<!-- written by strands_art offline_repo: Debian's repository has no version metadata -->\n"
+        f"<metadata>\n  <groupId>{escape(group)}</groupId>\n  <artifactId>{escape(artifact)}</artifactId>\n"
+        f"  <versioning>\n    <latest>{escape(version)}</latest>\n    <release>{escape(version)}</release>\n"
+        f"    <versions>\n      <version>{escape(version)}</version>\n    </versions>\n"
+        "    <lastUpdated>20230101000000</lastUpdated>\n  </versioning>\n</metadata>\n"
+    )
+
+
+def debian_version(debian_repo: Path, group: str, artifact: str, ext: str = "jar") -> str | None:
+    """The highest version of ``group:artifact`` Debian ships with a ``.ext`` file (a jar, not one
+    of its relocation POMs; ``ext="pom"`` for parents and BOMs), preferring a numbered version over
+    Debian's ``debian`` alias; None when Debian has none."""
+    base = debian_repo.joinpath(*group.split("."), artifact)
+    try:
+        versions = sorted(v.name for v in base.iterdir() if (v / f"{artifact}-{v.name}.{ext}").is_file())
+    except OSError:
+        return None
+    real = [v for v in versions if v != "debian"] or versions
+    return (
+        max(real, key=lambda v: [int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v)])
+        if real
+        else None
+    )
+
+
+def seed_plugin_metadata(local_repo: Path, debian_repo: Path = DEBIAN_REPO) -> int:
+    """Write ``maven-metadata-local.xml`` naming Debian's version for every plugin of the relocation
+    table and every ``org.apache.maven.plugins`` plugin Debian ships; return how many.
+
+    Maven resolves a plugin named without a version (the ``bundle`` packaging's lifecycle names
+    resources, compiler, surefire, jar, install and deploy so) from version metadata, which
+    Debian's repository does not have; the local repository's ``maven-metadata-local.xml`` is
+    read for it.
+    """
+    plugins = {(r.group_id, r.artifact_id) for r in RELOCATIONS if r.artifact_id.endswith("-plugin")}
+    try:
+        plugins |= {
+            (_PLUGINS, d.name)
+            for d in debian_repo.joinpath(*_PLUGINS.split(".")).iterdir()
+            if d.name.endswith("-plugin")
+        }
+    except OSError:
+        pass
+    written = 0
+    for group, artifact in sorted(plugins):
+        version = debian_version(debian_repo, group, artifact)
+        if version is None:
+            continue
+        out = local_repo.joinpath(*group.split("."), artifact, PLUGIN_METADATA)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(plugin_metadata(group, artifact, version), encoding="utf-8")
+        written += 1
+    return written
+
+
+def copy_files(src: Path, local_repo: Path) -> int:
+    """Copy the regular files under ``src`` (a task's declared offline environment, see
+    :mod:`.offline_env`) into ``local_repo`` at the same relative paths; symlinks are skipped.
+    Returns how many were copied. Stdlib only: the ``mvn`` wrapper runs it inside the sandbox."""
+    copied = 0
+    for dirpath, _dirs, names in os.walk(src):
+        for name in names:
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            out = local_repo / path.relative_to(src)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, out)
+            copied += 1
+    return copied
 
 
 def pinned_versions(project_dir: Path) -> set[tuple[str, str, str]]:
@@ -353,12 +437,14 @@ def seed_local_repo(
 ) -> int:
     """Pre-seed a fresh local repository for an offline build; return the number of POMs written.
 
-    Writes the plexus-utils 1.1 fix and a relocation (or BOM copy) for every table version, every
+    Writes the plexus-utils 1.1 fix, plugin version metadata (:func:`seed_plugin_metadata`) and a
+    relocation (or BOM copy) for every table version, every
     version of a table artifact pinned in ``project_dir``'s POMs, and ``extra`` coordinates, that
     Debian lacks. Unknown artifacts are left for Maven to report as unresolvable.
     """
     local_repo.mkdir(parents=True, exist_ok=True)
     _seed_plexus_utils_1_1(local_repo, debian_repo)
+    seed_plugin_metadata(local_repo, debian_repo)
     wanted = {(r.group_id, r.artifact_id, v) for r in RELOCATIONS for v in r.versions}
     if project_dir is not None:
         wanted |= {gav for gav in pinned_versions(project_dir) if gav[:2] in _BY_KEY}
@@ -370,16 +456,18 @@ def seed_local_repo(
 
 
 def _main(argv: list[str]) -> int:
-    """``python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR``: the ``mvn`` wrapper's re-seed.
+    """``python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR [OFFLINE_DIR]``: the ``mvn`` wrapper's re-seed.
 
     Runs inside the sandbox with the system Python and this file alone (stdlib only), so the
     agent's Maven calls re-seed relocation POMs for the pins the agent wrote.
     """
-    if len(argv) != 3 or argv[0] != "seed":
-        sys.stderr.write("usage: python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR\n")
+    if len(argv) not in (3, 4) or argv[0] != "seed":
+        sys.stderr.write("usage: python3 offline_repo.py seed LOCAL_REPO PROJECT_DIR [OFFLINE_DIR]\n")
         return 2
     project = Path(argv[2])
     seed_local_repo(Path(argv[1]), project_dir=project if (project / "pom.xml").is_file() else None)
+    if len(argv) == 4:  # the task's declared environment goes last: it wins over the table
+        copy_files(Path(argv[3]), Path(argv[1]))
     return 0
 
 

@@ -164,7 +164,9 @@ async def run_rollout(
     unsafe, compact = config.unsafe_no_sandbox, config.compact_prompt
     ws = Workspace.for_task(spec.task.dir, base_dir=run_dir / WORKSPACES_DIR)
     try:
-        tool_env = prepare_tool_env(ws, unsafe_no_sandbox=unsafe)
+        tool_env = prepare_tool_env(
+            ws, unsafe_no_sandbox=unsafe, offline_env=getattr(spec.task, "offline_env", None)
+        )
         setup_s = time.monotonic() - t0  # the workspace copy and the sandbox's tool environment
         stats = ToolStats()
         limits = RolloutLimits(max_turns=config.max_turns, time_limit_s=config.time_limit)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from typing import Any
 from strands_art.validation import is_int
 
 from .evaluator import MAX_TEST_CASES, check_commit_id
+from .offline_env import OfflineEnv, load_offline_env
+from .taskdir import check_task_name, check_task_tree, read_task_json
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +54,14 @@ class Task:
         name: the task directory's name (bundled) or the record's repo with "/" → "__".
         dir: the task directory (``task.json``, ``repo/``, optional ``reference.patch``).
         record: the MigrationBench record (dict with :data:`RECORD_FIELDS`).
+        offline_env: the task's declared offline Maven environment (``offline/``, validated:
+            :mod:`.offline_env`), or None.
     """
 
     name: str
     dir: Path
     record: dict[str, Any]
+    offline_env: OfflineEnv | None = None
 
     @property
     def repo_dir(self) -> Path:
@@ -78,24 +84,35 @@ def bundled_tasks_dir() -> Path:
 
 
 def load_task(task_dir: str | Path) -> Task:
-    """Read one task directory; raises TaskError if ``task.json`` or ``repo/`` is missing."""
+    """Read one task directory.
+
+    Raises:
+        TaskError: ``task.json`` or ``repo/`` is missing; ``task.json`` is not a regular file
+            holding a JSON object with the record fields (:func:`check_record`); the task's name
+            (its directory's, and ``name`` if given) is not 1-150 file-name characters
+            (:func:`.taskdir.check_task_name`); ``repo/`` is deeper or larger than the evaluator's
+            build copy accepts; ``offline/`` differs from its declaration (:mod:`.offline_env`).
+    """
     d = Path(task_dir)
     meta = d / "task.json"
-    if not meta.is_file():
+    if not os.path.lexists(meta):
         raise TaskError(f"{d}: no task.json (is this a task directory?)")
     if not (d / "repo").is_dir():
         raise TaskError(f"{d}: no repo/ directory")
     try:
-        record = json.loads(meta.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:  # invalid UTF-8 or JSON, or nested too deeply
-        raise TaskError(f"{meta}: invalid JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise TaskError(f"{meta}: must hold a JSON object, got {type(record).__name__}")
+        record = read_task_json(meta)  # a FIFO, a huge file, not an object: refused, never read
+        name = check_task_name(d.resolve().name, f"{d} (the task directory's name)")
+        if "name" in record:
+            check_task_name(record["name"], str(meta))
+        offline_env = load_offline_env(d, record)
+        check_task_tree(d / "repo")  # a tree the evaluator's build copy refuses is a bad task
+    except ValueError as exc:  # TaskDirError, OfflineEnvError
+        raise TaskError(str(exc)) from None
     missing = [f for f in RECORD_FIELDS if f not in record]
     if missing:
         raise TaskError(f"{meta}: missing record fields {missing}")
     check_record(record, str(meta))
-    return Task(name=d.name, dir=d, record=record)
+    return Task(name=name, dir=d, record=record, offline_env=offline_env)
 
 
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -142,7 +159,8 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
             f"{base} is one task's directory (it holds task.json); give the directory that holds the "
             f"task directories, here {base.parent}"
         )
-    tasks = {p.name: load_task(p) for p in sorted(base.iterdir()) if (p / "task.json").is_file()}
+    # lexists: a task.json that is not a regular file (a FIFO) is refused by load_task, not skipped
+    tasks = {p.name: load_task(p) for p in sorted(base.iterdir()) if os.path.lexists(p / "task.json")}
     if not tasks:
         raise TaskError(
             f"{base} holds no task: a tasks directory holds one directory per task, each with task.json "
@@ -156,29 +174,62 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
     return list(tasks.values())
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """MigrationBench records from a CSV or Parquet file (columns :data:`RECORD_FIELDS`).
+def read_records(path: str | Path, skipped: list[tuple[int, str, str]] | None = None) -> list[dict[str, Any]]:
+    """MigrationBench records from a CSV, Parquet, JSON (a list of objects) or JSONL file, as
+    published (columns :data:`RECORD_FIELDS`; at least ``repo`` and ``base_commit``).
+
+    A row whose ``num_test_cases`` is negative (upstream's "unparsed" markers -1 and -2: 13 of
+    the 300 java-selected records) cannot be scored: it is skipped with a warning, and appended
+    to ``skipped`` as ``(row index, repo, reason)`` when a list is given. Every other row must
+    pass :func:`check_record`.
 
     Raises:
-        TaskError: the file cannot be read, lacks ``repo``/``base_commit``, or a row fails
-            :func:`check_record`.
+        TaskError: the file cannot be read or parsed, lacks ``repo``/``base_commit``, or a row
+            (other than an unparsed count) fails :func:`check_record`.
     """
+    p = Path(path)
+    rows = _read_rows(p)
+    records: list[dict[str, Any]] = []
+    for i, record in enumerate(rows):
+        num = record.get("num_test_cases")
+        if is_int(num) and num < 0:
+            why = f"num_test_cases {num} (upstream could not count its tests): cannot be scored"
+            logger.warning("%s row %d (%s): skipped, %s", p, i, str(record.get("repo"))[:80], why)
+            if skipped is not None:
+                skipped.append((i, str(record.get("repo")), why))
+            continue
+        check_record(record, f"{p} row {i}")
+        records.append(record)
+    return records
+
+
+def _read_rows(p: Path) -> list[dict[str, Any]]:
+    """The rows of a records file as dicts (see :func:`read_records`)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    p = Path(path)
+    suffix = p.suffix.lower()
     try:
-        table = pq.read_table(p) if p.suffix == ".parquet" else pacsv.read_csv(p)
-    except (OSError, pa.ArrowException) as exc:
+        if suffix in (".json", ".jsonl"):
+            text = p.read_text(encoding="utf-8")
+            rows = (
+                [json.loads(line) for line in text.splitlines() if line.strip()]
+                if suffix == ".jsonl"
+                else json.loads(text)
+            )
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise TaskError(f"{p}: expected a list of JSON objects (one record each)")
+            columns = set().union(*rows) if rows else set()
+        else:
+            table = pq.read_table(p) if suffix == ".parquet" else pacsv.read_csv(p)
+            rows, columns = table.to_pylist(), set(table.column_names)
+    except (OSError, ValueError, RecursionError, pa.ArrowException) as exc:
         raise TaskError(f"{p}: cannot read the records ({' '.join(str(exc).split())[:200]})") from None
-    missing = [f for f in RECORD_FIELDS[:2] if f not in table.column_names]
+    missing = [f for f in RECORD_FIELDS[:2] if f not in columns]
     if missing:
         raise TaskError(f"{p}: missing columns {missing} (need at least repo, base_commit)")
-    records = table.to_pylist()
-    for i, record in enumerate(records):
-        check_record(record, f"{p} row {i}")
-    return records
+    return rows
 
 
 def materialize_record(

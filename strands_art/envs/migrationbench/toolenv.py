@@ -24,12 +24,14 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from strands_art.envs.sandbox import Limits, Sandbox, chown_tree
 
 from . import offline_repo
 from .commands import write_mvn_wrapper
 from .maven import maven_env, sandbox_readonly_paths, use_offline
+from .offline_env import OfflineEnv, seed_offline_env
 from .offline_repo import seed_local_repo, write_settings
 from .workspace import Workspace
 
@@ -66,12 +68,28 @@ def _python_inside() -> str:
     return sys.executable  # only reachable unsandboxed; the re-seed then fails quietly inside
 
 
+OFFLINE_COPY = "offline"
+"""The read-only copy of a task's offline environment in ``aux`` (the wrapper re-seeds from it)."""
+
+
+def _read_only_copy(env: OfflineEnv, dest: Path) -> None:
+    """Copy ``env``'s files to ``dest``, owned by this process: directories 0755, files 0444."""
+    for rel, _digest in env.files:
+        out = dest.joinpath(*rel.split("/"))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(env.root.joinpath(*rel.split("/")), out)
+        os.chmod(out, 0o444)
+    for dirpath, _dirs, _files in os.walk(dest):
+        os.chmod(dirpath, 0o755)
+
+
 def prepare_tool_env(
     workspace: Workspace,
     *,
     offline: bool | None = None,
     limits: Limits | None = None,
     unsafe_no_sandbox: bool = False,
+    offline_env: OfflineEnv | None = None,
 ) -> ToolEnv:
     """Write the ``mvn`` wrapper, settings and local repository for one rollout.
 
@@ -81,6 +99,9 @@ def prepare_tool_env(
             (see :func:`~strands_art.envs.migrationbench.maven.use_offline`).
         limits: the sandbox's resource limits (default :class:`~strands_art.envs.sandbox.Limits`).
         unsafe_no_sandbox: no sandbox (``ToolEnv.sandbox`` None): the explicit opt-out.
+        offline_env: the task's declared offline Maven environment (:mod:`.offline_env`): seeded
+            into the local repository now, and copied to ``aux/offline`` (owned by this process,
+            read-only to the sandbox uid), from which the wrapper re-seeds before every call.
 
     Returns:
         A :class:`ToolEnv`; ``env`` holds only the variables to add (JDK 17 ``JAVA_HOME``,
@@ -95,15 +116,20 @@ def prepare_tool_env(
     local_repo.mkdir(parents=True, exist_ok=True)
     if is_offline:
         seed_local_repo(local_repo, project_dir=workspace.root)
+        if offline_env is not None:
+            seed_offline_env(local_repo, offline_env)
     settings = write_settings(aux / "settings.xml", local_repo, offline=is_offline)
     # The agent edits pom.xml (pinning plugin versions Debian lacks): re-seed relocation POMs for
     # the project's current pins before every Maven call, as the evaluator does before its build.
     seeder = aux / "bin" / "offline_repo.py"
     seeder.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(offline_repo.__file__, seeder)
+    env_copy = aux / OFFLINE_COPY if offline_env is not None else None
     prelude = (
         f"{shlex.quote(_python_inside())} -I {shlex.quote(str(seeder))} seed "
-        f'{shlex.quote(str(local_repo))} "$PWD" >/dev/null 2>&1\n'
+        f'{shlex.quote(str(local_repo))} "$PWD"'
+        + (f" {shlex.quote(str(env_copy))}" if env_copy is not None else "")
+        + " >/dev/null 2>&1\n"
         if is_offline
         else ""
     )
@@ -119,6 +145,8 @@ def prepare_tool_env(
     env = {k: full[k] for k in ("JAVA_HOME", "MAVEN_OPTS") if k in full}
     env.update({"HOME": str(home), "MVN_LOCAL_REPO": str(local_repo)})
     chown_tree(aux, workspace.identity)
+    if env_copy is not None and offline_env is not None:
+        _read_only_copy(offline_env, env_copy)  # after chown_tree: it stays ours, not the sandbox uid's
     sandbox = None if unsafe_no_sandbox else workspace_sandbox(workspace, limits)
     logger.debug("tool env ready in %s (offline=%s)", aux, is_offline)
     return ToolEnv(env=env, extra_path=[str(wrapper.parent)], offline=is_offline, sandbox=sandbox)

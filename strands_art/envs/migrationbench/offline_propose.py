@@ -1,0 +1,176 @@
+"""Propose a task's offline environment from what an offline Maven build failed to resolve.
+
+:func:`missing_coordinates` reads a Maven log (the evaluator's compile or test build) and returns
+every coordinate Maven said it could not find, with what wanted it:
+
+* ``Non-resolvable parent POM ...: Could not find artifact G:A:pom:V`` — a parent;
+* ``Non-resolvable import POM ...`` — a BOM imported in ``dependencyManagement``;
+* ``Could not find artifact G:A:EXT[:CLASSIFIER]:V``, ``Failure to find G:A:EXT:V``, ``The
+  following artifacts could not be resolved: G:A:EXT:V, ...``, ``The POM for G:A:EXT:V is
+  missing`` — an artifact (a dependency, a plugin, a plugin's dependency);
+* ``Error resolving version for plugin 'G:A'`` — a plugin named without a version, for which
+  no version metadata exists.
+
+:func:`propose` turns each into a file of ``offline/`` (:mod:`.offline_env`) when Debian's
+repository can serve it, and into a *blocker* (the exact coordinate, and why) when it cannot:
+
+| missing | Debian has the artifact | file proposed |
+|---|---|---|
+| artifact or plugin | another version | relocation POM to Debian's version |
+| parent or import POM | another version | Debian's POM under the wanted version (neither follows relocations) |
+| parent | no, and it is a deployment-only parent (:data:`DEPLOYMENT_PARENTS`) | stub POM: coordinates and ``pom`` packaging |
+| plugin version | yes | ``maven-metadata-local.xml`` naming Debian's version |
+| anything else | no | none: blocked |
+
+Source of the message formats: Maven 3.8's ``DefaultModelBuilder`` (parent/import), Maven
+Resolver's ``ArtifactNotFoundException`` and ``DefaultPluginVersionResolver`` texts, as printed
+by Debian's Maven 3.8.7 (verified on real repositories' logs here).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .offline_env import METADATA_NAME
+from .offline_repo import DEBIAN_REPO, debian_version, plugin_metadata, relocation_pom
+
+DEPLOYMENT_PARENTS = frozenset(
+    {
+        ("org.sonatype.oss", "oss-parent"),  # repositories, a release profile (gpg, javadoc, sources)
+        ("org.sonatype.forge", "forge-parent"),
+    }
+)
+"""Parents that only configure deployment (distribution repositories, release profiles): a stub
+with their coordinates changes nothing ``mvn verify`` does."""
+
+_GAV = r"[A-Za-z0-9_.\-]+(?::[A-Za-z0-9_.\-]+){3,4}"
+_FIND = re.compile(r"(?:Could not find artifact|Failure to find|The POM for) (" + _GAV + ")")
+_LIST = re.compile(
+    r"The following artifacts could not be resolved: ([^\n]*?)(?:: (?:Could not|Failure|Cannot)|$)"
+)
+_VERSION = re.compile(r"Error resolving version for plugin '([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+)'")
+
+
+@dataclass(frozen=True, order=True)
+class Missing:
+    """One coordinate Maven could not resolve. ``kind``: ``parent``, ``import``, ``artifact`` or
+    ``plugin-version`` (then ``ext`` and ``version`` are empty)."""
+
+    group: str
+    artifact: str
+    version: str
+    ext: str = "jar"
+    kind: str = "artifact"
+
+    def __str__(self) -> str:
+        if self.kind == "plugin-version":
+            return f"{self.group}:{self.artifact} (plugin version)"
+        return f"{self.group}:{self.artifact}:{self.ext}:{self.version} ({self.kind})"
+
+
+def _parse_gav(text: str) -> tuple[str, str, str, str]:
+    parts = text.split(":")
+    if len(parts) == 4:
+        return parts[0], parts[1], parts[2], parts[3]
+    return parts[0], parts[1], parts[2], parts[4]  # G:A:EXT:CLASSIFIER:V
+
+
+def missing_coordinates(log: str) -> list[Missing]:
+    """Every coordinate ``log`` (a Maven build's output) says could not be resolved, sorted,
+    without duplicates (see the module doc for the messages read)."""
+    found: set[Missing] = set()
+    for line in log.splitlines():
+        kind = (
+            "parent"
+            if "Non-resolvable parent POM" in line
+            else "import"
+            if "Non-resolvable import POM" in line
+            else "artifact"
+        )
+        gavs = [m.group(1) for m in _FIND.finditer(line)]
+        for m in _LIST.finditer(line):
+            gavs += [g.strip() for g in m.group(1).split(",") if re.fullmatch(_GAV, g.strip())]
+        for gav in gavs:
+            g, a, ext, v = _parse_gav(gav)
+            found.add(Missing(g, a, v, ext, kind if ext == "pom" else "artifact"))
+        for m in _VERSION.finditer(line):
+            found.add(Missing(m.group(1), m.group(2), "", "", "plugin-version"))
+    return sorted(found)
+
+
+@dataclass
+class Proposal:
+    """Files for ``offline/`` (relative path -> text), what each serves, and what cannot be served."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    served: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+
+
+def _pom_path(group: str, artifact: str, version: str) -> str:
+    return "/".join((*group.split("."), artifact, version, f"{artifact}-{version}.pom"))
+
+
+def _copy_pom_as(text: str, artifact: str, from_version: str, to_version: str) -> str | None:
+    pattern = (
+        rf"(<artifactId>{re.escape(artifact)}</artifactId>\s*<version>){re.escape(from_version)}(</version>)"
+    )
+    out, n = re.subn(pattern, rf"\g<1>{to_version}\g<2>", text, count=1)
+    return out if n == 1 else None
+
+
+def stub_parent_pom(group: str, artifact: str, version: str) -> str:
+    """A parent POM holding nothing but its coordinates (for :data:`DEPLOYMENT_PARENTS`)."""
+    return (
+        "<project>\n  <modelVersion>4.0.0</modelVersion>\n"
+        f"  <groupId>{group}</groupId>\n  <artifactId>{artifact}</artifactId>\n  <version>{version}</version>\n"
+        "  <packaging>pom</packaging>\n"
+        "  <!-- written by strands-art make-tasks: a stub of a deployment-only parent -->\n</project>\n"
+    )
+
+
+def propose(missing: list[Missing], debian_repo: Path = DEBIAN_REPO) -> Proposal:
+    """The ``offline/`` files that serve ``missing`` from ``debian_repo``, and the blockers."""
+    out = Proposal()
+    for m in missing:
+        if m.kind == "plugin-version":
+            v = debian_version(debian_repo, m.group, m.artifact)
+            if v is None:
+                out.blocked.append(f"{m}: Debian packages no {m.group}:{m.artifact}")
+                continue
+            rel = "/".join((*m.group.split("."), m.artifact, METADATA_NAME))
+            out.files[rel] = plugin_metadata(m.group, m.artifact, v)
+            out.served.append(f"{m} -> version metadata {v}")
+            continue
+        rel = _pom_path(m.group, m.artifact, m.version)
+        if m.kind in ("parent", "import"):
+            v = debian_version(debian_repo, m.group, m.artifact, "pom")
+            if v is not None and v != m.version:
+                src = debian_repo.joinpath(*m.group.split("."), m.artifact, v, f"{m.artifact}-{v}.pom")
+                text = _copy_pom_as(src.read_text(encoding="utf-8"), m.artifact, v, m.version)
+                if text is not None:
+                    out.files[rel] = text
+                    out.served.append(f"{m} -> Debian's {v} POM under {m.version}")
+                    continue
+            if m.kind == "parent" and (m.group, m.artifact) in DEPLOYMENT_PARENTS:
+                out.files[rel] = stub_parent_pom(m.group, m.artifact, m.version)
+                out.served.append(f"{m} -> stub (deployment-only parent)")
+                continue
+            out.blocked.append(f"{m}: Debian packages no {m.group}:{m.artifact} POM to serve it")
+            continue
+        v = debian_version(debian_repo, m.group, m.artifact, m.ext if m.ext in ("jar", "pom") else "jar")
+        if v is None and m.ext != "pom":
+            v = debian_version(debian_repo, m.group, m.artifact, "pom")
+        if v is None or v == m.version:
+            why = (
+                "Debian packages no " + f"{m.group}:{m.artifact}"
+                if v is None
+                else "Debian's copy is incomplete"
+            )
+            out.blocked.append(f"{m}: {why}")
+            continue
+        out.files[rel] = relocation_pom(m.group, m.artifact, m.version, (m.group, m.artifact, v))
+        out.served.append(f"{m} -> relocation to {v}")
+    return out

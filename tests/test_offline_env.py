@@ -1,0 +1,265 @@
+"""A task's declared offline environment (offline/): validation, seeding, the agent cannot write it,
+and a real build that resolves only with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from strands_art.envs.migrationbench.evaluator import BadTask, EvalTask, evaluate
+from strands_art.envs.migrationbench.offline_env import (
+    OfflineEnvError,
+    declaration,
+    load_offline_env,
+    seed_offline_env,
+)
+from strands_art.envs.migrationbench.offline_propose import missing_coordinates, propose, stub_parent_pom
+from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, PLUGIN_METADATA, seed_local_repo
+from strands_art.envs.migrationbench.tasks import TaskError, load_task
+from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
+
+try:
+    require_sandbox()
+    SANDBOX_OK = True
+except SandboxUnavailable:
+    SANDBOX_OK = False
+
+needs_sandbox = pytest.mark.skipif(not SANDBOX_OK, reason="bubblewrap sandbox unavailable here")
+needs_bundle_plugin = pytest.mark.skipif(
+    not (DEBIAN_REPO / "org/apache/felix/maven-bundle-plugin").is_dir() or shutil.which("mvn") is None,
+    reason="mvn or Debian's maven-bundle-plugin missing (scripts/setup-system.sh)",
+)
+
+OSS_PARENT = "org/sonatype/oss/oss-parent/7/oss-parent-7.pom"
+
+# An upstream-style POM: the deployment-only oss-parent (Debian lacks it) and bundle packaging,
+# whose lifecycle names resources/compiler/surefire/jar/install without versions.
+POM = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <parent><groupId>org.sonatype.oss</groupId><artifactId>oss-parent</artifactId><version>7</version></parent>
+  <groupId>demo</groupId><artifactId>bundled</artifactId><version>1.0</version>
+  <packaging>bundle</packaging>
+  <properties><maven.compiler.release>17</maven.compiler.release></properties>
+  <dependencies>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.11</version><scope>test</scope></dependency>
+  </dependencies>
+  <build><plugins>
+    <plugin><groupId>org.apache.felix</groupId><artifactId>maven-bundle-plugin</artifactId>
+      <version>3.5.1</version><extensions>true</extensions></plugin>
+  </plugins></build>
+</project>
+"""
+
+
+def write_task(root: Path, *, offline: bool) -> Path:
+    """A task directory: repo/ with POM above, one class and two tests; offline/ when asked."""
+    repo = root / "repo"
+    (repo / "src/main/java/demo").mkdir(parents=True)
+    (repo / "src/test/java/demo").mkdir(parents=True)
+    (repo / "pom.xml").write_text(POM)
+    (repo / "src/main/java/demo/Calc.java").write_text(
+        "package demo;\npublic class Calc { public static int add(int a, int b) { return a + b; } }\n"
+    )
+    (repo / "src/test/java/demo/CalcTest.java").write_text(
+        "package demo;\nimport org.junit.Test;\nimport static org.junit.Assert.assertEquals;\n"
+        "public class CalcTest {\n  @Test public void adds() { assertEquals(3, Calc.add(1, 2)); }\n"
+        "  @Test public void negatives() { assertEquals(-1, Calc.add(1, -2)); }\n}\n"
+    )
+    meta = {
+        "repo": "demo/bundled",
+        "base_commit": "0" * 40,
+        "num_java_files": 2,
+        "num_loc": 7,
+        "num_pom_xml": 1,
+        "num_src_test_java_files": 1,
+        "num_test_cases": 2,
+        "license": "Apache-2.0",
+    }
+    if offline:
+        pom = root / "offline" / OSS_PARENT
+        pom.parent.mkdir(parents=True)
+        pom.write_text(stub_parent_pom("org.sonatype.oss", "oss-parent", "7"))
+        meta["offline"] = declaration(root / "offline")
+    (root / "task.json").write_text(json.dumps(meta))
+    return root
+
+
+def test_declaration_lists_every_file_with_its_sha256(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "t", offline=True)
+    meta = json.loads((task / "task.json").read_text())
+    digest = hashlib.sha256((task / "offline" / OSS_PARENT).read_bytes()).hexdigest()
+    assert meta["offline"] == {"files": {OSS_PARENT: digest}}
+    env = load_offline_env(task, meta)
+    assert env is not None and env.coordinates() == ["org.sonatype.oss:oss-parent:7"]
+    assert EvalTask.from_dir(task).offline_env == env
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda t: (t / "offline" / OSS_PARENT).write_text(
+                stub_parent_pom("org.sonatype.oss", "oss-parent", "7") + "<!-- edited -->"
+            ),
+            "changed",
+        ),
+        (
+            lambda t: (t / "offline" / "x.pom").write_text("<project/>"),
+            "not a Maven repository path|only GROUP",
+        ),
+        (lambda t: (t / "offline" / OSS_PARENT).unlink(), "missing"),
+        (lambda t: os.symlink("/etc/passwd", t / "offline" / "org" / "evil.pom"), "not a regular file"),
+        (
+            lambda t: (
+                (t / "offline" / "org/a/b/1/b-1.jar").parent.mkdir(parents=True)
+                or (t / "offline" / "org/a/b/1/b-1.jar").write_bytes(b"PK")
+            ),
+            "no jars|not UTF-8 XML",
+        ),
+    ],
+    ids=["changed", "bad-path", "missing", "symlink", "jar"],
+)
+def test_an_offline_dir_that_differs_from_its_declaration_is_a_bad_task(
+    tmp_path: Path, damage, message
+) -> None:
+    task = write_task(tmp_path / "t", offline=True)
+    damage(task)
+    with pytest.raises(BadTask, match=message):
+        EvalTask.from_dir(task)
+    with pytest.raises(TaskError, match=message):
+        load_task(task)
+
+
+def test_undeclared_offline_dir_and_bad_coordinates_are_refused(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "t", offline=True)
+    meta = json.loads((task / "task.json").read_text())
+    with pytest.raises(OfflineEnvError, match="declares no 'offline'"):
+        load_offline_env(task, {k: v for k, v in meta.items() if k != "offline"})
+    pom = task / "offline" / OSS_PARENT
+    pom.write_text(stub_parent_pom("org.sonatype.oss", "other-parent", "7"))  # path says oss-parent
+    with pytest.raises(OfflineEnvError, match="the POM is org.sonatype.oss:other-parent:7"):
+        declaration(task / "offline")
+
+
+def test_seeding_copies_the_files_and_refuses_one_changed_after_loading(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "t", offline=True)
+    env = load_offline_env(task, json.loads((task / "task.json").read_text()))
+    assert env is not None
+    local = tmp_path / "local"
+    assert seed_offline_env(local, env) == 1
+    assert (local / OSS_PARENT).read_bytes() == (task / "offline" / OSS_PARENT).read_bytes()
+    (task / "offline" / OSS_PARENT).write_text(stub_parent_pom("org.sonatype.oss", "oss-parent", "7") + " ")
+    with pytest.raises(OfflineEnvError, match="changed since"):
+        seed_offline_env(tmp_path / "local2", env)
+
+
+@pytest.mark.skipif(
+    not (DEBIAN_REPO / "org/apache/maven/plugins/maven-surefire-plugin").is_dir(), reason="no Debian repo"
+)
+def test_plugin_version_metadata_is_seeded_always(tmp_path: Path) -> None:
+    seed_local_repo(tmp_path)
+    meta = (tmp_path / "org/apache/maven/plugins/maven-surefire-plugin" / PLUGIN_METADATA).read_text()
+    assert "<release>2.22.3</release>" in meta and "<version>2.22.3</version>" in meta
+
+
+def test_missing_coordinates_are_read_from_maven_messages() -> None:
+    log = (
+        "[ERROR]   Non-resolvable parent POM for demo:x:1.0: Could not find artifact "
+        "org.sonatype.oss:oss-parent:pom:7 in debian-system-repo (file:///usr/share/maven-repo) and "
+        "'parent.relativePath' points at no local POM @ line 5, column 11\n"
+        "[ERROR] Failed to execute goal on project x: Could not resolve dependencies for project demo:x:jar:1.0: "
+        "The following artifacts could not be resolved: com.google.guava:guava:jar:18.0, "
+        "org.mockito:mockito-all:jar:1.10.19: Could not find artifact com.google.guava:guava:jar:18.0 in d\n"
+        "[ERROR] Error resolving version for plugin 'org.apache.maven.plugins:maven-deploy-plugin' from the "
+        "repositories [local (/tmp/r), debian-system-repo (file:///usr/share/maven-repo)]: Plugin not found\n"
+        "[WARNING] The POM for org.example:gone:jar:tests:2.0 is missing, no dependency information available\n"
+    )
+    assert [str(m) for m in missing_coordinates(log)] == [
+        "com.google.guava:guava:jar:18.0 (artifact)",
+        "org.apache.maven.plugins:maven-deploy-plugin (plugin version)",
+        "org.example:gone:jar:2.0 (artifact)",
+        "org.mockito:mockito-all:jar:1.10.19 (artifact)",
+        "org.sonatype.oss:oss-parent:pom:7 (parent)",
+    ]
+
+
+def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_path: Path) -> None:
+    debian = tmp_path / "debian"
+    jar = debian / "com/google/guava/guava/31.1-jre/guava-31.1-jre.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK")
+    log = (
+        "Non-resolvable parent POM for a:b:1: Could not find artifact org.sonatype.oss:oss-parent:pom:9 in r\n"
+        "Could not find artifact com.google.guava:guava:jar:18.0 in r\n"
+        "Could not find artifact org.jacoco:jacoco-maven-plugin:jar:0.8.5 in r\n"
+    )
+    prop = propose(missing_coordinates(log), debian)
+    assert sorted(prop.files) == [
+        "com/google/guava/guava/18.0/guava-18.0.pom",
+        "org/sonatype/oss/oss-parent/9/oss-parent-9.pom",
+    ]
+    assert "<version>31.1-jre</version>" in prop.files["com/google/guava/guava/18.0/guava-18.0.pom"]
+    assert prop.blocked == [
+        "org.jacoco:jacoco-maven-plugin:jar:0.8.5 (artifact): Debian packages no org.jacoco:jacoco-maven-plugin"
+    ]
+    # what is proposed passes the task validation
+    for rel, text in prop.files.items():
+        (tmp_path / "offline" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "offline" / rel).write_text(text)
+    assert len(declaration(tmp_path / "offline")["files"]) == 2
+
+
+@needs_sandbox
+async def test_the_agents_shell_cannot_modify_the_task_offline_dir(tmp_path: Path) -> None:
+    from strands_art.envs.migrationbench.toolenv import OFFLINE_COPY, prepare_tool_env
+    from strands_art.envs.migrationbench.tools import make_tools
+    from strands_art.envs.migrationbench.workspace import Workspace
+
+    task = write_task(tmp_path / "t", offline=True)
+    env = load_task(task).offline_env
+    before = {p: p.read_bytes() for p in (task / "offline").rglob("*") if p.is_file()}
+    with Workspace.for_task(task) as w:
+        tenv = prepare_tool_env(w, offline=True, offline_env=env)
+        shell, _ = make_tools(w, env=tenv.env, extra_path=tenv.extra_path, sandbox=tenv.sandbox)
+        copy = w.aux_dir / OFFLINE_COPY / OSS_PARENT
+        assert copy.read_bytes() == (task / "offline" / OSS_PARENT).read_bytes()
+        for command in (
+            f"echo evil > {task / 'offline' / OSS_PARENT}",
+            f"rm -r {task / 'offline'}",
+            f"ls {task}",
+            f"echo evil > {copy}",
+            f"rm {copy}",
+        ):
+            text = (await shell(command=command))["content"][0]["text"]
+            assert not text.endswith("[exit code: 0]"), (command, text)
+        assert copy.read_bytes() == (task / "offline" / OSS_PARENT).read_bytes()
+        # the agent's local repository got the declared file
+        assert (Path(tenv.env["MVN_LOCAL_REPO"]) / OSS_PARENT).is_file()
+    assert {p: p.read_bytes() for p in (task / "offline").rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.maven
+@needs_sandbox
+@needs_bundle_plugin
+def test_a_task_with_offline_builds_where_the_same_task_without_it_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STRANDS_ART_MAVEN_OFFLINE", "1")
+    bare = write_task(tmp_path / "bare", offline=False)
+    without = evaluate(bare / "repo", EvalTask.from_dir(bare), timeout_s=300)
+    assert without.reward == 0.0 and without.details["reasons"] == ["build_failed"]
+    assert "org.sonatype.oss:oss-parent:pom:7" in " ".join(
+        without.details.get("maven_errors") or [without.details.get("log_tail", "")]
+    )
+    declared = write_task(tmp_path / "declared", offline=True)
+    with_env = evaluate(declared / "repo", EvalTask.from_dir(declared), timeout_s=300)
+    assert with_env.reward == 1.0, with_env.details.get("reasons")
+    assert with_env.tests_run == 2
+    # repo/ is the same bytes in both tasks: only the declared environment differs
+    assert (bare / "repo" / "pom.xml").read_bytes() == (declared / "repo" / "pom.xml").read_bytes()

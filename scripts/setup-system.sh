@@ -31,6 +31,26 @@ PACKAGES=(
   libjaxb-api-java
   libjaxb-java  # JAXB runtime (org.glassfish.jaxb:jaxb-runtime) for projects that marshal
   libgeronimo-annotation-1.3-spec-java
+  # what real MigrationBench repositories commonly need offline (docs/migrationbench.md, "Real
+  # repositories"): test libraries, and plugins bound by their builds or by `bundle` packaging
+  libmockito-java
+  testng
+  libassertj-core-java
+  libjmock2-java
+  liblogback-java
+  libcglib-java
+  libmaven-bundle-plugin-java
+  libmaven-javadoc-plugin-java
+  libmaven-source-plugin-java
+  libmaven-shade-plugin-java
+  libmaven-deploy-plugin-java
+  libmaven-enforcer-plugin-java
+  libbuild-helper-maven-plugin-java
+  libmaven-assembly-plugin-java
+  libmaven-site-plugin-java
+  libeasymock-java
+  # not maven-antrun-plugin: it runs arbitrary code in a build phase before the evaluator's
+  # bytecode snapshot (docs/migrationbench.md, "Threat model of the reward")
   # a real browser for the viewer's tests (tests/test_view_browser.py, bench/viewer.py; Playwright
   # drives it, its own browser download is not used)
   chromium

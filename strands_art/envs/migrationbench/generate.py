@@ -373,6 +373,11 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATCH",
         help="a reference migration to check (1.0), or a directory of owner__name.patch",
     )
+    real.add_argument(
+        "--recheck",
+        action="store_true",
+        help="score --reference again on made tasks whose reference did not score 1.0 (or had none)",
+    )
     real.add_argument("--only", metavar="REPOS", help="comma-separated owner/name: only these records")
     real.add_argument(
         "--max-seconds",

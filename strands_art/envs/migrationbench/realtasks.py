@@ -276,6 +276,52 @@ def make_real_task(
     return _finish(out, report | {"status": "made"}, t0)
 
 
+def recheck_reference(
+    done: dict[str, Any], out: Path, reference: Path, *, timeout_s: float = 600.0, max_rounds: int = 2
+) -> dict[str, Any]:
+    """Score a (new) reference migration on a made task; append and return its new report line.
+
+    The task stays made; what the reference's builds could not resolve is proposed into
+    ``offline/`` (then the untouched tree is scored again). Raises like :func:`make_real_task`.
+    """
+    task_dir = out / task_dir_name(done["repo"])
+    t0 = time.monotonic()
+    report = {k: v for k, v in done.items() if k not in ("status", "seconds")}
+    patch = task_dir / "reference.patch"
+    shutil.copyfile(reference, patch)
+    state: dict[str, Any] = {"tried": set(), "blocked": [], "changed": False}
+    with tempfile.TemporaryDirectory(prefix=f"ref-{task_dir.name}-", dir=out) as tmp:
+        work = Path(tmp)
+        try:
+            ref, unresolved = _resolve_rounds(
+                task_dir, work, "reference", patch, timeout_s, max_rounds, state
+            )
+        except RuntimeError as exc:  # the patch does not apply
+            return _finish(
+                out, report | {"status": "made", "reference": None, "reference_error": str(exc)[:300]}, t0
+            )
+        if state["changed"]:
+            untouched, _ = _score(task_dir, work, "untouched", None, timeout_s)
+            report |= {"untouched": untouched.reward, "untouched_reasons": untouched.details.get("reasons")}
+    report |= {
+        "reference": ref.reward,
+        "reference_reasons": ref.details.get("reasons"),
+        "reference_tests": f"{ref.tests_run}/{ref.tests_required}",
+        "reference_unresolved": [str(m) for m in unresolved],
+        "offline_files": sorted(
+            json.loads((task_dir / "task.json").read_text()).get(TASK_KEY, {}).get("files", {})
+        ),
+    }
+    meta = json.loads((task_dir / "task.json").read_text(encoding="utf-8"))
+    meta["real"]["check"] = {
+        "untouched_reward": report["untouched"],
+        "reference_reward": ref.reward,
+        "ok": ref.reward == 1.0 and report["untouched"] < 1.0,
+    }
+    _write_json(task_dir / "task.json", meta)
+    return _finish(out, report | {"status": "made"}, t0)
+
+
 def _blocked(out: Path, task_dir: Path, report: dict[str, Any], t0: float) -> dict[str, Any]:
     if task_dir.exists():
         dest = out / BLOCKED_DIR / task_dir.name
@@ -346,14 +392,20 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
     )
     t0 = time.monotonic()
     for i, (record, git_dir) in enumerate(todo, 1):
-        if record["repo"] in done:
+        ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
+        prior = done.get(record["repo"])
+        if prior is not None and not (
+            ref is not None and prior["status"] == "made" and prior.get("reference") != 1.0 and args.recheck
+        ):
             continue
         if args.max_seconds and time.monotonic() - t0 > args.max_seconds:
             print(f"stopped after {args.max_seconds:.0f} s: run again to continue", flush=True)
             break
-        ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
         try:
-            r = make_real_task(record, git_dir, out, reference=ref, timeout_s=args.timeout)
+            if prior is not None and ref is not None:
+                r = recheck_reference(prior, out, ref, timeout_s=args.timeout)
+            else:
+                r = make_real_task(record, git_dir, out, reference=ref, timeout_s=args.timeout)
         except SandboxError as exc:
             print(f"strands-art make-tasks: the sandbox cannot start: {exc}", file=sys.stderr)
             return 2
@@ -387,17 +439,35 @@ def line(r: dict[str, Any]) -> str:
     )
 
 
+def summary(out: Path) -> str:
+    """The report of ``out`` as text: one line per record (:func:`line`), then the RESULT line."""
+    results = sorted(done_records(out).values(), key=lambda r: (r["status"] != "made", r["repo"].lower()))
+    made = [r for r in results if r["status"] == "made"]
+    ref_ok = [r for r in made if r.get("reference") == 1.0]
+    lines = [line(r) for r in results]
+    lines.append(
+        f"RESULT records={len(results)} made={len(made)} blocked={len(results) - len(made)} reference_ok={len(ref_ok)}"
+    )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m strands_art.envs.migrationbench.realtasks declare TASK_DIR``: write
-    ``task.json["offline"]`` for the task's ``offline/`` as it is (after editing it by hand)."""
-    parser = argparse.ArgumentParser(description="Declare a task's offline/ environment in its task.json.")
-    parser.add_argument("command", choices=["declare"])
-    parser.add_argument("task_dir", type=Path)
+    ``task.json["offline"]`` for the task's ``offline/`` as it is (after editing it by hand);
+    ``... summary OUT_DIR``: print a ``make-tasks --from-records`` report (:func:`summary`)."""
+    parser = argparse.ArgumentParser(
+        description="Real MigrationBench tasks: declare offline/, or summarize a build."
+    )
+    parser.add_argument("command", choices=["declare", "summary"])
+    parser.add_argument("dir", type=Path, help="a task directory (declare) or make-tasks' OUT_DIR (summary)")
     args = parser.parse_args(argv)
-    meta_path = args.task_dir / "task.json"
+    if args.command == "summary":
+        sys.stdout.write(summary(args.dir))
+        return 0
+    meta_path = args.dir / "task.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     extra = {k: v for k, v in (meta.get(TASK_KEY) or {}).items() if k != "files"}
-    meta[TASK_KEY] = declaration(args.task_dir / OFFLINE_DIR, **extra)
+    meta[TASK_KEY] = declaration(args.dir / OFFLINE_DIR, **extra)
     _write_json(meta_path, meta)
     print(f"{meta_path}: {len(meta[TASK_KEY]['files'])} files declared")
     return 0

@@ -1,0 +1,158 @@
+"""The real-task builder: export a record's commit untouched, propose offline/, score, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from strands_art.envs.migrationbench.realtasks import (
+    BLOCKED_DIR,
+    BuildError,
+    done_records,
+    export_commit,
+    find_clone,
+    make_tasks_from_records,
+    summary,
+)
+from strands_art.envs.migrationbench.taskinfo import git_tree_id
+from strands_art.envs.migrationbench.tasks import load_task
+from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
+
+try:
+    require_sandbox()
+    SANDBOX_OK = True
+except SandboxUnavailable:
+    SANDBOX_OK = False
+
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <parent><groupId>org.sonatype.oss</groupId><artifactId>oss-parent</artifactId><version>7</version></parent>
+  <groupId>demo</groupId><artifactId>up</artifactId><version>1.0</version>
+  <properties><maven.compiler.source>1.8</maven.compiler.source><maven.compiler.target>1.8</maven.compiler.target></properties>
+  <dependencies>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.12</version><scope>test</scope></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@b",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@b",
+    }
+    env |= {
+        "GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z",
+        "HOME": str(cwd),
+    }
+    env["PATH"] = "/usr/bin:/bin"
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def upstream(root: Path, second_commit: bool = True) -> tuple[Path, str]:
+    """A clone ``root/demo__up`` of an 'upstream' project; returns it and the base commit."""
+    repo = root / "demo__up"
+    (repo / "src/main/java/demo").mkdir(parents=True)
+    (repo / "src/test/java/demo").mkdir(parents=True)
+    (repo / "pom.xml").write_text(POM)
+    (repo / "src/main/java/demo/Calc.java").write_text(
+        "package demo;\npublic class Calc { public static int add(int a, int b) { return a + b; } }\n"
+    )
+    (repo / "src/test/java/demo/CalcTest.java").write_text(
+        "package demo;\nimport org.junit.Test;\nimport static org.junit.Assert.assertEquals;\n"
+        "public class CalcTest { @Test public void adds() { assertEquals(3, Calc.add(1, 2)); } }\n"
+    )
+    (repo / "crlf.txt").write_bytes(b"a\r\nb\r\n")
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "base", cwd=repo)
+    base = git("rev-parse", "HEAD", cwd=repo)
+    if second_commit:  # upstream moved on: the export must still be base_commit
+        (repo / "later.txt").write_text("later\n")
+        git("add", "-A", cwd=repo)
+        git("commit", "-qm", "later", cwd=repo)
+    return repo, base
+
+
+def test_export_is_the_commit_byte_for_byte(tmp_path: Path) -> None:
+    repo, base = upstream(tmp_path / "clones")
+    git_dir = find_clone(tmp_path / "clones", "demo/up", base)
+    assert git_dir == repo / ".git"
+    assert find_clone(tmp_path / "clones", "demo/up", "f" * 40) is None
+    tree = export_commit(git_dir, base, tmp_path / "out" / "repo")
+    out = tmp_path / "out" / "repo"
+    assert git_tree_id(out) == tree == git("rev-parse", f"{base}^{{tree}}", cwd=repo)
+    assert not (out / "later.txt").exists() and (out / "crlf.txt").read_bytes() == b"a\r\nb\r\n"
+    assert git("rev-parse", "HEAD", cwd=out) == base
+    with pytest.raises(BuildError, match="git fetch"):
+        export_commit(git_dir, "e" * 40, tmp_path / "out2")
+
+
+def _args(out: Path, records: Path, repos: Path, reference: Path | None) -> argparse.Namespace:
+    return argparse.Namespace(
+        out_dir=str(out),
+        from_records=str(records),
+        repos=str(repos),
+        reference=str(reference) if reference else None,
+        only=None,
+        max_seconds=0.0,
+        timeout=300.0,
+        recheck=False,
+    )
+
+
+@pytest.mark.maven
+@pytest.mark.skipif(not SANDBOX_OK or shutil.which("mvn") is None, reason="sandbox or mvn missing")
+def test_builder_proposes_offline_and_checks_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STRANDS_ART_MAVEN_OFFLINE", "1")
+    repo, base = upstream(tmp_path / "clones")
+    record = {
+        "repo": "demo/up",
+        "base_commit": base,
+        "num_java_files": 2,
+        "num_loc": 6,
+        "num_pom_xml": 1,
+        "num_src_test_java_files": 1,
+        "num_test_cases": 1,
+        "license": "MIT",
+    }
+    unparsed = record | {"repo": "demo/unparsed", "num_test_cases": -1}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(record) + "\n" + json.dumps(unparsed) + "\n")
+    patch = tmp_path / "demo__up.patch"
+    patch.write_text(
+        "--- a/pom.xml\n+++ b/pom.xml\n@@ -4,3 +4,3 @@\n"
+        "   <groupId>demo</groupId><artifactId>up</artifactId><version>1.0</version>\n"
+        "-  <properties><maven.compiler.source>1.8</maven.compiler.source><maven.compiler.target>1.8</maven.compiler.target></properties>\n"
+        "+  <properties><maven.compiler.source>17</maven.compiler.source><maven.compiler.target>17</maven.compiler.target></properties>\n"
+        "   <dependencies>\n"
+    )
+    out = tmp_path / "tasks"
+    assert make_tasks_from_records(_args(out, records, tmp_path / "clones", patch)) == 0
+    (report,) = done_records(out).values()
+    assert report["status"] == "made" and report["untouched"] == 0.0 and report["reference"] == 1.0
+    assert report["offline_files"] == ["org/sonatype/oss/oss-parent/7/oss-parent-7.pom"]
+    task = load_task(out / "demo__up")  # a valid task: offline/ declared and checked
+    assert task.offline_env is not None and task.offline_env.coordinates() == [
+        "org.sonatype.oss:oss-parent:7"
+    ]
+    assert git_tree_id(task.repo_dir) == git("rev-parse", f"{base}^{{tree}}", cwd=repo)  # pristine repo/
+    meta = json.loads((out / "demo__up" / "task.json").read_text())
+    assert meta["real"]["check"] == {"untouched_reward": 0.0, "reference_reward": 1.0, "ok": True}
+    assert summary(out).endswith("RESULT records=1 made=1 blocked=0 reference_ok=1\n")
+    assert not (out / BLOCKED_DIR).exists()
+    # a rerun resumes: nothing is built again
+    assert make_tasks_from_records(_args(out, records, tmp_path / "clones", patch)) == 0
+    assert len((out / "report.jsonl").read_text().splitlines()) == 1

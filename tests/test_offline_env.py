@@ -7,18 +7,26 @@ import hashlib
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from strands_art.envs.migrationbench.evaluator import BadTask, EvalTask, evaluate
 from strands_art.envs.migrationbench.offline_env import (
+    STUB_DESCRIPTOR,
+    STUB_MOJO,
     OfflineEnvError,
     declaration,
     load_offline_env,
     seed_offline_env,
 )
-from strands_art.envs.migrationbench.offline_propose import missing_coordinates, propose, stub_parent_pom
+from strands_art.envs.migrationbench.offline_propose import (
+    missing_coordinates,
+    propose,
+    stub_parent_pom,
+    stub_plugin,
+)
 from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, PLUGIN_METADATA, seed_local_repo
 from strands_art.envs.migrationbench.tasks import TaskError, load_task
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
@@ -36,9 +44,10 @@ needs_bundle_plugin = pytest.mark.skipif(
 )
 
 OSS_PARENT = "org/sonatype/oss/oss-parent/7/oss-parent-7.pom"
+JACOCO = "org/jacoco/jacoco-maven-plugin/0.8.3/jacoco-maven-plugin-0.8.3"
 
-# An upstream-style POM: the deployment-only oss-parent (Debian lacks it) and bundle packaging,
-# whose lifecycle names resources/compiler/surefire/jar/install without versions.
+# An upstream-style POM: the deployment-only oss-parent and a coverage plugin (Debian lacks both)
+# and bundle packaging, whose lifecycle names resources/compiler/surefire/jar/install without versions.
 POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -52,9 +61,25 @@ POM = """<?xml version="1.0" encoding="UTF-8"?>
   <build><plugins>
     <plugin><groupId>org.apache.felix</groupId><artifactId>maven-bundle-plugin</artifactId>
       <version>3.5.1</version><extensions>true</extensions></plugin>
+    <plugin><groupId>org.jacoco</groupId><artifactId>jacoco-maven-plugin</artifactId><version>0.8.3</version>
+      <executions><execution><goals><goal>prepare-agent</goal></goals></execution>
+        <execution><id>report</id><phase>test</phase><goals><goal>report</goal></goals></execution></executions>
+    </plugin>
   </plugins></build>
 </project>
 """
+
+
+def _jar_with(path: Path, extra: str | None, implementation: str | None = None) -> None:
+    """Rewrite a stub jar with one more entry, or with another implementation class named."""
+    with zipfile.ZipFile(path) as z:
+        descriptor = z.read(STUB_DESCRIPTOR).decode()
+    if implementation:
+        descriptor = descriptor.replace(STUB_MOJO, implementation, 1)
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(STUB_DESCRIPTOR, descriptor)
+        if extra:
+            z.writestr(extra, b"\xca\xfe\xba\xbe")
 
 
 def write_task(root: Path, *, offline: bool) -> Path:
@@ -85,6 +110,13 @@ def write_task(root: Path, *, offline: bool) -> Path:
         pom = root / "offline" / OSS_PARENT
         pom.parent.mkdir(parents=True)
         pom.write_text(stub_parent_pom("org.sonatype.oss", "oss-parent", "7"))
+        stub = stub_plugin(
+            "org.jacoco", "jacoco-maven-plugin", "0.8.3", ["prepare-agent", "report"], DEBIAN_REPO
+        )
+        if stub is not None:
+            (root / "offline" / JACOCO).parent.mkdir(parents=True)
+            (root / "offline" / f"{JACOCO}.pom").write_text(stub[0])
+            (root / "offline" / f"{JACOCO}.jar").write_bytes(stub[1])
         meta["offline"] = declaration(root / "offline")
     (root / "task.json").write_text(json.dumps(meta))
     return root
@@ -94,9 +126,13 @@ def test_declaration_lists_every_file_with_its_sha256(tmp_path: Path) -> None:
     task = write_task(tmp_path / "t", offline=True)
     meta = json.loads((task / "task.json").read_text())
     digest = hashlib.sha256((task / "offline" / OSS_PARENT).read_bytes()).hexdigest()
-    assert meta["offline"] == {"files": {OSS_PARENT: digest}}
+    assert meta["offline"]["files"][OSS_PARENT] == digest
+    assert sorted(meta["offline"]["files"]) == [f"{JACOCO}.jar", f"{JACOCO}.pom", OSS_PARENT]
     env = load_offline_env(task, meta)
-    assert env is not None and env.coordinates() == ["org.sonatype.oss:oss-parent:7"]
+    assert env is not None
+    assert env.coordinates() == ["org.jacoco:jacoco-maven-plugin:0.8.3"] * 2 + [
+        "org.sonatype.oss:oss-parent:7"
+    ]
     assert EvalTask.from_dir(task).offline_env == env
 
 
@@ -115,15 +151,10 @@ def test_declaration_lists_every_file_with_its_sha256(tmp_path: Path) -> None:
         ),
         (lambda t: (t / "offline" / OSS_PARENT).unlink(), "missing"),
         (lambda t: os.symlink("/etc/passwd", t / "offline" / "org" / "evil.pom"), "not a regular file"),
-        (
-            lambda t: (
-                (t / "offline" / "org/a/b/1/b-1.jar").parent.mkdir(parents=True)
-                or (t / "offline" / "org/a/b/1/b-1.jar").write_bytes(b"PK")
-            ),
-            "no jars|not UTF-8 XML",
-        ),
+        (lambda t: _jar_with(t / "offline" / f"{JACOCO}.jar", "Evil.class"), "may hold only"),
+        (lambda t: _jar_with(t / "offline" / f"{JACOCO}.jar", None, "java.lang.Runtime"), "may only be"),
     ],
-    ids=["changed", "bad-path", "missing", "symlink", "jar"],
+    ids=["changed", "bad-path", "missing", "symlink", "jar-with-class", "jar-naming-other-code"],
 )
 def test_an_offline_dir_that_differs_from_its_declaration_is_a_bad_task(
     tmp_path: Path, damage, message
@@ -152,7 +183,7 @@ def test_seeding_copies_the_files_and_refuses_one_changed_after_loading(tmp_path
     env = load_offline_env(task, json.loads((task / "task.json").read_text()))
     assert env is not None
     local = tmp_path / "local"
-    assert seed_offline_env(local, env) == 1
+    assert seed_offline_env(local, env) == 3
     assert (local / OSS_PARENT).read_bytes() == (task / "offline" / OSS_PARENT).read_bytes()
     (task / "offline" / OSS_PARENT).write_text(stub_parent_pom("org.sonatype.oss", "oss-parent", "7") + " ")
     with pytest.raises(OfflineEnvError, match="changed since"):

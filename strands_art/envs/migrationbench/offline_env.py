@@ -8,7 +8,7 @@ files are copied into the fresh local repository of every build of that task —
 two builds and the agent's own ``mvn`` — after the fixed relocations of :mod:`.offline_repo`.
 ``repo/`` stays byte-identical to upstream.
 
-Allowed files (nothing else; no jars, no code):
+Allowed files (nothing else; no code):
 
 * ``G/R/O/U/P/ARTIFACT/VERSION/ARTIFACT-VERSION.pom``: a POM whose ``groupId`` (or its parent's),
   ``artifactId`` and ``version`` (or its parent's) are those of its path. A *relocation* to
@@ -16,6 +16,12 @@ Allowed files (nothing else; no jars, no code):
   packaging ``pom`` only, for parents that configure deployment).
 * ``G/R/O/U/P/ARTIFACT/maven-metadata-local.xml``: version metadata (``<metadata>`` with that
   ``groupId``/``artifactId``), for plugins named without a version.
+* ``G/R/O/U/P/ARTIFACT/VERSION/ARTIFACT-VERSION.jar``: only an *inert plugin stub*, a zip holding
+  nothing but ``META-INF/maven/plugin.xml`` (no class), whose coordinates are those of its path
+  and whose every goal is implemented by :data:`STUB_MOJO` (Debian's
+  ``dependency:properties``, which sets a project property per resolved dependency and nothing
+  else; the stub's descriptor asks for no dependency resolution). For build tooling Debian does
+  not package (coverage, staging, signing, licence headers): its goals then do nothing.
 
 Declared and checked: ``task.json["offline"]["files"]`` maps every file's path (relative to
 ``offline/``, ``/``-separated) to its SHA-256; :func:`load_offline_env` refuses an ``offline/``
@@ -32,10 +38,12 @@ binds; the agent's ``mvn`` wrapper re-seeds from a root-owned, read-only copy in
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import stat
 import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +59,11 @@ MAX_FILE_BYTES = 256 << 10
 MAX_DEPTH = 24
 
 METADATA_NAME = "maven-metadata-local.xml"
+
+STUB_MOJO = "org.apache.maven.plugins.dependency.PropertiesMojo"
+"""The one implementation an inert plugin stub may name (Debian's maven-dependency-plugin)."""
+
+STUB_DESCRIPTOR = "META-INF/maven/plugin.xml"
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -101,6 +114,9 @@ def check_file(rel: str, data: bytes) -> None:
         raise OfflineEnvError(f"offline/{rel}: not a Maven repository path (segments [A-Za-z0-9_.+-])")
     if len(data) > MAX_FILE_BYTES:
         raise OfflineEnvError(f"offline/{rel}: {len(data):,} bytes, more than {MAX_FILE_BYTES:,}")
+    if len(parts) >= 4 and parts[-1] == f"{parts[-3]}-{parts[-2]}.jar":
+        _check_stub_jar(rel, data, ".".join(parts[:-3]), parts[-3], parts[-2])
+        return
     try:
         root = ET.fromstring(data.decode("utf-8"))
     except (ValueError, ET.ParseError) as exc:
@@ -117,8 +133,8 @@ def check_file(rel: str, data: bytes) -> None:
         return
     if len(parts) < 4 or parts[-1] != f"{parts[-3]}-{parts[-2]}.pom":
         raise OfflineEnvError(
-            f"offline/{rel}: only GROUP/.../ARTIFACT/VERSION/ARTIFACT-VERSION.pom and "
-            f"GROUP/.../ARTIFACT/{METADATA_NAME} are allowed (no jars, no code)"
+            f"offline/{rel}: only GROUP/.../ARTIFACT/VERSION/ARTIFACT-VERSION.pom (or .jar: an inert "
+            f"plugin stub) and GROUP/.../ARTIFACT/{METADATA_NAME} are allowed (no code)"
         )
     group, artifact, version = ".".join(parts[:-3]), parts[-3], parts[-2]
     if _local(root.tag) != "project":
@@ -132,6 +148,37 @@ def check_file(rel: str, data: bytes) -> None:
     if found != (group, artifact, version):
         raise OfflineEnvError(
             f"offline/{rel}: the POM is {':'.join(map(str, found))}, its path {group}:{artifact}:{version}"
+        )
+
+
+def _check_stub_jar(rel: str, data: bytes, group: str, artifact: str, version: str) -> None:
+    """An inert plugin stub: a zip of :data:`STUB_DESCRIPTOR` alone naming only :data:`STUB_MOJO`."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = [n for n in z.namelist() if not n.endswith("/")]
+            if names != [STUB_DESCRIPTOR]:
+                raise OfflineEnvError(
+                    f"offline/{rel}: a jar may hold only {STUB_DESCRIPTOR} (no code), holds {names[:5]}"
+                )
+            info = z.getinfo(STUB_DESCRIPTOR)
+            if info.file_size > MAX_FILE_BYTES:
+                raise OfflineEnvError(
+                    f"offline/{rel}: {STUB_DESCRIPTOR} is larger than {MAX_FILE_BYTES:,} bytes"
+                )
+            root = ET.fromstring(z.read(STUB_DESCRIPTOR).decode("utf-8"))
+    except (zipfile.BadZipFile, ValueError, ET.ParseError) as exc:
+        if isinstance(exc, OfflineEnvError):
+            raise
+        raise OfflineEnvError(f"offline/{rel}: not an inert plugin stub ({exc})") from None
+    found = (_child_text(root, "groupId"), _child_text(root, "artifactId"), _child_text(root, "version"))
+    if _local(root.tag) != "plugin" or found != (group, artifact, version):
+        raise OfflineEnvError(
+            f"offline/{rel}: the descriptor is {found}, its path {group}:{artifact}:{version}"
+        )
+    impls = {(m.text or "").strip() for m in root.iter() if _local(m.tag) == "implementation"}
+    if impls - {STUB_MOJO}:
+        raise OfflineEnvError(
+            f"offline/{rel}: a stub's goals may only be {STUB_MOJO}, names {sorted(impls)[:3]}"
         )
 
 

@@ -19,6 +19,7 @@ repository can serve it, and into a *blocker* (the exact coordinate, and why) wh
 | artifact or plugin | another version | relocation POM to Debian's version |
 | parent or import POM | another version | Debian's POM under the wanted version (neither follows relocations) |
 | parent | no, and it is a deployment-only parent (:data:`DEPLOYMENT_PARENTS`) | stub POM: coordinates and ``pom`` packaging |
+| plugin | no, and it is build tooling (:data:`INERT_PLUGINS`) | inert stub: POM + a jar holding only ``plugin.xml`` (:func:`stub_plugin`) |
 | plugin version | yes | ``maven-metadata-local.xml`` naming Debian's version |
 | anything else | no | none: blocked |
 
@@ -29,11 +30,14 @@ by Debian's Maven 3.8.7 (verified on real repositories' logs here).
 
 from __future__ import annotations
 
+import io
 import re
+import xml.etree.ElementTree as ET
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .offline_env import METADATA_NAME
+from .offline_env import METADATA_NAME, STUB_DESCRIPTOR, STUB_MOJO
 from .offline_repo import DEBIAN_REPO, debian_version, plugin_metadata, relocation_pom
 
 DEPLOYMENT_PARENTS = frozenset(
@@ -51,12 +55,43 @@ _LIST = re.compile(
     r"The following artifacts could not be resolved: ([^\n]*?)(?:: (?:Could not|Failure|Cannot)|$)"
 )
 _VERSION = re.compile(r"Error resolving version for plugin '([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+)'")
+_PLUGIN = re.compile(
+    r"Plugin ([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+) or one of its dependencies"
+)
+
+INERT_PLUGINS = frozenset(
+    {
+        ("org.jacoco", "jacoco-maven-plugin"),
+        ("org.eluder.coveralls", "coveralls-maven-plugin"),
+        ("org.codehaus.mojo", "cobertura-maven-plugin"),
+        ("org.sonatype.plugins", "nexus-staging-maven-plugin"),
+        ("org.apache.maven.plugins", "maven-gpg-plugin"),
+        ("org.apache.maven.plugins", "maven-release-plugin"),
+        ("org.apache.maven.plugins", "maven-checkstyle-plugin"),
+        ("org.apache.maven.plugins", "maven-pmd-plugin"),
+        ("org.apache.maven.plugins", "maven-project-info-reports-plugin"),
+        ("org.apache.maven.plugins", "maven-repository-plugin"),
+        ("com.mycila", "license-maven-plugin"),
+        ("com.mycila.maven-license-plugin", "maven-license-plugin"),
+        ("org.codehaus.mojo", "license-maven-plugin"),
+        ("org.codehaus.mojo", "findbugs-maven-plugin"),
+        ("com.github.spotbugs", "spotbugs-maven-plugin"),
+        ("org.codehaus.mojo", "animal-sniffer-maven-plugin"),
+        ("external.atlassian.jgitflow", "jgitflow-maven-plugin"),
+        ("com.github.github", "site-maven-plugin"),
+        ("org.sonarsource.scanner.maven", "sonar-maven-plugin"),
+    }
+)
+"""Build tooling that changes nothing ``mvn verify`` compiles or tests (coverage, release, staging,
+signing, style and licence checks, reports): Debian packages none of them, so each is served by an
+inert stub (:func:`stub_plugin`) whose goals do nothing. A coverage agent's ``argLine`` is then
+not set: a surefire ``argLine`` that names it fails, and the task is not made."""
 
 
 @dataclass(frozen=True, order=True)
 class Missing:
-    """One coordinate Maven could not resolve. ``kind``: ``parent``, ``import``, ``artifact`` or
-    ``plugin-version`` (then ``ext`` and ``version`` are empty)."""
+    """One coordinate Maven could not resolve. ``kind``: ``parent``, ``import``, ``plugin`` (the
+    plugin's own jar), ``artifact`` or ``plugin-version`` (then ``ext`` and ``version`` are empty)."""
 
     group: str
     artifact: str
@@ -70,6 +105,17 @@ class Missing:
         return f"{self.group}:{self.artifact}:{self.ext}:{self.version} ({self.kind})"
 
 
+def _local(tag: object) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _child_text(el: ET.Element, name: str) -> str | None:
+    for c in el:
+        if _local(c.tag) == name:
+            return (c.text or "").strip()
+    return None
+
+
 def _parse_gav(text: str) -> tuple[str, str, str, str]:
     parts = text.split(":")
     if len(parts) == 4:
@@ -81,6 +127,7 @@ def missing_coordinates(log: str) -> list[Missing]:
     """Every coordinate ``log`` (a Maven build's output) says could not be resolved, sorted,
     without duplicates (see the module doc for the messages read)."""
     found: set[Missing] = set()
+    plugins = {(m.group(1), m.group(2), m.group(3)) for m in _PLUGIN.finditer(log)}
     for line in log.splitlines():
         kind = (
             "parent"
@@ -94,7 +141,8 @@ def missing_coordinates(log: str) -> list[Missing]:
             gavs += [g.strip() for g in m.group(1).split(",") if re.fullmatch(_GAV, g.strip())]
         for gav in gavs:
             g, a, ext, v = _parse_gav(gav)
-            found.add(Missing(g, a, v, ext, kind if ext == "pom" else "artifact"))
+            what = kind if ext == "pom" else "plugin" if (g, a, v) in plugins else "artifact"
+            found.add(Missing(g, a, v, ext, what))
         for m in _VERSION.finditer(line):
             found.add(Missing(m.group(1), m.group(2), "", "", "plugin-version"))
     return sorted(found)
@@ -104,7 +152,7 @@ def missing_coordinates(log: str) -> list[Missing]:
 class Proposal:
     """Files for ``offline/`` (relative path -> text), what each serves, and what cannot be served."""
 
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)
     served: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
 
@@ -131,8 +179,92 @@ def stub_parent_pom(group: str, artifact: str, version: str) -> str:
     )
 
 
-def propose(missing: list[Missing], debian_repo: Path = DEBIAN_REPO) -> Proposal:
-    """The ``offline/`` files that serve ``missing`` from ``debian_repo``, and the blockers."""
+def plugin_goals(project_dir: Path, group: str, artifact: str) -> list[str]:
+    """The goals the project's POMs bind for plugin ``group:artifact`` (its executions), sorted."""
+    goals: set[str] = set()
+    for pom in project_dir.rglob("pom.xml"):
+        if ".git" in pom.parts or "target" in pom.parts:
+            continue
+        try:
+            root = ET.parse(pom).getroot()
+        except (ET.ParseError, OSError):
+            continue
+        for el in root.iter():
+            if _local(el.tag) != "plugin":
+                continue
+            g = _child_text(el, "groupId") or "org.apache.maven.plugins"
+            if (g, _child_text(el, "artifactId")) != (group, artifact):
+                continue
+            goals |= {
+                (x.text or "").strip()
+                for x in el.iter()
+                if _local(x.tag) == "goal" and (x.text or "").strip()
+            }
+    return sorted(goals)
+
+
+def stub_plugin(
+    group: str, artifact: str, version: str, goals: list[str], debian_repo: Path
+) -> tuple[str, bytes] | None:
+    """An inert plugin stub (:data:`.offline_env.STUB_MOJO` for every goal): its POM text and jar
+    bytes, or None when Debian's maven-dependency-plugin (which implements it) is missing."""
+    dep_version = debian_version(debian_repo, "org.apache.maven.plugins", "maven-dependency-plugin")
+    if dep_version is None:
+        return None
+    pom = (
+        "<project>\n  <modelVersion>4.0.0</modelVersion>\n"
+        f"  <groupId>{group}</groupId>\n  <artifactId>{artifact}</artifactId>\n  <version>{version}</version>\n"
+        "  <packaging>maven-plugin</packaging>\n"
+        "  <!-- written by strands-art make-tasks: an inert stub of build tooling Debian does not package -->\n"
+        "  <dependencies>\n    <dependency><groupId>org.apache.maven.plugins</groupId>"
+        f"<artifactId>maven-dependency-plugin</artifactId><version>{dep_version}</version></dependency>\n"
+        "  </dependencies>\n</project>\n"
+    )
+    mojos = "".join(
+        f"""    <mojo>
+      <goal>{goal}</goal>
+      <description>inert stub (strands-art make-tasks)</description>
+      <requiresDirectInvocation>false</requiresDirectInvocation>
+      <requiresProject>true</requiresProject>
+      <requiresReports>false</requiresReports>
+      <aggregator>false</aggregator>
+      <requiresOnline>false</requiresOnline>
+      <inheritedByDefault>true</inheritedByDefault>
+      <phase>initialize</phase>
+      <implementation>{STUB_MOJO}</implementation>
+      <language>java</language>
+      <instantiationStrategy>per-lookup</instantiationStrategy>
+      <executionStrategy>once-per-session</executionStrategy>
+      <threadSafe>true</threadSafe>
+      <parameters>
+        <parameter><name>project</name><type>org.apache.maven.project.MavenProject</type><required>true</required><editable>false</editable><description/></parameter>
+      </parameters>
+      <configuration>
+        <project implementation="org.apache.maven.project.MavenProject" default-value="${{project}}"/>
+      </configuration>
+    </mojo>
+"""
+        for goal in goals
+    )
+    descriptor = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<plugin>\n  <name>inert stub</name>\n'
+        f"  <groupId>{group}</groupId>\n  <artifactId>{artifact}</artifactId>\n  <version>{version}</version>\n"
+        f"  <goalPrefix>{artifact.removesuffix('-maven-plugin').removeprefix('maven-').removesuffix('-plugin')}</goalPrefix>\n"
+        "  <isolatedRealm>false</isolatedRealm>\n  <inheritedByDefault>true</inheritedByDefault>\n"
+        f"  <mojos>\n{mojos}  </mojos>\n  <dependencies/>\n</plugin>\n"
+    )
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        info = zipfile.ZipInfo(STUB_DESCRIPTOR, date_time=(2020, 1, 1, 0, 0, 0))
+        z.writestr(info, descriptor)
+    return pom, buf.getvalue()
+
+
+def propose(
+    missing: list[Missing], debian_repo: Path = DEBIAN_REPO, project_dir: Path | None = None
+) -> Proposal:
+    """The ``offline/`` files that serve ``missing`` from ``debian_repo``, and the blockers.
+    ``project_dir``: the project, read for the goals an inert plugin stub must declare."""
     out = Proposal()
     for m in missing:
         if m.kind == "plugin-version":
@@ -163,6 +295,14 @@ def propose(missing: list[Missing], debian_repo: Path = DEBIAN_REPO) -> Proposal
         v = debian_version(debian_repo, m.group, m.artifact, m.ext if m.ext in ("jar", "pom") else "jar")
         if v is None and m.ext != "pom":
             v = debian_version(debian_repo, m.group, m.artifact, "pom")
+        if v is None and m.kind == "plugin" and (m.group, m.artifact) in INERT_PLUGINS:
+            goals = plugin_goals(project_dir, m.group, m.artifact) if project_dir is not None else []
+            stub = stub_plugin(m.group, m.artifact, m.version, goals, debian_repo)
+            if stub is not None:
+                base = "/".join((*m.group.split("."), m.artifact, m.version, f"{m.artifact}-{m.version}"))
+                out.files[f"{base}.pom"], out.files[f"{base}.jar"] = stub
+                out.served.append(f"{m} -> inert stub (goals: {', '.join(goals) or 'none'})")
+                continue
         if v is None or v == m.version:
             why = (
                 "Debian packages no " + f"{m.group}:{m.artifact}"

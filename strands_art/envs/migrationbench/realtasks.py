@@ -150,13 +150,13 @@ def _score(
     return result, text
 
 
-def _add_offline(task_dir: Path, files: dict[str, str], served: list[str]) -> None:
+def _add_offline(task_dir: Path, files: dict[str, str | bytes], served: list[str]) -> None:
     """Write ``files`` into ``task_dir/offline`` and declare the whole directory in ``task.json``."""
     root = task_dir / OFFLINE_DIR
     for rel, text in files.items():
         out = root.joinpath(*rel.split("/"))
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        out.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     meta_path = task_dir / "task.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     before = meta.get(TASK_KEY, {}).get("served", [])
@@ -176,7 +176,7 @@ def _resolve_rounds(
         if not new:
             break
         state["tried"].update(str(m) for m in new)
-        prop = propose(new)
+        prop = propose(new, project_dir=task_dir / "repo")
         state["blocked"] += [b for b in prop.blocked if b not in state["blocked"]]
         if not prop.files:
             break

@@ -108,6 +108,7 @@ def _args(out: Path, records: Path, repos: Path, reference: Path | None) -> argp
         max_seconds=0.0,
         timeout=300.0,
         recheck=False,
+        retry_blocked=False,
     )
 
 

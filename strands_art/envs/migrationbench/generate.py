@@ -378,6 +378,11 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="score --reference again on made tasks whose reference did not score 1.0 (or had none)",
     )
+    real.add_argument(
+        "--retry-blocked",
+        action="store_true",
+        help="make blocked records again (e.g. after installing a package)",
+    )
     real.add_argument("--only", metavar="REPOS", help="comma-separated owner/name: only these records")
     real.add_argument(
         "--max-seconds",

@@ -80,6 +80,11 @@ INERT_PLUGINS = frozenset(
         ("external.atlassian.jgitflow", "jgitflow-maven-plugin"),
         ("com.github.github", "site-maven-plugin"),
         ("org.sonarsource.scanner.maven", "sonar-maven-plugin"),
+        # deployment transports, loaded as build extensions
+        ("org.apache.maven.wagon", "wagon-ssh"),
+        ("org.apache.maven.wagon", "wagon-ssh-external"),
+        ("org.apache.maven.wagon", "wagon-webdav-jackrabbit"),
+        ("org.apache.maven.wagon", "wagon-ftp"),
     }
 )
 """Build tooling that changes nothing ``mvn verify`` compiles or tests (coverage, release, staging,

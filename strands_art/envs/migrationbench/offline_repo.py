@@ -314,20 +314,31 @@ def plugin_metadata(group: str, artifact: str, version: str) -> str:
 
 
 def debian_version(debian_repo: Path, group: str, artifact: str, ext: str = "jar") -> str | None:
-    """The highest version of ``group:artifact`` Debian ships with a ``.ext`` file (a jar, not one
-    of its relocation POMs; ``ext="pom"`` for parents and BOMs), preferring a numbered version over
-    Debian's ``debian`` alias; None when Debian has none."""
+    """The version of ``group:artifact`` Debian ships with a ``.ext`` file (a jar, not one of its
+    relocation POMs; ``ext="pom"`` for parents and BOMs); None when Debian has none.
+
+    The highest numbered release version; else Debian's ``debian`` alias (its canonical version,
+    which Debian's own POMs name); else the highest of what is left (``0.x``, ``-SNAPSHOT``: a
+    SNAPSHOT cannot be resolved with snapshots off, as the offline settings have them).
+    """
     base = debian_repo.joinpath(*group.split("."), artifact)
     try:
         versions = sorted(v.name for v in base.iterdir() if (v / f"{artifact}-{v.name}.{ext}").is_file())
     except OSError:
         return None
-    real = [v for v in versions if v != "debian"] or versions
-    return (
-        max(real, key=lambda v: [int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v)])
-        if real
-        else None
-    )
+    released = [v for v in versions if _RELEASE.fullmatch(v) and "SNAPSHOT" not in v]
+    if released:
+        return max(released, key=_version_key)
+    if "debian" in versions:
+        return "debian"
+    return max(versions, key=_version_key) if versions else None
+
+
+_RELEASE = re.compile(r"\d+(?:\.\d+)*(?:[.-][0-9A-Za-z]+)*")
+
+
+def _version_key(v: str) -> list[int]:
+    return [int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v)]
 
 
 def seed_plugin_metadata(local_repo: Path, debian_repo: Path = DEBIAN_REPO) -> int:

@@ -394,6 +394,8 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
     for i, (record, git_dir) in enumerate(todo, 1):
         ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
         prior = done.get(record["repo"])
+        if prior is not None and prior["status"] == "blocked" and args.retry_blocked:
+            prior = None  # made again from the start (e.g. after installing a Debian package)
         if prior is not None and not (
             ref is not None and prior["status"] == "made" and prior.get("reference") != 1.0 and args.recheck
         ):

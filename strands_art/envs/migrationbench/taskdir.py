@@ -104,7 +104,7 @@ def task_name(task_dir: Path, meta: dict[str, Any]) -> str:
     where = str(task_dir / "task.json")
     if "name" in meta:
         return check_task_name(meta["name"], where)
-    return check_task_name(task_dir.resolve().name, f"{where} (the task directory's name)")
+    return check_task_name(task_dir.name or task_dir.resolve().name, f"{where} (the task directory's name)")
 
 
 def check_task_tree(

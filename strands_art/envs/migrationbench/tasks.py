@@ -101,7 +101,7 @@ def load_task(task_dir: str | Path) -> Task:
         raise TaskError(f"{d}: no repo/ directory")
     try:
         record = read_task_json(meta)  # a FIFO, a huge file, not an object: refused, never read
-        name = check_task_name(d.resolve().name, f"{d} (the task directory's name)")
+        name = check_task_name(d.name or d.resolve().name, f"{d} (the task directory's name)")
         if "name" in record:
             check_task_name(record["name"], str(meta))
         offline_env = load_offline_env(d, record)

@@ -209,7 +209,10 @@ def test_missing_coordinates_are_read_from_maven_messages() -> None:
         "org.mockito:mockito-all:jar:1.10.19: Could not find artifact com.google.guava:guava:jar:18.0 in d\n"
         "[ERROR] Error resolving version for plugin 'org.apache.maven.plugins:maven-deploy-plugin' from the "
         "repositories [local (/tmp/r), debian-system-repo (file:///usr/share/maven-repo)]: Plugin not found\n"
-        "[WARNING] The POM for org.example:gone:jar:tests:2.0 is missing, no dependency information available\n"
+        "[ERROR] Failed to execute goal on project y: Could not find artifact org.example:gone:jar:tests:2.0 in r\n"
+        "[WARNING] Failed to retrieve plugin descriptor for org.apache.maven.plugins:maven-antrun-plugin:1.3: "
+        "Plugin org.apache.maven.plugins:maven-antrun-plugin:1.3 or one of its dependencies could not be "
+        "resolved: Could not find artifact org.apache.maven.plugins:maven-antrun-plugin:jar:1.3 in r\n"
     )
     assert [str(m) for m in missing_coordinates(log)] == [
         "com.google.guava:guava:jar:18.0 (artifact)",
@@ -217,7 +220,7 @@ def test_missing_coordinates_are_read_from_maven_messages() -> None:
         "org.example:gone:jar:2.0 (artifact)",
         "org.mockito:mockito-all:jar:1.10.19 (artifact)",
         "org.sonatype.oss:oss-parent:pom:7 (parent)",
-    ]
+    ]  # the warning about a plugin the build never runs is not a blocker
 
 
 def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_path: Path) -> None:
@@ -226,9 +229,9 @@ def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_pat
     jar.parent.mkdir(parents=True)
     jar.write_bytes(b"PK")
     log = (
-        "Non-resolvable parent POM for a:b:1: Could not find artifact org.sonatype.oss:oss-parent:pom:9 in r\n"
-        "Could not find artifact com.google.guava:guava:jar:18.0 in r\n"
-        "Could not find artifact org.jacoco:jacoco-maven-plugin:jar:0.8.5 in r\n"
+        "[ERROR] Non-resolvable parent POM for a:b:1: Could not find artifact org.sonatype.oss:oss-parent:pom:9 in r\n"
+        "[ERROR] Could not find artifact com.google.guava:guava:jar:18.0 in r\n"
+        "[ERROR] Could not find artifact org.jacoco:jacoco-maven-plugin:jar:0.8.5 in r\n"
     )
     prop = propose(missing_coordinates(log), debian)
     assert sorted(prop.files) == [

@@ -6,8 +6,8 @@ every coordinate Maven said it could not find, with what wanted it:
 * ``Non-resolvable parent POM ...: Could not find artifact G:A:pom:V`` — a parent;
 * ``Non-resolvable import POM ...`` — a BOM imported in ``dependencyManagement``;
 * ``Could not find artifact G:A:EXT[:CLASSIFIER]:V``, ``Failure to find G:A:EXT:V``, ``The
-  following artifacts could not be resolved: G:A:EXT:V, ...``, ``The POM for G:A:EXT:V is
-  missing`` — an artifact (a dependency, a plugin, a plugin's dependency);
+  following artifacts could not be resolved: G:A:EXT:V, ...`` — an artifact (a dependency, a
+  plugin, a plugin's dependency);
 * ``Error resolving version for plugin 'G:A'`` — a plugin named without a version, for which
   no version metadata exists.
 
@@ -129,11 +129,14 @@ def _parse_gav(text: str) -> tuple[str, str, str, str]:
 
 
 def missing_coordinates(log: str) -> list[Missing]:
-    """Every coordinate ``log`` (a Maven build's output) says could not be resolved, sorted,
-    without duplicates (see the module doc for the messages read)."""
+    """Every coordinate the ``[ERROR]`` lines of ``log`` (a Maven build's output) say could not be
+    resolved, sorted, without duplicates (see the module doc for the messages read)."""
     found: set[Missing] = set()
-    plugins = {(m.group(1), m.group(2), m.group(3)) for m in _PLUGIN.finditer(log)}
-    for line in log.splitlines():
+    # only what failed the build: Maven also warns about plugins it never runs (site, antrun of
+    # the super-POM's site lifecycle) whose descriptors it could not read
+    errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
+    plugins = {(m.group(1), m.group(2), m.group(3)) for line in errors for m in _PLUGIN.finditer(line)}
+    for line in errors:
         kind = (
             "parent"
             if "Non-resolvable parent POM" in line

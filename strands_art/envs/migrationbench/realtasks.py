@@ -18,7 +18,8 @@ repository has a local clone under ``--repos`` (:func:`find_clone`), :func:`make
    copies it to ``reference.patch`` and scores it (must be 1.0; what its test build could not
    resolve is proposed too, and the untouched tree is scored again if ``offline/`` changed).
 
-Each record's outcome is one line of ``OUT/report.jsonl``, written when the record is done, so a
+The last Maven logs of each record are kept in ``OUT/_logs/<owner>__<name>/``. Each record's
+outcome is one line of ``OUT/report.jsonl``, written when the record is done, so a
 killed run resumes: records with a line are skipped, a half-made directory is made again.
 ``--max-seconds`` stops starting records after that long (run again to continue).
 """
@@ -48,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 REPORT = "report.jsonl"
 BLOCKED_DIR = "_blocked"
+LOGS_DIR = "_logs"
 
 
 class BuildError(RuntimeError):
@@ -144,9 +146,12 @@ def _score(
     result = evaluate(copy, EvalTask.from_dir(task_dir), timeout_s=timeout_s, log_path=log)
     shutil.rmtree(copy, ignore_errors=True)
     text = ""
+    keep = task_dir.parent / LOGS_DIR / task_dir.name  # the last build logs of each label, for a reader
+    keep.mkdir(parents=True, exist_ok=True)
     for p in (log.with_name(f"{log.stem}.compile{log.suffix}"), log):
         if p.is_file():
             text += p.read_text(encoding="utf-8", errors="replace")
+            shutil.copyfile(p, keep / p.name)
     return result, text
 
 

@@ -49,6 +49,18 @@ PACKAGES=(
   libmaven-assembly-plugin-java
   libmaven-site-plugin-java
   libeasymock-java
+  # libraries the java-selected records tried here pin (their versions are relocated offline)
+  libgoogle-gson-java
+  libjoptsimple-java
+  libcommons-math3-java
+  libjakarta-validation-api-java
+  libgoogle-auto-value-java
+  libre2j-java
+  libtypesafe-config-java
+  libjackson2-databind-java
+  libjackson2-dataformat-yaml
+  libjetbrains-annotations-java
+  liblombok-java
   # not maven-antrun-plugin: it runs arbitrary code in a build phase before the evaluator's
   # bytecode snapshot (docs/migrationbench.md, "Threat model of the reward")
   # a real browser for the viewer's tests (tests/test_view_browser.py, bench/viewer.py; Playwright

@@ -93,6 +93,11 @@ inert stub (:func:`stub_plugin`) whose goals do nothing. A coverage agent's ``ar
 not set: a surefire ``argLine`` that names it fails, and the task is not made."""
 
 
+ALIASES = {("cglib", "cglib-nodep"): ("cglib", "cglib")}
+"""Artifacts Debian ships under other coordinates, with the same classes: ``cglib-nodep`` is
+cglib with its ASM dependency repackaged inside; Debian's ``cglib`` depends on Debian's ASM."""
+
+
 @dataclass(frozen=True, order=True)
 class Missing:
     """One coordinate Maven could not resolve. ``kind``: ``parent``, ``import``, ``plugin`` (the
@@ -311,6 +316,11 @@ def propose(
                 out.files[f"{base}.pom"], out.files[f"{base}.jar"] = stub
                 out.served.append(f"{m} -> inert stub (goals: {', '.join(goals) or 'none'})")
                 continue
+        alias = ALIASES.get((m.group, m.artifact))
+        if v is None and alias is not None and (av := debian_version(debian_repo, *alias)) is not None:
+            out.files[rel] = relocation_pom(m.group, m.artifact, m.version, (*alias, av))
+            out.served.append(f"{m} -> relocation to {':'.join(alias)}:{av}")
+            continue
         if v is None or v == m.version:
             why = (
                 "Debian packages no " + f"{m.group}:{m.artifact}"

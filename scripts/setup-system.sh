@@ -48,6 +48,7 @@ PACKAGES=(
   libbuild-helper-maven-plugin-java
   libmaven-assembly-plugin-java
   libmaven-site-plugin-java
+  libmaven-war-plugin-java
   libeasymock-java
   # libraries the java-selected records tried here pin (their versions are relocated offline)
   libgoogle-gson-java

@@ -287,7 +287,7 @@ def test_a_task_with_offline_builds_where_the_same_task_without_it_fails(
     monkeypatch.setenv("STRANDS_ART_MAVEN_OFFLINE", "1")
     bare = write_task(tmp_path / "bare", offline=False)
     without = evaluate(bare / "repo", EvalTask.from_dir(bare), timeout_s=300)
-    assert without.reward == 0.0 and without.details["reasons"] == ["build_failed"]
+    assert without.reward == 0.0 and "build_failed" in without.details["reasons"]
     assert "org.sonatype.oss:oss-parent:pom:7" in " ".join(
         without.details.get("maven_errors") or [without.details.get("log_tail", "")]
     )

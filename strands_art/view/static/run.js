@@ -132,7 +132,7 @@ async function renderBatches() {
     return SV.fail(slot("batches"), e);
   }
   slot("batches-card").hidden = false;
-  const heads = ["batch", "reward", "held-out after", "rollouts", "left out of GRPO", "tied groups", "rows", "tokens trained", "processed tokens", "optimizer steps", "rollouts s", "update s", "e2e s"];
+  const heads = ["batch", "reward", "held-out after", "rollouts", "left out of GRPO", "tied groups", "rows", "row tokens (sampled)", "processed tokens", "optimizer steps", "rollouts s", "update s", "e2e s"];
   const rows = data.batches.map((b) => el("tr", { "data-batch": b.outer_batch, class: String(b.outer_batch) === state.batch ? "sel" : "" },
     el("td", {}, el("button", { type: "button", class: "btn", onclick: () => pickBatch(String(b.outer_batch)) }, "b" + b.outer_batch), b.trained ? "" : el("span", { class: "chip", title: "rollouts stored, update not finished" }, "not trained yet")),
     el("td", { class: "num" }, SV.rewardCell(b.reward_mean)),
@@ -145,7 +145,7 @@ async function renderBatches() {
     ] : "—"),
     el("td", {}, b.tied_groups.length ? el("span", { class: "chip zero", title: b.tied_groups.join(", ") }, `${b.tied_groups.length} tied`) : "—"),
     el("td", { class: "num" }, dash(b.rows)),
-    el("td", { class: "num" }, dash(b.tokens)),
+    el("td", { class: "num", title: "tokens of the batch's rows, context included (the loss-mask tokens: trained)" }, dash(b.tokens), b.sampled_tokens !== null ? ` (${dash(b.sampled_tokens)})` : ""),
     el("td", { class: "num" }, dash(b.processed_tokens)),
     el("td", { class: "num" }, dash(b.optimizer_steps)),
     el("td", { class: "num" }, secs(b.rollout_s)),

@@ -111,6 +111,17 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
 
     page.goto(f"{server}?{q}")
     page.wait_for_selector("#batch-table")
+    # every rollout of batch 0 shows the trainer's own advantage (batch 2's groups may all tie)
+    page.locator('#batch-table tr[data-batch="0"] button').click()
+    page.wait_for_function("document.querySelector('select[data-key=\"batch\"]').value === '0'")
+    for r in trained(run, 0):
+        if r["row_index"] == 0:
+            page.wait_for_selector(f'table#rollouts tr[data-rollout="{r["rollout_id"]}"]')
+            cell = page.locator(f'table#rollouts tr[data-rollout="{r["rollout_id"]}"] td').nth(4)
+            a = r["advantage"]
+            assert cell.locator(".adv").inner_text() == (
+                "–" if a is None else f"{'+' if a > 0 else ''}{a:.3f}"
+            )
     page.locator('#batch-table tr[data-batch="2"] button').click()
     page.wait_for_function("document.querySelector('select[data-key=\"batch\"]').value === '2'")
     page.wait_for_selector(f'table#rollouts tr[data-rollout="{rid}"]')
@@ -127,7 +138,7 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
         page.wait_for_selector("#metrics-card .plot svg")
         page.locator("#metrics-card").scroll_into_view_if_needed()
         shot(page, "viewer-training.png")
-    cells.nth(0).get_by_role("link").click()
+    cells.nth(0).get_by_role("link").click()  # the rollout opens from the run page
     page.wait_for_selector(".turn")
     assert f"id={rid}" in page.url
 

@@ -248,3 +248,21 @@ def test_a_turn_over_the_size_bound_is_refused_at_once(tmp_path, capsys):
     }
     code, out = run_cli(tmp_path, spec, capsys=capsys)
     assert code == 0 and json.loads(out.out)["summary"]["turns"] == 1
+
+
+def test_replay_from_a_training_run_reproduces_its_stored_rows(capsys):
+    """A ``strands-art train`` run (tests/data/train-lookup): the model from its train.json, the
+    history mode (linear, its heals) from the rollout; every row as stored."""
+    from pathlib import Path
+
+    from strands_art.store import TrajectoryStore
+
+    run = Path(__file__).parent / "data" / "train-lookup"
+    stored = {t.rollout_id: t for t in TrajectoryStore(run / "trajectories")}
+    rid = "b2-lookup-quartz-r1"
+    assert main(["replay", "--from-run", str(run), "--rollout", rid]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(r["input_ids"], r["loss_mask"]) for r in result["rows"]] == [
+        (r.input_ids, r.loss_mask) for r in stored[rid].rows
+    ]
+    assert result["summary"]["events"] == {"heal": 1, "length_cut_at_calls": 1}

@@ -231,3 +231,68 @@ def test_requests_ask_for_the_codings_the_client_decodes(server):
             await backend.aclose()
 
     assert asyncio.run(go()) == "gzip, deflate"
+
+
+@pytest.fixture(scope="module")
+def header_drip():
+    """A loopback server that answers any request by dripping its header lines, one byte per
+    0.1 s, for ten minutes: the deadline, not the server, must end the exchange."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box = {}
+
+    async def handle(reader, writer):
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+            for _ in range(6000):
+                writer.write(b"a")
+                await writer.drain()
+                await asyncio.sleep(0.1)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def run():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        box["port"] = server.sockets[0].getsockname()[1]
+        box["server"] = server
+        ready.set()
+
+    thread = threading.Thread(
+        target=lambda: (loop.run_until_complete(run()), loop.run_forever()), daemon=True
+    )
+    thread.start()
+    assert ready.wait(30)
+    yield f"http://127.0.0.1:{box['port']}"
+
+    async def stop():
+        box["server"].close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(30)
+
+
+def test_dripped_headers_are_held_to_the_deadline(header_drip, caplog):
+    """Issue 48: a /v1/models that drips its headers (each byte within the read timeout) held
+    the blocking max_context_tokens past its deadline (the deadline was checked per body piece);
+    models() and max_context_tokens both end at models_deadline_s now."""
+    backend = VLLMBackend(header_drip, "m", models_deadline_s=1.0)
+    with caplog.at_level("WARNING"):
+        assert backend.max_context_tokens is None
+    assert "did not answer within 1 s" in caplog.text
+
+    async def go():
+        try:
+            await backend.models()
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(BackendTimeout, match="within 1 s"):
+        asyncio.run(go())

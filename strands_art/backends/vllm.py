@@ -45,6 +45,7 @@ after it started is not retried (:class:`BackendUnavailable` / :class:`BackendEr
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import math
@@ -68,7 +69,6 @@ from strands_art.backends.http_limits import (
     MAX_LINE_BYTES,
     MAX_RESPONSE_BYTES,
     read_body,
-    read_body_sync,
 )
 from strands_art.backends.vllm_ids import check_ids, token_ids_from_strings
 from strands_art.backends.vllm_stream import read_stream
@@ -370,9 +370,7 @@ class VLLMBackend:
         if self._max_model_len is None:
             url = self.url[: -len("/completions")] + "/models"
             try:
-                with httpx.stream("GET", url, headers=self._headers, timeout=self._connect_timeout_s) as r:
-                    r.raise_for_status()
-                    body = read_body_sync(r, self.max_response_bytes, url, self.models_deadline_s)
+                body = self._models_body_sync(url)
                 cards = [m for m in json.loads(body)["data"] if m.get("id") == self.base_model]
                 value = cards[0].get("max_model_len") if cards else None
             except (httpx.HTTPError, BackendError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -383,6 +381,29 @@ class VLLMBackend:
             else:
                 logger.warning("%s names no max_model_len for %r", url, self.model)
         return self._max_model_len
+
+    def _models_body_sync(self, url: str) -> bytes:
+        """``GET url`` within :attr:`models_deadline_s` in all, headers included (a server that
+        drips its status line or headers cannot hold the caller: the whole exchange runs on its
+        own event loop in a helper thread, under ``asyncio.timeout``), callable from sync code
+        and from inside a running event loop.
+
+        Raises:
+            BackendTimeout: past the deadline; BackendError / httpx.HTTPError: a bad answer.
+        """
+
+        async def get() -> bytes:
+            async with httpx.AsyncClient(headers=self._headers, timeout=self._connect_timeout_s) as client:
+                try:
+                    async with asyncio.timeout(self.models_deadline_s):
+                        async with client.stream("GET", url) as r:
+                            r.raise_for_status()
+                            return await read_body(r, self.max_response_bytes, url)
+                except TimeoutError as exc:
+                    raise BackendTimeout(f"{url} did not answer within {self.models_deadline_s:g} s") from exc
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, get()).result()
 
     async def sample(
         self, prompt_ids: list[int], params: SamplingParams, *, on_tokens: TokenSink | None = None

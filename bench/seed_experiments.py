@@ -142,7 +142,7 @@ def shown(args: argparse.Namespace, argv: list[str]) -> str:
         parent = os.path.commonpath([os.path.abspath(args.train_tasks), os.path.abspath(args.eval_tasks)])
         for d in (args.train_tasks, args.eval_tasks):
             names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
-    return " ".join(names.get(a, shlex.quote(a)) if a is not None else "" for a in argv)
+    return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
 
 
 def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wanted: int) -> str:
@@ -151,7 +151,8 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     done = sum(1 for r in runs if r.finished)
     head = [
         f"# bench/seed_experiments.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
-        f"# command: python bench/seed_experiments.py {shown(args, argv)}",
+        f"# command: python bench/seed_experiments.py {shown(args, argv)}"
+        + ("   (this report: the same with --table-only)" if args.table_only else ""),
         f"# settings: {FLAGS} {args.extra}".rstrip(),
     ]
     if done < wanted:
@@ -163,7 +164,8 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         stem = str(Path(args.out).with_suffix(""))
-        seed_tables.figure1(runs, f"{stem}-figure1.png")
+        if runs:
+            seed_tables.figure1(runs, f"{stem}-figure1.png")
         if t2["pairs"]:
             seed_tables.figure2(t2, f"{stem}-figure2.png")
     return text

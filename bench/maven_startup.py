@@ -32,8 +32,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from strands_art.envs.migrationbench.maven import run_maven
+from strands_art.envs.migrationbench import maven
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 
@@ -46,9 +47,22 @@ def prepare(task: str, dest: Path) -> Path:
     return repo
 
 
+_maven_env = maven.maven_env
+EXTRA = {"opts": ""}
+
+
+def _env_with_extra(base: Any = None) -> dict[str, str]:
+    """The project's Maven environment with the variant's options in front of its own (run_maven
+    builds it from a fixed base, not from this process's environment)."""
+    return _maven_env({**(base or {}), "MAVEN_OPTS": EXTRA["opts"]})
+
+
+maven.maven_env = _env_with_extra
+
+
 def build(repo: Path, opts: str, goals: list[str]) -> float:
-    os.environ["MAVEN_OPTS"] = opts
-    result = run_maven(repo, goals, 600, offline=True, unsafe_no_sandbox=True)
+    EXTRA["opts"] = opts
+    result = maven.run_maven(repo, goals, 600, offline=True, unsafe_no_sandbox=True)
     if not result.ok:
         raise RuntimeError(f"{goals} with MAVEN_OPTS={opts!r} failed: {result.output_tail[-800:]}")
     return result.duration_s

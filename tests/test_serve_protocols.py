@@ -21,9 +21,11 @@ from support.serve_helpers import (
     QUESTION,
     ROLLOUT,
     SCRIPT,
+    SYSTEM,
     TOOLS,
     gateway,
     reference_rows,
+    run_tool,
     running_front,
     summary,
 )
@@ -33,9 +35,37 @@ from strands_art.serve import anthropic_wire, responses_wire
 TOKEN = "test-token-123"
 
 
+async def _chat_rows(qwen3, **config: Any):
+    """The conversation through the Chat Completions front (the OpenAI SDK): its prompts and rows."""
+    async with running_front(gateway(qwen3, **config), api_key=TOKEN) as base:
+
+        async def run():
+            async with _openai(base) as client:
+                messages: list[Any] = [
+                    {"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": QUESTION},
+                ]
+                for _ in range(3):
+                    message = (
+                        (await client.chat.completions.create(model="policy", messages=messages, tools=TOOLS))
+                        .choices[0]
+                        .message
+                    )
+                    messages.append(message.model_dump(exclude_none=True))
+                    for call in message.tool_calls or []:
+                        out = run_tool(call.function.name, call.function.arguments)
+                        messages.append({"role": "tool", "tool_call_id": call.id, "content": out})
+
+        return summary(await _session(base, run))
+
+
 @pytest.fixture(scope="module")
 def reference(qwen3):
-    return asyncio.run(reference_rows(qwen3))
+    """The rows of the conversation through Chat Completions, which equal those through
+    ARTModel in-process (tests/test_serve_clients.py)."""
+    chat = asyncio.run(_chat_rows(qwen3))
+    assert chat == asyncio.run(reference_rows(qwen3))
+    return chat
 
 
 async def _session(base: str, run, rollout: str = ROLLOUT) -> dict[str, Any]:
@@ -106,7 +136,7 @@ async def test_linear_mode_keeps_one_row_when_tool_inputs_are_reserialized(qwen3
     """The first call's arguments were sampled compact (``{"a":17,"b":25}``); Anthropic clients
     send the input back as an object and Responses harnesses re-serialize the string: the
     conversion maps both back to what was sampled, so the row is never reset."""
-    reference = await reference_rows(qwen3, history_mode="linear")
+    reference = await _chat_rows(qwen3, history_mode="linear")
     async with running_front(gateway(qwen3, history_mode="linear"), api_key=TOKEN) as base:
 
         async def run():

@@ -111,8 +111,8 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
 
     Raises:
         EnvironmentSpecError: unknown name, a module or function that cannot be imported, a name
-            that is not callable, a factory that raises (other than ValueError, RuntimeError or OSError,
-            which pass through with their own message), one that does not return a
+            that is not callable, a factory that raises or exits (other than ValueError, RuntimeError
+            or OSError, which pass through with their own message), one that does not return a
             :class:`TrainEnvironment`, or one that fails its check.
     """
     target = BUILTIN.get(spec, spec)
@@ -134,9 +134,9 @@ def resolve_environment(spec: str, options: EnvOptions) -> TrainEnvironment:
         env = factory(options)
     except (ValueError, RuntimeError, OSError):  # the factory's own refusals carry their message
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: `--env builtins:exit` exited 1 silently
         raise EnvironmentSpecError(
-            f"environment factory {target} raised {type(exc).__name__}: {exc}"
+            f"environment factory {target} raised {type(exc).__name__}: {str(exc)[:300]}"
         ) from exc
     if not isinstance(env, TrainEnvironment):
         raise EnvironmentSpecError(

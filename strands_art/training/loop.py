@@ -47,7 +47,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from strands_art.backends.base import SamplingParams
+from strands_art.backends.base import BackendUnavailable, SamplingParams
 from strands_art.invocation import view_command
 from strands_art.training.batching import plan
 from strands_art.training.dynamic_sampling import Draws, TaskHistory, candidate_order
@@ -62,6 +62,38 @@ RolloutEvent = Callable[[str, str], None]
 """``on_event(kind, rollout_id)``: ``kind`` is ``"start"`` or ``"end"`` (see :func:`collect_rollouts`)."""
 
 logger = logging.getLogger(__name__)
+
+
+class SamplerUnavailable(RuntimeError):
+    """Rollouts failed because the sampler stopped answering (:class:`BackendUnavailable`: a
+    refused connection, 502/503/504 after the backend's retries). The loop stops before training
+    on the batch (or evaluating with it), so the run ends at its last checkpoint and ``--resume``
+    redoes the batch once the sampler is back — instead of training on the rollouts that
+    happened to finish and skipping the rest."""
+
+
+def sampler_failure(exc: BaseException) -> BackendUnavailable | None:
+    """The :class:`BackendUnavailable` behind ``exc`` (itself, or in its ``__cause__`` /
+    ``__context__`` chain: the gateway's provider re-raises it as Strands'
+    ``ModelThrottledException``), None when the failure is the agent's or the environment's."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BackendUnavailable):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return None
+
+
+def check_sampler(trajs: Sequence[Trajectory], where: str) -> None:
+    """Raise :class:`SamplerUnavailable` when a rollout of ``trajs`` failed for want of a sampler
+    (``metadata["sampler_unavailable"]``, set by :func:`run_one`)."""
+    gone = [t for t in trajs if t.metadata.get("sampler_unavailable")]
+    if gone:
+        raise SamplerUnavailable(
+            f"the sampler stopped answering during {where}: {len(gone)} of {len(trajs)} rollouts failed "
+            f"({str(gone[0].metadata.get('error'))[:200]})"
+        )
 
 
 def rollout_seed(seed: int, outer_batch: int, task_index: int, k: int) -> int:
@@ -94,6 +126,8 @@ async def run_one(
         except KeyError:  # the session was never opened or is already closed
             traj = Trajectory(rollout_id=rid, group_id=gid)
         traj.metadata.update(failed=True, error=f"{type(exc).__name__}: {exc}")
+        if sampler_failure(exc) is not None:
+            traj.metadata["sampler_unavailable"] = True
         return traj
 
 
@@ -173,6 +207,7 @@ async def evaluate(
         gateway, tasks, rollout, sampling, samples, seed=seed + 7919, outer_batch=tag,
         concurrency=concurrency, prefix="eval-", progress=progress, on_event=on_event,
     )  # fmt: skip
+    check_sampler(trajs, f"the evaluation at outer batch {tag}")
     failed = [t.metadata.get("failed") or reward_problem(t.reward) is not None for t in trajs]
     rewards = [0.0 if bad else float(t.reward) for t, bad in zip(trajs, failed, strict=True)]
     out: dict[str, Any] = {
@@ -248,6 +283,11 @@ async def train(
         ValueError: if the gateway does not sample from the trainer's backend, ``max_staleness``
             is negative, or ``launch_after_step`` is not in ``[0, optimizer steps per update)``
             or is set with ``max_staleness`` 0.
+        SamplerUnavailable: a rollout failed because the sampler stopped answering; nothing of
+            that batch was trained, the run stands at its last checkpoint.
+        CheckpointError: a checkpoint that cannot be loaded or written (damaged, outside the
+            run, a full disk).
+        MetricsError: ``metrics.jsonl`` holds a record the loop cannot have written.
     """
     if max_staleness < 0:
         raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
@@ -409,6 +449,7 @@ async def train(
                 pending[b] = asyncio.create_task(collect(b))
             t_wait = time.perf_counter()
             trajs, rollout_s = await pending.pop(b)
+            check_sampler(trajs, f"outer batch {b}")  # nothing of this batch is trained or kept
             waited_s = time.perf_counter() - t_wait
             # up to max_staleness batches ahead run while this one trains (0: none)
             ahead = [a for a in range(b + 1, min(b + 1 + max_staleness, outer_batches)) if a not in pending]

@@ -63,6 +63,11 @@ TRAIN_KEYS: tuple[str, ...] = (
 )
 
 
+class MetricsError(ValueError):
+    """A ``metrics.jsonl`` a run is resumed from holds a record the loop cannot have written
+    (no ``kind`` string, no integer ``outer_batch``): named with its line, never guessed."""
+
+
 class MetricsLog:
     """Append-only JSONL metrics file (``metrics.jsonl`` in a run directory)."""
 
@@ -78,8 +83,30 @@ class MetricsLog:
             os.fsync(f.fileno())
 
     def read(self) -> list[dict[str, Any]]:
-        """All complete records (a torn last line from a crash is skipped with a warning)."""
-        return read_metrics(self.path)
+        """All complete records (a torn last line from a crash is skipped with a warning; so is
+        a line that is not a JSON object, counted by :func:`scan_metrics`).
+
+        Raises:
+            MetricsError: a record without a string ``kind`` or an integer ``outer_batch`` >= 0
+                (a hand-edited or foreign file: the resume would mis-count its batches).
+            OSError: the file cannot be read.
+        """
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        parsed = parse_metrics(data, str(self.path))
+        lines = [n for n, line in enumerate(data.split(b"\n")[:-1], 1) if line.strip()]
+        skipped = set(parsed.skipped)
+        numbers = [n for n in lines if n not in skipped]
+        for n, r in zip(numbers, parsed.records, strict=True):
+            ob = r.get("outer_batch")
+            if not isinstance(r.get("kind"), str) or type(ob) is not int or ob < 0:
+                raise MetricsError(
+                    f"{self.path}:{n}: a record without a string 'kind' and an integer 'outer_batch' "
+                    f"(kind {r.get('kind')!r}, outer_batch {ob!r}); fix or remove that line"[:400]
+                )
+        return parsed.records
 
     def truncate_after(self, outer_batch: int) -> None:
         """Keep what a checkpoint taken after ``outer_batch`` completed batches covers.

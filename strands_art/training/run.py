@@ -27,6 +27,8 @@ The run directory::
     RUN_DIR/trajectories/      every rollout, training and held-out (:mod:`.run_store`)
     RUN_DIR/checkpoints/       LoRA adapter + optimizer + RNG (resume point)
     RUN_DIR/env/               the environment's own files (workspaces, logs)
+    RUN_DIR/.lock              held (``flock``) while a process trains the run: a second
+                               ``train`` on it stops at once (:func:`hold_run_dir`)
 
 This module never imports the gateway or an environment: the environment's ``gateway`` factory
 builds the gateway, its ``rollout`` drives the agent.
@@ -36,13 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +64,43 @@ logger = logging.getLogger(__name__)
 
 
 class RunDirError(ValueError):
-    """The run directory holds a run and ``--resume`` was not given, or ``--resume`` found none."""
+    """The run directory holds a run and ``--resume`` was not given, or ``--resume`` found none,
+    or another process is training it."""
+
+
+LOCK_FILE = ".lock"
+RUN_FILES = ("train.json", "command.txt", "metrics.jsonl", "checkpoints", "rows", "trajectories", "tensorboard", "env",
+             "adapters", "vllm-server.log", LOCK_FILE)  # fmt: skip
+"""What a run writes in its directory (a symlink in their place is refused: :func:`prepare_run_dir`)."""
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: Path) -> Iterator[None]:
+    """Hold the run directory's lock (``fcntl.flock`` on ``RUN_DIR/.lock``, which holds the
+    holder's pid) for the block, as ``strands-art migrate`` does: a second ``train`` on the same
+    directory — a second ``--resume`` of a run still training — stops before it reads anything.
+    The kernel releases the lock when the process ends, however it ends.
+
+    Raises:
+        RunDirError: another live process holds the lock (its pid named).
+        OSError: the lock file cannot be created (``.lock`` a symlink, no permission).
+    """
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunDirError(
+            f"{run_dir} is being trained by another process (pid {holder}): wait for it to end or stop it "
+            "before resuming"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -92,11 +131,15 @@ def env_options(settings: TrainSettings) -> EnvOptions:
 
 
 def prepare_run_dir(run_dir: Path, resume: bool) -> None:
-    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run.
+    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run; refuse
+    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere).
 
     Raises:
         RunDirError: see the class.
     """
+    for name in RUN_FILES:  # a run's own files are in it: none may lead elsewhere
+        if (run_dir / name).is_symlink():
+            raise RunDirError(f"{run_dir / name} is a symlink: a run directory's files must be inside it")
     has_run = (run_dir / "train.json").exists() or (run_dir / "metrics.jsonl").exists()
     if resume and not (run_dir / "train.json").exists():
         raise RunDirError(f"--resume: {run_dir} holds no run (no train.json)")
@@ -115,7 +158,7 @@ def forget_start(run_dir: Path) -> None:
     Raises:
         OSError: a file that exists but cannot be removed (``tensorboard/`` errors are ignored).
     """
-    for name in ("train.json", "command.txt"):
+    for name in ("train.json", "command.txt", LOCK_FILE):
         (run_dir / name).unlink(missing_ok=True)
     for name in ("tensorboard", "trajectories"):  # the store: empty, nothing has sampled yet
         shutil.rmtree(run_dir / name, ignore_errors=True)
@@ -190,16 +233,22 @@ def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) 
 def _done(run_dir: Path) -> int:
     """Outer batches the newest checkpoint covers (0 without one)."""
     ck = checkpoint.latest_checkpoint(run_dir)
-    return 0 if ck is None else int(json.loads((ck / "state.json").read_text())["outer_batch"])
+    return 0 if ck is None else checkpoint.read_state(ck)["outer_batch"]
 
 
 def kept_records(run_dir: Path) -> list[dict[str, Any]]:
-    """The metrics a resume keeps: those the newest checkpoint covers (the loop drops the rest)."""
+    """The metrics a resume keeps: those the newest checkpoint covers (the loop drops the rest).
+
+    Raises:
+        CheckpointError: the newest checkpoint is damaged or outside the run (each file is read
+            and checked here, before any model is loaded).
+        MetricsError: ``metrics.jsonl`` holds a record the loop cannot have written.
+    """
     log = MetricsLog(run_dir / "metrics.jsonl")
     ck = checkpoint.latest_checkpoint(run_dir)
     if ck is None:
         return []
-    done = int(json.loads((ck / "state.json").read_text())["outer_batch"])
+    done = checkpoint.read_checkpoint(ck)["state"]["outer_batch"]  # every file checked before the model loads
     log.truncate_after(done)
     return log.read()
 
@@ -317,6 +366,24 @@ async def arun_training(
         check_settings(settings.ray, settings.backend, settings.max_staleness)
     run_dir = Path(settings.run_dir)
     prepare_run_dir(run_dir, resume)
+    with hold_run_dir(run_dir):
+        if not resume:  # another process may have started a run here before the lock was ours
+            prepare_run_dir(run_dir, resume)
+        return await _run_locked(settings, run_dir, resume, env, progress, stop_after, on_batch)
+
+
+async def _run_locked(
+    settings: TrainSettings,
+    run_dir: Path,
+    resume: bool,
+    env: TrainEnvironment | None,
+    progress: bool,
+    stop_after: int | None,
+    on_batch: Callable[[dict[str, Any]], None] | None,
+) -> RunResult:
+    """:func:`arun_training` once the run directory's lock is held."""
+    # a damaged checkpoint or metrics.jsonl: refused here, before anything is written
+    kept = kept_records(run_dir) if resume else []
     env = env or resolve_environment(settings.env, env_options(settings))
     sinks: list[Any] = [TensorBoardSink(run_dir)]
     if settings.wandb:
@@ -324,7 +391,6 @@ async def arun_training(
     if not resume:
         settings.save(run_dir)
         (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
-    kept = kept_records(run_dir) if resume else []
     sinks[0].replay(kept)
     store = RunStore(run_dir)  # every rollout, for the viewer; a resume drops what it redoes
     store.reconcile(

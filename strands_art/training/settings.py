@@ -219,7 +219,9 @@ class TrainSettings:
                     "strands_sync); asynchronous rollouts are the embedded trainer's"
                 )
             for key in ("max_draws", "skip_tied"):
-                if given.get(key) not in (None, 0, 0.0) and not (key == "max_draws" and given[key] == values["prompt_batch"]):
+                if given.get(key) not in (None, 0, 0.0) and not (
+                    key == "max_draws" and given[key] == values["prompt_batch"]
+                ):
                     raise UsageError(
                         f"{FLAG_OF[key]}: dynamic sampling is the embedded trainer's loop "
                         "(strands_art.training.dynamic_sampling); the verl launch draws its own batches"
@@ -406,14 +408,29 @@ class TrainSettings:
 
     @classmethod
     def load(cls, run_dir: str | Path) -> TrainSettings:
-        """The settings a run was started with (``RUN_DIR/train.json``).
+        """The settings a run was started with (``RUN_DIR/train.json``), with ``run_dir`` the
+        directory given (the one saved in the file is ignored: a copied run resumes in its copy).
 
         Raises:
             FileNotFoundError: the directory holds no ``train.json`` (not a ``train`` run).
+            ValueError, UsageError: ``train.json`` is not a JSON object of valid settings (named
+                with the file).
         """
         path = Path(run_dir) / "train.json"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found: {run_dir} is not a `strands-art train` run directory")
-        settings = cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        if path.is_symlink() or not path.is_file():
+            raise ValueError(f"{path} is not a regular file (a symlink or a directory)")
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{path} is not JSON: {str(exc)[:200]}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object of settings")
+        if not isinstance(data.get("env"), str) or not data["env"]:
+            raise ValueError(f"{path}: 'env' must be a non-empty string, got {data.get('env')!r}"[:300])
+        # the directory given is the run: a run_dir saved in train.json (a copied run's original,
+        # or a hand-edited one) is ignored, so a resume writes only into run_dir
+        settings = cls.from_dict({**data, "run_dir": str(run_dir)})
         settings.check()
         return settings

@@ -266,9 +266,17 @@ def warmup_warning(settings: Any) -> str | None:
     )
 
 
+def _resume_command(run_dir: str | Path) -> str:
+    return f"{strands_art_command()} train --resume --run-dir {shlex.quote(str(run_dir))}"
+
+
 def run_train(args: argparse.Namespace) -> int:
-    """Handle ``train``: exit 2 with the reason on bad input, 0 after a finished run."""
+    """Handle ``train``: exit 2 with one line on bad input, a damaged run directory or a
+    checkpoint that cannot be written; 1 when the sampler stopped answering (the run stands at
+    its last checkpoint, the ``--resume`` command printed); 130 on Ctrl-C; 0 after a finished run."""
+    from strands_art.training.checkpoint import CheckpointWriteError
     from strands_art.training.environment import EnvironmentSpecError, resolve_environment
+    from strands_art.training.loop import SamplerUnavailable
     from strands_art.training.run import RunDirError, env_options, run_training
     from strands_art.training.settings import TrainSettings
     from strands_art.validation import check_int
@@ -301,14 +309,26 @@ def run_train(args: argparse.Namespace) -> int:
         result = run_training(
             settings, resume=args.resume, env=env, progress=not args.no_progress, stop_after=args.stop_after
         )
+    except SamplerUnavailable as exc:
+        print(
+            f"strands-art train: {exc}; the run stopped at its last checkpoint: once the sampler answers "
+            f"again, {_resume_command(args.run_dir)}",
+            file=sys.stderr,
+        )
+        return 1
+    except CheckpointWriteError as exc:
+        print(
+            f"strands-art train: {exc}: free the space, then {_resume_command(args.run_dir)}", file=sys.stderr
+        )
+        return 2
     except (ValueError, OSError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
-        print(f"strands-art train: {exc}", file=sys.stderr)
+        print(f"strands-art train: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         run_dir = Path(args.run_dir)
         print(
             f"strands-art train: interrupted; {run_dir} keeps every outer batch up to its newest checkpoint: "
-            f"{strands_art_command()} train --resume --run-dir {shlex.quote(str(run_dir))}",
+            f"{_resume_command(run_dir)}",
             file=sys.stderr,
         )
         return 130
@@ -334,3 +354,8 @@ def run_train(args: argparse.Namespace) -> int:
         f"  resume       {cmd} train --resume --run-dir {where}"
     )
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (a library's error may span several)."""
+    return " ".join(str(exc).split())[:1000]

@@ -90,6 +90,30 @@ class RunDir:
             self._fd = -1
 
 
+def check_free(run_dir: str | os.PathLike[str]) -> None:
+    """Raise :class:`RunDirBusy` at once when another process holds ``run_dir``'s lock (a cheap
+    check before slow start-up work such as joining a Ray cluster; :func:`open_run_dir` takes the
+    lock itself later). Creates nothing.
+
+    Raises:
+        RunDirBusy: another process holds the lock (its pid is in the message).
+    """
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:  # no lock file (a new run), or one we cannot open: open_run_dir decides
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read_lock(fd).get("pid", "unknown")
+        raise RunDirBusy(
+            f"run directory {run_dir} is in use by another strands-art process (pid {holder}); "
+            "wait for it to finish, or use another --run-dir"
+        ) from None
+    finally:
+        os.close(fd)
+
+
 def open_run_dir(run_dir: str | os.PathLike[str]) -> RunDir:
     """Lock ``run_dir`` (created if missing), clean up after a dead run and reconcile its files.
 

@@ -57,6 +57,7 @@ from .rundir import (
     WORKSPACES_DIR,
     RunDir,
     RunDirBusy,
+    check_free,
     open_run_dir,
     read_config,
     run_token,
@@ -97,6 +98,12 @@ async def run_migration(
         if not cfg_path.is_file():
             raise UsageError(f"--resume {run_dir}: no config.json there (not a migrate run)")
         saved = read_config(cfg_path)
+        unknown = sorted(k for k in saved if not hasattr(args, k) or k == "func")
+        if unknown:  # a hand-edited or foreign config: its keys would be set and silently unused
+            raise UsageError(
+                f"--resume {run_dir}: {cfg_path} holds keys migrate does not know: "
+                f"{', '.join(repr(k)[:60] for k in unknown[:5])}; remove them to resume"
+            )
         for key, value in saved.items():
             if key not in ("resume", "run_dir"):
                 setattr(args, key, value)
@@ -111,6 +118,7 @@ async def run_migration(
             f"--run-dir {run_dir} holds a migrate run already: `--resume {run_dir}` continues it with its "
             "own settings; a new --run-dir takes new ones"
         )
+    check_free(run_dir)  # a second --resume of a running run stops here, not after Ray has started
     # read and check the tasks (or records) before anything is written
     tasks: list[Task] | list[dict[str, Any]]
     tasks = read_records(args.records) if args.records else load_tasks(args.tasks_dir, args.tasks)

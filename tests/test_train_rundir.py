@@ -220,7 +220,9 @@ def test_a_full_disk_while_checkpointing_keeps_the_previous_checkpoint(
         code, err = _resume(run, capsys)
         assert code == 2
         line = _one_line(err)
-        assert "cannot write checkpoint" in line and "ob-000002: " in line and "No space left on device" in line, line
+        assert (
+            "cannot write checkpoint" in line and "ob-000002: " in line and "No space left on device" in line
+        ), line
         assert "train --resume --run-dir" in line
         assert (run / "checkpoints" / "latest").read_text() == "ob-000001"
         assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest", "ob-000001"]
@@ -251,7 +253,7 @@ def test_a_sampler_that_dies_stops_the_run_at_its_last_checkpoint(
     records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["outer_batch"]) for r in records] == [("eval", 0), ("train", 0)]
     assert (run / "checkpoints" / "latest").read_text() == "ob-000001"
-    assert sorted(p.name for p in (run / "rows").iterdir()) == ["ob-000000.jsonl"]
+    assert {p.name.split(".")[0] for p in (run / "rows").iterdir()} == {"ob-000000"}  # nothing of batch 1
     monkeypatch.delenv("STRANDS_ART_TEST_SAMPLES")
     code, err = _resume(run, capsys)
     assert code == 0, err[-3000:]

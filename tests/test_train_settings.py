@@ -37,11 +37,11 @@ def test_share_prefix_flag_reaches_the_trainer_config(tmp_path):
     assert settings_of(shlex.split(off.command())[2:]) == off
     # train.json keeps it; a train.json written before the flag existed means off
     on.save(tmp_path)
-    assert TrainSettings.load(tmp_path) == on
+    assert TrainSettings.load(tmp_path) == dataclasses.replace(on, run_dir=str(tmp_path))  # the dir given
     old = on.to_dict()
     del old["share_prefix"]
     (tmp_path / "train.json").write_text(json.dumps(old))
-    assert TrainSettings.load(tmp_path) == off
+    assert TrainSettings.load(tmp_path) == dataclasses.replace(off, run_dir=str(tmp_path))  # the dir given
     help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     assert "--share-prefix" in help_text and "KV cache" in help_text
 
@@ -180,7 +180,7 @@ def test_old_logprobs_auto_is_saved_resolved_and_old_runs_keep_rollout(tmp_path)
     assert "--old-logprobs recompute" in chosen.command()
     assert settings_of(shlex.split(chosen.command())[2:]) == chosen
     chosen.save(tmp_path)
-    assert TrainSettings.load(tmp_path) == chosen
+    assert TrainSettings.load(tmp_path) == dataclasses.replace(chosen, run_dir=str(tmp_path))  # the dir given
     before = lagged.to_dict()
     del before["old_logprobs"]
     (tmp_path / "train.json").write_text(json.dumps(before))

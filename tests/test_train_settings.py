@@ -201,7 +201,7 @@ def test_batching_and_history_mode_flags_reach_the_trainer_and_train_json(tmp_pa
     assert (cfg.batching_mode, cfg.rows_per_mini_batch) == ("fixed_rows", 4)
     assert settings_of(shlex.split(rows.command())[2:]) == rows  # the printed command gives them back
     rows.save(tmp_path)
-    assert TrainSettings.load(tmp_path) == rows
+    assert TrainSettings.load(tmp_path) == dataclasses.replace(rows, run_dir=str(tmp_path))  # the dir given
     six = settings_of(
         [*base, "--batching", "fixed-rows", "--rows-per-mini-batch", "6", "--max-staleness", "0"]
     )

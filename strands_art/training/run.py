@@ -369,7 +369,7 @@ async def arun_training(
     with hold_run_dir(run_dir):
         if not resume:  # another process may have started a run here before the lock was ours
             prepare_run_dir(run_dir, resume)
-        return await _run_locked(settings, run_dir, resume, env, progress, stop_after, on_batch)
+        return await _run_locked(settings, run_dir, resume, env, progress, stop_after, on_batch, loaded)
 
 
 async def _run_locked(
@@ -380,6 +380,7 @@ async def _run_locked(
     progress: bool,
     stop_after: int | None,
     on_batch: Callable[[dict[str, Any]], None] | None,
+    loaded: tuple[Any, Any] | None,
 ) -> RunResult:
     """:func:`arun_training` once the run directory's lock is held."""
     # a damaged checkpoint or metrics.jsonl: refused here, before anything is written

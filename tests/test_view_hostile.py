@@ -48,7 +48,7 @@ async def test_odd_results_records_sort_filter_and_page(run_dir: Path) -> None:
     _append(run_dir / "results.jsonl", b'{"rollout_id": "sur\\ud800", "reward": 0.5}\n')
     paths = [f"/api/rollouts?sort={k}&desc={d}" for k in SORT_KEYS for d in (0, 1)]
     got = await answers(run_dir, [*paths, "/api/rollouts?q=LLLL", "/api/groups", "/api/run"])
-    first = got[0]
+    first = got[paths.index("/api/rollouts?sort=reward&desc=0")]
     assert first["all"] == 8
     by_reward = [r["reward"] for r in first["items"]]
     assert by_reward[:5] == sorted(by_reward[:5]) and "bad" in by_reward  # numbers, then strings

@@ -213,3 +213,41 @@ def test_a_resume_reads_records_of_batches_drawn_without_dynamic_sampling() -> N
     history.add_record({"kind": "train", "outer_batch": 0, "groups": 2})
     history.add_record({"kind": "train", "outer_batch": 1, "groups": {"t0": [1.0, 1.0]}})
     assert history.groups == {"t0": [[1.0, 1.0]]} and history.tied_at("t0") == "1"
+
+
+def test_a_resumed_run_draws_and_skips_as_an_uninterrupted_one(tok, tmp_path) -> None:
+    """The skip reads the tasks' history, which a resume rebuilds from metrics.jsonl: a run stopped
+    after its first update and resumed draws, skips and trains exactly as one that never stopped."""
+    from test_determinism import untimed
+
+    cfg = TrainerConfig(
+        prompt_batch_size=2, rollouts_per_prompt=2, ppo_mini_batch_size=1, ppo_epochs=1, learning_rate=1e-2,
+        lora_rank=4, lora_alpha=8, micro_batch_max_tokens=90, concurrency=4, checkpoint_every=1, seed=5,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+    )  # fmt: skip
+    rollout = tied_for({"cats", "rivers", "bread", "winter"})
+
+    def run(run_dir, stop_after=None):
+        trainer = LocalTrainer(tiny_llama(), tok, cfg)
+        return asyncio.run(
+            loop.train(
+                trainer,
+                RolloutGateway(tok, trainer.backend),
+                TASKS,
+                rollout,
+                3,
+                run_dir,
+                progress=False,
+                max_staleness=0,
+                max_draws=4,
+                skip_tied=1.0,
+                stop_after=stop_after,
+            )  # fmt: skip
+        )
+
+    whole = run(tmp_path / "whole")
+    run(tmp_path / "resumed", stop_after=1)
+    resumed = run(tmp_path / "resumed")
+    train = [r for r in whole if r["kind"] == "train"]
+    assert sum(r["skipped_tied_at_1"] for r in train) >= 1  # the history was read
+    assert untimed(resumed) == untimed(whole)

@@ -204,6 +204,13 @@ def test_settings_check_and_record_the_new_knobs(tmp_path) -> None:
         TrainSettings.resolve("lookup", str(tmp_path), {"max_draws": 0})
     with pytest.raises(UsageError, match="--skip-tied"):
         TrainSettings.resolve("lookup", str(tmp_path), {"skip_tied": 1.5})
+    for knob in ({"max_draws": 4}, {"skip_tied": 0.5}):  # the verl launch draws its own batches
+        with pytest.raises(UsageError, match="dynamic sampling is the embedded trainer's loop"):
+            TrainSettings.resolve("lookup", str(tmp_path), {"trainer": "verl", "prompt_batch": 2, **knob})
+    verl = TrainSettings.resolve(
+        "lookup", str(tmp_path), {"trainer": "verl", "prompt_batch": 2, "max_draws": 2}
+    )
+    assert verl.max_draws == 2  # = --prompt-batch: no extra draws, allowed
 
 
 def test_a_resume_reads_records_of_batches_drawn_without_dynamic_sampling() -> None:

@@ -1,14 +1,19 @@
-"""The aiohttp application: an OpenAI-compatible front on a :class:`RolloutGateway`.
+"""The aiohttp application: Chat Completions, Anthropic Messages and the Responses API on a
+:class:`RolloutGateway`.
 
 Routes (``{rid}`` is a rollout id; see :mod:`strands_art.serve.sessions` for routing):
 
 - ``POST /v1/chat/completions``, ``POST /rollouts/{rid}/v1/chat/completions``: one turn
   (non-streaming or SSE, :mod:`strands_art.serve.wire`);
+- ``POST [/rollouts/{rid}]/v1/messages`` (Anthropic Messages, :mod:`.anthropic_wire`) and
+  ``POST [/rollouts/{rid}]/v1/responses`` (the Responses API, :mod:`.responses_wire`), handled
+  in :mod:`.fronts`: the same sessions, conversion path and turn runner (:mod:`.turn`);
 - ``GET /v1/models``, ``GET /rollouts/{rid}/v1/models``: the served model name;
 - ``POST /sessions`` ``{"rollout_id"?, "group_id"?, "sampling"?}`` → ``{"rollout_id"}`` (201);
 - ``PUT /sessions/{rid}/sampling`` (a SamplingParams object) → the settings;
 - ``GET /sessions/{rid}/trajectory`` → the trajectory so far (turns, rows, events);
-- ``POST /sessions/{rid}/close`` ``{"reward"?}`` → the final trajectory;
+- ``POST /sessions/{rid}/close`` ``{"reward"?}`` → the final trajectory (404 never opened,
+  409 already closed);
 - ``GET /health`` → ``{"status": "ok", "sessions": N}`` (no token needed).
 
 A turn is recorded only once its whole response has been written to the connection (the
@@ -18,8 +23,9 @@ response is written leaves nothing recorded; either way the next request extends
 A client that closes after the last byte was handed to the kernel has the turn recorded: the
 server cannot tell that case from a client that read it.
 
-Errors come back in OpenAI's shape (:class:`~strands_art.serve.wire.RequestError`), mapped once
-in :func:`error_for`.
+Errors are mapped once (:func:`~strands_art.serve.failures.error_for`) and come back in
+OpenAI's shape (:class:`~strands_art.serve.errors.RequestError`), or Anthropic's on
+``/v1/messages`` (:func:`~strands_art.serve.anthropic_wire.error_body`).
 """
 
 from __future__ import annotations

@@ -97,3 +97,14 @@ def test_the_trained_index_reads_advantages_and_says_when_a_file_is_torn(tmp_pat
     assert index.row(5, "b0-a-r0", 0) is None
     with pytest.raises(ValueError, match="ob-000001"):
         index.row(1, "b0-a-r0", 0)
+
+
+def test_the_viewer_server_imports_no_torch() -> None:
+    """The viewer reads the rows as trained without the trainer's libraries: torch alone was
+    about 230 MB of the server's memory (bench/results/viewer-train-2026-12-03.txt)."""
+    import subprocess
+    import sys
+
+    code = "import sys, strands_art.view.server, strands_art.view.payloads; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

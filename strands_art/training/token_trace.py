@@ -26,9 +26,10 @@ have no entry.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a trace is captured: the viewer reads TRACE_COLUMNS only
+    import torch
 
 TRACE_COLUMNS = (
     "loss_mask",
@@ -62,6 +63,8 @@ def capture(
         loss: the :class:`~strands_art.training.loss.LossConfig` (clip range, TIS cap).
         step: the optimizer step this pass belongs to (1-based, run-wide).
     """
+    import torch
+
     with torch.no_grad():
         lp = logprobs.detach().float()
         finite = torch.isfinite(lp)

@@ -10,7 +10,8 @@ repository has a local clone under ``--repos`` (:func:`find_clone`), :func:`make
 2. scores the untouched tree with the evaluator, reads what Maven could not resolve from its log
    (:func:`.offline_propose.missing_coordinates`) and proposes ``offline/``
    (:func:`.offline_propose.propose`), declared in ``task.json`` (:mod:`.offline_env`); repeats
-   while a round serves something new (at most ``max_rounds``);
+   while a round serves something new (at most ``max_rounds``, then scores once more: a reactor
+   build stops at its first module that does not resolve, so each round may reveal more);
 3. is *made* when nothing is left unresolved and the untouched tree scores below 1.0; else
    *blocked*, with the exact coordinates (the directory moves to ``OUT/_blocked/``, which holds no
    task, so ``--tasks-dir OUT`` never runs it);
@@ -174,11 +175,11 @@ def _resolve_rounds(
 ) -> tuple[EvalResult, list[Missing]]:
     """Score, propose what failed to resolve, repeat; return the last result and what is unresolved."""
     result, unresolved = None, []
-    for _ in range(max_rounds):
+    for i in range(max_rounds + 1):  # the last score checks the last round's proposal
         result, log = _score(task_dir, work, label, patch, timeout_s)
         unresolved = missing_coordinates(log)
         new = [m for m in unresolved if str(m) not in state["tried"]]
-        if not new:
+        if not new or i == max_rounds:
             break
         state["tried"].update(str(m) for m in new)
         prop = propose(new, project_dir=task_dir / "repo")
@@ -198,7 +199,7 @@ def make_real_task(
     *,
     reference: Path | None = None,
     timeout_s: float = 600.0,
-    max_rounds: int = 4,
+    max_rounds: int = 6,
 ) -> dict[str, Any]:
     """Make (or block) the task of one record under ``out``; return its report line (module doc).
 

@@ -93,9 +93,17 @@ inert stub (:func:`stub_plugin`) whose goals do nothing. A coverage agent's ``ar
 not set: a surefire ``argLine`` that names it fails, and the task is not made."""
 
 
-ALIASES = {("cglib", "cglib-nodep"): ("cglib", "cglib")}
-"""Artifacts Debian ships under other coordinates, with the same classes: ``cglib-nodep`` is
-cglib with its ASM dependency repackaged inside; Debian's ``cglib`` depends on Debian's ASM."""
+ALIASES = {
+    ("cglib", "cglib-nodep"): ("cglib", "cglib"),
+    ("org.junit.platform", "junit-platform-surefire-provider"): (
+        "org.apache.maven.surefire",
+        "surefire-junit-platform",
+    ),
+}
+"""Artifacts Debian ships under other coordinates, doing the same job: ``cglib-nodep`` is cglib
+with its ASM dependency repackaged inside (Debian's ``cglib`` depends on Debian's ASM); JUnit's
+own surefire provider (a surefire plugin dependency of JUnit 5.0-5.2 projects) was replaced by
+surefire's ``surefire-junit-platform``, which Debian's surefire 2.22.3 ships."""
 
 
 @dataclass(frozen=True, order=True)

@@ -440,7 +440,7 @@ def line(r: dict[str, Any]) -> str:
     """One line for a report: repo, commit, licence, tests, untouched, reference, or what blocks it."""
     head = f"{r['repo']} {r['base_commit'][:12]} {r.get('license')} tests={r.get('num_test_cases')}"
     if r["status"] == "blocked":
-        return f"{head} BLOCKED: " + "; ".join(r.get("blocked") or [])
+        return f"{head} BLOCKED: " + " ".join("; ".join(r.get("blocked") or []).split())[:600]
     return (
         f"{head} untouched={r['untouched']} reference={r['reference']} "
         f"(tests {r.get('reference_tests')}) offline_files={len(r.get('offline_files') or [])}"

@@ -11,7 +11,8 @@ Subcommands (``strands-art SUBCOMMAND --help`` for each):
 - ``demo``           a Strands agent with two small tools on the embedded model;
 - ``batching-plan``  step-stable batching arithmetic (JSON to stdout);
 - ``train``          GRPO + LoRA training of an environment on one machine (docs/training.md);
-- ``serve``          an OpenAI-compatible HTTP front on the gateway (docs/http-front.md).
+- ``serve``          the HTTP front on the gateway: Chat Completions, Anthropic Messages,
+                     Responses API (docs/http-front.md).
 
 Each subcommand imports what it needs lazily, so ``--help`` is fast.
 """
@@ -218,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="score a migrated repository (JSON: build_success, tests, reward)",
+        description="Score a migrated repository against its task with the MigrationBench evaluator: "
+        "sandboxed Maven builds on a host copy, 0.5 for a Java 17 build and 0.5 when every original "
+        "test method passed (docs/migrationbench.md).",
         epilog="exit status: 0 scored (the JSON on stdout, 0.0 included; a bad repository - not a "
         "directory, a tree the build copy refuses - is scored 0.0 with evaluation_error); 2 bad task "
         "directory, usage, or the sandbox or host failing twice (no score)",

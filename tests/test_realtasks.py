@@ -157,3 +157,26 @@ def test_builder_proposes_offline_and_checks_the_reference(
     # a rerun resumes: nothing is built again
     assert make_tasks_from_records(_args(out, records, tmp_path / "clones", patch)) == 0
     assert len((out / "report.jsonl").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--recheck"], "--recheck needs --from-records"),
+        (["--repos", "clones"], "--repos needs --from-records"),
+        (["--only", "a/b"], "--only needs --from-records"),
+        (["--from-records", "records.csv"], "--from-records needs --repos DIR"),
+    ],
+)
+def test_record_flags_without_their_partner_are_refused_before_anything_runs(
+    tmp_path: Path, capsys, argv, message
+):
+    """A record-only flag without --from-records used to start the synthetic build of 13 tasks;
+    --from-records without --repos named ``--repos None``. Both: one line, exit 2, nothing made."""
+    from strands_art.cli import build_parser
+
+    out = tmp_path / "out"
+    args = build_parser().parse_args(["make-tasks", str(out), *argv])
+    assert args.func(args) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()

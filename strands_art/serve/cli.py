@@ -1,4 +1,4 @@
-"""``strands-art serve``: the OpenAI-compatible HTTP front on a rollout gateway.
+"""``strands-art serve``: the HTTP front on a rollout gateway (Chat Completions, Anthropic Messages, Responses API).
 
 Builds the sampling backend (the embedded transformers model, llama.cpp in-process, a vLLM
 server, or a scripted backend for trying a harness without a model), a :class:`~strands_art.gateway.RolloutGateway`
@@ -30,11 +30,14 @@ from strands_art.validation import (
 logger = logging.getLogger(__name__)
 
 DESCRIPTION = """\
-An OpenAI-compatible HTTP front on the rollout gateway, for harnesses that are not Strands
-(LangGraph, the OpenAI Agents SDK, anything on LiteLLM, Strands' own OpenAIModel).
+An HTTP front on the rollout gateway, for harnesses that are not Strands (LangGraph, the OpenAI
+Agents SDK, Claude-Code- and Codex-style agents, anything on LiteLLM, Strands' own OpenAIModel).
+Three protocols, one conversion path: the same conversation gives the same rows in each.
 
-  POST /v1/chat/completions              one turn (stream or not; tools; tool_calls back)
+  POST /v1/chat/completions              one turn, OpenAI Chat Completions (stream or not; tools)
   POST /rollouts/ID/v1/chat/completions  the same, rollout id in the path (put it in base_url)
+  POST /rollouts/ID/v1/messages          one turn, Anthropic Messages (stream or not; tool_use)
+  POST /rollouts/ID/v1/responses         one turn, the Responses API (stream or not; function_call)
   GET  /v1/models                        the served model name
   POST /sessions                         open: {"rollout_id"?, "group_id"?, "sampling"?}
   PUT  /sessions/ID/sampling             the trainer's sampling settings for a rollout
@@ -53,7 +56,7 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     """Register ``serve`` on a subparsers object; the handler is set as ``func``."""
     p = subparsers.add_parser(
         "serve",
-        help="an OpenAI-compatible HTTP front on the rollout gateway (for non-Strands harnesses)",
+        help="an HTTP front on the rollout gateway: Chat Completions, Anthropic Messages, Responses API",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

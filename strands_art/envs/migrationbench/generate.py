@@ -399,8 +399,20 @@ def make_tasks_command(args: argparse.Namespace) -> int:
     from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S
     from strands_art.validation import UsageError, check_float, check_int
 
+    record_only = [flag for flag, value in (("--repos", args.repos), ("--reference", args.reference),
+                   ("--recheck", args.recheck), ("--retry-blocked", args.retry_blocked),
+                   ("--only", args.only), ("--max-seconds", args.max_seconds)) if value]  # fmt: skip
+    if record_only and not args.from_records:
+        print(f"strands-art make-tasks: {record_only[0]} needs --from-records RECORDS", file=sys.stderr)
+        return 2
     if args.from_records:
         from strands_art.envs.migrationbench.realtasks import make_tasks_from_records
+
+        if not args.repos:
+            print(
+                "strands-art make-tasks: --from-records needs --repos DIR (the local clones)", file=sys.stderr
+            )
+            return 2
 
         try:
             check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)

@@ -108,3 +108,20 @@ def test_the_viewer_server_imports_no_torch() -> None:
     code = "import sys, strands_art.view.server, strands_art.view.payloads; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_evaluation_seconds_come_from_the_evaluation_after_each_batch() -> None:
+    """The loop writes ``eval_s`` on ``kind: eval`` records: the batch and compare tables show
+    the evaluation after each batch (they showed none), and the total sums them, not the one
+    before training."""
+    records = [
+        {"kind": "eval", "outer_batch": 0, "val_reward": 0.5, "eval_s": 10.0},
+        {"kind": "train", "outer_batch": 0, "rows": 4},
+        {"kind": "eval", "outer_batch": 1, "val_reward": 0.6, "eval_s": 16.5},
+        {"kind": "train", "outer_batch": 1, "rows": 4},
+        {"kind": "eval", "outer_batch": 2, "val_reward": 0.7, "eval_s": 18.5},
+    ]
+    assert [b["eval_s"] for b in batches(records, [])["batches"]] == [16.5, 18.5]
+    run = compare([("A", records)])["runs"][0]
+    assert [b["eval_s"] for b in run["batches"]] == [16.5, 18.5]
+    assert run["total"]["eval_s"] == 35.0

@@ -144,6 +144,15 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
+def _batch_value(rec: dict[str, Any], ev: dict[str, Any], key: str) -> float | None:
+    """``key`` of outer batch ``rec``; ``eval_s`` the loop writes on the evaluation record, so a
+    batch's ``eval_s`` is that of the held-out evaluation after it (``ev``) when ``rec`` has none."""
+    value = rec.get(key)
+    if value is None and key == "eval_s":
+        value = ev.get("eval_s")
+    return _num(value)
+
+
 def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[str, Any]:
     """Per outer batch: its train record's :data:`BATCH_KEYS`, the held-out evaluation after it
     (``val_reward``, ``val_success``), the rollouts stored (training, held-out), failed ones and
@@ -183,7 +192,7 @@ def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
             {
                 "outer_batch": b,
                 "trained": b in train,
-                **{k: _num(rec.get(k)) for k in BATCH_KEYS},
+                **{k: _batch_value(rec, ev, k) for k in BATCH_KEYS},
                 "val_reward": _num(ev.get("val_reward")),
                 "val_success": _num(ev.get("val_success")),
                 "stored": len(rolls),
@@ -212,7 +221,9 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     """``runs``: ``[(name, metrics records)]``. Per outer batch and in total, each run's
     :data:`COMPARE_KEYS` (a total is None when a batch lacks the key) and the held-out reward of
     the evaluation after that batch (the last one in the totals), with the % difference of each
-    run against the first (``100 * (x - first) / first``; None where either is None or first 0)."""
+    run against the first (``100 * (x - first) / first``; None where either is None or first 0).
+    A batch's ``eval_s`` is the held-out evaluation after it, so the total leaves out the one
+    before training."""
     per_run = []
     for name, records in runs:
         train = {
@@ -227,7 +238,7 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
         }
         rows = []
         for b in sorted(train):
-            rec = {k: _num(train[b].get(k)) for k in COMPARE_KEYS}
+            rec = {k: _batch_value(train[b], evals.get(b + 1, {}), k) for k in COMPARE_KEYS}
             rec["outer_batch"] = b
             rec["val_reward"] = _num(evals.get(b + 1, {}).get("val_reward"))
             rows.append(rec)

@@ -65,6 +65,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "strands_art.history",
             "strands_art.render",
             "strands_art.render_inputs",
+            "strands_art.render_system",
             "strands_art.turn_parse",
             "strands_art.turn_cut",
             "strands_art.capture",

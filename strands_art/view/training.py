@@ -144,6 +144,15 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
+def _by_batch(records: list[dict[str, Any]], kind: str) -> dict[int, dict[str, Any]]:
+    """The metrics records of ``kind`` (``train``, ``eval``) by their integer ``outer_batch``."""
+    return {
+        r["outer_batch"]: r
+        for r in records
+        if r.get("kind") == kind and isinstance(r.get("outer_batch"), int)
+    }
+
+
 def _batch_value(rec: dict[str, Any], ev: dict[str, Any], key: str) -> float | None:
     """``key`` of outer batch ``rec``; ``eval_s`` the loop writes on the evaluation record, so a
     batch's ``eval_s`` is that of the held-out evaluation after it (``ev``) when ``rec`` has none."""
@@ -158,16 +167,7 @@ def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
     (``val_reward``, ``val_success``), the rollouts stored (training, held-out), failed ones and
     the reasons rollouts were left out of GRPO (counted), tied groups; and ``evals``: every
     evaluation (after ``outer_batch`` batches) with its held-out rollouts stored."""
-    train = {
-        r["outer_batch"]: r
-        for r in records
-        if r.get("kind") == "train" and isinstance(r.get("outer_batch"), int)
-    }
-    evals = {
-        r["outer_batch"]: r
-        for r in records
-        if r.get("kind") == "eval" and isinstance(r.get("outer_batch"), int)
-    }
+    train, evals = _by_batch(records, "train"), _by_batch(records, "eval")
     per: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for it in items:
         split, b = it.get("split"), it.get("outer_batch")
@@ -226,16 +226,7 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     before training."""
     per_run = []
     for name, records in runs:
-        train = {
-            r["outer_batch"]: r
-            for r in records
-            if r.get("kind") == "train" and isinstance(r.get("outer_batch"), int)
-        }
-        evals = {
-            r["outer_batch"]: r
-            for r in records
-            if r.get("kind") == "eval" and isinstance(r.get("outer_batch"), int)
-        }
+        train, evals = _by_batch(records, "train"), _by_batch(records, "eval")
         rows = []
         for b in sorted(train):
             rec = {k: _batch_value(train[b], evals.get(b + 1, {}), k) for k in COMPARE_KEYS}

@@ -64,7 +64,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run-root", required=True, help="run directories go here: ARM/seedS")
     p.add_argument("--train-tasks", help="training task directories (make-tasks --split train)")
-    p.add_argument("--eval-tasks", help="held-out task directories (make-tasks --split eval)")
+    p.add_argument(
+        "--eval-tasks",
+        help="held-out task directories (make-tasks --split eval); without it the runs have no held-out "
+        "evaluation (Table 2's costs only, no reward columns)",
+    )
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms, of {', '.join(ARMS)}")
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
@@ -91,7 +95,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
-            if not value or not Path(value).is_dir():
+            if (value or flag == "train_tasks") and not (value and Path(value).is_dir()):
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
@@ -116,8 +120,8 @@ def train_command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) 
         cmd = [*head, "--resume", "--run-dir", str(run_dir), *tail]
     else:
         cmd = [
-            *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
-            *FLAGS.split(), *args.extra.split(), *ARM_FLAGS[arm], "--seed", str(seed), "--run-dir", str(run_dir),
+            *head, "--env", "migrationbench", "--train-tasks", args.train_tasks,
+            *(["--eval-tasks", args.eval_tasks] if args.eval_tasks else []), *FLAGS.split(), *args.extra.split(), *ARM_FLAGS[arm], "--seed", str(seed), "--run-dir", str(run_dir),
             *tail,
         ]  # fmt: skip
     return ["flock", args.lock, *cmd] if args.lock else cmd
@@ -138,9 +142,10 @@ def shown(args: argparse.Namespace, argv: list[str]) -> str:
     names = {args.run_root: "$RUN_ROOT", args.notes: "$NOTES"}
     if args.out and Path(args.out).parent.parts[-2:] == ("bench", "results"):
         names[args.out] = f"bench/results/{Path(args.out).name}"  # from the repository's root
-    if args.train_tasks and args.eval_tasks:
-        parent = os.path.commonpath([os.path.abspath(args.train_tasks), os.path.abspath(args.eval_tasks)])
-        for d in (args.train_tasks, args.eval_tasks):
+    dirs = [d for d in (args.train_tasks, args.eval_tasks) if d]
+    if dirs:
+        parent = os.path.commonpath([os.path.abspath(os.path.join(d, os.pardir)) for d in dirs])
+        for d in dirs:
             names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
     return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
 

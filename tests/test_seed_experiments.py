@@ -286,3 +286,13 @@ def test_the_bench_commands_run_each_chunk_under_the_lock(tmp_path):
     assert se.order([0, 1], list(seed_tables.ARMS))[:3] == [
         ("tree-fixed-steps", 0), ("linear-fixed-steps", 0), ("tree-fixed-rows", 0),
     ]  # fmt: skip
+
+
+def test_without_held_out_tasks_the_runs_have_no_evaluation(tmp_path):
+    (tmp_path / "train").mkdir()
+    args = se.parse_args(["--run-root", str(tmp_path / "runs"), "--train-tasks", str(tmp_path / "train")])
+    cmd = se.train_command(args, "linear-fixed-steps", 0, tmp_path / "r")
+    assert "--eval-tasks" not in cmd and cmd[cmd.index("--train-tasks") + 1] == str(tmp_path / "train")
+    assert "$TASKS/train" in se.shown(args, ["--train-tasks", str(tmp_path / "train")])
+    with pytest.raises(SystemExit):
+        se.parse_args(["--run-root", str(tmp_path), "--train-tasks", str(tmp_path), "--eval-tasks", "nope"])

@@ -46,6 +46,17 @@ from strands_art.turn_parse import GenerateResult, parse_output, policy_version,
 
 logger = logging.getLogger(__name__)
 
+#: the request fields that cap a turn's sampled tokens (Chat Completions' two, Anthropic's
+#: required one, the Responses API's, ARTModel's ``params``)
+OUTPUT_CAPS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens"})
+
+
+def _within_limit(name: str, value: Any, limit: int) -> bool:
+    """True for an output cap at or above the trainer's ``limit`` (``max_new_tokens``): a turn
+    never samples more than the trainer's limit, so the client's cap already holds and is no
+    sampling override. A lower cap would cut turns short: an override like any other."""
+    return name in OUTPUT_CAPS and type(value) is int and value >= limit
+
 
 class GatewayError(RuntimeError):
     """Base class of the gateway's own errors."""
@@ -432,7 +443,10 @@ class RolloutGateway:
             )
 
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
-        overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        limit = s.sampling.max_new_tokens
+        overrides = {
+            k: v for k, v in (overrides or {}).items() if v is not None and not _within_limit(k, v, limit)
+        }
         if not overrides:
             return
         if self.config["on_sampling_override"] == "reject":

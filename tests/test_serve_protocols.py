@@ -250,6 +250,44 @@ async def test_ignored_fields_are_recorded_per_protocol(qwen3):
     )
 
 
+#: per protocol: (path, body) of one turn whose output cap is the trainer's limit or above
+CAPS = {
+    "anthropic": ("messages", {"max_tokens": 512, "messages": [{"role": "user", "content": QUESTION}]}),
+    "anthropic-above": (
+        "messages",
+        {"max_tokens": 8192, "messages": [{"role": "user", "content": QUESTION}]},
+    ),
+    "chat": ("chat/completions", {"max_tokens": 512, "messages": [{"role": "user", "content": QUESTION}]}),
+    "chat-completion": (
+        "chat/completions",
+        {"max_completion_tokens": 4096, "messages": [{"role": "user", "content": QUESTION}]},
+    ),
+    "responses": ("responses", {"max_output_tokens": 600, "input": QUESTION}),
+}
+
+
+@pytest.mark.parametrize("mode", ["ignore", "reject"])
+@pytest.mark.parametrize("case", sorted(CAPS))
+async def test_an_output_cap_at_or_above_the_trainers_limit_is_no_override(qwen3, case, mode, caplog):
+    """Anthropic requires ``max_tokens``: a cap at or above the trainer's limit (512, the default
+    ``max_new_tokens``) asks for nothing the trainer does not do, so it is accepted silently in
+    every mode and protocol (no event, no warning); a lower one would cut turns short: an
+    override (an event, or a 400 under ``reject``)."""
+    gw = gateway(qwen3, [{"text": "Fifty.<|im_end|>"}], on_sampling_override=mode)
+    gw.open_session("r")
+    path, body = CAPS[case]
+    async with running_front(gw) as base, httpx.AsyncClient(base_url=base) as http:
+        r = await http.post(f"/rollouts/r/v1/{path}", json={"model": "m", **body})
+        assert r.status_code == 200, r.text
+        assert gw.trajectory("r").events == [] and len(gw.trajectory("r").turns) == 1
+        assert "overrides" not in caplog.text
+        if mode == "reject":
+            lower = {k: (511 if k.startswith("max_") else v) for k, v in body.items()}
+            gw.open_session("low")
+            r = await http.post(f"/rollouts/low/v1/{path}", json={"model": "m", **lower})
+            assert r.status_code == 400 and "max_" in r.text and gw.trajectory("low").turns == []
+
+
 def test_every_sdk_request_field_is_placed():
     for params, table, extra in (
         (

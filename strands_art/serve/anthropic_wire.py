@@ -40,7 +40,7 @@ FIELDS: dict[str, str] = {
     "messages": "honoured: converted block by block (strands_art/conversion/anthropic.py)",
     "system": "honoured: a string or text blocks, the system message",
     "model": "honoured: echoed back (the front serves one policy)",
-    "max_tokens": SAMPLING,  # required: a positive integer
+    "max_tokens": SAMPLING,  # required; at or above max_new_tokens no override (gateway.OUTPUT_CAPS)
     "stream": "honoured: Anthropic's Server-Sent Events",
     "tools": "honoured: client tools rendered by the chat template; server tools refused",
     "tool_choice": "honoured for `auto`; `any`, `tool`, `none` and `disable_parallel_tool_use` "

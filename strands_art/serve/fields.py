@@ -7,7 +7,8 @@ enumerates them, so a field added to the SDK fails that test until it is placed 
 - ``honoured``: the front does what OpenAI's API does with it;
 - ``sampling``: a sampling setting; the trainer owns sampling, so it goes to the gateway's
   override policy (``--on-sampling-override``: ignored with a ``sampling_override_ignored``
-  event naming it, or a 400 ``sampling_override_rejected``);
+  event naming it, or a 400 ``sampling_override_rejected``; an output cap at or above the
+  session's ``max_new_tokens`` is no override, :data:`strands_art.gateway.OUTPUT_CAPS`);
 - ``ignored``: not applied, and recorded on the trajectory (a ``request_field_ignored`` event
   naming the field and its value, ``tool_choice_ignored`` for ``tool_choice``) once the turn
   is recorded;

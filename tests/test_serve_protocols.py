@@ -211,6 +211,8 @@ async def test_malformed_responses_request_gets_openais_error_and_records_nothin
             await http.post("/sessions", json={"rollout_id": "bad"})
         client = _openai(base, "bad")
         cases = [
+            ({"input": ""}, "input"),
+            ({"input": []}, "input"),
             ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
             ({"input": [{"type": "function_call_output", "call_id": "c1", "output": "1"}]}, "input[0]"),
             ({"input": "hi", "previous_response_id": "resp_nope"}, "previous_response_id"),

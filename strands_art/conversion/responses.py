@@ -106,7 +106,7 @@ def responses_messages(
 
     Raises:
         FieldError: naming the field (``input[2].call_id``) of a malformed item or one this
-            front cannot render; ``instructions`` not a string.
+            front cannot render; ``input`` empty (``""`` or ``[]``); ``instructions`` not a string.
     """
     out: list[dict[str, Any]] = []
     found: list[list[str]] = []
@@ -123,11 +123,11 @@ def responses_messages(
         add({"role": "system", "content": instructions}, "instructions")
     for message in previous or []:
         add(message, "previous_response_id")
+    if not input or not isinstance(input, str | list):
+        raise FieldError("input", "'input' must be a non-empty string or a non-empty list of items")
     if isinstance(input, str):
         add({"role": "user", "content": input}, "input")
         return out, found, origin
-    if not isinstance(input, list) or not input:
-        raise FieldError("input", "'input' must be a string or a non-empty list of items")
     pending: _Assistant | None = None
     pending_at = ""
     for i, item in enumerate(input):

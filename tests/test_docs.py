@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^\s*```(\S*)")
+#: an inline code span (it may wrap onto the next line) that runs strands-art or scripts/migrate.sh
+INLINE_COMMAND = re.compile(
+    r"`((?:\.venv/bin/)?strands-art [^`\n]+(?:\n[^`\n]+)?|\./scripts/migrate\.sh[^`\n]*(?:\n[^`\n]+)?)`"
+)
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -59,7 +63,8 @@ def _outside_code_lines(text: str) -> list[str]:
 def commands(text: str) -> list[tuple[int, str]]:
     """(line number, command) for each shell command of the page: fenced shell blocks (lines
     joined at a trailing backslash, a leading ``$`` prompt dropped) and inline code spans that
-    start with ``strands-art`` (a table's ``\\|`` read as an alternative, not a pipe)."""
+    start with ``strands-art`` or ``./scripts/migrate.sh``, also wrapped over two lines (a
+    table's ``\\|`` read as an alternative, not a pipe)."""
     found = []
     for start, lang, body in _blocks(text):
         if lang not in SHELL_LANGS:
@@ -75,9 +80,10 @@ def commands(text: str) -> list[tuple[int, str]]:
             if "`" not in pending + stripped:  # a backtick: markdown in a plain block, not shell
                 found.append((first, re.sub(r"^\$\s+", "", pending + stripped)))
             pending = ""
-    for number, line in enumerate(_outside_code_lines(text), 1):
-        for span in re.findall(r"`(strands-art [^`]+)`", line):
-            found.append((number, span.replace("\\|", "/")))
+    prose = "\n".join(_outside_code_lines(text))
+    for match in INLINE_COMMAND.finditer(prose):
+        number = prose.count("\n", 0, match.start()) + 1
+        found.append((number, " ".join(match.group(1).replace("\\|", "/").split())))
     return found
 
 
@@ -113,7 +119,7 @@ def check_command(command: str, parser: argparse.ArgumentParser) -> list[str]:
                 rest = words[i + 1 :]
                 while rest and rest[0] in ("-v", "-vv", "--verbose"):
                     rest = rest[1:]
-                if not rest or rest[0] in ("-h", "--help"):
+                if not rest or rest[0] in ("-h", "--help") or rest[0].isupper():  # SUB: a placeholder
                     break
                 if rest[0] not in subs:
                     problems.append(f"unknown subcommand {rest[0]!r}")
@@ -222,7 +228,8 @@ def test_a_made_up_flag_a_bad_subcommand_and_a_missing_module_are_caught(parser)
         "./scripts/migrate.sh --all-task\n"
         "python -m strands_art.nowhere.module --x\n"
         "strands-art view RUN [--port 8765] [--opn]\n"
-        "```\n\nand `strands-art make-tasks OUT [--split train\\|eval] [--kind K]`.\n"
+        "```\n\nand `strands-art make-tasks OUT [--split train\\|eval] [--kind K]`, or\n"
+        "`.venv/bin/strands-art train --env lookup\n--outer-batch 2` (wrapped).\n"
     )
     found = [(n, p) for n, c in commands(doc) for p in check_command(c, parser)]
     assert found == [
@@ -233,6 +240,7 @@ def test_a_made_up_flag_a_bad_subcommand_and_a_missing_module_are_caught(parser)
         (9, "python -m strands_art.nowhere.module: no such module"),
         (10, "strands-art view: no flag --opn"),
         (13, "strands-art make-tasks: no flag --kind"),
+        (14, "strands-art train: no flag --outer-batch"),
     ]
     good = (
         "```bash\nstrands-art train --env lookup --run-dir runs/x --outer-batches=2  # comment --bogus\n```\n"

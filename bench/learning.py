@@ -20,7 +20,7 @@ Reported: per-seed held-out reward before/after, gain, held-out replies naming t
 collapse such as echoing the country shows as 0/32), mean and sample standard deviation of the
 gain over seeds, how many seeds improved, greedy before/after, and one figure of training and
 held-out reward per seed (``--plot``); every record in ``--run-dir/records.json``. Defaults are
-the settings chosen by measurement (docs/training.md, "Choosing the defaults").
+the settings chosen by measurement (docs/training-tasks.md, "Choosing the defaults").
 
 Usage: ``python bench/learning.py [--seeds 5 --jobs 5 --plot learning.png]``. Ends with
 ``RESULT reward_start=… reward_end=… gain_mean=… gain_std=… improved_seeds=K/N greedy_start=…

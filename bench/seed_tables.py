@@ -2,7 +2,7 @@
 
 Every number comes from a ``strands-art train`` run directory (``train.json`` and ``metrics.jsonl``):
 a run is read back, never re-run, and a run still in progress is read as far as it got. The
-per-outer-batch keys read are the ones ``strands-art train`` writes for this purpose (docs/training.md,
+per-outer-batch keys read are the ones ``strands-art train`` writes for this purpose (docs/training-update.md,
 "Metrics"): ``rows`` (training sequences), ``processed_tokens`` (tokens forwarded in the optimizer
 steps, context included), ``actor_update_s`` (forward, backward, optimizer), ``optimizer_steps``,
 ``rollout_s``, ``e2e_s`` (the outer batch's wall time, evaluations left out), and the evaluations'

@@ -1,5 +1,5 @@
 """Peak memory and time of one embedded-trainer update on a recorded outer batch's rows, with and
-without prefix sharing and activation checkpointing (docs/training.md, "Memory").
+without prefix sharing and activation checkpointing (docs/training-update.md, "Memory").
 
 Replays ``RUN_DIR/rows/ob-NNNNNN.jsonl`` (the rows a ``strands-art train`` run trained on) with the
 run's settings (``RUN_DIR/train.json``), a fresh LoRA adapter (seed 0) and one variant per process

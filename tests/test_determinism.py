@@ -62,7 +62,7 @@ def untimed(records: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module", autouse=True)
 def one_torch_thread():
     """One intra-op thread: on a shared 2-core box two threads contend and run several times
-    slower; determinism holds for any fixed thread count (docs/training.md)."""
+    slower; determinism holds for any fixed thread count (docs/training-update.md)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

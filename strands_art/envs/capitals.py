@@ -2,7 +2,7 @@
 
 One user turn, one sampled reply (:func:`~strands_art.training.rollouts.chat_rollout`), reward
 ``1 / words`` when the reply names the capital. The defaults are the settings
-``bench/learning.py`` chose by measurement (5 of 5 seeds improved, docs/training.md).
+``bench/learning.py`` chose by measurement (5 of 5 seeds improved, docs/training-tasks.md).
 """
 
 from __future__ import annotations

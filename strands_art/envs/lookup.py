@@ -19,7 +19,7 @@ The 0.5 tier credits the first call. Without it (0.5 only for the code after rep
 0 for every other failure) GRPO punished the repeated call's tokens, which are the first
 call's tokens too, and after a single update the 0.5B stopped calling the tool altogether
 (every rollout a guess, reward 0, all advantages 0: a dead end; measured at learning rates
-1e-3 and 3e-4, docs/training.md).
+1e-3 and 3e-4, docs/training-tasks.md).
 
 A rollout is a **success** when its reward is 1.0. Qwen2.5-Coder-0.5B-Instruct emits a
 well-formed first call but often calls the tool again instead of answering, even though the

@@ -45,7 +45,7 @@ TIMING_KEYS: frozenset[str] = frozenset(
     }
 )
 """Record keys measured with a clock: the only ones that differ between two runs of the same
-seed and configuration (see "Determinism" in docs/training.md)."""
+seed and configuration (see "Determinism" in docs/training-update.md)."""
 
 TRAIN_KEYS: tuple[str, ...] = (
     "outer_batch",

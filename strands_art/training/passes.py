@@ -13,7 +13,7 @@ only at the positions that predict a sampled token of some row of the micro-batc
 1-D tensor passed as ``logits_to_keep``): ``(B, K, V)``. A tool result or a user turn between
 two assistant turns of a multi-turn row needs no projection, and the float32 logits of
 Qwen2.5 (151,936 columns: 0.6 MB per position and copy) were the largest tensors of an update
-of agent rows (docs/training.md, "Memory"). The shared-prefix passes project the same way
+of agent rows (docs/training-update.md, "Memory"). The shared-prefix passes project the same way
 (:mod:`~strands_art.training.shared_prefix`). A model whose ``forward`` takes no
 ``logits_to_keep`` yields the full ``(B, T, V)``.
 """

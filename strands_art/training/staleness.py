@@ -17,7 +17,7 @@ may mix versions when a weight sync lands between its turns): ``strands-art trai
 takes the PPO ratio's old logprobs from the trainer's own first pass over the row
 (``old_logprobs="first-pass"``), so the recorded ones enter the truncated importance weight and
 the clip does not throw away the gradient of tokens the trainer has already moved past the clip
-range since they were sampled (:mod:`strands_art.training.local`, docs/training.md). Dropping was chosen over finishing and correcting because a stale rollout's whole token
+range since they were sampled (:mod:`strands_art.training.local`, docs/training-update.md). Dropping was chosen over finishing and correcting because a stale rollout's whole token
 prefix came from the old policy; the loop's schedule keeps rollouts within K (a batch's rollouts
 start at most K updates before it is trained), so a drop is a guard (a slow rollout, a sync that
 lagged), and the count says when it fires. Dropping changes the rows, never the optimizer step

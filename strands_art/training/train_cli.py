@@ -39,8 +39,8 @@ Each --env's default sizes, and what they cost on a 2-core CPU with no GPU (benc
   lookup          Qwen2.5-Coder-0.5B; 5 x 2 keys x 8 rollouts of 2 turns x 64 tokens, 8 held-out
                   x 4: ~24 min a run with --backend vllm (train-lookup-2026-12-01.txt)
   migrationbench  Qwen2.5-Coder-0.5B; 4 x 1 task x 4 rollouts of up to 20 turns x 512 tokens,
-                  real Maven builds: 3-12 min of rollouts per outer batch plus ~1 min of
-                  training per row (docs/training.md), so an hour or more a run
+                  real Maven builds: not measured; 3 updates of 2 tasks x 4 rollouts took
+                  ~1.5 h with two evaluations (migration-learning-2026-12-02-e.txt)
 Quick try (the smallest run that trains and evaluates):
   strands-art train --env capitals --outer-batches 2 --eval-samples 1 --run-dir runs/try
 

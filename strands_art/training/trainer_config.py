@@ -73,7 +73,7 @@ class TrainerConfig:
             ``"first-pass"``: the trainer's own logprobs, detached, from the first optimizer step
             that trains the row in this update (no extra pass; the ratio is 1 there, so with one
             PPO epoch the clip never binds and the weight alone corrects a stale rollout; later
-            epochs clip against it). See docs/training.md, "Asynchronous rollouts".
+            epochs clip against it). See docs/training-update.md, "Asynchronous rollouts".
         share_prefix: run the longest common token prefix of each group's rows once and the
             rows' continuations on its KV cache (:mod:`strands_art.training.shared_prefix`):
             the same loss and gradients up to float rounding, with far fewer tokens when the

@@ -138,9 +138,13 @@ def _prompt(tok: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(turns=st.lists(turn, min_size=1, max_size=3))
 def test_the_same_conversation_renders_the_same_prompt_in_every_protocol(qwen3, turns):
-    chat = [i.message for i in converted(chat_form(turns), [[]] * 99, ["x"] * 99, None)]
-    anthropic = [i.message for i in converted(*anthropic_messages(SYSTEM, anthropic_form(turns)), None)]
-    responses = [i.message for i in converted(*responses_messages(SYSTEM, responses_form(turns)), None)]
+    chat = [i.message for i in converted(chat_form(turns), [[]] * 99, ["x"] * 99, None, "tool_call_id")]
+    anthropic = [
+        i.message for i in converted(*anthropic_messages(SYSTEM, anthropic_form(turns)), None, "tool_use_id")
+    ]
+    responses = [
+        i.message for i in converted(*responses_messages(SYSTEM, responses_form(turns)), None, "call_id")
+    ]
     assert anthropic_tools([{"name": "add", "description": "Add.", "input_schema": SCHEMA}]) == CHAT_TOOLS
     assert responses_tools([{"type": "function", **CHAT_TOOLS[0]["function"]}]) == CHAT_TOOLS
     reference = _prompt(qwen3, chat, CHAT_TOOLS)

@@ -8,6 +8,7 @@ nothing; every field of each SDK's request type is placed in the front's table."
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import anthropic
@@ -30,6 +31,9 @@ from support.serve_helpers import (
     summary,
 )
 
+from strands_art.backends.base import BackendContextOverflow
+from strands_art.backends.scripted import ScriptedBackend
+from strands_art.gateway import RolloutGateway
 from strands_art.serve import anthropic_wire, responses_wire
 
 TOKEN = "test-token-123"
@@ -168,7 +172,7 @@ async def test_malformed_anthropic_request_gets_anthropics_error_and_records_not
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "42"}]},
         ]
         bad_block = [{"role": "user", "content": [{"type": "text"}]}]
-        for messages, field in ((orphan, "messages.1"), (bad_block, "messages.0.content.0")):
+        for messages, field in ((bad_block, "messages.0.content.0"), (orphan, "messages.1")):
             with pytest.raises(anthropic.BadRequestError) as info:
                 await client.messages.create(
                     model="m", max_tokens=10, messages=messages, tools=ANTHROPIC_TOOLS
@@ -176,6 +180,8 @@ async def test_malformed_anthropic_request_gets_anthropics_error_and_records_not
             body = info.value.body
             assert info.value.status_code == 400 and body["type"] == "error"
             assert body["error"]["type"] == "invalid_request_error" and field in body["error"]["message"]
+            assert "tool_call_id" not in body["error"]["message"]  # Chat Completions' word
+        assert "tool_use_id 'toolu_1'" in str(info.value)  # the orphan, Anthropic's word for its id
         with pytest.raises(anthropic.BadRequestError) as info:  # two tools under one name
             await client.messages.create(
                 model="m",
@@ -225,7 +231,41 @@ async def test_malformed_responses_request_gets_openais_error_and_records_nothin
                 await client.responses.create(model="m", **kwargs)
             assert info.value.status_code == 400 and info.value.param == param, (kwargs, info.value.body)
             assert info.value.body["type"] == "invalid_request_error"
+            assert "tool_call_id" not in info.value.message  # Chat Completions' word
+            if "function_call_output" in str(kwargs):
+                assert "call_id 'c1'" in info.value.message
         await _nothing_recorded(base, "bad")
+
+
+class OverflowsLate(ScriptedBackend):
+    """The backend's own context overflow, after a stream's headers went out."""
+
+    async def sample(self, prompt_ids, params, **kw):
+        await asyncio.sleep(0.6)
+        raise BackendContextOverflow("too long", prompt_tokens=len(prompt_ids), context_tokens=16)
+
+
+@pytest.mark.parametrize("late", [False, True])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_responses_context_overflow_names_input(qwen3, stream, late):
+    """The Responses API's conversation is ``input``: its overflow names that param, not Chat
+    Completions' ``messages`` (before or after the stream's headers went out)."""
+    if late:
+        gw = RolloutGateway(qwen3, OverflowsLate(qwen3, []))
+    else:
+        gw = gateway(qwen3, max_context_tokens=16)
+    gw.open_session("r")
+    body = {"model": "m", "input": QUESTION, "stream": stream}
+    async with running_front(gw) as base, httpx.AsyncClient(base_url=base, timeout=30) as http:
+        r = await http.post("/rollouts/r/v1/responses", json=body)
+    if stream and late:
+        error = json.loads(r.text.split("event: error\ndata: ")[1].split("\n")[0])
+    else:
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+    assert error["code"] == "context_length_exceeded" and error["param"] == "input", error
+    assert "messages" not in error["message"] and "input" in error["message"]
+    assert gw.trajectory("r").turns == []
 
 
 async def test_ignored_fields_are_recorded_per_protocol(qwen3):

@@ -16,6 +16,7 @@ normalized and scanned, and :attr:`RequestKnown.work` counts them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from strands_art.conversion.incoming import Incoming, Known
@@ -68,10 +69,18 @@ class RequestKnown:
         self.entries = [Known(item.message, m) for item, m in zip(incoming, out, strict=True)]
 
 
-def openai_request(messages: list[Any], known: RequestKnown | None = None) -> list[Incoming]:
+def openai_request(
+    messages: list[Any],
+    known: RequestKnown | None = None,
+    *,
+    id_field: str = "tool_call_id",
+    names: Sequence[str] | None = None,
+) -> list[Incoming]:
     """A request's chat messages validated and normalized, with their placeholders; tool
     results checked against the calls they answer. Records nothing: a request refused here
     leaves no trace. A message equal to ``known``'s at its position is taken from it.
+    ``id_field`` and ``names``: the protocol's words in pairing errors (see
+    :func:`~strands_art.history.pairing.check_tool_pairing`).
 
     Raises:
         MessageError: a malformed message or an unpaired tool result (HTTP 400 ``invalid_message``).
@@ -85,7 +94,7 @@ def openai_request(messages: list[Any], known: RequestKnown | None = None) -> li
             continue
         raw, found = replace_non_text_parts(raw)
         out.append(Incoming(index, normalize_message(index, raw, work), tuple(found)))
-    check_tool_pairing([item.message for item in out])
+    check_tool_pairing([item.message for item in out], id_field, names)
     return out
 
 

@@ -9,12 +9,15 @@ sampled or recorded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from strands_art.history.normalize import MessageError
 
 
-def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
+def check_tool_pairing(
+    messages: list[dict[str, Any]], id_field: str = "tool_call_id", names: Sequence[str] | None = None
+) -> None:
     """Check that every ``tool`` message answers one call of the assistant message before it.
 
     ``messages`` are normalized OpenAI messages (``tool_call_id`` a string, "" when absent;
@@ -22,7 +25,10 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
     with calls answer those calls, each once, in any order; a call left unanswered when the
     next assistant or user message begins, or when the history ends after some but not all
     of the last calls' results, is refused too (a history ending in the assistant message
-    with calls itself is left to the caller).
+    with calls itself is left to the caller). The errors speak the request's protocol:
+    ``id_field`` is its name for the id a result answers (Anthropic's ``tool_use_id``, the
+    Responses API's ``call_id``) and ``names[k]`` its name for message ``k`` (``messages.3``,
+    ``input[5]``; default ``message k``).
 
     Raises:
         MessageError: naming the message and the id: a tool message without ``tool_call_id``,
@@ -30,6 +36,12 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
             already answered (a duplicate), a tool message with no assistant call before it,
             or a call left unanswered.
     """
+
+    def name(k: int) -> str:
+        if k >= len(messages):
+            return "the end of the conversation"
+        return names[k] if names is not None and k < len(names) else f"message {k}"
+
     pending: dict[str, int] = {}  # call id -> index of the assistant message that made it
     answered: set[str] = set()
     owner = -1
@@ -38,22 +50,22 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
         if role == "tool":
             call_id = message.get("tool_call_id") or ""
             if not call_id:
-                raise MessageError(index, "tool message has no 'tool_call_id': which call does it answer?")
+                raise MessageError(index, f"a tool result has no '{id_field}': which call does it answer?")
             if call_id in answered:
                 raise MessageError(
-                    index, f"tool_call_id {call_id!r} was already answered (a duplicate tool result)"
+                    index, f"{id_field} {call_id!r} was already answered (a duplicate tool result)"
                 )
             if call_id not in pending:
-                where = f"message {owner}" if owner >= 0 else "any earlier assistant message"
+                where = name(owner) if owner >= 0 else "any earlier assistant message"
                 raise MessageError(
-                    index, f"tool_call_id {call_id!r} answers no tool call of {where} (an orphan tool result)"
+                    index, f"{id_field} {call_id!r} answers no tool call of {where} (an orphan tool result)"
                 )
             del pending[call_id]
             answered.add(call_id)
             continue
         if role == "system":  # instructions between calls and results do not end the results
             continue
-        _check_answered(pending, index)
+        _check_answered(pending, name(index))
         if role == "assistant":
             calls = message.get("tool_calls") or []
             owner = index if calls else -1
@@ -67,13 +79,13 @@ def check_tool_pairing(messages: list[dict[str, Any]]) -> None:
                     raise MessageError(index, f"two tool calls share the id {call_id!r}")
                 pending[call_id] = index
     if answered:  # a history ending in some results of the last calls but not all
-        _check_answered(pending, len(messages))
+        _check_answered(pending, name(len(messages)))
 
 
-def _check_answered(pending: dict[str, int], index: int) -> None:
+def _check_answered(pending: dict[str, int], before: str) -> None:
     if pending:
         call_id, owner = next(iter(pending.items()))
-        raise MessageError(owner, f"tool call {call_id!r} has no tool result before message {index}")
+        raise MessageError(owner, f"tool call {call_id!r} has no tool result before {before}")
 
 
 def order_tool_results(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:

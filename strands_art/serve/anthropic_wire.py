@@ -191,6 +191,8 @@ def event(kind: str, data: dict[str, Any]) -> bytes:
 class MessagesWriter:
     """The Anthropic :class:`~strands_art.serve.turn.Writer` (see the module docstring)."""
 
+    conversation = "messages"
+
     def __init__(self, model: str) -> None:
         self.model = model
         self.id = f"msg_{uuid.uuid4().hex}"

@@ -120,7 +120,7 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
     except ConnectionResetError:
         raise  # the client is gone: there is no one to answer
     except Exception as exc:
-        err = error_for(exc)
+        err = error_for(exc, "input" if request.path.endswith("/v1/responses") else "messages")
         if err is None:
             logger.exception("unexpected error serving %s %s", request.method, request.path)
             err = RequestError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error")

@@ -18,8 +18,10 @@ from strands_art.render import TemplateError
 from strands_art.serve.errors import RequestError
 
 
-def error_for(exc: BaseException) -> RequestError | None:
-    """The HTTP error for an exception of the gateway or its layers (None: not ours, a 500).
+def error_for(exc: BaseException, conversation: str = "messages") -> RequestError | None:
+    """The HTTP error for an exception of the gateway or its layers (None: not ours, a 500), in
+    the words of the request's protocol: ``conversation`` is its field that holds the
+    conversation (``messages`` for Chat Completions and Anthropic, ``input`` for the Responses API).
 
     ContextBudgetExceeded → 400 ``context_length_exceeded`` with OpenAI's message (what OpenAI
     sends, so the SDKs, LiteLLM and Strands raise their context-overflow errors); BackendTimeout → 429
@@ -41,10 +43,10 @@ def error_for(exc: BaseException) -> RequestError | None:
         # OpenAI's own wording: clients that match on the text (LiteLLM) recognize it too
         message = (
             f"This model's maximum context length is {exc.max_context_tokens} tokens. However, your "
-            f"messages resulted in {exc.prompt_tokens} tokens, which leaves no room to generate. "
-            "Please reduce the length of the messages."
+            f"{conversation} resulted in {exc.prompt_tokens} tokens, which leaves no room to generate. "
+            f"Please reduce the length of the {conversation}."
         )
-        return RequestError(400, message, code="context_length_exceeded", param="messages")
+        return RequestError(400, message, code="context_length_exceeded", param=conversation)
     if isinstance(exc, BackendTimeout):
         return RequestError(
             429, f"sampling backend timed out: {exc}", type="rate_limit_error", code="rate_limit_exceeded"
@@ -58,11 +60,11 @@ def error_for(exc: BaseException) -> RequestError | None:
     if isinstance(exc, MessageError):
         return RequestError(400, str(exc), code="invalid_message", param=f"messages[{exc.index}]")
     if isinstance(exc, TemplateError):
-        return RequestError(400, str(exc), code="template_error", param="messages")
+        return RequestError(400, str(exc), code="template_error", param=conversation)
     if isinstance(exc, SamplingOverrideRejected):
         return RequestError(400, str(exc), code="sampling_override_rejected")
     if isinstance(exc, HistoryDivergence):
-        return RequestError(409, str(exc), code="history_diverged", param="messages")
+        return RequestError(409, str(exc), code="history_diverged", param=conversation)
     if isinstance(exc, SessionClosed):
         return RequestError(409, str(exc), code="session_closed")
     if isinstance(exc, UnknownSession):

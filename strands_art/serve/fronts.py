@@ -28,13 +28,18 @@ from strands_art.serve.sessions import SESSION_HEADER
 
 
 def converted(
-    chat: list[dict[str, Any]], found: list[list[str]], origin: list[str], known: RequestKnown | None
+    chat: list[dict[str, Any]],
+    found: list[list[str]],
+    origin: list[str],
+    known: RequestKnown | None,
+    id_field: str,
 ) -> list[Incoming]:
     """A protocol's chat messages through :func:`openai_request` (validated, normalized, tool
     results paired), with the protocol's non-text placeholders; a bad message is a FieldError
-    naming the request field it came from."""
+    naming the request field it came from, in the protocol's words (``id_field``: its name
+    for the call id a tool result answers; messages named by ``origin``)."""
     try:
-        incoming = openai_request(chat, known)
+        incoming = openai_request(chat, known, id_field=id_field, names=origin)
     except MessageError as exc:
         where = origin[exc.index] if 0 <= exc.index < len(origin) else "messages"
         raise FieldError(where, f"{where}: {exc.problem}") from None
@@ -52,7 +57,7 @@ async def messages(request: web.Request) -> web.StreamResponse:
     req = parse_messages_request(await read_body(request))
     path_id, header_id = request.match_info.get("rollout_id"), request.headers.get(SESSION_HEADER)
     chat, found, origin = anthropic_messages(req.body.get("system"), req.body.get("messages"))
-    incoming = converted(chat, found, origin, known_of(registry, path_id or header_id))
+    incoming = converted(chat, found, origin, known_of(registry, path_id or header_id), "tool_use_id")
     rollout_id = registry.resolve(path_id, header_id, None)
     writer = MessagesWriter(req.model or config["model_name"])
     response, _ = await converse(
@@ -90,7 +95,7 @@ async def responses(request: web.Request) -> web.StreamResponse:
                 code="previous_response_not_found",
             )
     chat, found, origin = responses_messages(req.body.get("instructions"), req.body.get("input"), previous)
-    incoming = converted(chat, found, origin, known_of(registry, named))
+    incoming = converted(chat, found, origin, known_of(registry, named), "call_id")
     rollout_id = registry.resolve(path_id, header_id, req.user)
     response_id = f"resp_{uuid.uuid4().hex}"
     writer = ResponsesWriter(req.model or config["model_name"], req, response_id)

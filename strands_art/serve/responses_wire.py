@@ -205,6 +205,8 @@ class ResponsesWriter:
         response_id: the id this response gets (the handler keeps the conversation under it).
     """
 
+    conversation = "input"
+
     def __init__(self, model: str, request: ResponsesRequest, response_id: str) -> None:
         self.model, self.request, self.id = model, request, response_id
         self.created = int(time.time())

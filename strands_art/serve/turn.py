@@ -39,7 +39,10 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
 
 
 class Writer(Protocol):
-    """What one protocol writes for a turn (SSE frames are ``bytes``)."""
+    """What one protocol writes for a turn (SSE frames are ``bytes``); ``conversation``: the
+    request field that holds the conversation, for error messages (``messages``, ``input``)."""
+
+    conversation: str
 
     def start(self) -> list[bytes]:
         """The first events of a stream, sent with the headers."""
@@ -161,7 +164,7 @@ async def _streamed(
                 exc = task.exception()
                 if exc is None:  # not expected: generate() delivers before it returns
                     return response, task.result()
-                err = error_for(exc)
+                err = error_for(exc, writer.conversation)
                 if not response.prepared or isinstance(exc, ConnectionResetError):
                     raise exc
                 if err is None:

@@ -275,6 +275,8 @@ class ChatWriter:
     or ``chat.completion.chunk`` events ending with ``data: [DONE]``; an error after the
     headers is ``data: {"error": {...}}`` (what the OpenAI SDK raises as ``APIError``)."""
 
+    conversation = "messages"
+
     def __init__(self, model: str, include_usage: bool) -> None:
         self.model, self.include_usage, self.cid = model, include_usage, completion_id()
 

@@ -180,3 +180,27 @@ def test_record_flags_without_their_partner_are_refused_before_anything_runs(
     assert args.func(args) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_only_naming_no_usable_record_exits_2_and_says_which(tmp_path: Path, capsys) -> None:
+    """``--only X`` where X is no record used to exit 0 having made nothing; now exit 2 naming X:
+    not a record, a skipped record (unparsed count), or a record without a clone. Nothing built."""
+    repo, base = upstream(tmp_path / "clones", second_commit=False)
+    record = {"repo": "demo/up", "base_commit": base, "num_test_cases": 1}
+    rows = [record, record | {"repo": "demo/unparsed", "num_test_cases": -1}]
+    rows.append(record | {"repo": "demo/noclone"})
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tasks"
+    for only, said in [
+        ("demo/typo", "--only 'demo/typo': demo/typo is not a record (records: "),
+        ("demo/up,demo/unparsed", "demo/unparsed was skipped: num_test_cases -1"),
+        (",", "no repo given"),
+        ("demo/noclone,demo/up", "--only demo/noclone: no clone holding base_commit under "),
+    ]:
+        args = _args(out, records, tmp_path / "clones", None)
+        args.only = only
+        assert make_tasks_from_records(args) == 2, only
+        err = capsys.readouterr().err
+        assert said in err, (only, err)
+        assert not (out / "demo__up").exists() and not (out / "report.jsonl").exists()

@@ -161,3 +161,49 @@ def test_read_records_reads_the_published_file_skipping_unparsed_rows(tmp_path: 
     (tmp_path / "bad.json").write_text(json.dumps([RECORD | {"repo": "no-slash"}]))
     with pytest.raises(TaskError, match="repo must be OWNER/NAME"):
         read_records(tmp_path / "bad.json")
+
+
+def test_read_records_names_the_jsonl_line_of_an_error(tmp_path: Path) -> None:
+    """A JSONL error names its line number (from 1, blank lines counted as lines), whether the
+    line is not JSON, not an object, or a record that fails its checks."""
+    good = json.dumps(RECORD)
+    cases = [
+        (f"{good}\n\n{{not json\n", r"line 3: not JSON \(Expecting property name"),
+        (f"{good}\n[1, 2]\n", "line 2: expected a JSON object"),
+        (
+            f"{good}\n{good}\n" + json.dumps(RECORD | {"base_commit": "--output=x"}) + "\n",
+            "line 3: base_commit",
+        ),
+        (f"{good}\n" + json.dumps(RECORD | {"num_test_cases": "7"}) + "\n", "line 2: num_test_cases"),
+        ("[" * 100_000 + "\n", "line 1: not JSON"),
+    ]
+    for text, message in cases:
+        (tmp_path / "r.jsonl").write_text(text)
+        with pytest.raises(TaskError, match=message):
+            read_records(tmp_path / "r.jsonl")
+    (tmp_path / "r.jsonl").write_text(f"\n{good}\n\n{good}\n")
+    assert read_records(tmp_path / "r.jsonl") == [RECORD, RECORD]
+
+
+def test_read_records_needs_exactly_the_fields_its_docstring_names(tmp_path: Path) -> None:
+    """repo, base_commit and num_test_cases are required (a file without one of them is refused
+    as a whole, naming it); every other field is optional and kept as read."""
+    minimal = {"repo": "demo/x", "base_commit": "a" * 40, "num_test_cases": 3}
+    (tmp_path / "min.jsonl").write_text(json.dumps(minimal | {"extra": 1}) + "\n")
+    assert read_records(tmp_path / "min.jsonl") == [minimal | {"extra": 1}]
+    (tmp_path / "min.csv").write_text("repo,base_commit,num_test_cases\ndemo/x," + "a" * 40 + ",3\n")
+    assert read_records(tmp_path / "min.csv") == [minimal]
+    for field in ("repo", "base_commit", "num_test_cases"):
+        row = {k: v for k, v in minimal.items() if k != field}
+        (tmp_path / "r.json").write_text(json.dumps([row]))
+        with pytest.raises(
+            TaskError,
+            match=rf"missing columns \['{field}'\] \(every record needs repo, base_commit, num_test_cases\)",
+        ):
+            read_records(tmp_path / "r.json")
+    # a column present in the file but empty in one row is that row's error, named by its line
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps(minimal) + "\n" + json.dumps({"repo": "demo/y", "base_commit": "b" * 40}) + "\n"
+    )
+    with pytest.raises(TaskError, match="line 2: num_test_cases must be an integer"):
+        read_records(tmp_path / "r.jsonl")

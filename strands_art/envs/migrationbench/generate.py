@@ -383,7 +383,11 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="make blocked records again (e.g. after installing a package)",
     )
-    real.add_argument("--only", metavar="REPOS", help="comma-separated owner/name: only these records")
+    real.add_argument(
+        "--only",
+        metavar="REPOS",
+        help="comma-separated owner/name: only these records (each must be a record with a clone, else exit 2)",
+    )
     real.add_argument(
         "--max-seconds",
         type=float,

@@ -361,9 +361,27 @@ def _reference_for(reference: Path | None, repo: str, single: bool) -> Path | No
     return reference if single else None
 
 
+def _only(
+    args: argparse.Namespace, records: list[dict[str, Any]], skipped: list[tuple[int, str, str]]
+) -> set[str] | str | None:
+    """The repos ``--only`` names (None without it), or why it names one that is not a record."""
+    if not getattr(args, "only", None):
+        return None
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    unknown = sorted(only - {r["repo"] for r in records})
+    if not only or unknown:
+        why = {repo: reason for _, repo, reason in skipped}
+        said = "; ".join(
+            f"{x} was skipped: {why[x]}" if x in why else f"{x} is not a record" for x in unknown
+        )
+        return f"--only {args.only!r}: {said or 'no repo given'} (records: {args.from_records})"
+    return only
+
+
 def make_tasks_from_records(args: argparse.Namespace) -> int:
     """``strands-art make-tasks OUT --from-records R --repos D [--reference P]``: 0 when every
-    record tried was made (and its reference scored 1.0), 1 otherwise, 2 for bad arguments."""
+    record tried was made (and its reference scored 1.0), 1 otherwise, 2 for bad arguments (an
+    unreadable records file; an ``--only`` repo that is no record, was skipped, or has no clone)."""
     from strands_art.envs.sandbox import SandboxError
 
     out, repos = Path(args.out_dir), Path(args.repos) if args.repos else None
@@ -382,7 +400,10 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
         return 2
     for i, repo, why in skipped:
         print(f"skipped row {i} {repo}: {why}", flush=True)
-    only = {x.strip() for x in args.only.split(",")} if getattr(args, "only", None) else None
+    only = _only(args, records, skipped)
+    if isinstance(only, str):
+        print(f"strands-art make-tasks: {only}", file=sys.stderr)
+        return 2
     todo = []
     for record in records:
         if only is not None and record["repo"] not in only:
@@ -390,6 +411,14 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
         git_dir = find_clone(repos, record["repo"], record["base_commit"])
         if git_dir is not None:
             todo.append((record, git_dir))
+    without = sorted(only - {r["repo"] for r, _ in todo}) if only is not None else []
+    if without:
+        print(
+            f"strands-art make-tasks: --only {','.join(without)}: no clone holding base_commit under "
+            f"{repos} (looked for OWNER__NAME, OWNER+NAME[/repo] and OWNER/NAME there)",
+            file=sys.stderr,
+        )
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     done = done_records(out)
     print(

@@ -41,6 +41,9 @@ RECORD_FIELDS = (
     "license",
 )
 
+#: the fields every record must have (:func:`read_records`, :func:`check_record`)
+REQUIRED_FIELDS = ("repo", "base_commit", "num_test_cases")
+
 
 class TaskError(ValueError):
     """A task directory or record file is missing or malformed."""
@@ -175,60 +178,91 @@ def load_tasks(root: str | Path | None = None, names: list[str] | None = None) -
 
 
 def read_records(path: str | Path, skipped: list[tuple[int, str, str]] | None = None) -> list[dict[str, Any]]:
-    """MigrationBench records from a CSV, Parquet, JSON (a list of objects) or JSONL file, as
-    published (columns :data:`RECORD_FIELDS`; at least ``repo`` and ``base_commit``).
+    """MigrationBench records from a CSV, Parquet, JSON (a list of objects) or JSONL (one object
+    per line) file, as published, in file order.
+
+    Required in every row: ``repo`` (``OWNER/NAME``), ``base_commit`` (a hex commit id) and
+    ``num_test_cases`` (an integer >= 0): :func:`check_record`. The other :data:`RECORD_FIELDS`
+    (``num_java_files``, ``num_loc``, ``num_pom_xml``, ``num_src_test_java_files``, ``license``)
+    are optional: kept when present, never checked here. Columns beyond them are kept as read.
 
     A row whose ``num_test_cases`` is negative (upstream's "unparsed" markers -1 and -2: 13 of
     the 300 java-selected records) cannot be scored: it is skipped with a warning, and appended
-    to ``skipped`` as ``(row index, repo, reason)`` when a list is given. Every other row must
-    pass :func:`check_record`.
+    to ``skipped`` as ``(row index, repo, reason)`` when a list is given (index from 0 over the
+    records, blank JSONL lines not counted).
 
     Raises:
-        TaskError: the file cannot be read or parsed, lacks ``repo``/``base_commit``, or a row
-            (other than an unparsed count) fails :func:`check_record`.
+        TaskError: the file cannot be read or parsed (a JSONL error names its line number, from
+            1), a required column is missing from the whole file, or a row (other than an
+            unparsed count) fails :func:`check_record` (naming ``row I`` or, for JSONL, ``line N``).
     """
     p = Path(path)
     rows = _read_rows(p)
     records: list[dict[str, Any]] = []
-    for i, record in enumerate(rows):
+    for i, (where, record) in enumerate(rows):
         num = record.get("num_test_cases")
         if is_int(num) and num < 0:
             why = f"num_test_cases {num} (upstream could not count its tests): cannot be scored"
-            logger.warning("%s row %d (%s): skipped, %s", p, i, str(record.get("repo"))[:80], why)
+            logger.warning("%s (%s): skipped, %s", where, str(record.get("repo"))[:80], why)
             if skipped is not None:
                 skipped.append((i, str(record.get("repo")), why))
             continue
-        check_record(record, f"{p} row {i}")
+        check_record(record, where)
         records.append(record)
     return records
 
 
-def _read_rows(p: Path) -> list[dict[str, Any]]:
-    """The rows of a records file as dicts (see :func:`read_records`)."""
+def _jsonl_rows(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The objects of a JSONL text, each with ``"P line N"`` (N from 1); blank lines skipped.
+
+    Raises:
+        TaskError: a line is not JSON, or not a JSON object, naming its line number.
+    """
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{p} line {n}: not JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise TaskError(f"{p} line {n}: not JSON (nested too deeply)") from None
+        if not isinstance(row, dict):
+            raise TaskError(f"{p} line {n}: expected a JSON object (one record), got {type(row).__name__}")
+        rows.append((f"{p} line {n}", row))
+    return rows
+
+
+def _read_rows(p: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The rows of a records file as dicts, each with where it is (``"P row I"``, I from 0, or
+    for JSONL ``"P line N"``), see :func:`read_records`."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     suffix = p.suffix.lower()
     try:
-        if suffix in (".json", ".jsonl"):
-            text = p.read_text(encoding="utf-8")
-            rows = (
-                [json.loads(line) for line in text.splitlines() if line.strip()]
-                if suffix == ".jsonl"
-                else json.loads(text)
-            )
-            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        if suffix == ".jsonl":
+            rows = _jsonl_rows(p, p.read_text(encoding="utf-8"))
+        elif suffix == ".json":
+            data = json.loads(p.read_text(encoding="utf-8"))
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
                 raise TaskError(f"{p}: expected a list of JSON objects (one record each)")
-            columns = set().union(*rows) if rows else set()
+            rows = [(f"{p} row {i}", r) for i, r in enumerate(data)]
         else:
             table = pq.read_table(p) if suffix == ".parquet" else pacsv.read_csv(p)
-            rows, columns = table.to_pylist(), set(table.column_names)
+            rows = [(f"{p} row {i}", r) for i, r in enumerate(table.to_pylist())]
+            columns = set(table.column_names)
+    except TaskError:
+        raise
     except (OSError, ValueError, RecursionError, pa.ArrowException) as exc:
         raise TaskError(f"{p}: cannot read the records ({' '.join(str(exc).split())[:200]})") from None
-    missing = [f for f in RECORD_FIELDS[:2] if f not in columns]
+    if suffix in (".json", ".jsonl"):
+        columns = set().union(*(r for _, r in rows))
+    missing = [f for f in REQUIRED_FIELDS if f not in columns]
     if missing:
-        raise TaskError(f"{p}: missing columns {missing} (need at least repo, base_commit)")
+        raise TaskError(f"{p}: missing columns {missing} (every record needs {', '.join(REQUIRED_FIELDS)})")
     return rows
 
 

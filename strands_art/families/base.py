@@ -26,7 +26,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from strands_art.message_errors import parsed_arguments
-from strands_art.toolcalls.base import ParsedOutput, ToolCall, ToolCallParser, flag_unknown
+from strands_art.toolcalls.base import (
+    ParsedOutput,
+    ToolCall,
+    ToolCallParser,
+    flag_unknown,
+    resolve_tool_names,
+    strip_end_markers,
+)
 
 
 class ModelFamily:
@@ -163,6 +170,39 @@ def with_arguments(messages: list[dict[str, Any]], convert: Any) -> list[dict[st
             new_calls.append({**tc, "function": {**fn, "arguments": convert(fn.get("arguments"))}})
         out.append({**m, "tool_calls": new_calls})
     return out
+
+
+class FamilyParser:
+    """What every family's :class:`~strands_art.toolcalls.base.ToolCallParser` does before its own
+    format: resolve the offered tool names (``tool_names``, else the names in ``tools``, else None:
+    no check) and cut the end markers off the sampled text (the caller's ``end_markers`` plus the
+    family's :attr:`end_tokens`, each once, in that order); :meth:`parse_content` does the rest.
+    A family whose parser reads something other than text (Harmony's token parser) keeps
+    :attr:`end_tokens` empty: nothing is cut.
+    """
+
+    name: str = ""
+    #: the family's own end tokens, always cut (besides the caller's ``end_markers``)
+    end_tokens: tuple[str, ...] = ()
+
+    def __init__(self, end_markers: Sequence[str] = ()) -> None:
+        self.end_markers = tuple(dict.fromkeys((*end_markers, *self.end_tokens)))
+
+    def parse(
+        self,
+        text: str,
+        tool_names: set[str] | None = None,
+        *,
+        tools: Sequence[dict] | None = None,
+        think_open: bool = False,
+    ) -> ParsedOutput:
+        """See :class:`~strands_art.toolcalls.base.ToolCallParser`. Never raises on model output."""
+        names = resolve_tool_names(tool_names, tools)
+        return self.parse_content(strip_end_markers(text, self.end_markers), names, think_open)
+
+    def parse_content(self, content: str, names: set[str] | None, think_open: bool) -> ParsedOutput:
+        """Parse ``content`` (the sampled text, end markers cut) offering ``names`` (None: any)."""
+        raise NotImplementedError
 
 
 def finish(

@@ -45,9 +45,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from strands_art.families.base import ModelFamily, finish, ill_formed, with_arguments
+from strands_art.families.base import FamilyParser, ModelFamily, finish, ill_formed, with_arguments
 from strands_art.toolcalls import strictjson
-from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
+from strands_art.toolcalls.base import ParsedOutput, ToolCall
 from strands_art.toolcalls.reasoning import THINK_CLOSE, split_reasoning
 
 EOS = "<｜end▁of▁sentence｜>"
@@ -70,7 +70,7 @@ _CALL = re.compile(  # R1/V3: TYPE<sep>NAME\n```json\nARGS\n```  |  V3.1: NAME<s
 )
 
 
-class DeepSeekParser:
+class DeepSeekParser(FamilyParser):
     """Parser for DeepSeek tool-call markers and ``<think>`` reasoning (see the module docstring).
 
     Args:
@@ -82,21 +82,13 @@ class DeepSeekParser:
     """
 
     name = "deepseek"
+    end_tokens = (EOS,)
 
-    def __init__(self, end_markers: Sequence[str] = (EOS,), reasoning_first: bool = False) -> None:
-        self.end_markers = tuple(dict.fromkeys((*end_markers, EOS)))
+    def __init__(self, end_markers: Sequence[str] = (), reasoning_first: bool = False) -> None:
+        super().__init__(end_markers)
         self.reasoning_first = reasoning_first
 
-    def parse(
-        self,
-        text: str,
-        tool_names: set[str] | None = None,
-        *,
-        tools: Sequence[dict] | None = None,
-        think_open: bool = False,
-    ) -> ParsedOutput:
-        names = resolve_tool_names(tool_names, tools)
-        body = strip_end_markers(text, self.end_markers)
+    def parse_content(self, body: str, names: set[str] | None, think_open: bool) -> ParsedOutput:
         opened = think_open or (self.reasoning_first and THINK_CLOSE in body)
         split = split_reasoning(body, think_open=opened)
         content, reasoning = split.content, split.reasoning

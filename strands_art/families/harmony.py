@@ -44,9 +44,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from strands_art.families.base import ModelFamily, finish, ill_formed
+from strands_art.families.base import FamilyParser, ModelFamily, finish, ill_formed
 from strands_art.toolcalls import strictjson
-from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names
+from strands_art.toolcalls.base import ParsedOutput, ToolCall
 
 RETURN, CALL, END = "<|return|>", "<|call|>", "<|end|>"
 #: the model's other end token (GPT-OSS generation_config.json: eos_token_id [200002, 199999, 200012])
@@ -148,25 +148,19 @@ def to_harmony(
     return Conversation.from_messages(out)
 
 
-class HarmonyParser:
-    """Parser for sampled Harmony messages (see the module docstring)."""
+class HarmonyParser(FamilyParser):
+    """Parser for sampled Harmony messages (see the module docstring). Nothing is cut from the
+    text: ``openai-harmony`` reads the end tokens itself."""
 
     name = "harmony"
 
     def __init__(self, encoding: Any) -> None:
+        super().__init__()
         self.encoding = encoding
 
-    def parse(
-        self,
-        text: str,
-        tool_names: set[str] | None = None,
-        *,
-        tools: Sequence[dict] | None = None,
-        think_open: bool = False,
-    ) -> ParsedOutput:
+    def parse_content(self, text: str, names: set[str] | None, think_open: bool) -> ParsedOutput:
         from openai_harmony import HarmonyError, Role
 
-        names = resolve_tool_names(tool_names, tools)
         try:
             tokens = self.encoding.encode(text, allowed_special="all")
             messages = self.encoding.parse_messages_from_completion_tokens(tokens, Role.ASSISTANT)

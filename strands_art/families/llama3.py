@@ -37,14 +37,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from strands_art.families.base import ModelFamily, arguments_dict, finish, ill_formed, with_arguments
-from strands_art.toolcalls import strictjson
-from strands_art.toolcalls.base import (
-    ParsedOutput,
-    ToolCall,
-    resolve_tool_names,
-    strip_end_markers,
+from strands_art.families.base import (
+    FamilyParser,
+    ModelFamily,
+    arguments_dict,
+    finish,
+    ill_formed,
+    with_arguments,
 )
+from strands_art.toolcalls import strictjson
+from strands_art.toolcalls.base import ParsedOutput, ToolCall
 from strands_art.toolcalls.callobj import CallShapeError, read_call, untagged_calls
 
 PYTHON_TAG = "<|python_tag|>"
@@ -55,24 +57,14 @@ _SEP = re.compile(r"\s*;\s*")
 _CALL_START = re.compile(r'\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"([^"\\]*)"')
 
 
-class Llama3JsonParser:
+class Llama3JsonParser(FamilyParser):
     """Parser for Llama 3.x JSON tool calls (see the module docstring)."""
 
     name = "llama3_json"
 
-    def __init__(self, end_markers: Sequence[str] = END_TOKENS) -> None:
-        self.end_markers = tuple(dict.fromkeys((*end_markers, *END_TOKENS)))
+    end_tokens = END_TOKENS
 
-    def parse(
-        self,
-        text: str,
-        tool_names: set[str] | None = None,
-        *,
-        tools: Sequence[dict] | None = None,
-        think_open: bool = False,
-    ) -> ParsedOutput:
-        names = resolve_tool_names(tool_names, tools)
-        content = strip_end_markers(text, self.end_markers)
+    def parse_content(self, content: str, names: set[str] | None, think_open: bool) -> ParsedOutput:
         body = content.strip()
         tagged = body.startswith(PYTHON_TAG)
         if tagged:

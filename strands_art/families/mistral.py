@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from strands_art.families.base import (
+    FamilyParser,
     ModelFamily,
     alnum_id,
     arguments_dict,
@@ -36,7 +37,7 @@ from strands_art.families.base import (
     with_arguments,
 )
 from strands_art.toolcalls import strictjson
-from strands_art.toolcalls.base import ParsedOutput, ToolCall, resolve_tool_names, strip_end_markers
+from strands_art.toolcalls.base import ParsedOutput, ToolCall
 from strands_art.toolcalls.callobj import CallShapeError, read_call
 from strands_art.toolcalls.hermes import _raw_value
 
@@ -46,24 +47,14 @@ _DECODER = strictjson.DECODER
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
 
-class MistralParser:
+class MistralParser(FamilyParser):
     """Parser for Mistral ``[TOOL_CALLS]`` JSON (see the module docstring)."""
 
     name = "mistral"
 
-    def __init__(self, end_markers: Sequence[str] = END_TOKENS) -> None:
-        self.end_markers = tuple(dict.fromkeys((*end_markers, *END_TOKENS)))
+    end_tokens = END_TOKENS
 
-    def parse(
-        self,
-        text: str,
-        tool_names: set[str] | None = None,
-        *,
-        tools: Sequence[dict] | None = None,
-        think_open: bool = False,
-    ) -> ParsedOutput:
-        names = resolve_tool_names(tool_names, tools)
-        content = strip_end_markers(text, self.end_markers)
+    def parse_content(self, content: str, names: set[str] | None, think_open: bool) -> ParsedOutput:
         at = content.find(TOOL_CALLS)
         if at == -1:
             return finish(content, None, [], names)

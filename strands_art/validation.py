@@ -119,6 +119,54 @@ def check_sampling(
         check_int("--max-context-tokens", max_context_tokens, 2, 1 << 24)
 
 
+def add_sampling_args(
+    group: Any,
+    *,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    context_default: str,
+    per_request: bool = False,
+) -> None:
+    """Add the sampling flags ``migrate`` and ``serve`` share to an argparse ``group``, with each
+    command's defaults: ``--temperature``, ``--top-p``, ``--max-new-tokens`` (tokens per turn),
+    ``--max-context-tokens`` (default None, ``context_default`` says what None means).
+    ``per_request``: a request may set its own value (``serve``), the flag is only the default.
+    :func:`check_sampling_args` checks them."""
+    unless = " unless a request sets its own" if per_request else ""
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=temperature,
+        help=f"sampling temperature{unless} (default {temperature:g})",
+    )
+    group.add_argument(
+        "--top-p", type=float, default=top_p, help=f"nucleus sampling mass{unless} (default {top_p:g})"
+    )
+    group.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=max_new_tokens,
+        help=f"tokens sampled per turn{unless} (default {max_new_tokens})",
+    )
+    group.add_argument(
+        "--max-context-tokens", type=int, default=None, help=f"context budget (default: {context_default})"
+    )
+
+
+def check_backend_url(backend: str | None, base_url: Any) -> None:
+    """``--base-url``, when given, is an http(s) URL with a host (:func:`check_http_url`), and
+    ``--backend vllm`` has one (``migrate`` and ``serve``).
+
+    Raises:
+        UsageError: naming the flag.
+    """
+    if backend == "vllm" and not base_url:
+        raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
+    if base_url is not None:
+        check_http_url("--base-url", base_url)
+
+
 def check_sampling_args(args: argparse.Namespace) -> None:
     """:func:`check_sampling` on the sampling flags ``migrate`` and ``serve`` share
     (``args.temperature``, ``top_p``, ``max_new_tokens``, ``max_context_tokens``).

@@ -73,3 +73,48 @@ def test_configs_store_python_numbers_from_numpy_and_refuse_bools():
     assert params.top_k == 5
     with pytest.raises(TypeError, match="top_k must be an integer, got bool True"):
         SamplingParams(top_k=True)
+
+
+def test_migrate_and_serve_share_the_sampling_flags_with_their_own_defaults():
+    """``add_sampling_args`` defines the four sampling flags of both commands (one definition,
+    each command's defaults); ``check_sampling_args`` refuses the same values from either."""
+    from strands_art.cli import build_parser
+    from strands_art.serve.cli import validate_serve_args
+
+    parser = build_parser()
+    migrate = parser.parse_args(["migrate"])
+    serve = parser.parse_args(["serve"])
+    flags = ("temperature", "top_p", "max_new_tokens", "max_context_tokens")
+    assert [getattr(migrate, f) for f in flags] == [0.7, 0.95, 512, None]
+    assert [getattr(serve, f) for f in flags] == [1.0, 1.0, 512, None]
+    bad = parser.parse_args(["serve", "--top-p", "0"])
+    with pytest.raises(UsageError, match=r"--top-p must be a finite number in \(0, 1\], got 0.0"):
+        validate_serve_args(bad)
+
+
+@pytest.mark.parametrize(
+    ("backend", "url", "message"),
+    [
+        ("vllm", None, "--backend vllm needs --base-url"),
+        ("vllm", "", "--backend vllm needs --base-url"),
+        ("llamacpp", "ftp://host", "--base-url"),
+        ("vllm", "http://", "--base-url"),
+    ],
+)
+def test_backend_url_is_checked_alike_for_migrate_and_serve(backend, url, message):
+    from strands_art.cli import build_parser
+    from strands_art.envs.migrationbench.runner_args import resolve_defaults, validate_migrate_args
+    from strands_art.serve.cli import validate_serve_args
+    from strands_art.validation import check_backend_url
+
+    with pytest.raises(UsageError, match=message):
+        check_backend_url(backend, url)
+    extra = ["--base-url", url] if url is not None else []
+    for command, validate in (("migrate", validate_migrate_args), ("serve", validate_serve_args)):
+        args = build_parser().parse_args([command, "--backend", backend, *extra])
+        if command == "migrate":
+            resolve_defaults(args)
+        with pytest.raises(UsageError, match=message):
+            validate(args)
+    check_backend_url("vllm", "http://127.0.0.1:8000")
+    check_backend_url("llamacpp", None)

@@ -21,8 +21,9 @@ from typing import Any
 from strands_art.serve.defaults import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
 from strands_art.validation import (
     UsageError,
+    add_sampling_args,
+    check_backend_url,
     check_float,
-    check_http_url,
     check_int,
     check_sampling_args,
 )
@@ -148,13 +149,8 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default="ignore",
         help="a request's own temperature/top_p/max_tokens...: ignore with an event (default) or 400",
     )
-    g.add_argument(
-        "--temperature", type=float, default=1.0, help="default sampling temperature (default 1.0)"
-    )
-    g.add_argument("--top-p", type=float, default=1.0, help="default nucleus mass (default 1.0)")
-    g.add_argument("--max-new-tokens", type=int, default=512, help="default tokens per turn (default 512)")
-    g.add_argument(
-        "--max-context-tokens", type=int, default=None, help="context budget (default: the model's)"
+    add_sampling_args(
+        g, temperature=1.0, top_p=1.0, max_new_tokens=512, context_default="the model's", per_request=True
     )
     p.set_defaults(func=run_serve)
     return p
@@ -165,8 +161,6 @@ def _backend(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.backend == "vllm":
         from strands_art.backends.vllm import VLLMBackend
 
-        if not args.base_url:
-            raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
         return VLLMBackend(args.base_url, args.model), args.tokenizer or args.model
     if args.backend == "scripted":
         from strands_art.backends.scripted import ScriptedBackend
@@ -291,8 +285,7 @@ def validate_serve_args(args: argparse.Namespace) -> None:
     check_int("--port", args.port, 0, 65535)
     check_int("--parallel", args.parallel, 1, 64)
     check_float("--header-timeout", args.header_timeout, 0, 3600, lo_open=True)
-    if args.base_url is not None:
-        check_http_url("--base-url", args.base_url)
+    check_backend_url(args.backend, args.base_url)
     check_int("--max-body-bytes", args.max_body_bytes, 1, 1 << 30)
     check_int("--max-open-sessions", args.max_open_sessions, 1, 10_000_000)
     check_sampling_args(args)

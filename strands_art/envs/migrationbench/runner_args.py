@@ -6,8 +6,9 @@ import argparse
 
 from strands_art.validation import (
     UsageError,
+    add_sampling_args,
+    check_backend_url,
     check_float,
-    check_http_url,
     check_int,
     check_path,
     check_ray_address,
@@ -94,9 +95,13 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         default="tree",
         help="row capture mode (default tree; see docs/linear-history.md)",
     )
-    g.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
-    g.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling (default 0.95)")
-    g.add_argument("--max-new-tokens", type=int, default=512, help="tokens sampled per turn (default 512)")
+    add_sampling_args(
+        g,
+        temperature=0.7,
+        top_p=0.95,
+        max_new_tokens=512,
+        context_default="8192 on llamacpp, else the model's",
+    )
     g.add_argument(
         "--prompt",
         choices=list(PROMPTS),
@@ -104,12 +109,6 @@ def add_migrate_arguments(p: argparse.ArgumentParser) -> None:
         help="compact: the short system prompt and the shell calls spelled out in the user turn "
         "(default on llamacpp); compact-no-recipe: the short system prompt, plain user turn; "
         "full: the full system prompt, plain user turn (default elsewhere)",
-    )
-    g.add_argument(
-        "--max-context-tokens",
-        type=int,
-        default=None,
-        help="context budget (default: 8192 on llamacpp, else the model's)",
     )
 
     g = p.add_argument_group("rollout limits")
@@ -276,10 +275,7 @@ def validate_migrate_args(args: argparse.Namespace) -> None:
         check_int("--threads", args.threads, 1, 1024)
     if args.backend not in ("llamacpp", "transformers", "vllm", "litellm"):
         raise UsageError(f"--backend must be llamacpp, transformers, vllm or litellm, got {args.backend!r}")
-    if args.backend == "vllm" and not args.base_url:
-        raise UsageError("--backend vllm needs --base-url (see docs/setup-vllm.md)")
-    if args.base_url is not None:
-        check_http_url("--base-url", args.base_url)
+    check_backend_url(args.backend, args.base_url)
     _validate_ray_args(args)
     if args.backend == "litellm" and "/" not in str(args.model):
         raise UsageError(

@@ -78,7 +78,8 @@ class Run:
         settings: ``train.json``.
         trains: the ``kind == "train"`` records, in outer-batch order.
         evals: ``(updates before it, val_reward, val_rollouts, eval_s)`` per evaluation.
-        finished: the evaluation after the last outer batch is in the log.
+        finished: every outer batch trained and (with held-out tasks) the evaluation after the
+            last one is in the log.
     """
 
     dir: Path
@@ -91,7 +92,8 @@ class Run:
     @property
     def finished(self) -> bool:
         n = self.settings["outer_batches"]
-        return len(self.trains) == n and any(e[0] == n for e in self.evals)
+        evaluated = not self.settings.get("eval_tasks") or any(e[0] == n for e in self.evals)
+        return len(self.trains) == n and evaluated
 
     def totals(self, n: int) -> dict[str, float]:
         """:data:`TOTALS` (and ``tokens``, ``rollout_s``, ``optimizer_steps``) summed over the

@@ -296,3 +296,13 @@ def test_without_held_out_tasks_the_runs_have_no_evaluation(tmp_path):
     assert "$TASKS/train" in se.shown(args, ["--train-tasks", str(tmp_path / "train")])
     with pytest.raises(SystemExit):
         se.parse_args(["--run-root", str(tmp_path), "--train-tasks", str(tmp_path), "--eval-tasks", "nope"])
+
+
+def test_a_run_without_held_out_tasks_is_finished_when_every_outer_batch_trained(tmp_path):
+    trains = [{"outer_batch": 0}, {"outer_batch": 1}]
+    bare = seed_tables.Run(tmp_path, "tree-fixed-steps", 0, {"outer_batches": 2, "eval_tasks": None}, trains)
+    assert bare.finished and bare.best is None
+    held = seed_tables.Run(tmp_path, "tree-fixed-steps", 0, {"outer_batches": 2, "eval_tasks": "e"}, trains)
+    assert not held.finished
+    held.evals.append((2, 0.5, 14, 1.0))
+    assert held.finished and not seed_tables.Run(tmp_path, "tree-fixed-steps", 0, bare.settings, trains[:1]).finished

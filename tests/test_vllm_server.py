@@ -19,7 +19,25 @@ port=$(echo "$@" | sed 's/.*--port \\([0-9]*\\).*/\\1/')
 (trap '' TERM; exec sleep 300) &
 echo $! > "$PIDFILE"
 if [ "$MODE" = die ]; then exit 3; fi
+if [ "$MODE" = huge ]; then exec "$REAL_PY" -c "$HUGE" "$port"; fi
 cd "$SERVE_DIR" && exec "$REAL_PY" -m http.server "$port" --bind 127.0.0.1
+"""
+
+# Answers every GET with 200 and a 16 MiB body (whatever holds the port decides what it sends).
+HUGE = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Huge(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(16 << 20))
+        self.end_headers()
+        try:
+            for _ in range(16):
+                self.wfile.write(b" " * (1 << 20))
+        except OSError:
+            pass
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Huge).serve_forever()
 """
 
 
@@ -49,6 +67,7 @@ def fake_server(tmp_path: Path, mode: str) -> VLLMServer:
         "MODE": mode,
         "SERVE_DIR": str(serve),
         "REAL_PY": sys.executable,
+        "HUGE": HUGE,
     }
     return VLLMServer(tmp_path, "m", python=script, env=env, startup_timeout_s=60, stop_timeout_s=5)
 
@@ -72,3 +91,12 @@ def test_stop_ends_children_that_ignore_sigterm(tmp_path):
         assert server.process.poll() is None
     assert server.process.poll() is not None and gone(pid)
     server.stop()  # idempotent
+
+
+def test_a_start_up_answer_over_the_cap_is_refused_and_stops_the_server(tmp_path):
+    """The health check reads ``/v1/models`` within 1 MiB: a 16 MiB answer is not vLLM's."""
+    server = fake_server(tmp_path, "huge")
+    with pytest.raises(VLLMServerError, match=r"/v1/models sent an answer larger than 1,048,576 bytes"):
+        with server:
+            pass
+    assert server.process.poll() is not None and gone(child_pid(tmp_path))

@@ -33,6 +33,10 @@ class RuntimeLoRARoutes:
         self.calls: list[tuple[str, dict]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        answer = self.answer(request)  # its body streamed, as a server's arrives
+        return httpx.Response(answer.status_code, headers=answer.headers, content=iter([answer.content]))
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         self.calls.append((request.url.path, body))
         if self.hang:
@@ -158,6 +162,33 @@ def test_a_timeout_is_a_sync_error(tmp_path, peft_model):
     ):
         sync.sync(peft_model, 1)
     assert backend.model == "smollm2"
+
+
+class Endless:
+    """A body of 1 MiB chunks (64 in all); counts the chunks the client pulled."""
+
+    def __init__(self) -> None:
+        self.pulled = 0
+
+    def __iter__(self):
+        for _ in range(64):
+            self.pulled += 1
+            yield b"x" * (1 << 20)
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_an_oversized_answer_stops_reading_at_the_cap(tmp_path, peft_model, status):
+    """Whatever answers at the server's address decides how much it sends: the sync reads at
+    most ``MAX_ANSWER_BYTES`` (1 MiB) of it, success or error, and says so."""
+    body = Endless()
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(status, content=body)))
+    backend = VLLMBackend(URL, "smollm2")
+    sync = LoRASync(backend, tmp_path / "adapters", run="t", client=client)
+    with pytest.raises(
+        WeightSyncError, match=r"load_lora_adapter sent an answer larger than 1,048,576 bytes"
+    ):
+        sync.sync(peft_model, 1)
+    assert body.pulled <= 2 and backend.model == "smollm2" and backend.policy_version == 0
 
 
 def test_adapter_configs_vllm_cannot_serve_are_refused_early():

@@ -15,7 +15,8 @@ offset`` in ``gpu_model_runner._bookkeeping_sync``), and the gateway sends a see
 :class:`VLLMServer` is a context manager: entering starts the process in its own process group (under
 ``vllm_leash.py``, which kills that group when this process dies, SIGKILL included) and
 waits until ``GET /v1/models`` answers (raises :class:`VLLMServerError` with the tail of the
-server's log if it exits or does not answer within ``startup_timeout_s``); leaving stops the whole
+server's log if it exits or does not answer within ``startup_timeout_s``, and at once when the
+answer is over :data:`MODELS_MAX_BYTES`: not vLLM's); leaving stops the whole
 process group (SIGTERM, then SIGKILL after ``stop_timeout_s``), also when the body raised.
 """
 
@@ -34,6 +35,13 @@ from types import TracebackType
 
 import httpx
 
+from strands_art.backends.base import BackendError, BackendTimeout
+from strands_art.backends.http_limits import ACCEPT_ENCODING, read_body_sync
+
+#: the most bytes of a start-up ``/v1/models`` answer read (vLLM's lists a model or a few adapters)
+MODELS_MAX_BYTES = 1 << 20
+#: seconds one start-up check may take, body included
+CHECK_S = 5.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LEASH = Path(__file__).resolve().with_name("vllm_leash.py")
 
@@ -186,10 +194,11 @@ class VLLMServer:
                     f"vLLM server exited with code {self.process.returncode} while starting; log tail:\n{self.log_tail()}"
                 )
             try:
-                if httpx.get(f"{self.base_url}/v1/models", timeout=5.0).status_code == 200:
+                if _answers(f"{self.base_url}/v1/models"):
                     return self
-            except httpx.HTTPError:
-                pass
+            except BackendError as exc:  # over the cap, or a coding vLLM does not send
+                self.stop()
+                raise VLLMServerError(f"{exc}: not the vLLM server that was started") from exc
             if time.monotonic() > deadline:
                 self.stop()
                 raise VLLMServerError(
@@ -243,3 +252,18 @@ class VLLMServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _answers(url: str) -> bool:
+    """Whether ``GET url`` answers 200, its body read within :data:`MODELS_MAX_BYTES` and
+    :data:`CHECK_S` seconds in all (False: no answer yet, or not in time).
+
+    Raises:
+        BackendError: the body is over the cap (``ResponseTooLarge``) or cannot be decoded.
+    """
+    try:
+        with httpx.stream("GET", url, timeout=CHECK_S, headers={"Accept-Encoding": ACCEPT_ENCODING}) as r:
+            read_body_sync(r, MODELS_MAX_BYTES, url, CHECK_S)
+            return r.status_code == 200
+    except (httpx.HTTPError, BackendTimeout):
+        return False

@@ -59,9 +59,14 @@ from typing import Any
 
 import httpx
 
+from strands_art.backends.base import BackendError, BackendTimeout
+from strands_art.backends.http_limits import ACCEPT_ENCODING, read_body_sync
 from strands_art.backends.vllm import error_message
 
 logger = logging.getLogger(__name__)
+
+#: the most bytes of a load/unload answer read (vLLM sends one sentence or an error object)
+MAX_ANSWER_BYTES = 1 << 20
 
 # peft features vLLM 0.32 refuses when it loads an adapter (``vllm/lora/peft_helper.py``,
 # ``PEFTHelper._validate_features``); checked here so no optimizer step is spent first.
@@ -297,13 +302,21 @@ class LoRASync:
         return name
 
     def _post(self, action: str, body: dict[str, str]) -> None:
+        """One load/unload request; its answer read within :data:`MAX_ANSWER_BYTES` and
+        ``timeout_s`` in all (:mod:`strands_art.backends.http_limits`)."""
         url = f"{self.backend.base_url}/v1/{action}_lora_adapter"
         try:
-            resp = self._client.post(url, json=body)
-        except httpx.TimeoutException as exc:
+            with self._client.stream(
+                "POST", url, json=body, headers={"Accept-Encoding": ACCEPT_ENCODING}
+            ) as streamed:
+                content = read_body_sync(streamed, MAX_ANSWER_BYTES, url, self.timeout_s)
+            resp = httpx.Response(streamed.status_code, content=content, request=streamed.request)
+        except (httpx.TimeoutException, BackendTimeout) as exc:
             raise WeightSyncError(
                 f"vLLM at {url} did not {action} adapter {body['lora_name']!r} within {self.timeout_s:g} s"
             ) from exc
+        except BackendError as exc:  # over the size cap, or a coding that cannot be read
+            raise WeightSyncError(f"could not {action} adapter {body['lora_name']!r}: {exc}") from exc
         except httpx.HTTPError as exc:
             raise WeightSyncError(f"could not reach vLLM at {url} to {action} an adapter: {exc!r}") from exc
         if resp.status_code == 200:

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Install JDK 17, Maven and the Debian Maven packages that fill /usr/share/maven-repo, so that
 # the MigrationBench evaluator can build Java projects without Maven Central, and bubblewrap, the
-# sandbox every agent command and every evaluation build runs in (docs/migrationbench.md, "Sandbox").
+# sandbox every agent command and every evaluation build runs in (docs/migrationbench-agent.md, "Sandbox").
 #
 # Idempotent: packages already installed are left alone, and `apt-get update` runs only when
 # something is missing. Needs root (or sudo). Non-interactive (DEBIAN_FRONTEND=noninteractive).
-# Recipe: docs/migrationbench.md, section "Evaluator" / "Offline Maven resolution".
+# Recipe: docs/migrationbench-evaluator.md, section "Offline Maven resolution".
 set -euo pipefail
 
 PACKAGES=(
@@ -31,7 +31,7 @@ PACKAGES=(
   libjaxb-api-java
   libjaxb-java  # JAXB runtime (org.glassfish.jaxb:jaxb-runtime) for projects that marshal
   libgeronimo-annotation-1.3-spec-java
-  # what real MigrationBench repositories commonly need offline (docs/migrationbench.md, "Real
+  # what real MigrationBench repositories commonly need offline (docs/migrationbench-tasks.md, "Real
   # repositories"): test libraries, and plugins bound by their builds or by `bundle` packaging
   libmockito-java
   testng
@@ -63,7 +63,7 @@ PACKAGES=(
   libjetbrains-annotations-java
   liblombok-java
   # not maven-antrun-plugin: it runs arbitrary code in a build phase before the evaluator's
-  # bytecode snapshot (docs/migrationbench.md, "Threat model of the reward")
+  # bytecode snapshot (docs/migrationbench-evaluator.md, "Threat model of the reward")
   # a real browser for the viewer's tests (tests/test_view_browser.py, bench/viewer.py; Playwright
   # drives it, its own browser download is not used)
   chromium

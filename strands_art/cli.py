@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="score a migrated repository (JSON: build_success, tests, reward)",
         description="Score a migrated repository against its task with the MigrationBench evaluator: "
         "sandboxed Maven builds on a host copy, 0.5 for a Java 17 build and 0.5 when every original "
-        "test method passed (docs/migrationbench.md).",
+        "test method passed (docs/migrationbench-evaluator.md).",
         epilog="exit status: 0 scored (the JSON on stdout, 0.0 included; a bad repository - not a "
         "directory, a tree the build copy refuses - is scored 0.0 with evaluation_error); 2 bad task "
         "directory, usage, or the sandbox or host failing twice (no score)",

@@ -11,7 +11,7 @@ For each task directory under ``examples/migrationbench/tasks/`` (one with a ``t
    1.0 (build ok, every main class major 61, tests run >= ``num_test_cases``, same test methods).
 
 Usage (needs JDK 17 + Maven; offline it resolves from Debian's repository, see
-docs/migrationbench.md)::
+docs/migrationbench-evaluator.md)::
 
     python examples/migrationbench/verify_tasks.py                 # all tasks
     python examples/migrationbench/verify_tasks.py junit-mix sun-base64 --fork-count 0

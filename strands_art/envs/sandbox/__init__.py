@@ -3,7 +3,7 @@
 Layers: :mod:`.policy` (identity, limits, system paths), :mod:`.bwrap` (the command line),
 :mod:`.process` (start, time out, kill), :mod:`.probe` (fail closed), :mod:`.files` (host-side
 file access to sandbox-written trees: regular files only, no symlink is followed).
-Threat model and the one-command check: ``docs/migrationbench.md`` ("Sandbox").
+Threat model and the one-command check: ``docs/migrationbench-agent.md`` ("Sandbox").
 """
 
 from .bwrap import Sandbox, SandboxError, allowed_env

@@ -1,7 +1,7 @@
 """Memory accounting that counts everything: a cgroup memory limit per sandboxed command.
 
 ``RLIMIT_DATA`` (:class:`.policy.Limits`) counts a process's *private* writable memory only. What
-it leaves open, measured (docs/migrationbench.md, "Sandbox"): an anonymous ``MAP_SHARED`` mapping
+it leaves open, measured (docs/migrationbench-agent.md, "Sandbox"): an anonymous ``MAP_SHARED`` mapping
 (5 GiB with every page touched succeeds under the 4 GiB limit), ``memfd_create`` files, the
 private ``/tmp`` and ``/dev/shm`` tmpfs (each up to ``tmp_bytes``), and any number of processes
 each with its own 4 GiB. A memory cgroup counts all of these (anonymous, shared memory, tmpfs
@@ -134,7 +134,7 @@ def memory_cgroups() -> CgroupSupport:
             if _support.base is None:
                 logger.warning(
                     "no memory cgroup for sandboxed commands (%s): only per-process limits apply, and "
-                    "shared memory (MAP_SHARED, memfd, tmpfs) is not counted; see docs/migrationbench.md",
+                    "shared memory (MAP_SHARED, memfd, tmpfs) is not counted; see docs/migrationbench-agent.md",
                     _support.why,
                 )
             else:

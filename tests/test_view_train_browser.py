@@ -207,7 +207,7 @@ def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, ru
     page.wait_for_selector("body[data-ready='1']")
     for k, run in enumerate(runs):
         train = [r for r in metrics(run) if r["kind"] == "train"]
-        evals = [r for r in metrics(run) if r["kind"] == "eval"]
+        evals = [r for r in metrics(run) if r["kind"] == "eval" and r["outer_batch"] > 0]  # after training
         for key in ("rows", "optimizer_steps", "rollout_s", "processed_tokens", "actor_update_s", "e2e_s"):
             cell = page.locator(f'#totals tr[data-key="{key}"] td[data-run="{k}"]')
             value = cell.get_attribute("data-value")

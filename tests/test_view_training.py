@@ -36,7 +36,9 @@ def test_compare_totals_are_sums_and_percentages_against_the_first_run(a, b, ea,
                 assert run["total"][k] == pytest.approx(sum(r[k] for r in rows))
             else:  # a key a batch lacks: no total, never a partial sum
                 assert run["total"][k] is None
-        assert run["total"]["val_reward"] == (evals[-1] if evals else None)
+        # the result is the evaluation after training; the one before it is no result
+        assert run["total"]["val_reward"] == (evals[-1] if len(evals) > 1 else None)
+        assert run["total"]["val_reward_before"] == (evals[0] if evals else None)
         assert [r["outer_batch"] for r in run["batches"]] == list(range(len(rows)))
     base, other = got["runs"][0]["total"], got["runs"][1]["total"]
     for k in COMPARE_KEYS:
@@ -125,3 +127,19 @@ def test_evaluation_seconds_come_from_the_evaluation_after_each_batch() -> None:
     run = compare([("A", records)])["runs"][0]
     assert [b["eval_s"] for b in run["batches"]] == [16.5, 18.5]
     assert run["total"]["eval_s"] == 35.0
+
+
+def test_a_run_with_only_the_evaluation_before_training_has_no_result_yet() -> None:
+    """No outer batch trained yet: the held-out reward before training is not the run's result
+    (the compare total showed it as one), and it stays the "before" value."""
+    records = [{"kind": "eval", "outer_batch": 0, "val_reward": 0.5, "eval_s": 10.0}]
+    other = [
+        *records,
+        {"kind": "train", "outer_batch": 0},
+        {"kind": "eval", "outer_batch": 1, "val_reward": 0.75},
+    ]
+    a, b = compare([("A", records), ("B", other)])["runs"]
+    assert a["total"]["val_reward"] is None and a["total"]["val_reward_before"] == 0.5
+    assert a["total"]["outer_batches"] == 0 and a["batches"] == []
+    assert b["total"]["val_reward"] == 0.75 and b["total_pct"]["val_reward"] is None
+    assert batches(records, [])["batches"] == []

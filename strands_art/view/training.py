@@ -220,7 +220,8 @@ def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
 def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     """``runs``: ``[(name, metrics records)]``. Per outer batch and in total, each run's
     :data:`COMPARE_KEYS` (a total is None when a batch lacks the key) and the held-out reward of
-    the evaluation after that batch (the last one in the totals), with the % difference of each
+    the evaluation after that batch (the last one in the totals: None while only the one before
+    training exists, which is ``val_reward_before``), with the % difference of each
     run against the first (``100 * (x - first) / first``; None where either is None or first 0).
     A batch's ``eval_s`` is the held-out evaluation after it, so the total leaves out the one
     before training."""
@@ -237,8 +238,8 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
         for k in COMPARE_KEYS:
             vals = [r[k] for r in rows]
             total[k] = sum(vals) if vals and all(v is not None for v in vals) else None
-        last = max(evals) if evals else None
-        total["val_reward"] = _num(evals[last].get("val_reward")) if last is not None else None
+        after = [b for b in evals if b > 0]  # the evaluation before training is no result
+        total["val_reward"] = _num(evals[max(after)].get("val_reward")) if after else None
         total["val_reward_before"] = _num(evals.get(0, {}).get("val_reward"))
         total["outer_batches"] = len(rows)
         per_run.append({"name": name, "batches": rows, "total": total})

@@ -438,19 +438,47 @@ def test_resume_with_more_outer_batches_extends_the_run(tmp_path, capsys):
     extended = _settings(
         parser.parse_args(["train", "--resume", "--run-dir", str(run), "--outer-batches", "5"])
     )
-    assert extended.outer_batches == 5 and TrainSettings.load(run).outer_batches == 5
-    with pytest.raises(ValueError, match="--outer-batches 4 \\(the run has 5\\)"):  # never shortened
-        _settings(parser.parse_args(["train", "--resume", "--run-dir", str(run), "--outer-batches", "4"]))
+    # train.json is rewritten once the run directory's lock is held (run_training), not here
+    assert extended.outer_batches == 5 and TrainSettings.load(run).outer_batches == 3
+    with pytest.raises(ValueError, match="--outer-batches 2 \\(the run has 3\\)"):  # never shortened
+        _settings(parser.parse_args(["train", "--resume", "--run-dir", str(run), "--outer-batches", "2"]))
     with pytest.raises(ValueError, match="--lr"):  # another change is refused, train.json kept
         _settings(
             parser.parse_args(
                 ["train", "--resume", "--run-dir", str(run), "--outer-batches", "9", "--lr", "1"]
             )
         )
-    assert TrainSettings.load(run).outer_batches == 5
+    assert TrainSettings.load(run).outer_batches == 3
     short = TrainSettings.resolve("capitals", str(run), {"outer_batches": 1, "warmup_steps": 4}, {})
     assert warmup_warning(short) == (
         "--warmup-steps 4 exceeds the run's 2 optimizer steps (1 outer batches x 2): the learning rate "
         "never reaches --lr 0.0001 (its last step uses 5e-05); pass --warmup-steps 2 or fewer"
     )
     assert warmup_warning(TrainSettings.resolve("capitals", str(run), {"outer_batches": 3}, {})) is None
+
+
+def _recorded_run(dest: Path, model: str) -> Path:
+    """The recorded ``train --env lookup`` run (3 outer batches) with ``model`` in its train.json."""
+    shutil.copytree(ROOT / "tests" / "data" / "train-lookup", dest)
+    saved = json.loads((dest / "train.json").read_text())
+    (dest / "train.json").write_text(json.dumps({**saved, "model": model}, indent=2))
+    return dest
+
+
+def test_an_extending_resume_writes_train_json_only_under_the_run_lock(tmp_path, capsys):
+    """``--resume --outer-batches N`` on a run another process is training is refused with
+    train.json untouched (it was rewritten before the lock was tried); with the lock free the
+    extension is saved under it, before the model loads (here a model that cannot, exit 2)."""
+    from strands_art.training.run import hold_run_dir
+
+    run = _recorded_run(tmp_path / "run", str(tmp_path / "no-model"))
+    before = (run / "train.json").read_bytes()
+    argv = ["train", "--resume", "--outer-batches", "5", "--run-dir", str(run), "--no-progress"]
+    with hold_run_dir(run):  # another train process holds the run
+        assert main(argv) == 2
+        assert "is being trained by another process" in capsys.readouterr().err
+    assert (run / "train.json").read_bytes() == before
+    assert main(argv) == 2
+    assert "no-model" in capsys.readouterr().err  # it got as far as loading the model
+    saved = json.loads((run / "train.json").read_text())
+    assert (saved["outer_batches"], saved["model"], saved["seed"]) == (5, str(tmp_path / "no-model"), 3)

@@ -392,6 +392,8 @@ async def _run_locked(
     if not resume:
         settings.save(run_dir)
         (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
+    elif settings.outer_batches > TrainSettings.load(run_dir).outer_batches:
+        settings.save(run_dir)  # extended (--outer-batches): what a later --resume continues
     sinks[0].replay(kept)
     store = RunStore(run_dir)  # every rollout, for the viewer; a resume drops what it redoes
     store.reconcile(

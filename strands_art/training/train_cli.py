@@ -227,9 +227,7 @@ def _settings(args: argparse.Namespace) -> Any:
             clash.append(f"--env {args.env!r} (the run has {saved.env!r})")
         if clash:
             raise ValueError("--resume trains with the run's own settings; these differ: " + "; ".join(clash))
-        if more is not None and more > TrainSettings.load(args.run_dir).outer_batches:
-            saved.save(args.run_dir)  # extended: what a later --resume continues
-        return saved
+        return saved  # an extension is saved once the run's lock is held (run_training)
     if args.env is None:
         raise ValueError("--env is required (capitals, lookup, migrationbench or module:function)")
     return given

@@ -1,4 +1,5 @@
-"""The docs stay runnable: every ``strands-art SUB ...`` command that README.md and docs/*.md show
+"""The docs stay runnable: every ``strands-art SUB ...`` command that README.md, CHANGELOG.md,
+bench/README.md and docs/*.md show
 (fenced shell blocks, and inline code spans that start with ``strands-art``) names a real
 subcommand and only flags its real argparse parser defines (``strands_art.cli.build_parser``,
 built without running anything); ``./scripts/migrate.sh ARGS`` is checked against ``migrate``;
@@ -17,7 +18,9 @@ import pytest
 from strands_art.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted(
+    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "bench" / "README.md", *(ROOT / "docs").glob("*.md")]
+)
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^\s*```(\S*)")
 #: an inline code span (it may wrap onto the next line) that runs strands-art or scripts/migrate.sh

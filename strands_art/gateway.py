@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 OUTPUT_CAPS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens"})
 
 
-def _within_limit(name: str, value: Any, limit: int) -> bool:
+def within_output_limit(name: str, value: Any, limit: int) -> bool:
     """True for an output cap at or above the trainer's ``limit`` (``max_new_tokens``): a turn
     never samples more than the trainer's limit, so the client's cap already holds and is no
     sampling override. A lower cap would cut turns short: an override like any other."""
@@ -445,7 +445,9 @@ class RolloutGateway:
     def _check_overrides(self, s: _Session, overrides: dict[str, Any] | None) -> None:
         limit = s.sampling.max_new_tokens
         overrides = {
-            k: v for k, v in (overrides or {}).items() if v is not None and not _within_limit(k, v, limit)
+            k: v
+            for k, v in (overrides or {}).items()
+            if v is not None and not within_output_limit(k, v, limit)
         }
         if not overrides:
             return

@@ -37,7 +37,7 @@ from strands_art.conversion.canonical import CanonicalHistory
 from strands_art.conversion.session import SessionConversion, describe_tool_choice
 from strands_art.conversion.strands import forces_tool_choice, strands_request, tool_specs_to_openai
 from strands_art.formats import stream_events
-from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
+from strands_art.gateway import ContextBudgetExceeded, RolloutGateway, within_output_limit
 from strands_art.streaming import Finished, TextStream, streamed_turn
 from strands_art.turn_tags import DISCARDED, SUMMARIZER, TurnTagger, is_summarizer_call
 from strands_art.validation import is_int
@@ -66,7 +66,9 @@ class ARTModelConfig(TypedDict, total=False):
             owns sampling, so they never take effect: with the gateway's
             ``on_sampling_override="reject"`` setting them raises ``ValueError``; with
             ``"ignore"`` (default) a ``UserWarning`` is emitted when they are set and each call
-            records a ``sampling_override_ignored`` event. Set sampling on the gateway
+            records a ``sampling_override_ignored`` event. An output cap (``max_tokens``,
+            ``max_new_tokens``) at or above the gateway's ``max_new_tokens`` is no override
+            (:func:`~strands_art.gateway.within_output_limit`). Set sampling on the gateway
             (``RolloutGateway(sampling=...)``, ``set_sampling``).
         context_window_limit: the context budget in tokens (prompt + generated), reported to
             Strands (its conversation managers read it) and enforced on every call
@@ -191,7 +193,8 @@ class ARTModel(Model):
             raise ValueError(
                 f"params {sorted(unknown)} are not sampling parameters (known: {list(SAMPLING_KEYS)})"
             )
-        asked = sorted(k for k, v in params.items() if v is not None)
+        limit = self.gateway.config["sampling"].max_new_tokens  # the sessions' (open_session)
+        asked = sorted(k for k, v in params.items() if v is not None and not within_output_limit(k, v, limit))
         if not asked:
             return
         if self.gateway.config["on_sampling_override"] == "reject":

@@ -53,6 +53,21 @@ async def test_ignored_params_warn_once_at_construction_and_are_recorded_per_cal
     assert gw.backend.params[0].max_new_tokens == gw.config["sampling"].max_new_tokens  # not 5
 
 
+@pytest.mark.parametrize("mode", ["ignore", "reject"])
+async def test_an_output_cap_at_or_above_the_trainers_limit_is_no_override(qwen3, mode):
+    """As on the HTTP front: ``max_tokens``/``max_new_tokens`` at or above the gateway's
+    ``max_new_tokens`` (512) asks for nothing the trainer does not do: no warning, no refusal,
+    no event; a lower one still is an override."""
+    gw = gateway(qwen3, on_sampling_override=mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = ARTModel(gateway=gw, session_id="s", params={"max_tokens": 512, "max_new_tokens": 4096})
+        await run(model)
+    assert gw.trajectory("s").events == []
+    with pytest.raises(ValueError) if mode == "reject" else pytest.warns(UserWarning):
+        ARTModel(gateway=gw, session_id="t", params={"max_tokens": 511})
+
+
 async def test_forcing_tool_choice_is_recorded_or_rejected(qwen3):
     gw = gateway(qwen3)
     model = ARTModel(gateway=gw, session_id="s")

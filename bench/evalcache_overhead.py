@@ -1,5 +1,5 @@
 """What the evaluation cache adds to every scored rollout: the host's own copy of the workspace
-and its digest (:mod:`strands_art.envs.migrationbench.evalcache`), and what a hit costs in all
+and its digest (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`), and what a hit costs in all
 (copy, digest, key, reading the stored verdict), on every bundled task's reference migration.
 
 No Maven and no model: the verdict stored is a fixed one (the evaluation itself is what a hit
@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from strands_art.envs.migrationbench.buildcopy import copy_for_build
-from strands_art.envs.migrationbench.evalcache import EvalCache, cached_evaluate_command, tree_digest
+from strands_art.envs.migrationbench.evaluate.buildcopy import copy_for_build
+from strands_art.envs.migrationbench.evaluate.evalcache import EvalCache, cached_evaluate_command, tree_digest
 from strands_art.envs.sandbox import Identity
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"

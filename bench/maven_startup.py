@@ -2,7 +2,7 @@
 update in minutes", item 2.)
 
 Builds one bundled task's reference migration (``compiler-props`` by default) with the project's
-own :func:`strands_art.envs.migrationbench.maven.run_maven` (offline, Debian's repository, a fresh
+own :func:`strands_art.envs.migrationbench.maven.maven.run_maven` (offline, Debian's repository, a fresh
 local repository per build, as the evaluator builds) under several ``MAVEN_OPTS`` additions, the
 variants alternated, ``--reps`` times each:
 
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench import maven
+from strands_art.envs.migrationbench.maven import maven
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 

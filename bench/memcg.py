@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from strands_art.envs.migrationbench.commands import run_command
-from strands_art.envs.migrationbench.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.agent.commands import run_command
+from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import memcg, require_sandbox
 

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.envs.migrationbench.config import PROMPTS
-from strands_art.envs.migrationbench.generate import HELDOUT_KIND
-from strands_art.envs.migrationbench.rundir import scan_results
+from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
+from strands_art.envs.migrationbench.run.rundir import scan_results
 
 DEFAULT_RUNS = (
     "qwen2.5-coder-0.5b:compact-no-recipe",

@@ -59,7 +59,7 @@ from typing import Any
 from migration_recorded import recorded_seeds  # --recorded files
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
-from strands_art.envs.migrationbench.generate import HELDOUT_KIND
+from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
 from strands_art.training.metrics import read_metrics
 
 FLAGS = (

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench.generate import HELDOUT_KIND
+from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
 
 SEED_LINE = re.compile(r"^seed (\d+): (.*)$")
 TRANSFER_LINE = re.compile(

@@ -43,9 +43,9 @@ from support.migrate_script import PatchThenAnswer, patched_files  # noqa: E402
 
 from strands_art.backends.scripted import ScriptedBackend  # noqa: E402
 from strands_art.cli import build_parser  # noqa: E402
-from strands_art.envs.migrationbench.runner import run_migration  # noqa: E402
-from strands_art.envs.migrationbench.runner_args import DEFAULT_TASKS  # noqa: E402
-from strands_art.envs.migrationbench.tasks import load_tasks  # noqa: E402
+from strands_art.envs.migrationbench.run.runner import run_migration  # noqa: E402
+from strands_art.envs.migrationbench.run.runner_args import DEFAULT_TASKS  # noqa: E402
+from strands_art.envs.migrationbench.tasks.tasks import load_tasks  # noqa: E402
 from strands_art.registry import load_tokenizer  # noqa: E402
 from strands_art.store import TrajectoryStore  # noqa: E402
 
@@ -102,7 +102,7 @@ def main() -> int:
 
     import ray
 
-    from strands_art.envs.migrationbench.ray_runner import connect
+    from strands_art.envs.migrationbench.run.ray_runner import connect
 
     t0 = time.monotonic()
     connect("local", slots=a.concurrency)

@@ -29,9 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from strands_art.envs.migrationbench.commands import run_command
-from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate
-from strands_art.envs.migrationbench.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.agent.commands import run_command
+from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import probe_sandbox, require_sandbox
 

@@ -8,7 +8,7 @@ seed with the recorded settings (:data:`migration_learning.FLAGS`, then ``--extr
 - ``before``: the recorded settings, every rollout's evaluation afresh (``STRANDS_ART_EVAL_CACHE=off``);
 - ``after``: the recorded settings plus :data:`AFTER_FLAGS` (dynamic sampling and the tied-task
   skip, :mod:`strands_art.training.dynamic_sampling`), the per-run evaluation cache on
-  (:mod:`strands_art.envs.migrationbench.evalcache`).
+  (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`).
 
 Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-art train ...``), so
 other work can run between two runs; a finished run directory is not run again and a stopped one

@@ -29,5 +29,5 @@ if [ "${1:-}" = "--prepare" ]; then
   echo "test-verl: .venv-verl ready" >&2
   exit 0
 fi
-exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py tests/test_verl_shims.py \
+exec .venv-verl/bin/python -m pytest -q -p no:cacheprovider tests/test_verl_adapter.py tests/test_verl_integration.py tests/test_verl_yaml.py \
   tests/test_verl_real_vllm.py tests/test_verl_ray_agent_loop.py "$@"

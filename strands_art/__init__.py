@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from strands_art.backends.transformers import TransformersBackend
     from strands_art.backends.vllm import VLLMBackend
     from strands_art.envs.migrationbench.config import RolloutConfig
-    from strands_art.envs.migrationbench.episodes import migrationbench_rollout
+    from strands_art.envs.migrationbench.run.episodes import migrationbench_rollout
     from strands_art.gateway import (
         ContextBudgetExceeded,
         GatewayError,
@@ -92,7 +92,7 @@ _LAZY: dict[str, str] = {
     "LoRASync": "strands_art.training.weight_sync",
     "chat_rollout": "strands_art.training.rollouts",
     # the MigrationBench environment's rollout for the trainers
-    "migrationbench_rollout": "strands_art.envs.migrationbench.episodes",
+    "migrationbench_rollout": "strands_art.envs.migrationbench.run.episodes",
     "RolloutConfig": "strands_art.envs.migrationbench.config",
 }
 

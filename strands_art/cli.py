@@ -112,8 +112,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     import functools
 
-    from strands_art.envs.migrationbench.evalguard import check_task, guarded_evaluation
-    from strands_art.envs.migrationbench.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
+    from strands_art.envs.migrationbench.evaluate.evalguard import check_task, guarded_evaluation
+    from strands_art.envs.migrationbench.evaluate.evaluator import MAX_BUILD_TIMEOUT_S, evaluate_command
     from strands_art.validation import UsageError, check_float
 
     try:
@@ -153,7 +153,7 @@ def _cmd_sandbox_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from strands_art.envs.migrationbench.runner import main_from_args
+    from strands_art.envs.migrationbench.run.runner import main_from_args
 
     return main_from_args(args)
 
@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--maven", action="store_true", help="also run a Maven build inside the sandbox")
     p.set_defaults(func=_cmd_sandbox_check)
 
-    from strands_art.envs.migrationbench.runner_args import MIGRATE_DESCRIPTION, add_migrate_arguments
+    from strands_art.envs.migrationbench.run.runner_args import MIGRATE_DESCRIPTION, add_migrate_arguments
 
     p = sub.add_parser(
         "migrate",
@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_migrate_arguments(p)
     p.set_defaults(func=_cmd_migrate)
 
-    from strands_art.envs.migrationbench.generate import add_make_tasks_parser
+    from strands_art.envs.migrationbench.generate.generate import add_make_tasks_parser
 
     add_make_tasks_parser(sub)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from strands_art.cli import main
-from strands_art.envs.migrationbench.evaluator import EvalTask, _original_tests
-from strands_art.envs.migrationbench.tasks import TaskError, load_task, materialize_record
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, _original_tests
+from strands_art.envs.migrationbench.tasks.tasks import TaskError, load_task, materialize_record
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 from strands_art.envs.sandbox.policy import Identity
 from strands_art.validation import UsageError
@@ -220,7 +220,7 @@ def test_migrate_resume_refuses_an_unknown_prompt(tmp_path: Path, capsys, value)
 def test_rollouts_run_directly_check_the_sandbox_opt_out() -> None:
     """Trainers call run_rollout with their own Namespace: the same check runs there."""
     from strands_art.cli import build_parser
-    from strands_art.envs.migrationbench.runner_args import resolve_defaults, validate_rollout_limits
+    from strands_art.envs.migrationbench.run.runner_args import resolve_defaults, validate_rollout_limits
 
     args = build_parser().parse_args(["migrate", "--backend", "transformers"])
     resolve_defaults(args)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.buildcopy import MAX_COPY_BYTES, copy_for_build, measure_tree
+from strands_art.envs.migrationbench.evaluate.buildcopy import MAX_COPY_BYTES, copy_for_build, measure_tree
 from strands_art.envs.sandbox import Identity
 from strands_art.envs.sandbox.files import UnsafeFile, copy_tree
 

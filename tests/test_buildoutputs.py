@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.buildoutputs import (
+from strands_art.envs.migrationbench.evaluate.buildoutputs import (
     case_key,
     check_bytecode,
     class_major_version,
@@ -238,7 +238,7 @@ def test_what_the_build_swapped_in_cannot_excuse_a_module(tmp_path: Path) -> Non
 def test_every_source_must_leave_its_class_files(tmp_path: Path) -> None:
     """A class file per top-level type of every main and test source of a compiling module
     (read as javac reads it); a pom-packaged module and a package-info expect none."""
-    from strands_art.envs.migrationbench.buildoutputs import expected_class_files, uncompiled_sources
+    from strands_art.envs.migrationbench.evaluate.buildoutputs import expected_class_files, uncompiled_sources
 
     _pom(tmp_path)
     _source(tmp_path, "a/B.java", "package a; public class B {} interface \\u0043 {}")

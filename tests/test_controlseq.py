@@ -9,9 +9,9 @@ import asyncio
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.commands import run_command
+from strands_art.envs.migrationbench.agent.commands import run_command
 from strands_art.envs.migrationbench.controlseq import strip_control_sequences
-from strands_art.envs.migrationbench.mavenlog import strip_ansi
+from strands_art.envs.migrationbench.maven.mavenlog import strip_ansi
 
 ESC = "\x1b"
 ST_FORMS = (ESC + "\\", "\x9c")

@@ -6,7 +6,7 @@ import os
 import shutil
 import threading
 
-from strands_art.envs.migrationbench.edits import edited_files
+from strands_art.envs.migrationbench.run.edits import edited_files
 from strands_art.envs.sandbox.removal import remove_tree
 
 

@@ -1,4 +1,4 @@
-"""The evaluation cache (:mod:`strands_art.envs.migrationbench.evalcache`): keys from the host's
+"""The evaluation cache (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`): keys from the host's
 own copy, misses on any difference, a store the sandboxed agent cannot reach, and cached verdicts
 equal to fresh ones with real Maven builds."""
 
@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench import evalcache
-from strands_art.envs.migrationbench.evalcache import (
+from strands_art.envs.migrationbench.evaluate import evalcache
+from strands_art.envs.migrationbench.evaluate.evalcache import (
     EvalCache,
     cache_for_run,
     cached_evaluate_command,
     tree_digest,
 )
-from strands_art.envs.migrationbench.verdict import REASON_BUILD_FAILED, REASON_TESTS_TIMEOUT
+from strands_art.envs.migrationbench.evaluate.verdict import REASON_BUILD_FAILED, REASON_TESTS_TIMEOUT
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 NEEDS_MVN = pytest.mark.skipif(
@@ -211,8 +211,8 @@ def test_no_cache_evaluates_the_workspace_itself(tmp_path: Path, task_dir: Path)
 @NEEDS_MVN
 @pytest.mark.skipif(not (TASKS_DIR / "compiler-props").is_dir(), reason="bundled task compiler-props missing")
 async def test_the_sandboxed_agent_cannot_read_or_write_the_cache(tmp_path: Path) -> None:
-    from strands_art.envs.migrationbench.toolenv import prepare_tool_env
-    from strands_art.envs.migrationbench.tools import make_tools
+    from strands_art.envs.migrationbench.agent.toolenv import prepare_tool_env
+    from strands_art.envs.migrationbench.agent.tools import make_tools
     from strands_art.envs.migrationbench.workspace import Workspace
 
     run_dir = tmp_path / "run"
@@ -255,7 +255,7 @@ def _comparable(verdict: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fresh_cached_hit(repo: Path, task_dir: Path, tmp_path: Path) -> tuple[dict, dict, dict]:
-    from strands_art.envs.migrationbench.evaluator import evaluate_command
+    from strands_art.envs.migrationbench.evaluate.evaluator import evaluate_command
 
     # scratch in the system's temp directory: the sandbox uid must be able to enter it (tmp_path is 0700)
     fresh = evaluate_command(repo, task_dir, 240)

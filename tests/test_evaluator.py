@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate, evaluate_command
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate, evaluate_command
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 EVAL_TASKS = ("compiler-props", "legacy-plugins", "multi-module")

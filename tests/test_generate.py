@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tree_sitter import Language, Parser
 
 from strands_art.cli import main as cli_main
-from strands_art.envs.migrationbench.gen_project import build_project
-from strands_art.envs.migrationbench.generate import (
+from strands_art.envs.migrationbench.generate.gen_project import build_project
+from strands_art.envs.migrationbench.generate.generate import (
     HELDOUT_KIND,
     KINDS,
     SPLITS,
@@ -27,8 +27,8 @@ from strands_art.envs.migrationbench.generate import (
     plan,
     task_rng,
 )
-from strands_art.envs.migrationbench.javatests import collect_tests
-from strands_art.envs.migrationbench.tasks import load_task, load_tasks
+from strands_art.envs.migrationbench.tasks.javatests import collect_tests
+from strands_art.envs.migrationbench.tasks.tasks import load_task, load_tasks
 
 _JAVA = Parser(Language(tree_sitter_java.language()))
 

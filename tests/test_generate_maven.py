@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from strands_art.cli import main as cli_main
-from strands_art.envs.migrationbench.generate import KINDS, generate_task
-from strands_art.envs.migrationbench.tasks import TaskError
-from strands_art.envs.migrationbench.train_env import train_environment
-from strands_art.envs.migrationbench.verify import check_task, record_check
+from strands_art.envs.migrationbench.evaluate.verify import check_task, record_check
+from strands_art.envs.migrationbench.generate.generate import KINDS, generate_task
+from strands_art.envs.migrationbench.run.train_env import train_environment
+from strands_art.envs.migrationbench.tasks.tasks import TaskError
 from strands_art.training.environment import EnvOptions
 
 pytestmark = [

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from support import reward_attacks as attacks
 
-from strands_art.envs.migrationbench import evalguard, evaluator, hostcheck, maven
-from strands_art.envs.migrationbench.maven import MavenResult
+from strands_art.envs.migrationbench.evaluate import evalguard, evaluator, hostcheck
+from strands_art.envs.migrationbench.maven import maven
+from strands_art.envs.migrationbench.maven.maven import MavenResult
 from strands_art.envs.sandbox import Limits, Sandbox
 
 NEEDS_MVN = pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn not installed")

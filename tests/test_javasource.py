@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.javasource import decode_unicode_escapes, javac_view
-from strands_art.envs.migrationbench.javatests import collect_tests, parse_test_methods
+from strands_art.envs.migrationbench.tasks.javasource import decode_unicode_escapes, javac_view
+from strands_art.envs.migrationbench.tasks.javatests import collect_tests, parse_test_methods
 
 # ---------------------------------------------------------------- literal grammar (JLS §3.10)
 

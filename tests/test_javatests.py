@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from strands_art.envs.migrationbench.javatests import collect_tests, parse_test_methods
+from strands_art.envs.migrationbench.tasks.javatests import collect_tests, parse_test_methods
 
 MODERN = '''
 package com.acme.shapes;

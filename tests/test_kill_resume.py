@@ -24,7 +24,7 @@ import pytest
 from support.migrate_kill_driver import ORPHAN_MARK
 from support.migrate_script import pomless_tasks
 
-from strands_art.envs.migrationbench.reaper import TOKEN_ENV, processes
+from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV, processes
 from strands_art.store import TrajectoryStore
 
 pytestmark = [

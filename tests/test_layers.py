@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from strands_art.devtools import layers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,3 +172,142 @@ def test_architecture_doc_names_only_files_that_exist():
     )
     assert missing == []
     assert len(named) > 20
+
+
+# --- the parts of envs/migrationbench/ (issue 46): layers.PARTS --------------------------------
+
+MB = "strands_art.envs.migrationbench"
+
+
+def _part_module(part: str) -> str:
+    """One module of ``part`` (a PARTS row name) in a synthetic tree."""
+    rows = {name: prefixes for _, name, prefixes in layers.PARTS[MB]}
+    prefix = rows[part][0]
+    return prefix if prefix == MB or part == "shared" else f"{prefix}.mod"
+
+
+def _parts_tree(root: Path, extra: dict[str, str]) -> None:
+    """A synthetic ``strands_art`` with the migrationbench parts, one module each (plus their
+    packages), and ``extra`` (module -> source) on top."""
+    for pkg in ("strands_art", "strands_art.envs", MB):
+        write(root, pkg, "package")
+    for _, part, prefixes in layers.PARTS[MB]:
+        for prefix in prefixes:
+            if prefix != MB and part != "shared":
+                write(root, prefix, "package")
+        if part != "public names":
+            write(root, _part_module(part), "")
+    for module, text in extra.items():
+        write(root, module, text)
+
+
+def _breaks(tmp_path: Path, importer: str, imported: str, how: str = "module") -> list[tuple[str, str]]:
+    """The part breaks of a synthetic tree where ``importer``'s module imports ``imported``'s
+    (``how``: at module level, inside a function, or under TYPE_CHECKING)."""
+    target = _part_module(imported)
+    line = {
+        "module": f"import {target}\n",
+        "function": f"def f():\n    import {target}\n",
+        "type": f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import {target}\n",
+    }[how]
+    root = tmp_path / "strands_art"
+    module = _part_module(importer)
+    _parts_tree(root, {} if module == MB else {module: line})
+    if module == MB:
+        (root / "envs" / "migrationbench" / "__init__.py").write_text(line)
+    report = layers.check(root)
+    assert report.unplaced == [] and report.upward == []
+    return [(e.importer, e.imported) for e in report.part_breaks]
+
+
+def _part_pairs(allowed: bool) -> list[tuple[str, str]]:
+    rows = layers.PARTS[MB]
+    return [(a, b) for ra, a, _ in rows for rb, b, _ in rows if a != b and (rb < ra) == allowed]
+
+
+def test_the_migrationbench_parts_keep_their_rules():
+    """The real package: no import between its parts against PARTS, every row names modules that
+    exist, and the evaluator <-> verdict cycle is gone (both import the EvalTask leaf)."""
+    report = layers.check()
+    assert report.part_breaks == [] and report.ok
+    known = layers.modules(layers.package_root())
+    for _, part, prefixes in layers.PARTS[MB]:
+        for prefix in prefixes:
+            assert prefix in known, (part, prefix)
+    edges = {(e.importer, e.imported) for m, p in known.items() for e in layers.imports_of(m, p, known)}
+    assert (f"{MB}.evaluate.verdict", f"{MB}.evaluate.evaluator") not in edges
+    assert (f"{MB}.evaluate.verdict", f"{MB}.evaluate.evaltask") in edges
+    assert (f"{MB}.evaluate.evaluator", f"{MB}.evaluate.evaltask") in edges
+    # the parts are real folders: no module left flat beside them but the shared three
+    flat = sorted(m for m in known if m.startswith(MB + ".") and m.count(".") == 3)
+    assert flat == [
+        f"{MB}.{n}"
+        for n in (
+            "agent",
+            "config",
+            "controlseq",
+            "evaluate",
+            "generate",
+            "maven",
+            "run",
+            "tasks",
+            "workspace",
+        )
+    ]
+
+
+def test_the_evaluator_never_imports_the_agent(tmp_path):
+    assert _breaks(tmp_path, "evaluate", "agent") == [(f"{MB}.evaluate.mod", f"{MB}.agent.mod")]
+
+
+def test_the_agent_never_imports_the_evaluator(tmp_path):
+    assert _breaks(tmp_path, "agent", "evaluate") == [(f"{MB}.agent.mod", f"{MB}.evaluate.mod")]
+
+
+def test_the_generator_never_imports_the_runner(tmp_path):
+    assert _breaks(tmp_path, "generate", "run") == [(f"{MB}.generate.mod", f"{MB}.run.mod")]
+
+
+def test_the_runner_never_imports_the_generator(tmp_path):
+    assert _breaks(tmp_path, "run", "generate", "function") == [(f"{MB}.run.mod", f"{MB}.generate.mod")]
+
+
+def test_the_evaluator_and_the_generator_never_import_the_runner(tmp_path):
+    assert _breaks(tmp_path, "evaluate", "run", "type") == [(f"{MB}.evaluate.mod", f"{MB}.run.mod")]
+
+
+def test_maven_never_imports_the_evaluator(tmp_path):
+    assert _breaks(tmp_path, "maven", "evaluate") == [(f"{MB}.maven.mod", f"{MB}.evaluate.mod")]
+
+
+def test_tasks_never_import_maven(tmp_path):
+    """A task is read by every part: the task loader once imported the evaluator's checks."""
+    assert _breaks(tmp_path, "tasks", "maven") == [(f"{MB}.tasks.mod", f"{MB}.maven.mod")]
+
+
+def test_the_shared_modules_import_no_part(tmp_path):
+    assert _breaks(tmp_path, "shared", "tasks") == [(f"{MB}.config", f"{MB}.tasks.mod")]
+
+
+def test_no_part_imports_the_public_names(tmp_path):
+    assert _breaks(tmp_path, "run", "public names") == [(f"{MB}.run.mod", MB)]
+
+
+@pytest.mark.parametrize(("importer", "imported"), _part_pairs(allowed=False))
+def test_every_forbidden_pair_of_parts_is_a_break(tmp_path, importer, imported):
+    found = _breaks(tmp_path, importer, imported)
+    assert found == [(_part_module(importer), _part_module(imported))]
+    out = layers.check(tmp_path / "strands_art")
+    assert not out.ok
+
+
+@pytest.mark.parametrize(("importer", "imported"), _part_pairs(allowed=True))
+def test_every_downward_pair_of_parts_is_allowed(tmp_path, importer, imported):
+    assert _breaks(tmp_path, importer, imported) == []
+
+
+def test_a_new_module_beside_the_parts_is_unplaced(tmp_path):
+    root = tmp_path / "strands_art"
+    _parts_tree(root, {f"{MB}.newthing": ""})
+    report = layers.check(root)
+    assert report.unplaced == [f"{MB}.newthing"] and not report.ok

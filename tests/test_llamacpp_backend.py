@@ -16,7 +16,7 @@ from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import MaxTokensReachedException
 
 from strands_art.backends import BackendContextOverflow, BackendError, SamplingParams, make_backend
-from strands_art.envs.migrationbench.agent import RolloutLimits
+from strands_art.envs.migrationbench.agent.agent import RolloutLimits
 from strands_art.gateway import ContextBudgetExceeded, RolloutGateway
 from strands_art.model import ARTModel
 from strands_art.registry import load_tokenizer

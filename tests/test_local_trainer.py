@@ -270,8 +270,8 @@ def test_gateway_must_use_the_trainers_backend(tok, tmp_path):
 def test_one_outer_batch_of_the_migrationbench_agent(tok, tmp_path):
     """The Strands migration agent through ARTModel + gateway, real Maven evaluation, one update."""
     from strands_art.envs.migrationbench.config import RolloutConfig
-    from strands_art.envs.migrationbench.episodes import migrationbench_rollout
-    from strands_art.envs.migrationbench.tasks import load_tasks
+    from strands_art.envs.migrationbench.run.episodes import migrationbench_rollout
+    from strands_art.envs.migrationbench.tasks.tasks import load_tasks
 
     torch.manual_seed(0)
     model = tiny_llama()

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strands_art.backends.scripted import ScriptedBackend
-from strands_art.envs.migrationbench.tools import make_tools, valid_text
+from strands_art.envs.migrationbench.agent.tools import make_tools, valid_text
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 from strands_art.gateway import RolloutGateway

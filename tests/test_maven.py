@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench import maven
-from strands_art.envs.migrationbench.offline_repo import (
+from strands_art.envs.migrationbench.maven import maven
+from strands_art.envs.migrationbench.maven.offline_repo import (
     DEBIAN_REPO,
     RELOCATIONS,
     pinned_versions,

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.mavenlog import digest_log, is_error_line, strip_ansi
+from strands_art.envs.migrationbench.maven.mavenlog import digest_log, is_error_line, strip_ansi
 
 
 def _reference(raw: bytes, tail_chars: int, limit: int = 30) -> tuple[str, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""MigrationBench agent: limits, stop reasons and history policy (strands_art/envs/migrationbench/agent.py).
+"""MigrationBench agent: limits, stop reasons and history policy (strands_art/envs/migrationbench/agent/agent.py).
 
 The model here is a scripted Strands ``Model`` (a test double that emits the Strands stream
 events a provider emits); the tools and the agent loop are real.
@@ -16,7 +16,7 @@ from strands.agent.conversation_manager import NullConversationManager
 from strands.models.model import Model
 from strands.tools.executors import SequentialToolExecutor
 
-from strands_art.envs.migrationbench.agent import (
+from strands_art.envs.migrationbench.agent.agent import (
     COMPACT_USER_SUFFIX,
     SYSTEM_PROMPT,
     RolloutLimits,
@@ -25,7 +25,7 @@ from strands_art.envs.migrationbench.agent import (
     run_agent,
     user_prompt,
 )
-from strands_art.envs.migrationbench.tools import ToolStats
+from strands_art.envs.migrationbench.agent.tools import ToolStats
 from strands_art.envs.migrationbench.workspace import Workspace
 
 Step = tuple[str, Any]  # ("tool", (name, input)) or ("text", str)

@@ -21,8 +21,8 @@ from support.migrate_script import FINAL_ANSWER, ReferencePlayer, patched_files
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.runner import run_migration
-from strands_art.envs.migrationbench.tasks import load_tasks
+from strands_art.envs.migrationbench.run.runner import run_migration
+from strands_art.envs.migrationbench.tasks.tasks import load_tasks
 from strands_art.store import TrajectoryStore
 
 pytestmark = pytest.mark.maven

@@ -25,9 +25,9 @@ from support.migrate_script import tool_call_text
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench import evalguard, evaluator
-from strands_art.envs.migrationbench.runner import main_from_args
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
+from strands_art.envs.migrationbench.evaluate import evalguard, evaluator
+from strands_art.envs.migrationbench.run.runner import main_from_args
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS
 from strands_art.store import TrajectoryStore
 
 pytestmark = pytest.mark.skipif(shutil.which("mvn") is None, reason="the agent's tool env needs Maven")

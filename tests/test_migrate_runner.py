@@ -28,9 +28,9 @@ from support.migrate_script import ShellThenAnswer
 from strands_art.backends.base import turn_seed
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.agent import RolloutLimits, build_agent, run_agent, user_prompt
-from strands_art.envs.migrationbench.runner import main_from_args, run_migration
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
+from strands_art.envs.migrationbench.agent.agent import RolloutLimits, build_agent, run_agent, user_prompt
+from strands_art.envs.migrationbench.run.runner import main_from_args, run_migration
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.invocation import strands_art_command
 from strands_art.store import TrajectoryStore

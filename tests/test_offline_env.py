@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.evaluator import BadTask, EvalTask, evaluate
-from strands_art.envs.migrationbench.offline_env import (
+from strands_art.envs.migrationbench.evaluate.evaluator import BadTask, EvalTask, evaluate
+from strands_art.envs.migrationbench.generate.offline_propose import (
+    missing_coordinates,
+    propose,
+    stub_parent_pom,
+    stub_plugin,
+)
+from strands_art.envs.migrationbench.maven.offline_repo import DEBIAN_REPO, PLUGIN_METADATA, seed_local_repo
+from strands_art.envs.migrationbench.tasks.offline_env import (
     STUB_DESCRIPTOR,
     STUB_MOJO,
     OfflineEnvError,
@@ -21,14 +28,7 @@ from strands_art.envs.migrationbench.offline_env import (
     load_offline_env,
     seed_offline_env,
 )
-from strands_art.envs.migrationbench.offline_propose import (
-    missing_coordinates,
-    propose,
-    stub_parent_pom,
-    stub_plugin,
-)
-from strands_art.envs.migrationbench.offline_repo import DEBIAN_REPO, PLUGIN_METADATA, seed_local_repo
-from strands_art.envs.migrationbench.tasks import TaskError, load_task
+from strands_art.envs.migrationbench.tasks.tasks import TaskError, load_task
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 
 try:
@@ -251,8 +251,8 @@ def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_pat
 
 @needs_sandbox
 async def test_the_agents_shell_cannot_modify_the_task_offline_dir(tmp_path: Path) -> None:
-    from strands_art.envs.migrationbench.toolenv import OFFLINE_COPY, prepare_tool_env
-    from strands_art.envs.migrationbench.tools import make_tools
+    from strands_art.envs.migrationbench.agent.toolenv import OFFLINE_COPY, prepare_tool_env
+    from strands_art.envs.migrationbench.agent.tools import make_tools
     from strands_art.envs.migrationbench.workspace import Workspace
 
     task = write_task(tmp_path / "t", offline=True)

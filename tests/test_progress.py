@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
-from strands_art.envs.migrationbench.progress import LiveBoard, RolloutProgress, summarize_call
+from strands_art.envs.migrationbench.run.progress import LiveBoard, RolloutProgress, summarize_call
 
 
 def test_summarize_call() -> None:

@@ -115,3 +115,48 @@ def test_the_command_line_parser_loads_no_model_library(argv: list[str] | None) 
     assert loaded == []
     if argv:  # the help was printed (the parser ran), not an early failure
         assert help_text.startswith("usage: strands-art")
+
+
+MB_INIT = ROOT / "strands_art" / "envs" / "migrationbench" / "__init__.py"
+
+
+def test_migrationbench_names_resolve_to_their_modules_and_load_lazily():
+    """``strands_art.envs.migrationbench`` serves its common names from the parts that define them
+    (issue 46): the table, the TYPE_CHECKING imports and ``__all__`` agree, each name is its
+    module's own, and importing the package (what every part's import does first) loads no
+    part and no heavy library."""
+    import strands_art.envs.migrationbench as mb
+
+    tree = ast.parse(MB_INIT.read_text())
+    guarded = next(
+        n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"
+    )
+    seen = {alias.name: node.module for node in guarded.body for alias in node.names}
+    assert seen == mb._LAZY and sorted(mb.__all__) == sorted(mb._LAZY)
+    for name, module in mb._LAZY.items():
+        value = getattr(mb, name)
+        assert value.__module__ == module and value.__name__ == name, name
+    with pytest.raises(AttributeError, match="no attribute 'evaluate_repo'"):
+        mb.evaluate_repo  # noqa: B018
+    code = (
+        "import json, sys\n"
+        "import strands_art.envs.migrationbench\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('strands_art', 'strands'))"
+        " or m.split('.')[0] in ('torch', 'tree_sitter', 'pyarrow'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == ["strands_art", "strands_art.envs", "strands_art.envs.migrationbench"]
+
+
+def test_the_agent_doc_snippet_imports_the_public_names():
+    """docs/migrationbench-agent.md builds the agent from ``strands_art.envs.migrationbench``'s
+    names only, and each of them is served there."""
+    import strands_art.envs.migrationbench as mb
+
+    text = (ROOT / "docs" / "migrationbench-agent.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    tree = ast.parse(code)
+    froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert [n.module for n in froms] == ["strands_art.envs.migrationbench"]
+    names = [a.name for n in froms for a in n.names]
+    assert names and all(name in mb.__all__ for name in names)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.ray_runner import ATTEMPT_PREFIX, sweep
-from strands_art.envs.migrationbench.rundir import open_run_dir
-from strands_art.envs.migrationbench.runner import main_from_args
+from strands_art.envs.migrationbench.run.ray_runner import ATTEMPT_PREFIX, sweep
+from strands_art.envs.migrationbench.run.rundir import open_run_dir
+from strands_art.envs.migrationbench.run.runner import main_from_args
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,7 +74,7 @@ def test_cli_and_package_do_not_import_ray() -> None:
         "import json, sys, strands_art\n"
         "from strands_art.cli import build_parser\n"
         "build_parser().parse_args(['migrate', '--ray'])\n"
-        "import strands_art.envs.migrationbench.runner, strands_art.envs.migrationbench.ray_runner\n"
+        "import strands_art.envs.migrationbench.run.runner, strands_art.envs.migrationbench.run.ray_runner\n"
         "print(json.dumps('ray' in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -104,7 +104,7 @@ def test_malformed_ray_host_port_is_refused_in_one_line(tmp_path: Path, capsys, 
 def test_unreachable_ray_address_is_refused_before_ray_init(monkeypatch) -> None:
     """A HOST:PORT nothing listens on: refused by a TCP probe, not after Ray's minutes of retries."""
     ray = pytest.importorskip("ray")
-    from strands_art.envs.migrationbench.ray_runner import connect as migrate_connect
+    from strands_art.envs.migrationbench.run.ray_runner import connect as migrate_connect
     from strands_art.training.ray_rollouts import connect as train_connect
     from strands_art.validation import UsageError
 

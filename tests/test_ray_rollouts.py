@@ -38,11 +38,11 @@ from support.ray_cluster import LocalCluster, cmdline
 
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.ray_runner import SANDBOX_RESOURCE
-from strands_art.envs.migrationbench.reaper import descendants, processes
-from strands_art.envs.migrationbench.runner import run_migration
-from strands_art.envs.migrationbench.runner_args import DEFAULT_TASKS
-from strands_art.envs.migrationbench.tasks import load_tasks
+from strands_art.envs.migrationbench.run.ray_runner import SANDBOX_RESOURCE
+from strands_art.envs.migrationbench.run.reaper import descendants, processes
+from strands_art.envs.migrationbench.run.runner import run_migration
+from strands_art.envs.migrationbench.run.runner_args import DEFAULT_TASKS
+from strands_art.envs.migrationbench.tasks.tasks import load_tasks
 from strands_art.store import TrajectoryStore
 
 ray = pytest.importorskip("ray")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.realtasks import (
+from strands_art.envs.migrationbench.generate.realtasks import (
     BLOCKED_DIR,
     BuildError,
     done_records,
@@ -19,8 +19,8 @@ from strands_art.envs.migrationbench.realtasks import (
     make_tasks_from_records,
     summary,
 )
-from strands_art.envs.migrationbench.taskinfo import git_tree_id
-from strands_art.envs.migrationbench.tasks import load_task
+from strands_art.envs.migrationbench.tasks.taskinfo import git_tree_id
+from strands_art.envs.migrationbench.tasks.tasks import load_task
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 
 try:

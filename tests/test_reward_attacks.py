@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from support import reward_attacks as attacks
 
-from strands_art.envs.migrationbench import evaluator as ev
-from strands_art.envs.migrationbench.buildoutputs import read_test_reports
-from strands_art.envs.migrationbench.buildpolicy import harden_build, harden_pom
-from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate
-from strands_art.envs.migrationbench.gitorigin import GitObjectError, original_tests_from_git
+from strands_art.envs.migrationbench.evaluate import evaluator as ev
+from strands_art.envs.migrationbench.evaluate.buildoutputs import read_test_reports
+from strands_art.envs.migrationbench.evaluate.buildpolicy import harden_build, harden_pom
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate
+from strands_art.envs.migrationbench.evaluate.gitorigin import GitObjectError, original_tests_from_git
 from strands_art.envs.sandbox import (
     Identity,
     SandboxUnavailable,
@@ -332,7 +332,7 @@ def test_evaluate_cli_tells_a_bad_task_from_a_bad_repository(tmp_path: Path, cap
 
 
 def test_build_outputs_1200_directories_deep_are_walked_without_recursion(tmp_path: Path) -> None:
-    from strands_art.envs.migrationbench.buildoutputs import class_versions
+    from strands_art.envs.migrationbench.evaluate.buildoutputs import class_versions
 
     (tmp_path / "pom.xml").write_text("<project/>")
     top = deep = tmp_path / "target"
@@ -421,7 +421,7 @@ def test_harden_pom_removes_fork_settings_that_run_tests_in_mavens_jvm(tmp_path:
 def test_surefire_skip_counts_are_read_from_maven_output() -> None:
     import io
 
-    from strands_art.envs.migrationbench.mavenlog import digest_log
+    from strands_art.envs.migrationbench.maven.mavenlog import digest_log
 
     log = (
         b"[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 s - in p.A\n"
@@ -438,7 +438,7 @@ def test_surefire_skip_counts_are_read_from_maven_output() -> None:
 
 
 def test_selection_changes_list_tests_the_poms_leave_out_that_the_original_ran(tmp_path: Path) -> None:
-    from strands_art.envs.migrationbench.testselection import original_poms, selection_changes
+    from strands_art.envs.migrationbench.evaluate.testselection import original_poms, selection_changes
 
     plugin = (
         "<plugin><artifactId>maven-surefire-plugin</artifactId><configuration>{}</configuration>"
@@ -539,7 +539,7 @@ def test_a_count_line_is_found_across_a_block_seam_inside_a_long_line() -> None:
     hide Maven's own count line by moving it across a read block's or a line piece's boundary."""
     import io
 
-    from strands_art.envs.migrationbench.mavenlog import BLOCK_BYTES, digest_log
+    from strands_art.envs.migrationbench.maven.mavenlog import BLOCK_BYTES, digest_log
 
     line = b"[WARNING] Tests run: 6, Failures: 0, Errors: 0, Skipped: 2\n"
     for cut in (1, 20, len(line) - 2):
@@ -549,7 +549,7 @@ def test_a_count_line_is_found_across_a_block_seam_inside_a_long_line() -> None:
 
 def test_tests_no_engine_runs_are_marked() -> None:
     """What makes a test method never run where it is declared (newly so: ``newly_disabled``)."""
-    from strands_art.envs.migrationbench.javatests import parse_test_methods
+    from strands_art.envs.migrationbench.tasks.javatests import parse_test_methods
 
     src = (
         "package p; public {}class A {{ @Test public void x() {{}} static class B {{ @Test void y() {{}} }}"

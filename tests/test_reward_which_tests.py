@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from support import reward_attacks as attacks
 
-from strands_art.envs.migrationbench import evaluator as ev
-from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate
+from strands_art.envs.migrationbench.evaluate import evaluator as ev
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate
 
 NEEDS_MVN = pytest.mark.skipif(
     shutil.which("mvn") is None, reason="mvn not installed (scripts/setup-system.sh)"
@@ -145,7 +145,7 @@ async def test_migrate_run_with_committed_reports_and_skipped_test_compilation_s
 
     from strands_art.backends.scripted import ScriptedBackend
     from strands_art.cli import build_parser
-    from strands_art.envs.migrationbench.runner import run_migration
+    from strands_art.envs.migrationbench.run.runner import run_migration
     from strands_art.store import TrajectoryStore
 
     pom = (attacks.TASK / "repo/pom.xml").read_text(encoding="utf-8").replace("1.8", "17")

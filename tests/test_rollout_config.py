@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.agent import RolloutLimits
-from strands_art.envs.migrationbench.commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
+from strands_art.envs.migrationbench.agent.agent import RolloutLimits
+from strands_art.envs.migrationbench.agent.commands import DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_S
 from strands_art.envs.migrationbench.config import LIMIT_FIELDS, SMALL_MODEL_LIMITS, RolloutConfig
-from strands_art.envs.migrationbench.episodes import episode_config
-from strands_art.envs.migrationbench.runner import RolloutSpec, run_rollout
-from strands_art.envs.migrationbench.runner_args import resolve_defaults, rollout_config
+from strands_art.envs.migrationbench.run.episodes import episode_config
+from strands_art.envs.migrationbench.run.runner import RolloutSpec, run_rollout
+from strands_art.envs.migrationbench.run.runner_args import resolve_defaults, rollout_config
 from strands_art.validation import UsageError
 
 BAD = [
@@ -190,7 +190,7 @@ def test_run_rollout_refuses_a_namespace(tmp_path: Path):
 
 
 def test_train_env_builds_the_same_config(tmp_path: Path, monkeypatch):
-    import strands_art.envs.migrationbench.train_env as train_env
+    import strands_art.envs.migrationbench.run.train_env as train_env
     from strands_art.training.environment import EnvOptions
 
     seen = {}
@@ -230,8 +230,8 @@ def test_resume_of_a_run_made_before_prompt_keeps_its_prompt(tmp_path: Path):
 
     from rich.console import Console
 
-    from strands_art.envs.migrationbench.runner import run_migration
-    from strands_art.envs.migrationbench.tasks import TaskError
+    from strands_art.envs.migrationbench.run.runner import run_migration
+    from strands_art.envs.migrationbench.tasks.tasks import TaskError
 
     old = vars(build_parser().parse_args(["migrate", "--backend", "llamacpp", "--tasks", "no-such-task"]))
     old = {k: v for k, v in old.items() if k not in ("prompt", "resume", "func") and not k.startswith("ray")}

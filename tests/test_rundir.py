@@ -15,8 +15,8 @@ import pytest
 from support.proc_helpers import sleeping
 
 from strands_art.cli import main
-from strands_art.envs.migrationbench.reaper import TOKEN_ENV
-from strands_art.envs.migrationbench.rundir import RunDirBusy, open_run_dir, reconcile
+from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV
+from strands_art.envs.migrationbench.run.rundir import RunDirBusy, open_run_dir, reconcile
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory
 
@@ -34,7 +34,7 @@ def _result(rid: str, **extra: object) -> str:
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from strands_art.envs.migrationbench.rundir import open_run_dir
+    from strands_art.envs.migrationbench.run.rundir import open_run_dir
     open_run_dir(sys.argv[1])
     print("locked", flush=True)
     time.sleep(600)
@@ -123,7 +123,7 @@ def test_dead_runs_workspaces_are_removed(tmp_path: Path) -> None:
 RUNNER = textwrap.dedent(
     """
     import subprocess, sys, time
-    from strands_art.envs.migrationbench.rundir import open_run_dir, run_token
+    from strands_art.envs.migrationbench.run.rundir import open_run_dir, run_token
     rd = open_run_dir(sys.argv[1])
     with run_token(rd.token):
         # a command's process group with a background job, and one that left the group

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.rundir import reconcile
+from strands_art.envs.migrationbench.run.rundir import reconcile
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory
 

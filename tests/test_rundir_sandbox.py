@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from support.proc_helpers import sleeping
 
-from strands_art.envs.migrationbench.reaper import sandbox_owners, uids_of
-from strands_art.envs.migrationbench.rundir import open_run_dir
-from strands_art.envs.migrationbench.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.run.reaper import sandbox_owners, uids_of
+from strands_art.envs.migrationbench.run.rundir import open_run_dir
 from strands_art.envs.migrationbench.workspace import LINKED_BASE_PREFIX, Workspace, remove_base
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 from strands_art.envs.sandbox.policy import is_sandbox_uid
@@ -145,7 +145,7 @@ RUNNER = textwrap.dedent(
     """
     import subprocess, sys, time
     from pathlib import Path
-    from strands_art.envs.migrationbench.rundir import open_run_dir, run_token
+    from strands_art.envs.migrationbench.run.rundir import open_run_dir, run_token
     from strands_art.envs.migrationbench.workspace import Workspace
     rd = open_run_dir(sys.argv[1])
     ws = Workspace.copy_of(sys.argv[2], base_dir=rd.workspaces)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.evaluator import EvalTask, evaluate
-from strands_art.envs.migrationbench.toolenv import workspace_sandbox
-from strands_art.envs.migrationbench.tools import make_tools
+from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.agent.tools import make_tools
+from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import Limits, SandboxUnavailable, require_sandbox
 
@@ -409,7 +409,7 @@ def test_sandbox_check_command_passes_every_check(capsys: pytest.CaptureFixture[
 
 
 def test_original_tests_from_git_run_sandboxed_and_never_as_an_option(tmp_path: Path, tag: str) -> None:
-    from strands_art.envs.migrationbench.evaluator import _copy_for_build, _original_tests
+    from strands_art.envs.migrationbench.evaluate.evaluator import _copy_for_build, _original_tests
     from strands_art.envs.sandbox import allocate_identity, release_identity
 
     repo = tmp_path / "r"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.tasks import TaskError, bundled_tasks_dir, load_tasks
+from strands_art.envs.migrationbench.tasks.tasks import TaskError, bundled_tasks_dir, load_tasks
 from strands_art.training.environment import (
     EnvironmentSpecError,
     EnvOptions,

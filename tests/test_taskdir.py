@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench import evaluator
-from strands_art.envs.migrationbench.evaluator import BadTask, EvalTask
-from strands_art.envs.migrationbench.taskdir import (
+from strands_art.envs.migrationbench.evaluate import evaluator
+from strands_art.envs.migrationbench.evaluate.evaluator import BadTask, EvalTask
+from strands_art.envs.migrationbench.tasks.taskdir import (
     MAX_TASK_NAME,
     TaskDirError,
     check_task_name,
     check_task_tree,
 )
-from strands_art.envs.migrationbench.tasks import TaskError, load_task, load_tasks, read_records
+from strands_art.envs.migrationbench.tasks.tasks import TaskError, load_task, load_tasks, read_records
 from strands_art.envs.sandbox.removal import remove_tree
 
 

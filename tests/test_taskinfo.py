@@ -6,8 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from strands_art.envs.migrationbench.taskinfo import git_tree_id, update_task
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS as FIELDS
+from strands_art.envs.migrationbench.tasks.taskinfo import git_tree_id, update_task
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS as FIELDS
 
 
 def _project(root: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strands_art.envs.migrationbench.buildpolicy import harden_pom
-from strands_art.envs.migrationbench.testselection import (
+from strands_art.envs.migrationbench.evaluate.buildpolicy import harden_pom
+from strands_art.envs.migrationbench.evaluate.testselection import (
     default_selection,
     restore_runtime_selection,
     runtime_selection_files,

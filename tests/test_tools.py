@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.envs.migrationbench.commands import OutputBuffer, run_command, write_mvn_wrapper
-from strands_art.envs.migrationbench.toolenv import workspace_sandbox
-from strands_art.envs.migrationbench.tools import ToolStats, describe_sandbox, invokes_maven, make_tools
+from strands_art.envs.migrationbench.agent.commands import OutputBuffer, run_command, write_mvn_wrapper
+from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
+from strands_art.envs.migrationbench.agent.tools import ToolStats, describe_sandbox, invokes_maven, make_tools
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import SandboxUnavailable, require_sandbox
 
@@ -404,7 +404,7 @@ TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "t
 @pytest.mark.maven
 @pytest.mark.skipif(not (TASKS / "compiler-props").is_dir(), reason="bundled task compiler-props missing")
 async def test_mvn_wrapper_builds_a_task_offline_inside_the_sandbox() -> None:
-    from strands_art.envs.migrationbench.toolenv import prepare_tool_env
+    from strands_art.envs.migrationbench.agent.toolenv import prepare_tool_env
 
     with Workspace.for_task(TASKS / "compiler-props") as w:
         tenv = prepare_tool_env(w, offline=True)

@@ -195,7 +195,7 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
 
 def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
     from strands_art.envs.migrationbench.config import RolloutConfig
-    from strands_art.envs.migrationbench.train_env import rollout_config
+    from strands_art.envs.migrationbench.run.train_env import rollout_config
     from strands_art.validation import UsageError
 
     assert rollout_config(None, None) == RolloutConfig(max_turns=20)  # full: the class defaults
@@ -213,7 +213,7 @@ def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
 
 
 def test_train_verl_writes_the_launch_for_the_same_settings(tmp_path, capsys):
-    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+    from strands_art.envs.migrationbench.tasks.tasks import bundled_tasks_dir
 
     run = tmp_path / "mb"
     argv = ["train", "--env", "migrationbench", "--trainer", "verl", "--run-dir", str(run)]
@@ -318,7 +318,7 @@ def test_the_vllm_server_gets_the_environments_context_budget(tmp_path, monkeypa
     import contextlib
 
     from strands_art.backends import vllm_server
-    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+    from strands_art.envs.migrationbench.tasks.tasks import bundled_tasks_dir
     from strands_art.training import run
     from strands_art.training.environment import EnvOptions, resolve_environment
     from strands_art.training.settings import TrainSettings
@@ -356,7 +356,7 @@ def test_train_verl_validates_on_the_held_out_tasks(tmp_path, capsys):
 
     import pyarrow.parquet as pq
 
-    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+    from strands_art.envs.migrationbench.tasks.tasks import bundled_tasks_dir
 
     src = bundled_tasks_dir()
     for split, names in (("train", ["compiler-props", "junit-mix"]), ("held", ["jaxb-datatype"])):
@@ -403,7 +403,7 @@ def test_an_empty_tasks_path_is_refused_not_read_as_the_default(tmp_path, capsys
 
 
 def test_train_verl_task_paths_work_from_any_directory(tmp_path, monkeypatch, capsys):
-    from strands_art.envs.migrationbench.tasks import bundled_tasks_dir
+    from strands_art.envs.migrationbench.tasks.tasks import bundled_tasks_dir
 
     shutil.copytree(bundled_tasks_dir(), tmp_path / "tasks", symlinks=True)
     monkeypatch.chdir(tmp_path)

@@ -103,7 +103,7 @@ def test_migrate_and_serve_share_the_sampling_flags_with_their_own_defaults():
 )
 def test_backend_url_is_checked_alike_for_migrate_and_serve(backend, url, message):
     from strands_art.cli import build_parser
-    from strands_art.envs.migrationbench.runner_args import resolve_defaults, validate_migrate_args
+    from strands_art.envs.migrationbench.run.runner_args import resolve_defaults, validate_migrate_args
     from strands_art.serve.cli import validate_serve_args
     from strands_art.validation import check_backend_url
 

@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.rundir import scan_results
+from strands_art.envs.migrationbench.run.rundir import scan_results
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory, Turn
 from strands_art.view.reader import FIELD_LIMIT, RunView

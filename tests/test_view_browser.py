@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.make_view_run import XSS
 
-from strands_art.envs.migrationbench.progress import LiveBoard
+from strands_art.envs.migrationbench.run.progress import LiveBoard
 from strands_art.store import TrajectoryStore
 from strands_art.training.grpo import GRPOConfig, group_advantages
 from strands_art.training.metrics import MetricsLog

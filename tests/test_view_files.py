@@ -347,8 +347,8 @@ def test_the_agent_swapping_its_workspace_under_a_watching_viewer(
 
     from strands_art.backends.scripted import ScriptedBackend
     from strands_art.cli import build_parser
-    from strands_art.envs.migrationbench.runner import main_from_args
-    from strands_art.envs.migrationbench.tasks import RECORD_FIELDS
+    from strands_art.envs.migrationbench.run.runner import main_from_args
+    from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS
 
     monkeypatch.setenv("STRANDS_ART_MAVEN_OFFLINE", "0")
     outside = _secret_dir(tmp_path)

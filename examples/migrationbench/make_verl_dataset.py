@@ -23,8 +23,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strands_art.envs.migrationbench.agent import USER_TURN, num_tests_of
-from strands_art.envs.migrationbench.tasks import load_tasks
+from strands_art.envs.migrationbench.agent.agent import USER_TURN, num_tests_of
+from strands_art.envs.migrationbench.tasks.tasks import load_tasks
 from strands_art.validation import listed
 
 

@@ -3,7 +3,7 @@
 For each task directory under ``examples/migrationbench/tasks/`` (one with a ``task.json``):
 
 1. copy ``repo/`` to a temporary directory and score it with
-   :func:`strands_art.envs.migrationbench.evaluator.evaluate`: the reward must be 0.0, and for
+   :func:`strands_art.envs.migrationbench.evaluate.evaluator.evaluate`: the reward must be 0.0, and for
    the bundled tasks whose untouched behaviour is known (:data:`UNTOUCHED_BUILDS`), the
    evaluator's compile build must succeed (classes stay at major 52) or fail to compile as
    documented in the task's README;
@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from strands_art.envs.migrationbench import verify
-from strands_art.envs.migrationbench.verify import TaskCheck
+from strands_art.envs.migrationbench.evaluate import verify
+from strands_art.envs.migrationbench.evaluate.verify import TaskCheck
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ UNTOUCHED_BUILDS_IN_PROCESS: dict[str, bool] = {"legacy-plugins": True}
 def check_task(
     task_dir: Path, work: Path, *, fork_count: int | None, timeout_s: float, keep: bool
 ) -> TaskCheck:
-    """:func:`strands_art.envs.migrationbench.verify.check_task` with this task's known untouched outcome."""
+    """:func:`strands_art.envs.migrationbench.evaluate.verify.check_task` with this task's known untouched outcome."""
     expected = UNTOUCHED_BUILDS.get(task_dir.name)
     if fork_count == 0:
         expected = UNTOUCHED_BUILDS_IN_PROCESS.get(task_dir.name, expected)

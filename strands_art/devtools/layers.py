@@ -94,6 +94,27 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     ),
 ]
 
+# The parts of a package whose folders are its architecture: package -> rows of (rank, part,
+# module prefixes). Within the package a module imports only its own part or a part of a lower
+# rank; parts of one rank never import each other; a module of the package matching no row is
+# unplaced. The package's own name as a prefix means its ``__init__.py`` only.
+_MB = "strands_art.envs.migrationbench"
+PARTS: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {
+    _MB: [
+        # the lazy public names (imports by string, and under TYPE_CHECKING)
+        (5, "public names", (_MB,)),
+        (4, "run", (f"{_MB}.run",)),
+        # tasks are made before a run, never by it; the generator checks them with the evaluator
+        (4, "generate", (f"{_MB}.generate",)),
+        # the reward never imports the agent, the agent never imports the reward
+        (3, "evaluate", (f"{_MB}.evaluate",)),
+        (3, "agent", (f"{_MB}.agent",)),
+        (2, "maven", (f"{_MB}.maven",)),
+        (1, "tasks", (f"{_MB}.tasks",)),
+        (0, "shared", (f"{_MB}.config", f"{_MB}.workspace", f"{_MB}.controlseq")),
+    ],
+}
+
 # (importer, imported) -> why it stays for now. The test fails on any upward edge not listed here
 # and on any listed edge that no longer occurs.
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
@@ -207,6 +228,36 @@ def layer_of(module: str) -> tuple[int, str] | None:
     return None
 
 
+def _covers(prefix: str, module: str, package: str) -> bool:
+    return module == prefix or (prefix != package and module.startswith(prefix + "."))
+
+
+def part_of(module: str) -> tuple[str, int, str] | None:
+    """``(package, rank, part)`` of the first :data:`PARTS` row covering ``module``; ``(package,
+    -1, "")`` for a module of a :data:`PARTS` package that no row covers; None outside them."""
+    for package, rows in PARTS.items():
+        if not _covers(package, module, ""):
+            continue
+        for rank, part, prefixes in rows:
+            if any(_covers(prefix, module, package) for prefix in prefixes):
+                return package, rank, part
+        return package, -1, ""
+    return None
+
+
+def part_breaks(edges: list[Edge]) -> list[Edge]:
+    """The edges between two parts of one :data:`PARTS` package that its rules forbid: to a part
+    of a higher rank, or to another part of the same rank (``TYPE_CHECKING`` imports count)."""
+    found = []
+    for e in edges:
+        a, b = part_of(e.importer), part_of(e.imported)
+        if a is None or b is None or a[0] != b[0] or a[1] < 0 or b[1] < 0 or a[2] == b[2]:
+            continue
+        if b[1] >= a[1]:
+            found.append(e)
+    return found
+
+
 def cycles(edges: list[Edge]) -> list[tuple[str, ...]]:
     """The import cycles of ``edges``: each strongly connected set of two or more modules (sorted
     names), over the edges that run (``where`` is not ``"type"``), sorted.
@@ -274,10 +325,13 @@ class Report:
     num_edges: int
     cycles: list[tuple[str, ...]] = field(default_factory=list)
     stale_cycles: list[tuple[str, ...]] = field(default_factory=list)
+    part_breaks: list[Edge] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.upward or self.stale or self.unplaced or self.cycles or self.stale_cycles)
+        return not (
+            self.upward or self.stale or self.unplaced or self.cycles or self.stale_cycles or self.part_breaks
+        )
 
 
 def check(root: Path | None = None) -> Report:
@@ -285,7 +339,7 @@ def check(root: Path | None = None) -> Report:
     root = root or package_root()
     known = modules(root)
     edges = [e for m, p in known.items() for e in imports_of(m, p, known)]
-    unplaced = sorted(m for m in known if layer_of(m) is None)
+    unplaced = sorted(m for m in known if layer_of(m) is None or (part_of(m) or ("", 0, ""))[1] < 0)
     upward, excepted = [], set()
     for e in edges:
         a, b = layer_of(e.importer), layer_of(e.imported)
@@ -299,12 +353,15 @@ def check(root: Path | None = None) -> Report:
     found = cycles(edges)
     new_cycles = [c for c in found if c not in KNOWN_CYCLES]
     stale_cycles = sorted(set(KNOWN_CYCLES) - set(found))
-    return Report(upward, stale, unplaced, len(known), len(edges), new_cycles, stale_cycles)
+    return Report(
+        upward, stale, unplaced, len(known), len(edges), new_cycles, stale_cycles, part_breaks(edges)
+    )
 
 
-def _shown(prefix: str, root: Path) -> str:
-    """A :data:`LAYERS` prefix as docs/architecture.md writes it: ``model.py``, ``serve/``, ``__init__.py``."""
-    if prefix == PACKAGE:
+def _shown(prefix: str, root: Path, package: str = PACKAGE) -> str:
+    """A :data:`LAYERS` or :data:`PARTS` prefix as docs/architecture.md writes it: ``model.py``,
+    ``serve/``, ``__init__.py`` (``package`` itself)."""
+    if prefix == package:
         return "`__init__.py`"
     path = root.joinpath(*prefix.split(".")[1:])
     return f"`{path.name}/`" if path.is_dir() else f"`{path.name}.py`"
@@ -317,6 +374,13 @@ def markdown_table(root: Path | None = None) -> str:
     lines = ["| layer | name | modules |", "|---|---|---|"]
     for number, name, prefixes in LAYERS:
         lines.append(f"| {number} | {name} | {', '.join(_shown(p, root) for p in prefixes)} |")
+    for package, rows in PARTS.items():
+        folder = "/".join(package.split(".")[1:])
+        lines += ["", f"| rank | part of `{folder}/` | modules | never imports |", "|---|---|---|---|"]
+        for rank, part, prefixes in rows:
+            never = [p for r, p, _ in rows if p != part and r >= rank]
+            shown = ", ".join(_shown(p, root, package) for p in prefixes)
+            lines.append(f"| {rank} | {part} | {shown} | {', '.join(never) or '-'} |")
     return "\n".join(lines)
 
 
@@ -334,8 +398,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"STALE exception {importer} -> {imported}: no longer imported; remove it from KNOWN_EXCEPTIONS"
         )
+    for e in report.part_breaks:
+        a, b = part_of(e.importer), part_of(e.imported)
+        print(
+            f"PART {e.importer}:{e.line} ({a[2]}, rank {a[1]}) -> {e.imported} ({b[2]}, rank {b[1]}): "
+            "a part imports only its own part or lower ranks"
+        )
     for m in report.unplaced:
-        print(f"UNPLACED {m}: add its folder or file to LAYERS")
+        print(f"UNPLACED {m}: add its folder or file to LAYERS (and PARTS, inside a package listed there)")
     for c in report.cycles:
         print(f"CYCLE {' <-> '.join(c)}: move what they share into a leaf module")
     for c in report.stale_cycles:
@@ -346,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"known cycle {' <-> '.join(c)}: {why}")
     print(
         f"{report.num_modules} modules, {report.num_edges} import edges, {len(report.upward)} upward "
-        f"(+{len(KNOWN_EXCEPTIONS) - len(report.stale)} known exceptions), {len(report.cycles)} cycles "
+        f"(+{len(KNOWN_EXCEPTIONS) - len(report.stale)} known exceptions), {len(report.part_breaks)} "
+        f"between parts, {len(report.cycles)} cycles "
         f"(+{len(KNOWN_CYCLES) - len(report.stale_cycles)} known)"
     )
     return 0 if report.ok else 1

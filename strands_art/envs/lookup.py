@@ -43,7 +43,7 @@ from strands.agent.conversation_manager import NullConversationManager
 from strands.types.exceptions import MaxTokensReachedException
 
 from strands_art.backends.base import SamplingParams
-from strands_art.envs.migrationbench.agent import RolloutLimits
+from strands_art.envs.migrationbench.agent.agent import RolloutLimits
 from strands_art.model import ARTModel
 from strands_art.trajectory import Trajectory
 

@@ -35,7 +35,7 @@ from strands_art.validation import listed
 BUILTIN: dict[str, str] = {
     "capitals": "strands_art.envs.capitals:train_environment",
     "lookup": "strands_art.envs.lookup:train_environment",
-    "migrationbench": "strands_art.envs.migrationbench.train_env:train_environment",
+    "migrationbench": "strands_art.envs.migrationbench.run.train_env:train_environment",
 }
 """Bundled environments: ``--env`` name -> ``module:function``."""
 

@@ -11,7 +11,7 @@ reward. Exceptions are handled by the loop (the rollout is marked failed and lef
 
 - :func:`chat_rollout`: one user turn, one sampled reply, reward ``task.reward(text, truncated)``
   (the small verifiable task, :mod:`strands_art.training.tasks_toy`).
-- :func:`strands_art.envs.migrationbench.episodes.migrationbench_rollout`: the MigrationBench
+- :func:`strands_art.envs.migrationbench.run.episodes.migrationbench_rollout`: the MigrationBench
   Strands agent (fresh workspace, shell + editor tools, real Maven evaluation) through
   :class:`~strands_art.model.ARTModel`; it lives with the environment (``training/`` imports
   neither ``envs`` nor a front).

@@ -50,7 +50,7 @@ from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_param
 
 logger = logging.getLogger(__name__)
 
-MIGRATIONBENCH_EPISODE = "strands_art.envs.migrationbench.episodes.migrationbench_episode"
+MIGRATIONBENCH_EPISODE = "strands_art.envs.migrationbench.run.episodes.migrationbench_episode"
 """The default :data:`Episode` (a dotted path: the verl front does not import ``envs``)."""
 
 Episode = Callable[[RolloutGateway, SamplingParams, Mapping[str, Any]], Awaitable[Trajectory]]

@@ -11,7 +11,7 @@ Every file is opened through :class:`.files.RunFiles` (from the run directory's 
 symlink followed at any component, regular files only, sizes bounded) and parsed by the
 project's own readers: the trajectory store's :func:`~strands_art.store.scan_lines` and
 :func:`~strands_art.store.read_line`,
-:func:`~strands_art.envs.migrationbench.rundir.scan_results_in` and
+:func:`~strands_art.envs.migrationbench.run.rundir.scan_results_in` and
 :func:`~strands_art.training.metrics.parse_metrics`; advantages come from
 :func:`~strands_art.training.grpo.group_advantages`. Run-level files (``config.json``,
 ``live.json``, ``metrics.jsonl``) are parsed once per change of the file and refused above
@@ -29,7 +29,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strands_art.envs.migrationbench.rundir import LIVE_FILE, RESULTS_FILE, TRAJECTORIES_DIR, scan_results_in
+from strands_art.envs.migrationbench.run.rundir import (
+    LIVE_FILE,
+    RESULTS_FILE,
+    TRAJECTORIES_DIR,
+    scan_results_in,
+)
 from strands_art.store import ROW_SCHEMA, StoredLine, part_name, read_line, scan_lines
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
 from strands_art.training.metrics import MetricsFile, parse_metrics

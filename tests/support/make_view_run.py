@@ -32,8 +32,8 @@ from rich.console import Console
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.runner import run_migration
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS, load_tasks
+from strands_art.envs.migrationbench.run.runner import run_migration
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS, load_tasks
 from strands_art.registry import load_tokenizer
 
 from .migrate_script import ReferencePlayer, ShellThenAnswer, patched_files

@@ -1,5 +1,5 @@
 """``python -m tests.support.migrate_kill_driver MIGRATE_ARGS...``: the real ``strands-art migrate`` entry
-point (:func:`~strands_art.envs.migrationbench.runner.main_from_args`) with a scripted Qwen3
+point (:func:`~strands_art.envs.migrationbench.run.runner.main_from_args`) with a scripted Qwen3
 policy, for tests that SIGKILL it at random points.
 
 Each rollout: one ``shell`` call that leaves a background job and runs for a while
@@ -15,7 +15,7 @@ from typing import Any
 from strands_art.backends.base import SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
 from strands_art.cli import build_parser
-from strands_art.envs.migrationbench.runner import main_from_args
+from strands_art.envs.migrationbench.run.runner import main_from_args
 from strands_art.registry import load_tokenizer
 
 from .migrate_script import tool_call_text

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.backends.base import SamplingParams
-from strands_art.envs.migrationbench.tasks import RECORD_FIELDS, Task
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS, Task
 
 FINAL_ANSWER = "The project now targets Java 17 and `mvn clean verify` passes."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strands_art.envs.migrationbench.reaper import processes
+from strands_art.envs.migrationbench.run.reaper import processes
 
 
 def sleeping(*durations: str) -> set[int]:

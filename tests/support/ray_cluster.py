@@ -6,7 +6,7 @@ never joins or disturbs a user's cluster; :meth:`LocalCluster.stop` SIGKILLs eac
 tree (never ``ray stop``, which would stop every Ray cluster of the machine).
 
 The nodes' environment puts this checkout first on ``PYTHONPATH`` (the workers import
-``strands_art`` and ``tests``), points :data:`~strands_art.envs.migrationbench.ray_runner.SCRATCH_ENV`
+``strands_art`` and ``tests``), points :data:`~strands_art.envs.migrationbench.run.ray_runner.SCRATCH_ENV`
 at the test's scratch directory, and makes the head's health checks fast, so a killed node is
 declared dead within a few seconds instead of Ray's default half minute.
 """
@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strands_art.envs.migrationbench.ray_runner import SCRATCH_ENV
-from strands_art.envs.migrationbench.reaper import descendants, processes
+from strands_art.envs.migrationbench.run.ray_runner import SCRATCH_ENV
+from strands_art.envs.migrationbench.run.reaper import descendants, processes
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))

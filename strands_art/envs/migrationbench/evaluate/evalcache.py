@@ -1,0 +1,336 @@
+"""The scoring evaluation memoized by content: one real evaluation per distinct migrated tree.
+
+GRPO groups often end in identical trees (four rollouts that made the same one-line POM fix, or
+gave up without a change), and each paid 27-45 s of Maven for the same verdict. This module wraps
+the evaluator from outside (:func:`.evaluator.evaluate_command`, unchanged):
+
+1. the host copies the agent's workspace into a directory of its own with the evaluator's own
+   copy (:func:`.buildcopy.copy_for_build`: measured first, bounded by the build timeout, Maven
+   outputs left out: what the evaluator would copy), after the agent's processes have ended;
+2. the key is the SHA-256 of that copy (:func:`tree_digest`: every path, type, permission bits,
+   file content and symlink target), the task (:func:`task_digest`: ``task.json`` and the
+   original ``repo/``), the evaluator's version (:func:`evaluator_version`: the
+   ``EVALUATOR_VERSION`` constant, and the source of the
+   evaluator's packages, so any change to its code is a new key), the JDK and Maven installed,
+   and the evaluation's own parameters (timeout, sandbox or not, ``STRANDS_ART_MAVEN_OFFLINE``);
+3. a hit returns the stored verdict; a miss evaluates **that same host copy** (never the
+   workspace the agent could still touch) and stores the verdict, unless it depends on the
+   machine's load (a build or test timeout: :data:`UNCACHED_REASONS`).
+
+Nothing the agent wrote is ever read as a key or a verdict: the digest is computed by the host
+from its own copy, and the store is a host directory (mode 0700) that no sandbox binds (the
+sandbox's root is an empty tmpfs with only the workspace writable, :mod:`strands_art.envs.sandbox.bwrap`)
+and whose owner is not a sandbox uid.
+
+Where the verdicts live: by default one directory per run (``<run_dir>/eval-cache``, so a
+resumed run keeps them); ``STRANDS_ART_EVAL_CACHE=DIR`` shares one directory across runs (the
+opt-in: a verdict is reused only under the same key, evaluator source included);
+``STRANDS_ART_EVAL_CACHE=off`` evaluates every rollout afresh. Two rollouts of one process that
+end with the same tree at the same time evaluate it once (the second waits for the first).
+
+A verdict from the cache carries ``details["eval_cache"] = {"hit": true, "key": ...}``; a fresh
+one ``{"hit": false, ...}``. A flaky project (a test that passes at random) is scored once per
+distinct tree: the cached verdict is the draw its first evaluation made.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from strands_art.envs.migrationbench.evaluate import evaluator as _evaluator
+from strands_art.envs.migrationbench.evaluate.buildcopy import copy_for_build
+from strands_art.envs.migrationbench.evaluate.verdict import REASON_BUILD_TIMEOUT, REASON_TESTS_TIMEOUT
+from strands_art.envs.sandbox import Identity
+from strands_art.envs.sandbox.removal import remove_tree
+
+logger = logging.getLogger(__name__)
+
+CACHE_ENV = "STRANDS_ART_EVAL_CACHE"
+"""Environment variable: a directory shared across runs, or ``off``; unset: ``<run_dir>/eval-cache``."""
+RUN_CACHE_DIR = "eval-cache"
+UNCACHED_REASONS = frozenset({REASON_BUILD_TIMEOUT, REASON_TESTS_TIMEOUT})
+"""Verdicts with these reasons depend on the machine's load, not on the tree: never stored."""
+KEY_FORMAT = "strands-art-evalcache-1"
+
+
+def tree_digest(root: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of the tree under ``root``: every entry's relative path, its type
+    (directory, regular file, symlink, other), its permission bits, a file's content and a
+    link's target, in sorted order, symlinks never followed. Two trees have the same digest
+    only if they are equal in all of these (a one-byte difference anywhere is another digest);
+    where ``root`` lies does not count.
+
+    Raises:
+        OSError: the tree cannot be read.
+    """
+    h = hashlib.sha256(b"tree\0")
+    stack = [b""]
+    base = os.fsencode(os.fspath(root))
+    while stack:
+        rel = stack.pop()
+        with os.scandir(os.path.join(base, rel) if rel else base) as it:
+            names = sorted(e.name for e in it)
+        subdirs = []
+        for name in names:
+            child = rel + b"/" + name if rel else name
+            path = os.path.join(base, child)
+            st = os.lstat(path)
+            mode = stat.S_IMODE(st.st_mode)
+            if stat.S_ISDIR(st.st_mode):
+                kind, body = b"d", b""
+                subdirs.append(child)
+            elif stat.S_ISLNK(st.st_mode):
+                kind, body = b"l", os.readlink(path)
+            elif stat.S_ISREG(st.st_mode):
+                kind, body = b"f", _file_sha256(path)
+            else:
+                kind, body = b"o", b""
+            for part in (kind, child, str(mode).encode(), body):
+                h.update(len(part).to_bytes(8, "big"))
+                h.update(part)
+        stack.extend(reversed(subdirs))
+    return h.hexdigest()
+
+
+def _file_sha256(path: bytes) -> bytes:
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    finally:
+        os.close(fd)
+    return h.digest()
+
+
+@functools.lru_cache(maxsize=256)
+def task_digest(task_dir: str) -> str:
+    """SHA-256 of a task directory's ``task.json`` and ``repo/`` (once per process and path:
+    a task directory does not change during a run).
+
+    Raises:
+        OSError: ``task.json`` cannot be read.
+    """
+    d = Path(task_dir)
+    h = hashlib.sha256(b"task\0")
+    h.update(hashlib.sha256((d / "task.json").read_bytes()).digest())
+    repo = d / "repo"
+    h.update(tree_digest(repo).encode() if repo.is_dir() else b"no-repo")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def evaluator_version() -> str:
+    """The evaluator's version as part of every key: ``EVALUATOR_VERSION`` of
+    :mod:`.evaluator`, the SHA-256 of the source of the packages it runs
+    (``strands_art/envs/migrationbench`` and ``strands_art/envs/sandbox``, every ``.py`` below them), and the
+    JDK and Maven installed (resolved path, size and modification time of ``java`` and ``mvn``,
+    and of Debian's Maven repository directory)."""
+    h = hashlib.sha256(KEY_FORMAT.encode())
+    h.update(repr(_evaluator.EVALUATOR_VERSION).encode())
+    migrationbench = Path(__file__).resolve().parents[1]
+    for pkg in (migrationbench, migrationbench.parent / "sandbox"):
+        for path in sorted(pkg.rglob("*.py")):
+            name = path.relative_to(pkg).as_posix()
+            h.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    for tool in ("java", "mvn"):
+        found = shutil.which(tool)
+        h.update(_stat_line(os.path.realpath(found)) if found else f"{tool}: none".encode())
+    h.update(_stat_line("/usr/share/maven-repo"))
+    return h.hexdigest()
+
+
+def _stat_line(path: str) -> bytes:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}: none".encode()
+    return f"{path}: {st.st_size} {st.st_mtime_ns}".encode()
+
+
+@dataclass
+class EvalCache:
+    """Verdicts by key: in memory, and in ``directory`` (one JSON file per key) when given.
+
+    Thread-safe within a process; several processes may share a directory (an entry is written
+    to a temporary name and renamed into place). ``hits`` / ``misses`` / ``stored`` count this
+    process's lookups.
+    """
+
+    directory: Path | None = None
+    hits: int = 0
+    misses: int = 0
+    stored: int = 0
+    _memory: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _inflight: dict[str, threading.Lock] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.directory is not None:
+            self.directory = Path(self.directory)
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.directory, 0o700)  # host only: no sandbox uid can list, read or write it
+
+    def key_lock(self, key: str) -> threading.Lock:
+        """The lock that makes concurrent lookups of ``key`` evaluate once."""
+        with self._lock:
+            return self._inflight.setdefault(key, threading.Lock())
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored verdict of ``key`` (a copy), or None. A directory entry that is not this
+        format's JSON for this key is ignored (a miss), with a warning."""
+        with self._lock:
+            hit = self._memory.get(key)
+        if hit is None and self.directory is not None:
+            path = self.directory / f"{key}.json"
+            try:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                entry = None
+            except (OSError, ValueError) as exc:
+                logger.warning("evaluation cache entry %s unreadable, ignored: %s", path, exc)
+                entry = None
+            if entry is not None:
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("key") == key
+                    and isinstance(entry.get("verdict"), dict)
+                ):
+                    hit = entry["verdict"]
+                    with self._lock:
+                        self._memory[key] = hit
+                else:
+                    logger.warning("evaluation cache entry %s is not an entry for its key, ignored", path)
+        with self._lock:
+            if hit is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return copy.deepcopy(hit) if hit is not None else None
+
+    def put(self, key: str, verdict: dict[str, Any]) -> None:
+        with self._lock:
+            self._memory[key] = copy.deepcopy(verdict)
+            self.stored += 1
+        if self.directory is not None:
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=self.directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"key": key, "verdict": verdict}, f)
+            os.replace(tmp, self.directory / f"{key}.json")
+
+
+_RUN_CACHES: dict[str, EvalCache] = {}
+_RUN_CACHES_LOCK = threading.Lock()
+
+
+def cache_for_run(run_dir: str | os.PathLike[str]) -> EvalCache | None:
+    """The cache a run's rollouts share (one object per directory in this process):
+    ``$STRANDS_ART_EVAL_CACHE`` if set to a directory, None if ``off``, else ``run_dir/eval-cache``."""
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    if setting.lower() in ("off", "0", "no", "false"):
+        return None
+    directory = Path(setting).expanduser() if setting else Path(run_dir) / RUN_CACHE_DIR
+    where = os.path.realpath(directory)
+    with _RUN_CACHES_LOCK:
+        if where not in _RUN_CACHES:
+            _RUN_CACHES[where] = EvalCache(Path(where))
+        return _RUN_CACHES[where]
+
+
+def cacheable(verdict: dict[str, Any]) -> bool:
+    """A verdict that depends only on the tree: scored (no ``evaluation_error``) and without a
+    timeout among its reasons."""
+    details = verdict.get("details") or {}
+    reasons = set(details.get("reasons") or ())
+    return (
+        "evaluation_error" not in verdict
+        and not (reasons & UNCACHED_REASONS)
+        and not details.get("timed_out")
+    )
+
+
+Evaluate = Callable[..., dict[str, Any]]
+
+
+def cached_evaluate_command(
+    repo_dir: str | os.PathLike[str],
+    task_dir: str | os.PathLike[str],
+    timeout_s: float = 300.0,
+    *,
+    cache: EvalCache | None,
+    scratch_dir: Path | None = None,
+    unsafe_no_sandbox: bool = False,
+    evaluate: Evaluate | None = None,
+) -> dict[str, Any]:
+    """:func:`.evaluator.evaluate_command` memoized by content (see the module doc); the same
+    arguments, the same result and the same exceptions, plus ``details["eval_cache"]``.
+
+    Args:
+        cache: where verdicts are kept; None evaluates ``repo_dir`` directly, as without this module.
+        scratch_dir: where the host's copy is made (and the evaluation's own directory).
+        evaluate: the evaluation (default :func:`.evaluator.evaluate_command`); tests pass a counter.
+
+    A tree the host's copy refuses (too large, too deep, too slow to copy: ``UnsafeFile``, or
+    unreadable) is evaluated directly, uncached, so it fails exactly as it would without the cache.
+    """
+    evaluate = evaluate or _evaluator.evaluate_command
+    run = functools.partial(evaluate, timeout_s=timeout_s, scratch_dir=scratch_dir,
+                            unsafe_no_sandbox=unsafe_no_sandbox)  # fmt: skip
+    if cache is None or not Path(repo_dir).is_dir():
+        return run(repo_dir, task_dir)
+    top = Path(tempfile.mkdtemp(prefix="strands-art-evalcopy-", dir=scratch_dir))
+    try:
+        copy = top / "repo"
+        try:
+            host = Identity(os.getuid(), os.getgid(), drop=False)  # the copy stays the host's
+            left_out = copy_for_build(Path(repo_dir), copy, host, timeout_s)
+            digest = tree_digest(copy)
+            task = task_digest(os.path.realpath(task_dir))
+        except (OSError, ValueError, RecursionError) as exc:
+            logger.info("evaluation of %s not cached (%s: %s)", repo_dir, type(exc).__name__, exc)
+            return run(repo_dir, task_dir)
+        key = hashlib.sha256(
+            json.dumps(
+                {
+                    "tree": digest,
+                    "left_out": left_out,
+                    "task": task,
+                    "evaluator": evaluator_version(),
+                    "timeout_s": float(timeout_s),
+                    "unsafe_no_sandbox": bool(unsafe_no_sandbox),
+                    "offline": os.environ.get("STRANDS_ART_MAVEN_OFFLINE"),
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
+        with cache.key_lock(key):
+            hit = cache.get(key)
+            if hit is not None:
+                hit.setdefault("details", {})["eval_cache"] = {"hit": True, "key": key}
+                return hit
+            verdict = run(copy, task_dir)
+            details = verdict.setdefault("details", {})
+            if "left_out_of_build" in details:  # what the host's copy left out of the workspace
+                details["left_out_of_build"] = left_out[:50]
+            if cacheable(verdict):
+                cache.put(key, verdict)
+            details["eval_cache"] = {"hit": False, "key": key, "stored": cacheable(verdict)}
+            return verdict
+    finally:
+        try:
+            remove_tree(top)
+        except OSError as exc:
+            logger.warning("could not remove %s: %s", top, exc)

@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_migrate_arguments(p)
     p.set_defaults(func=_cmd_migrate)
 
-    from strands_art.envs.migrationbench.generate.generate import add_make_tasks_parser
+    from strands_art.envs.migrationbench.generate.command import add_make_tasks_parser
 
     add_make_tasks_parser(sub)
 

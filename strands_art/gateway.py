@@ -7,6 +7,10 @@ backend samples from those IDs; (3) the output is parsed into text, reasoning an
 :mod:`strands_art.turn_cut`); (4) the capture extends or forks a row
 (:mod:`strands_art.capture`). The gateway knows nothing of Strands or HTTP: the fronts hand it
 OpenAI-format messages (:mod:`strands_art.conversion`).
+
+Over 450 lines as one job: the session table and the one ``generate()`` path every front calls
+(its steps live in the modules named above), beside the public errors and ``GatewayConfig``'s
+documented keys.
 """
 
 from __future__ import annotations

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from strands_art.envs.migrationbench.evaluate.buildoutputs import (
-    case_key,
     check_bytecode,
     class_major_version,
     expects_classes,
-    read_test_reports,
 )
+from strands_art.envs.migrationbench.evaluate.testreports import case_key, read_test_reports
 
 
 def _class(path: Path, major: int) -> None:

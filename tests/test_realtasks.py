@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from strands_art.envs.migrationbench.generate.fromrecords import make_tasks_from_records
 from strands_art.envs.migrationbench.generate.realtasks import (
     BLOCKED_DIR,
     BuildError,
     done_records,
     export_commit,
     find_clone,
-    make_tasks_from_records,
     summary,
 )
 from strands_art.envs.migrationbench.tasks.taskinfo import git_tree_id

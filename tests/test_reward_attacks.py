@@ -24,10 +24,10 @@ import pytest
 from support import reward_attacks as attacks
 
 from strands_art.envs.migrationbench.evaluate import evaluator as ev
-from strands_art.envs.migrationbench.evaluate.buildoutputs import read_test_reports
 from strands_art.envs.migrationbench.evaluate.buildpolicy import harden_build, harden_pom
 from strands_art.envs.migrationbench.evaluate.evaluator import EvalTask, evaluate
 from strands_art.envs.migrationbench.evaluate.gitorigin import GitObjectError, original_tests_from_git
+from strands_art.envs.migrationbench.evaluate.testreports import read_test_reports
 from strands_art.envs.sandbox import (
     Identity,
     SandboxUnavailable,

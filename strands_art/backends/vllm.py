@@ -40,6 +40,9 @@ Streaming (``sample(..., on_tokens=...)``): the same request with ``"stream": tr
 :mod:`strands_art.backends.vllm_stream`); the joined chunks pass the same checks. Failures before
 the stream starts are retried and mapped as above; a stream that breaks or sends an error event
 after it started is not retried (:class:`BackendUnavailable` / :class:`BackendError`).
+
+Over 450 lines as one backend: the pure request/response and error-mapping functions above
+:class:`VLLMBackend` have no other caller.
 """
 
 from __future__ import annotations

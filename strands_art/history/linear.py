@@ -36,6 +36,9 @@ of the messages before the edit are kept when the template allows), ``error``
 A request that repeats one already answered is a *retry*, not an edit: it branches from the state
 before that turn. Several lineages live side by side (sub-agents sharing a session); each request
 continues the lineage whose stored messages are its longest prefix.
+
+Over 450 lines as one history policy: its heal, retry and divergence paths share the pending-turn
+state of :class:`LinearHistory`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ token limit; ``usage`` of the recorded turn. Streaming sends the API's events (e
 ``response.function_call_arguments.delta``/``.done``), then ``response.completed`` (or
 ``response.incomplete``). Errors use OpenAI's shape, as the chat front's; after the headers,
 an ``error`` event.
+
+Over 450 lines as one wire format: the Responses API request parser and its event writer, one
+event kind after another as the spec lists them.
 """
 
 from __future__ import annotations

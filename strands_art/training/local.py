@@ -96,6 +96,9 @@ picks one; the update code is the same either way.
 
 The trainer reads trajectories only; it never imports the gateway (see
 :mod:`strands_art.training.loop` for the rollout loop).
+
+Over 450 lines as one trainer class (score, update, step, save, resume) over one model and
+optimizer state; the loss, passes, logprobs and LoRA pieces are modules of their own.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ sync, and the checkpoint written after the previous record.
 
 :func:`train` resumes from the newest checkpoint of ``run_dir`` (adapter, optimizer, step,
 RNG), drops metrics written after it, and continues with the same step count.
+
+Over 450 lines because :func:`train` is one schedule (rollouts, overlapping updates, evaluation,
+checkpoints) whose inner functions share its state; what they do not share is in batching, phases,
+metrics and checkpoint.
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ The run directory::
 
 This module never imports the gateway or an environment: the environment's ``gateway`` factory
 builds the gateway, its ``rollout`` drives the agent.
+
+Over 450 lines as one job: a training run directory's life (lock, prepare, resume, rows, result)
+around :func:`run_training`; each helper is short and used here only.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ the viewer listens on is refused with 403 (:class:`HostCheck`) — a page on ano
 name resolves to 127.0.0.1 (DNS rebinding) gets nothing. Idle and slow clients:
 :func:`start_server` closes a connection that has not sent a whole request head within
 ``header_timeout`` seconds and refuses connections above ``max_connections``.
+
+Over 450 lines as one HTTP app: a dozen short route handlers over :mod:`strands_art.view.reader`,
+with the host check and the connection limits.
 """
 
 from __future__ import annotations

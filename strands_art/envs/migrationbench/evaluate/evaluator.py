@@ -62,7 +62,6 @@ from strands_art.envs.migrationbench.evaluate.buildoutputs import (
     check_bytecode,
     class_versions,
     expected_class_files,
-    report_dirs,
     uncompiled_sources,
 )
 from strands_art.envs.migrationbench.evaluate.buildpolicy import forced_args, harden_build
@@ -73,6 +72,7 @@ from strands_art.envs.migrationbench.evaluate.evaltask import (  # noqa: F401 (r
 )
 from strands_art.envs.migrationbench.evaluate.gitorigin import GitObjectError, original_from_git
 from strands_art.envs.migrationbench.evaluate.hostcheck import fork_failed, host_can_fork, host_failure
+from strands_art.envs.migrationbench.evaluate.testreports import report_dirs
 from strands_art.envs.migrationbench.evaluate.testselection import (
     RUNTIME_SELECTION_FILES,
     default_selection,
@@ -345,7 +345,7 @@ def _run_build(
 
 def _fresh_test_outputs(build: Path, runtime: dict[str, bytes]) -> list[str]:
     """Before the test build (nothing of the agent's is running): every report directory the
-    scoring build writes (:func:`.buildoutputs.report_dirs`) removed, so each report read after
+    scoring build writes (:func:`.testreports.report_dirs`) removed, so each report read after
     it was written by that build; and every file that selects tests at run time that is not one
     of the original's (``runtime``) removed, in the sources (same path and bytes) and in each
     module's ``target/`` (same name and bytes), where the compile build may have put one.

@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strands_art.envs.migrationbench.evaluate.buildoutputs import BytecodeReport, read_test_reports
+from strands_art.envs.migrationbench.evaluate.buildoutputs import BytecodeReport
 from strands_art.envs.migrationbench.evaluate.evaltask import EvalTask
+from strands_art.envs.migrationbench.evaluate.testreports import read_test_reports
 from strands_art.envs.migrationbench.maven.maven import MavenResult
 from strands_art.envs.migrationbench.tasks.javatests import TestInventory
 

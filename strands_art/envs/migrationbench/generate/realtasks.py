@@ -1,6 +1,6 @@
-"""Real MigrationBench repositories as tasks: ``strands-art make-tasks OUT --from-records R --repos D``.
+"""Real MigrationBench repositories as tasks: one record made into a task, and the report.
 
-For each record (:func:`.tasks.read_records`: CSV, Parquet, JSON or JSONL as published) whose
+``strands-art make-tasks OUT --from-records R --repos D`` (:mod:`.fromrecords`) runs, for each record (:func:`.tasks.read_records`: CSV, Parquet, JSON or JSONL as published) whose
 repository has a local clone under ``--repos`` (:func:`find_clone`), :func:`make_real_task`:
 
 1. exports ``base_commit`` into ``OUT/<owner>__<name>/repo`` (a git repository whose ``HEAD`` is
@@ -44,7 +44,7 @@ from strands_art.envs.migrationbench.evaluate.verify import apply_patch
 from strands_art.envs.migrationbench.generate.offline_propose import Missing, missing_coordinates, propose
 from strands_art.envs.migrationbench.tasks.offline_env import OFFLINE_DIR, TASK_KEY, declaration
 from strands_art.envs.migrationbench.tasks.taskinfo import compute_fields, git_tree_id
-from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS, TaskError, read_records
+from strands_art.envs.migrationbench.tasks.tasks import RECORD_FIELDS
 
 logger = logging.getLogger(__name__)
 
@@ -350,119 +350,6 @@ def done_records(out: Path) -> dict[str, dict[str, Any]]:
         return {}
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     return {r["repo"]: r for r in lines}
-
-
-def _reference_for(reference: Path | None, repo: str, single: bool) -> Path | None:
-    if reference is None:
-        return None
-    if reference.is_dir():
-        p = reference / f"{task_dir_name(repo)}.patch"
-        return p if p.is_file() else None
-    return reference if single else None
-
-
-def _only(
-    args: argparse.Namespace, records: list[dict[str, Any]], skipped: list[tuple[int, str, str]]
-) -> set[str] | str | None:
-    """The repos ``--only`` names (None without it), or why it names one that is not a record."""
-    if not getattr(args, "only", None):
-        return None
-    only = {x.strip() for x in args.only.split(",") if x.strip()}
-    unknown = sorted(only - {r["repo"] for r in records})
-    if not only or unknown:
-        why = {repo: reason for _, repo, reason in skipped}
-        said = "; ".join(
-            f"{x} was skipped: {why[x]}" if x in why else f"{x} is not a record" for x in unknown
-        )
-        return f"--only {args.only!r}: {said or 'no repo given'} (records: {args.from_records})"
-    return only
-
-
-def make_tasks_from_records(args: argparse.Namespace) -> int:
-    """``strands-art make-tasks OUT --from-records R --repos D [--reference P]``: 0 when every
-    record tried was made (and its reference scored 1.0), 1 otherwise, 2 for bad arguments (an
-    unreadable records file; an ``--only`` repo that is no record, was skipped, or has no clone)."""
-    from strands_art.envs.sandbox import SandboxError
-
-    out, repos = Path(args.out_dir), Path(args.repos) if args.repos else None
-    reference = Path(args.reference) if args.reference else None
-    if repos is None or not repos.is_dir():
-        print(f"strands-art make-tasks: --repos {args.repos!r} is not a directory of clones", file=sys.stderr)
-        return 2
-    if reference is not None and not reference.exists():
-        print(f"strands-art make-tasks: --reference {reference} does not exist", file=sys.stderr)
-        return 2
-    skipped: list[tuple[int, str, str]] = []
-    try:
-        records = read_records(args.from_records, skipped)
-    except TaskError as exc:
-        print(f"strands-art make-tasks: {exc}", file=sys.stderr)
-        return 2
-    for i, repo, why in skipped:
-        print(f"skipped row {i} {repo}: {why}", flush=True)
-    only = _only(args, records, skipped)
-    if isinstance(only, str):
-        print(f"strands-art make-tasks: {only}", file=sys.stderr)
-        return 2
-    todo = []
-    for record in records:
-        if only is not None and record["repo"] not in only:
-            continue
-        git_dir = find_clone(repos, record["repo"], record["base_commit"])
-        if git_dir is not None:
-            todo.append((record, git_dir))
-    without = sorted(only - {r["repo"] for r, _ in todo}) if only is not None else []
-    if without:
-        print(
-            f"strands-art make-tasks: --only {','.join(without)}: no clone holding base_commit under "
-            f"{repos} (looked for OWNER__NAME, OWNER+NAME[/repo] and OWNER/NAME there)",
-            file=sys.stderr,
-        )
-        return 2
-    out.mkdir(parents=True, exist_ok=True)
-    done = done_records(out)
-    print(
-        f"{len(todo)} of {len(records)} records have a clone under {repos}; {len(done)} already done",
-        flush=True,
-    )
-    t0 = time.monotonic()
-    for i, (record, git_dir) in enumerate(todo, 1):
-        ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
-        prior = done.get(record["repo"])
-        if prior is not None and prior["status"] == "blocked" and args.retry_blocked:
-            prior = None  # made again from the start (e.g. after installing a Debian package)
-        if prior is not None and not (
-            ref is not None and prior["status"] == "made" and prior.get("reference") != 1.0 and args.recheck
-        ):
-            continue
-        if args.max_seconds and time.monotonic() - t0 > args.max_seconds:
-            print(f"stopped after {args.max_seconds:.0f} s: run again to continue", flush=True)
-            break
-        try:
-            if prior is not None and ref is not None:
-                r = recheck_reference(prior, out, ref, timeout_s=args.timeout)
-            else:
-                r = make_real_task(record, git_dir, out, reference=ref, timeout_s=args.timeout)
-        except SandboxError as exc:
-            print(f"strands-art make-tasks: the sandbox cannot start: {exc}", file=sys.stderr)
-            return 2
-        done[record["repo"]] = r
-        print(f"[{i}/{len(todo)} {time.monotonic() - t0:.0f}s] {line(r)}", flush=True)
-    results = [done[r["repo"]] for r, _ in todo if r["repo"] in done]
-    made = [r for r in results if r["status"] == "made"]
-    ref_ok = [r for r in made if r.get("reference") == 1.0]
-    print(
-        f"RESULT records={len(results)} made={len(made)} blocked={len(results) - len(made)} "
-        f"reference_ok={len(ref_ok)}",
-        flush=True,
-    )
-    return (
-        0
-        if len(results) == len(todo)
-        and all(r.get("reference") in (None, 1.0) for r in made)
-        and len(made) == len(results)
-        else 1
-    )
 
 
 def line(r: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """MigrationBench's minimal-migration check, re-implemented: build under JDK 17, then test equivalence.
 
-Rules (``docs/migrationbench.md``, sections "Evaluator" and "Threat model of the reward"):
+Rules (``docs/migrationbench-evaluator.md``, sections "Rules" and "Threat model of the reward"):
 
 * **Build success** (reward 0.5): the *compile build* ``mvn clean verify -DskipTests`` exits 0
   under JDK 17 within the timeout, and every main class of every module

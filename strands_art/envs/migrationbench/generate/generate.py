@@ -1,8 +1,8 @@
 """Generate MigrationBench tasks: deterministic Java 8 Maven projects, each with its reference migration.
 
 ``strands-art make-tasks OUT_DIR --kinds KIND,... --n N --seed S [--split train|eval|heldout-kind]``
-writes ``N`` task directories in the bundled tasks' format (docs/migrationbench.md, "Generated
-tasks"):
+writes ``N`` task directories in the bundled tasks' format (docs/migrationbench-tasks.md,
+"Generated tasks"):
 
 * ``repo/``: the Java 8 project, a git repository with one commit (fixed author and date drawn
   from the seed, so the commit id is the same on every machine with the same git);

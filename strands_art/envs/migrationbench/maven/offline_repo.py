@@ -21,7 +21,7 @@ version metadata for Debian's plugins (:func:`seed_plugin_metadata`: ``bundle`` 
 lifecycle plugins without versions). A task's own declared environment (:mod:`.offline_env`) is
 copied in after all of this.
 
-Recipe and rationale: ``docs/migrationbench.md`` ("Offline Maven resolution").
+Recipe and rationale: ``docs/migrationbench-evaluator.md`` ("Offline Maven resolution").
 
 Over 450 lines because about 150 of them are data: the relocation table and the two settings.xml
 templates.

@@ -27,7 +27,7 @@ all nine, --model smollm2 the 135M model on transformers. See docs/migrationbenc
 
 DEFAULT_TASKS = ("compiler-props", "junit-mix", "multi-module")
 """The bundled tasks of a run without --tasks: the ones a 1.5B model can finish in a few turns
-(a Java level to raise in one or two poms); see docs/migrationbench.md for the others."""
+(a Java level to raise in one or two poms); see docs/migrationbench-tasks.md for the others."""
 
 _STD = RolloutConfig()
 

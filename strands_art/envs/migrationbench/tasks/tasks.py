@@ -8,7 +8,7 @@ A task directory holds ``task.json`` (the MigrationBench record fields ``repo``,
 Real records (a CSV or Parquet file, as published on the Hugging Face hub as
 ``AmazonScience/migration-bench-java-{full,selected}``) are materialized by cloning
 ``https://github.com/{repo}`` at ``base_commit`` into a task directory; that needs network access
-to the git host (see docs/migrationbench.md). The bundled tasks are the offline default.
+to the git host (see docs/migrationbench-tasks.md). The bundled tasks are the offline default.
 """
 
 from __future__ import annotations

@@ -306,4 +306,7 @@ def test_a_run_without_held_out_tasks_is_finished_when_every_outer_batch_trained
     held = seed_tables.Run(tmp_path, "tree-fixed-steps", 0, {"outer_batches": 2, "eval_tasks": "e"}, trains)
     assert not held.finished
     held.evals.append((2, 0.5, 14, 1.0))
-    assert held.finished and not seed_tables.Run(tmp_path, "tree-fixed-steps", 0, bare.settings, trains[:1]).finished
+    assert (
+        held.finished
+        and not seed_tables.Run(tmp_path, "tree-fixed-steps", 0, bare.settings, trains[:1]).finished
+    )

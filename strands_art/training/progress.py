@@ -115,7 +115,9 @@ def record_line(r: Mapping[str, Any]) -> str:
         f", {failed} rollouts failed" if failed > 0 else ""
     )
     if "groups_drawn" in r:  # --max-draws / --skip-tied (strands_art.training.dynamic_sampling)
-        skipped = sum(int(r.get(k, 0)) for k in ("skipped_tied_at_0", "skipped_tied_at_1", "skipped_tied_mixed"))
+        skipped = sum(
+            int(r.get(k, 0)) for k in ("skipped_tied_at_0", "skipped_tied_at_1", "skipped_tied_mixed")
+        )
         tail += f", {r['groups_drawn']} groups drawn ({r.get('groups_with_signal', 0)} with signal, {skipped} skipped)"
     return (
         f"batch {r['outer_batch']}: reward {r.get('reward_mean', 0):.3f}, kl {r.get('approx_kl', 0):.2e}, "

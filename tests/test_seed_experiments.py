@@ -42,7 +42,6 @@ GIVEN = {
     "lr": 1e-2, "warmup_steps": 0, "kl_coef": 0.0, "lora_rank": 4, "micro_batch_tokens": 4096,
     "max_new_tokens": 64, "max_turns": 2, "eval_every": 1, "eval_samples": 1, "max_staleness": 0,
     "concurrency": 8, "checkpoint_every": 1,
-    "train_truncated": True,  # the tiny random model's answers are all truncated: trained
 }  # fmt: skip
 
 

@@ -27,7 +27,6 @@ SMALL = [
     "--env", "capitals", "--model", "smollm2", "--outer-batches", "3", "--prompt-batch", "2",
     "--rollouts-per-prompt", "4", "--max-new-tokens", "10", "--eval-samples", "1", "--max-staleness", "0",
     "--threads", "1", "--seed", "5", "--lr", "2e-2", "--no-progress",
-    "--train-truncated",  # answers cut at 10 tokens: trained, as these tests were written for
 ]  # fmt: skip
 
 

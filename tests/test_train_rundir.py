@@ -27,7 +27,6 @@ SMALL = [
     "--env", "capitals", "--model", "smollm2", "--outer-batches", "1", "--prompt-batch", "1",
     "--rollouts-per-prompt", "2", "--ppo-mini-batch", "1", "--max-new-tokens", "4", "--eval-samples", "1",
     "--max-staleness", "0", "--threads", "1", "--seed", "5", "--lr", "2e-2", "--no-progress",
-    "--train-truncated",  # answers cut at 4 tokens: trained, as these tests were written for
 ]  # fmt: skip
 
 

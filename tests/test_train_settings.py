@@ -229,27 +229,3 @@ def test_resume_refuses_another_batching_or_history_mode(tmp_path, capsys):
     assert "--history-mode 'linear' (the run has 'tree')" in capsys.readouterr().err
     assert main(["train", "--resume", "--run-dir", str(run), "--batching", "fixed-rows"]) == 2
     assert "--batching 'fixed-rows' (the run has 'fixed-steps')" in capsys.readouterr().err
-
-
-def test_truncated_answers_are_left_out_unless_train_truncated_and_old_runs_keep_training_them(tmp_path):
-    """By default GRPO leaves answers sampled to the token limit out of the loss; ``--train-truncated``
-    trains them; a train.json from before the flag existed means it was on (what those runs did)."""
-    base = ["--env", "capitals", "--run-dir", str(tmp_path / "run")]
-    on, off = settings_of([*base, "--train-truncated"]), settings_of(base)
-    assert off.train_truncated is False and off.trainer_config().grpo.exclude_turn_tags == (
-        "discarded",
-        "truncated",
-    )
-    assert on.train_truncated is True and on.trainer_config().grpo.exclude_turn_tags == ("discarded",)
-    assert dataclasses.replace(on, train_truncated=False) == off  # nothing else changed
-    assert settings_of(shlex.split(on.command())[2:]) == on and "--train-truncated" not in off.command()
-    before = off.to_dict()
-    del before["train_truncated"]
-    (tmp_path / "train.json").write_text(json.dumps(before))
-    assert TrainSettings.load(tmp_path).train_truncated is True
-    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
-    assert "--train-truncated" in help_text and "overlong" in help_text
-    from strands_art.training.verl_launch import verl_overrides
-
-    with pytest.raises(ValueError, match="--train-truncated has no verl counterpart"):
-        verl_overrides(on)  # its agent loop masks truncated turns

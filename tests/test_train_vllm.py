@@ -29,7 +29,6 @@ TINY = [
     "--env", "capitals", "--model", "smollm2", "--outer-batches", "2", "--prompt-batch", "2",
     "--rollouts-per-prompt", "4", "--ppo-mini-batch", "1", "--max-new-tokens", "8", "--eval-samples", "1",
     "--threads", "1", "--seed", "3", "--lr", "2e-2", "--temperature", "1.0", "--no-progress",
-    "--train-truncated",  # answers cut at 8 tokens: trained, as these tests were written for
 ]  # fmt: skip
 STEPS_PER_UPDATE = 2  # prompt batch 2 / PPO mini-batch 1, one epoch
 

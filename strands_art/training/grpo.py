@@ -40,11 +40,10 @@ class GRPOConfig:
         exclude_turn_tags: turns carrying one of these tags (``Turn.tags``, on rows as
             ``metadata["turn_tags"]``, see strands_art/turn_tags.py) get loss mask 0: by default
             ``discarded`` ones (a response the agent threw away: a hook's retry, a cancelled
-            turn) and ``truncated`` ones (sampled to the token limit with no complete call to
-            end at: DAPO's overlong filtering, TRL's ``mask_truncated_completions``; counted in
-            ``truncated_turns`` either way; ``("discarded",)`` trains them, ``train
-            --train-truncated``). Add ``"summarizer"`` to leave summarization calls out too;
-            ``()`` trains on all.
+            turn). Add ``"truncated"`` to leave out turns sampled to the token limit with no
+            complete call to end at (DAPO's overlong filtering, TRL's
+            ``mask_truncated_completions``; counted in ``truncated_turns`` either way),
+            ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
         train_cut_tails: False (default): the tail of a cut turn (after its last complete
             call, or from a turn-start token the model wrote: ``row.metadata["cut_tails"]``,
             :mod:`strands_art.turn_cut`) gets loss mask 0, the calls before it are trained;
@@ -53,7 +52,7 @@ class GRPOConfig:
 
     scale_by_std: bool = True
     std_eps: float = 1e-6
-    exclude_turn_tags: tuple[str, ...] = ("discarded", "truncated")
+    exclude_turn_tags: tuple[str, ...] = ("discarded",)
     train_cut_tails: bool = False
 
     def __post_init__(self) -> None:

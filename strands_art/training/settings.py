@@ -64,7 +64,6 @@ DEFAULTS: dict[str, Any] = {
     "skip_tied": 0.0,
     "share_prefix": False,
     "gradient_checkpointing": False,
-    "train_truncated": False,
     "old_logprobs": "auto",
     "batching": "fixed-steps",
     "rows_per_mini_batch": None,
@@ -183,7 +182,6 @@ class TrainSettings:
     batching: str = "fixed-steps"
     rows_per_mini_batch: int | None = None
     history_mode: str | None = None
-    train_truncated: bool = False
 
     @classmethod
     def resolve(
@@ -275,7 +273,7 @@ class TrainSettings:
             check_path(FLAG_OF[key], getattr(self, key))
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
-        for key in ("share_prefix", "gradient_checkpointing", "wandb", "train_truncated"):
+        for key in ("share_prefix", "gradient_checkpointing", "wandb"):
             check_bool(FLAG_OF[key], getattr(self, key))
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)
@@ -350,7 +348,6 @@ class TrainSettings:
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""
-        from strands_art.training.grpo import GRPOConfig
         from strands_art.training.loss import LossConfig
         from strands_art.training.trainer_config import TrainerConfig
 
@@ -380,9 +377,6 @@ class TrainSettings:
             old_logprobs=self.old_logprobs,
             batching_mode="fixed_rows" if self.batching == "fixed-rows" else "fixed_steps",
             rows_per_mini_batch=self.rows_per_mini_batch,
-            grpo=GRPOConfig(
-                exclude_turn_tags=("discarded",) if self.train_truncated else ("discarded", "truncated")
-            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -391,13 +385,12 @@ class TrainSettings:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainSettings:
         """Inverse of :meth:`to_dict`; keys a newer version added take their defaults, except
-        ``old_logprobs``: ``rollout``, and ``train_truncated``: true, what every run saved before
-        the setting existed trained with."""
+        ``old_logprobs``: ``rollout``, what every run saved before the setting existed trained with."""
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
             raise ValueError(f"unknown keys in train.json: {sorted(unknown)}")
-        return cls(**{**DEFAULTS, "old_logprobs": "rollout", "train_truncated": True, **d})
+        return cls(**{**DEFAULTS, "old_logprobs": "rollout", **d})
 
     def command(self) -> str:
         """The ``strands-art train`` command line that gives these settings (every option spelled out)."""

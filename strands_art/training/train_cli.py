@@ -148,13 +148,6 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         help="recompute activations in the backward pass (same loss and gradients, one more forward "
         "pass, far less memory: long agent rows on a small machine); not with --share-prefix",
     )
-    g.add_argument(
-        "--train-truncated",
-        action="store_true",
-        default=None,
-        help="also train answers sampled to --max-new-tokens with no complete tool call (default: "
-        "left out of the loss, DAPO's overlong filtering; counted as truncated_turns)",
-    )
     g = p.add_argument_group("rollouts and evaluation")
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")
     g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")

@@ -73,14 +73,8 @@ def verl_overrides(s: TrainSettings) -> list[str]:
     """The Hydra overrides of these settings (after the fixed ones of the published configuration).
 
     Raises:
-        ValueError: ``--old-logprobs first-pass`` (no verl counterpart, :data:`OLD_LOGPROBS`);
-            ``--train-truncated`` (the agent loop masks truncated turns, ``GRPOConfig``'s default).
+        ValueError: ``--old-logprobs first-pass`` (no verl counterpart, :data:`OLD_LOGPROBS`).
     """
-    if s.train_truncated:
-        raise ValueError(
-            "--trainer verl: --train-truncated has no verl counterpart (its agent loop leaves truncated "
-            "turns out of the loss, as the embedded trainer does by default)"
-        )
     if s.old_logprobs not in OLD_LOGPROBS:
         raise ValueError(
             f"--trainer verl: --old-logprobs {s.old_logprobs} has no verl counterpart; "

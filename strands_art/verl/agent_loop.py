@@ -105,8 +105,8 @@ def trajectory_outputs(traj: Trajectory, extra: Mapping[str, Any] | None = None)
         traj: a closed trajectory with a reward.
         extra: added to every output's ``extra_fields`` (e.g. ``min_global_steps``).
 
-    Turns tagged ``discarded`` (strands_art/turn_tags.py) or ``truncated`` and the cut tails of
-    turns (strands_art/turn_cut.py) get loss mask 0, as in the embedded trainer's default
+    Turns tagged ``discarded`` (strands_art/turn_tags.py) and the cut tails of turns
+    (strands_art/turn_cut.py) get loss mask 0, as in the embedded trainer's default
     (``GRPOConfig.exclude_turn_tags``, ``train_cut_tails``); a row left with no sampled token is
     dropped.
 

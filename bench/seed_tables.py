@@ -38,6 +38,8 @@ ARM_KEYS = frozenset({"history_mode", "batching", "rows_per_mini_batch", "seed",
 
 TOTALS = ("rows", "processed_tokens", "actor_update_s", "e2e_s")
 """Table 2's totals, in its order (the design's four rows)."""
+TRAINED = ("processed_tokens", "actor_update_s")
+"""The totals of the trainer's passes: compared only over pairs whose arms both ran one."""
 
 LABELS = {
     "rows": "training sequences (rows)",
@@ -239,18 +241,27 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
     ps = pairs(runs)
     sums = {arm: dict.fromkeys((*TOTALS, "tokens", "rollout_s", "eval_s"), 0.0) for arm in ("tree", "linear")}
     per_seed: dict[str, list[float]] = {k: [] for k in TOTALS}
+    # the trainer's totals compare only where both arms ran a pass: a group whose rewards all tie has
+    # advantage 0 and trains nothing (0 tokens, ~0 s), which is the rollouts' luck, not the capture's
+    both = {k: [0.0, 0.0] for k in TRAINED}
+    trained_pairs = 0
     for tree, linear, n in ps:
         tt, lt = tree.totals(n), linear.totals(n)
         for k in sums["tree"]:
             sums["tree"][k] += tt[k]
             sums["linear"][k] += lt[k]
+        ran = tt["processed_tokens"] > 0 and lt["processed_tokens"] > 0
+        trained_pairs += ran
         for k in TOTALS:
+            if k in TRAINED and not ran:
+                continue
+            if k in TRAINED:
+                both[k][0] += tt[k]
+                both[k][1] += lt[k]
             if tt[k] > 0:
                 per_seed[k].append(100.0 * (1 - lt[k] / tt[k]))
-    reduction = {
-        k: (100.0 * (1 - sums["linear"][k] / sums["tree"][k]) if sums["tree"][k] > 0 else float("nan"))
-        for k in TOTALS
-    }
+    pooled = {k: (both[k] if k in TRAINED else (sums["tree"][k], sums["linear"][k])) for k in TOTALS}
+    reduction = {k: (100.0 * (1 - lin / tr) if tr > 0 else float("nan")) for k, (tr, lin) in pooled.items()}
     batches = [n for *_, n in ps]
     lines = [
         "Table 2. History mode (both arms fixed-step batching): totals over "
@@ -281,14 +292,19 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
         f"| best held-out reward | {pm(best_t)} ({len(best_t)}) | {pm(best_l)} ({len(best_l)}) | - | - "
         f"| {DESIGN_BEST['tree-fixed-steps']:.2f}% (batching run) | {DESIGN_BEST['linear-fixed-steps']:.2f}% | - |"
     )
+    if trained_pairs < len(ps):
+        lines.append(
+            f"processed tokens and actor-update time: reductions over the {trained_pairs} of {len(ps)} pair(s) whose "
+            "arms both ran a pass (in the others a group's rewards all tied: advantage 0, nothing trained)"
+        )
     extra = (
-        f"also: tokens in the trained rows tree {sums['tree']['tokens']:,.0f} / linear {sums['linear']['tokens']:,.0f}; "
+        f"also: tokens in the outer batches' rows tree {sums['tree']['tokens']:,.0f} / linear {sums['linear']['tokens']:,.0f}; "
         f"rollout time {sums['tree']['rollout_s']:,.0f} / {sums['linear']['rollout_s']:,.0f} s; held-out evaluations "
         f"{sums['tree']['eval_s']:,.0f} / {sums['linear']['eval_s']:,.0f} s"
     )
     lines.append(extra)
     return lines, {"pairs": ps, "sums": sums, "reduction": reduction, "per_seed": per_seed,
-                   "best_tree": best_t, "best_linear": best_l}  # fmt: skip
+                   "best_tree": best_t, "best_linear": best_l, "trained_pairs": trained_pairs}  # fmt: skip
 
 
 def result_line(runs: list[Run], t1: dict[str, Any], t2: dict[str, Any]) -> str:

@@ -309,3 +309,22 @@ def test_a_run_without_held_out_tasks_is_finished_when_every_outer_batch_trained
         held.finished
         and not seed_tables.Run(tmp_path, "tree-fixed-steps", 0, bare.settings, trains[:1]).finished
     )
+
+
+def test_a_pair_whose_tree_group_tied_is_left_out_of_the_trainers_reductions(tmp_path):
+    def run(arm, seed, rows, processed, actor):
+        rec = {"outer_batch": 0, "rows": rows, "processed_tokens": processed, "actor_update_s": actor,
+               "e2e_s": actor + 100.0, "tokens": 10 * rows, "rollout_s": 100.0, "optimizer_steps": 1}  # fmt: skip
+        return seed_tables.Run(tmp_path, arm, seed, {"outer_batches": 1}, [rec])
+
+    runs = [
+        run("tree-fixed-steps", 0, 10, 1000, 100.0), run("linear-fixed-steps", 0, 4, 400, 40.0),
+        run("tree-fixed-steps", 1, 8, 0, 0.001), run("linear-fixed-steps", 1, 4, 300, 30.0),
+    ]  # fmt: skip
+    lines, t2 = seed_tables.table2(runs)
+    assert t2["trained_pairs"] == 1
+    assert t2["reduction"]["processed_tokens"] == pytest.approx(60.0)  # seed 0 only: 1 - 400 / 1000
+    assert t2["reduction"]["actor_update_s"] == pytest.approx(60.0)
+    assert t2["per_seed"]["actor_update_s"] == [pytest.approx(60.0)]  # not seed 1's 1 - 30 / 0.001
+    assert t2["reduction"]["rows"] == pytest.approx(100 * (1 - 8 / 18))  # rows: every pair
+    assert any("over the 1 of 2 pair(s)" in line for line in lines)

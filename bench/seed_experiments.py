@@ -169,7 +169,7 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         stem = str(Path(args.out).with_suffix(""))
-        if runs:
+        if any(r.evals for r in runs):  # held-out reward curves (none without --eval-tasks)
             seed_tables.figure1(runs, f"{stem}-figure1.png")
         if t2["pairs"]:
             seed_tables.figure2(t2, f"{stem}-figure2.png")

@@ -243,7 +243,7 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
     per_seed: dict[str, list[float]] = {k: [] for k in TOTALS}
     # the trainer's totals compare only where both arms ran a pass: a group whose rewards all tie has
     # advantage 0 and trains nothing (0 tokens, ~0 s), which is the rollouts' luck, not the capture's
-    both = {k: [0.0, 0.0] for k in TRAINED}
+    pooled = {k: [0.0, 0.0] for k in TOTALS}  # (tree, linear) over the pairs that count for k
     trained_pairs = 0
     for tree, linear, n in ps:
         tt, lt = tree.totals(n), linear.totals(n)
@@ -255,12 +255,10 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
         for k in TOTALS:
             if k in TRAINED and not ran:
                 continue
-            if k in TRAINED:
-                both[k][0] += tt[k]
-                both[k][1] += lt[k]
+            pooled[k][0] += tt[k]
+            pooled[k][1] += lt[k]
             if tt[k] > 0:
                 per_seed[k].append(100.0 * (1 - lt[k] / tt[k]))
-    pooled = {k: (both[k] if k in TRAINED else (sums["tree"][k], sums["linear"][k])) for k in TOTALS}
     reduction = {k: (100.0 * (1 - lin / tr) if tr > 0 else float("nan")) for k, (tr, lin) in pooled.items()}
     batches = [n for *_, n in ps]
     lines = [

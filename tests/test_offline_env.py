@@ -14,6 +14,7 @@ import pytest
 
 from strands_art.envs.migrationbench.evaluate.evaluator import BadTask, EvalTask, evaluate
 from strands_art.envs.migrationbench.generate.offline_propose import (
+    in_range,
     missing_coordinates,
     propose,
     stub_parent_pom,
@@ -244,6 +245,58 @@ def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_pat
     ]
     # what is proposed passes the task validation
     for rel, text in prop.files.items():
+        (tmp_path / "offline" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "offline" / rel).write_text(text)
+    assert len(declaration(tmp_path / "offline")["files"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "inside"),
+    [
+        ("31.1-jre", "[30.0-jre,)", True),
+        ("29.0-jre", "[30.0-jre,)", False),
+        ("2.0", "[1.0,2.0)", False),
+        ("2.0", "[1.0,2.0]", True),
+        ("1.0", "(1.0,2.0]", False),
+        ("1.5", "[1.5]", True),
+        ("1.1", "(,1.0],[1.2,)", False),
+        ("1.3", "(,1.0],[1.2,)", True),
+        ("1.0", "1.0", False),  # a plain version is no range
+    ],
+)
+def test_maven_version_ranges(version: str, spec: str, inside: bool) -> None:
+    assert in_range(version, spec) is inside
+
+
+def test_a_version_range_is_served_by_metadata_naming_debians_version_inside_it(tmp_path: Path) -> None:
+    debian = tmp_path / "debian"
+    for rel in ("com/google/guava/guava/31.1-jre/guava-31.1-jre.jar", "junit/junit/4.13.2/junit-4.13.2.jar"):
+        (debian / rel).parent.mkdir(parents=True, exist_ok=True)
+        (debian / rel).write_bytes(b"PK")
+    log = (
+        "[ERROR] Failed to execute goal on project k: Could not resolve dependencies for project a:k:jar:0.1: "
+        "Failed to collect dependencies at com.google.guava:guava:jar:[30.0-jre,): No versions available for "
+        "com.google.guava:guava:jar:[30.0-jre,) within specified range -> [Help 1]\n"
+        "[ERROR] Failed to execute goal on project k: ... No versions available for "
+        "junit:junit:jar:[5.0,6.0) within specified range -> [Help 1]\n"
+        "[ERROR] Could not find artifact junit:junit-dep:jar:4.8.2 in r\n"
+    )
+    missing = missing_coordinates(log)
+    assert [str(m) for m in missing] == [
+        "com.google.guava:guava:jar:[30.0-jre,) (range)",
+        "junit:junit:jar:[5.0,6.0) (range)",
+        "junit:junit-dep:jar:4.8.2 (artifact)",
+    ]
+    prop = propose(missing, debian)
+    assert sorted(prop.files) == [
+        "com/google/guava/guava/maven-metadata-local.xml",
+        "junit/junit-dep/4.8.2/junit-dep-4.8.2.pom",
+    ]
+    meta = prop.files["com/google/guava/guava/maven-metadata-local.xml"]
+    assert "<version>31.1-jre</version>" in meta and "<release>31.1-jre</release>" in meta
+    assert "<artifactId>junit</artifactId>" in prop.files["junit/junit-dep/4.8.2/junit-dep-4.8.2.pom"]
+    assert prop.blocked == ["junit:junit:jar:[5.0,6.0) (range): Debian's 4.13.2 is outside it"]
+    for rel, text in prop.files.items():  # the metadata passes the task validation
         (tmp_path / "offline" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "offline" / rel).write_text(text)
     assert len(declaration(tmp_path / "offline")["files"]) == 2

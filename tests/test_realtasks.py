@@ -17,6 +17,7 @@ from strands_art.envs.migrationbench.generate.realtasks import (
     done_records,
     export_commit,
     find_clone,
+    gitlinks,
     summary,
 )
 from strands_art.envs.migrationbench.tasks.taskinfo import git_tree_id
@@ -98,6 +99,25 @@ def test_export_is_the_commit_byte_for_byte(tmp_path: Path) -> None:
         export_commit(git_dir, "e" * 40, tmp_path / "out2")
 
 
+def test_a_submodule_exports_as_its_empty_directory_and_hashes_as_its_gitlink(tmp_path: Path) -> None:
+    repo, _ = upstream(tmp_path / "clones", second_commit=False)
+    link = "f00d" * 10  # a submodule's commit: only its id is in upstream's tree
+    git("update-index", "--add", "--cacheinfo", f"160000,{link},libs/proto", cwd=repo)
+    (repo / ".gitmodules").write_text('[submodule "proto"]\n\tpath = libs/proto\n\turl = ../proto\n')
+    git("add", ".gitmodules", cwd=repo)
+    git("commit", "-qm", "with a submodule", cwd=repo)
+    base = git("rev-parse", "HEAD", cwd=repo)
+    out = tmp_path / "out" / "repo"
+    tree = export_commit(repo / ".git", base, out)
+    assert tree == git("rev-parse", f"{base}^{{tree}}", cwd=repo)
+    assert (out / "libs/proto").is_dir() and not any((out / "libs/proto").iterdir())
+    assert gitlinks(out) == {"libs/proto": link}
+    assert git_tree_id(out) != tree  # without the gitlink the tree differs
+    # a filled submodule directory is not upstream's tree
+    (out / "libs/proto/Extra.java").write_text("class Extra {}\n")
+    assert git_tree_id(out, gitlinks(out)) != tree
+
+
 def _args(out: Path, records: Path, repos: Path, reference: Path | None) -> argparse.Namespace:
     return argparse.Namespace(
         out_dir=str(out),
@@ -109,6 +129,7 @@ def _args(out: Path, records: Path, repos: Path, reference: Path | None) -> argp
         timeout=300.0,
         recheck=False,
         retry_blocked=False,
+        max_rounds=6,
     )
 
 
@@ -166,6 +187,10 @@ def test_builder_proposes_offline_and_checks_the_reference(
         (["--repos", "clones"], "--repos needs --from-records"),
         (["--only", "a/b"], "--only needs --from-records"),
         (["--from-records", "records.csv"], "--from-records needs --repos DIR"),
+        (
+            ["--from-records", "records.csv", "--repos", ".", "--max-rounds", "-1"],
+            "--max-rounds must be an integer from 0 to 50, got -1",
+        ),
     ],
 )
 def test_record_flags_without_their_partner_are_refused_before_anything_runs(

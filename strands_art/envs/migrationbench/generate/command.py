@@ -85,6 +85,12 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
         help="comma-separated owner/name: only these records (each must be a record with a clone, else exit 2)",
     )
     real.add_argument(
+        "--max-rounds",
+        type=int,
+        default=6,
+        help="propose offline/ at most this many times per build (make and --recheck; default 6)",
+    )
+    real.add_argument(
         "--max-seconds",
         type=float,
         default=0.0,
@@ -116,6 +122,7 @@ def make_tasks_command(args: argparse.Namespace) -> int:
 
         try:
             check_float("--timeout", args.timeout, 0.0, MAX_BUILD_TIMEOUT_S, lo_open=True)
+            check_int("--max-rounds", args.max_rounds, 0, 50)
         except UsageError as exc:
             print(f"strands-art make-tasks: {exc}", file=sys.stderr)
             return 2

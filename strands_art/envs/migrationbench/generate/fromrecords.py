@@ -117,9 +117,11 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
             break
         try:
             if prior is not None and ref is not None:
-                r = recheck_reference(prior, out, ref, timeout_s=args.timeout)
+                r = recheck_reference(prior, out, ref, timeout_s=args.timeout, max_rounds=args.max_rounds)
             else:
-                r = make_real_task(record, git_dir, out, reference=ref, timeout_s=args.timeout)
+                r = make_real_task(
+                    record, git_dir, out, reference=ref, timeout_s=args.timeout, max_rounds=args.max_rounds
+                )
         except SandboxError as exc:
             print(f"strands-art make-tasks: the sandbox cannot start: {exc}", file=sys.stderr)
             return 2

@@ -9,7 +9,9 @@ every coordinate Maven said it could not find, with what wanted it:
   following artifacts could not be resolved: G:A:EXT:V, ...`` — an artifact (a dependency, a
   plugin, a plugin's dependency);
 * ``Error resolving version for plugin 'G:A'`` — a plugin named without a version, for which
-  no version metadata exists.
+  no version metadata exists;
+* ``No versions available for G:A:EXT:RANGE within specified range`` — a dependency declared
+  with a version range (``[30.0-jre,)``), for which no version metadata exists.
 
 :func:`propose` turns each into a file of ``offline/`` (:mod:`.offline_env`) when Debian's
 repository can serve it, and into a *blocker* (the exact coordinate, and why) when it cannot:
@@ -21,6 +23,7 @@ repository can serve it, and into a *blocker* (the exact coordinate, and why) wh
 | parent | no, and it is a deployment-only parent (:data:`DEPLOYMENT_PARENTS`) | stub POM: coordinates and ``pom`` packaging |
 | plugin | no, and it is build tooling (:data:`INERT_PLUGINS`) | inert stub: POM + a jar holding only ``plugin.xml`` (:func:`stub_plugin`) |
 | plugin version | yes | ``maven-metadata-local.xml`` naming Debian's version |
+| version range | yes, a version inside the range | ``maven-metadata-local.xml`` naming Debian's version |
 | anything else | no | none: blocked |
 
 Source of the message formats: Maven 3.8's ``DefaultModelBuilder`` (parent/import), Maven
@@ -42,6 +45,7 @@ from strands_art.envs.migrationbench.maven.offline_repo import (
     debian_version,
     plugin_metadata,
     relocation_pom,
+    version_key,
 )
 from strands_art.envs.migrationbench.tasks.offline_env import METADATA_NAME, STUB_DESCRIPTOR, STUB_MOJO
 
@@ -60,6 +64,10 @@ _LIST = re.compile(
     r"The following artifacts could not be resolved: ([^\n]*?)(?:: (?:Could not|Failure|Cannot)|$)"
 )
 _VERSION = re.compile(r"Error resolving version for plugin '([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+)'")
+_RANGE = re.compile(
+    r"No versions available for ([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+):"
+    r"([\[(][^ ]*[\])]) within specified range"
+)
 _PLUGIN = re.compile(
     r"Plugin ([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+):([A-Za-z0-9_.\-]+) or one of its dependencies"
 )
@@ -100,12 +108,15 @@ not set: a surefire ``argLine`` that names it fails, and the task is not made.""
 
 ALIASES = {
     ("cglib", "cglib-nodep"): ("cglib", "cglib"),
+    ("junit", "junit-dep"): ("junit", "junit"),
     ("org.junit.platform", "junit-platform-surefire-provider"): (
         "org.apache.maven.surefire",
         "surefire-junit-platform",
     ),
 }
-"""Artifacts Debian ships under other coordinates, doing the same job: ``cglib-nodep`` is cglib
+"""Artifacts Debian ships under other coordinates, doing the same job: ``junit-dep`` is JUnit 4
+without Hamcrest's classes inside (it depends on ``hamcrest-core``, as Debian's ``junit`` does);
+``cglib-nodep`` is cglib
 with its ASM dependency repackaged inside (Debian's ``cglib`` depends on Debian's ASM); JUnit's
 own surefire provider (a surefire plugin dependency of JUnit 5.0-5.2 projects) was replaced by
 surefire's ``surefire-junit-platform``, which Debian's surefire 2.22.3 ships."""
@@ -114,7 +125,8 @@ surefire's ``surefire-junit-platform``, which Debian's surefire 2.22.3 ships."""
 @dataclass(frozen=True, order=True)
 class Missing:
     """One coordinate Maven could not resolve. ``kind``: ``parent``, ``import``, ``plugin`` (the
-    plugin's own jar), ``artifact`` or ``plugin-version`` (then ``ext`` and ``version`` are empty)."""
+    plugin's own jar), ``artifact``, ``range`` (``version`` is the range as declared) or
+    ``plugin-version`` (then ``ext`` and ``version`` are empty)."""
 
     group: str
     artifact: str
@@ -171,7 +183,34 @@ def missing_coordinates(log: str) -> list[Missing]:
             found.add(Missing(g, a, v, ext, what))
         for m in _VERSION.finditer(line):
             found.add(Missing(m.group(1), m.group(2), "", "", "plugin-version"))
+        for m in _RANGE.finditer(line):
+            found.add(Missing(m.group(1), m.group(2), m.group(4), m.group(3), "range"))
     return sorted(found)
+
+
+def in_range(version: str, spec: str) -> bool:
+    """Whether ``version`` lies in the Maven version range ``spec`` (``[1.0,2.0)``, ``[30.0-jre,)``,
+    ``(,1.0],[1.2,)``, ``[1.5]``), comparing as :func:`.offline_repo.debian_version` orders
+    versions (numeric parts numerically; a qualifier sorts below a number). False for text that
+    holds no bracketed interval."""
+    for m in re.finditer(r"([\[(])([^\[\]()]*)([\])])", spec):
+        body = m.group(2)
+        lo, hi = (x.strip() for x in body.split(",", 1)) if "," in body else (body.strip(), body.strip())
+        ok = True
+        if lo:
+            c = _compare(version, lo)
+            ok = ok and (c > 0 or (c == 0 and m.group(1) == "["))
+        if hi:
+            c = _compare(version, hi)
+            ok = ok and (c < 0 or (c == 0 and m.group(3) == "]"))
+        if ok:
+            return True
+    return False
+
+
+def _compare(a: str, b: str) -> int:
+    ka, kb = version_key(a), version_key(b)
+    return (ka > kb) - (ka < kb)
 
 
 @dataclass
@@ -297,6 +336,20 @@ def propose(
             v = debian_version(debian_repo, m.group, m.artifact)
             if v is None:
                 out.blocked.append(f"{m}: Debian packages no {m.group}:{m.artifact}")
+                continue
+            rel = "/".join((*m.group.split("."), m.artifact, METADATA_NAME))
+            out.files[rel] = plugin_metadata(m.group, m.artifact, v)
+            out.served.append(f"{m} -> version metadata {v}")
+            continue
+        if m.kind == "range":
+            v = debian_version(debian_repo, m.group, m.artifact, m.ext if m.ext in ("jar", "pom") else "jar")
+            if v is None or not in_range(v, m.version):
+                why = (
+                    f"Debian packages no {m.group}:{m.artifact}"
+                    if v is None
+                    else f"Debian's {v} is outside it"
+                )
+                out.blocked.append(f"{m}: {why}")
                 continue
             rel = "/".join((*m.group.split("."), m.artifact, METADATA_NAME))
             out.files[rel] = plugin_metadata(m.group, m.artifact, v)

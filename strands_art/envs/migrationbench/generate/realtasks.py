@@ -110,7 +110,11 @@ def export_commit(git_dir: Path, commit: str, dest: Path) -> str:
     """Make ``dest`` a git repository whose ``HEAD`` is ``commit`` (one commit deep), checked out.
 
     Returns the commit's tree id. Raises BuildError when git fails or the files do not hash to
-    that tree (a checkout filter or line-ending rule changed them: not byte-identical).
+    that tree (a checkout filter or line-ending rule changed them: not byte-identical). A
+    submodule (a gitlink in the tree, :func:`gitlinks`) is left as git leaves it, an empty
+    directory, and hashes as its gitlink: upstream's tree records only the submodule's commit,
+    so a task holds none of its files (a build that needs them fails as it would upstream
+    without ``git submodule update``).
     """
     dest.mkdir(parents=True)
     _git(["init", "-q", str(dest)])
@@ -120,11 +124,21 @@ def export_commit(git_dir: Path, commit: str, dest: Path) -> str:
     if head != commit:
         raise BuildError(f"HEAD is {head}, not {commit}")
     tree = _git(["rev-parse", "HEAD^{tree}"], cwd=dest)
-    if git_tree_id(dest) != tree:
+    if git_tree_id(dest, gitlinks(dest)) != tree:
         raise BuildError(
             f"the checkout of {commit} does not hash to its tree {tree} (a filter changed files)"
         )
     return tree
+
+
+def gitlinks(repo: Path) -> dict[str, str]:
+    """The submodules of ``repo``'s ``HEAD``: relative path -> the commit its tree records."""
+    out = {}
+    for entry in _git(["ls-tree", "-r", "-z", "HEAD"], cwd=repo).split("\0"):
+        info, _, path = entry.partition("\t")
+        if info.split(" ")[:2] == ["160000", "commit"]:
+            out[path] = info.split(" ")[2]
+    return out
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
@@ -234,6 +248,9 @@ def make_real_task(
             "upstream_tree": tree,
             "static_fields": {k: v for k, v in static.items() if k not in ("repo", "license", "base_commit")},
         }
+        links = gitlinks(task_dir / "repo")
+        if links:  # upstream's tree records these submodules' commits, not their files
+            meta["real"]["submodules_absent"] = links
         _write_json(task_dir / "task.json", meta)
         state: dict[str, Any] = {"tried": set(), "blocked": [], "changed": False}
         untouched, unresolved = _resolve_rounds(
@@ -283,12 +300,14 @@ def make_real_task(
 
 
 def recheck_reference(
-    done: dict[str, Any], out: Path, reference: Path, *, timeout_s: float = 600.0, max_rounds: int = 2
+    done: dict[str, Any], out: Path, reference: Path, *, timeout_s: float = 600.0, max_rounds: int = 6
 ) -> dict[str, Any]:
     """Score a (new) reference migration on a made task; append and return its new report line.
 
     The task stays made; what the reference's builds could not resolve is proposed into
-    ``offline/`` (then the untouched tree is scored again). Raises like :func:`make_real_task`.
+    ``offline/``, up to ``max_rounds`` times as when making it (a reactor build stops at its
+    first module that does not resolve, so a reference that changes the build may need as many
+    rounds); then the untouched tree is scored again. Raises like :func:`make_real_task`.
     """
     task_dir = out / task_dir_name(done["repo"])
     t0 = time.monotonic()

@@ -331,16 +331,17 @@ def debian_version(debian_repo: Path, group: str, artifact: str, ext: str = "jar
         return None
     released = [v for v in versions if _RELEASE.fullmatch(v) and "SNAPSHOT" not in v]
     if released:
-        return max(released, key=_version_key)
+        return max(released, key=version_key)
     if "debian" in versions:
         return "debian"
-    return max(versions, key=_version_key) if versions else None
+    return max(versions, key=version_key) if versions else None
 
 
 _RELEASE = re.compile(r"\d+(?:\.\d+)*(?:[.-][0-9A-Za-z]+)*")
 
 
-def _version_key(v: str) -> list[int]:
+def version_key(v: str) -> list[int]:
+    """``v`` as a sortable key: its ``.``/``-`` parts, numbers as themselves, words as -1."""
     return [int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v)]
 
 

@@ -26,28 +26,38 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from strands_art.envs.migrationbench.tasks.javatests import collect_tests, find_test_source_dirs
 
 
-def git_tree_id(path: Path) -> str:
+def git_tree_id(path: Path, gitlinks: Mapping[str, str] | None = None, _prefix: str = "") -> str:
     """The git tree object id (SHA-1) of directory ``path``, as ``git write-tree`` would give.
 
     Empty directories are omitted (git does not store them); symlinks hash their target text.
+    ``gitlinks`` maps a relative POSIX path to a submodule's commit id (40 hex digits): a
+    directory there that is *empty* (how ``git checkout`` leaves a submodule it does not
+    fetch) hashes as that gitlink (mode 160000); one holding anything hashes as a directory,
+    so the result differs from the commit's tree.
     """
+    gitlinks = gitlinks or {}
     entries = []
     for child in path.iterdir():
         if child.name == ".git":
             continue
+        rel = _prefix + child.name
         st = child.lstat()
         if stat.S_ISLNK(st.st_mode):
             mode, sha = b"120000", _git_hash(b"blob", os.readlink(child).encode())
+        elif stat.S_ISDIR(st.st_mode) and rel in gitlinks and not any(child.iterdir()):
+            mode, sha = b"160000", bytes.fromhex(gitlinks[rel])
         elif stat.S_ISDIR(st.st_mode):
-            if not any(p.is_file() or p.is_symlink() for p in child.rglob("*")):
+            holds_link = any(link.startswith(rel + "/") for link in gitlinks)
+            if not holds_link and not any(p.is_file() or p.is_symlink() for p in child.rglob("*")):
                 continue
-            mode, sha = b"40000", bytes.fromhex(git_tree_id(child))
+            mode, sha = b"40000", bytes.fromhex(git_tree_id(child, gitlinks, rel + "/"))
         else:
             mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
             sha = _git_hash(b"blob", child.read_bytes())

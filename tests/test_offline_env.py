@@ -20,7 +20,14 @@ from strands_art.envs.migrationbench.generate.offline_propose import (
     stub_parent_pom,
     stub_plugin,
 )
-from strands_art.envs.migrationbench.maven.offline_repo import DEBIAN_REPO, PLUGIN_METADATA, seed_local_repo
+from strands_art.envs.migrationbench.maven.offline_repo import (
+    DEBIAN_REPO,
+    PLUGIN_METADATA,
+    debian_version,
+    plugin_metadata,
+    seed_local_repo,
+    serve_metadata_versions,
+)
 from strands_art.envs.migrationbench.tasks.offline_env import (
     STUB_DESCRIPTOR,
     STUB_MOJO,
@@ -47,8 +54,9 @@ needs_bundle_plugin = pytest.mark.skipif(
 OSS_PARENT = "org/sonatype/oss/oss-parent/7/oss-parent-7.pom"
 JACOCO = "org/jacoco/jacoco-maven-plugin/0.8.3/jacoco-maven-plugin-0.8.3"
 
-# An upstream-style POM: the deployment-only oss-parent and a coverage plugin (Debian lacks both)
-# and bundle packaging, whose lifecycle names resources/compiler/surefire/jar/install without versions.
+# An upstream-style POM: the deployment-only oss-parent and a coverage plugin (Debian lacks both),
+# bundle packaging, whose lifecycle names resources/compiler/surefire/jar/install without versions,
+# and a version range (Debian's repository has no version metadata to choose from).
 POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -57,7 +65,7 @@ POM = """<?xml version="1.0" encoding="UTF-8"?>
   <packaging>bundle</packaging>
   <properties><maven.compiler.release>17</maven.compiler.release></properties>
   <dependencies>
-    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.11</version><scope>test</scope></dependency>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>[4.11,5.0)</version><scope>test</scope></dependency>
   </dependencies>
   <build><plugins>
     <plugin><groupId>org.apache.felix</groupId><artifactId>maven-bundle-plugin</artifactId>
@@ -118,6 +126,12 @@ def write_task(root: Path, *, offline: bool) -> Path:
             (root / "offline" / JACOCO).parent.mkdir(parents=True)
             (root / "offline" / f"{JACOCO}.pom").write_text(stub[0])
             (root / "offline" / f"{JACOCO}.jar").write_bytes(stub[1])
+        junit = debian_version(DEBIAN_REPO, "junit", "junit")
+        if junit is not None:
+            (root / "offline" / "junit/junit").mkdir(parents=True)
+            (root / "offline" / "junit/junit" / PLUGIN_METADATA).write_text(
+                plugin_metadata("junit", "junit", junit)
+            )
         meta["offline"] = declaration(root / "offline")
     (root / "task.json").write_text(json.dumps(meta))
     return root
@@ -128,10 +142,15 @@ def test_declaration_lists_every_file_with_its_sha256(tmp_path: Path) -> None:
     meta = json.loads((task / "task.json").read_text())
     digest = hashlib.sha256((task / "offline" / OSS_PARENT).read_bytes()).hexdigest()
     assert meta["offline"]["files"][OSS_PARENT] == digest
-    assert sorted(meta["offline"]["files"]) == [f"{JACOCO}.jar", f"{JACOCO}.pom", OSS_PARENT]
+    assert sorted(meta["offline"]["files"]) == [
+        f"junit/junit/{PLUGIN_METADATA}",
+        f"{JACOCO}.jar",
+        f"{JACOCO}.pom",
+        OSS_PARENT,
+    ]
     env = load_offline_env(task, meta)
     assert env is not None
-    assert env.coordinates() == ["org.jacoco:jacoco-maven-plugin:0.8.3"] * 2 + [
+    assert env.coordinates() == ["junit:junit"] + ["org.jacoco:jacoco-maven-plugin:0.8.3"] * 2 + [
         "org.sonatype.oss:oss-parent:7"
     ]
     assert EvalTask.from_dir(task).offline_env == env
@@ -184,7 +203,7 @@ def test_seeding_copies_the_files_and_refuses_one_changed_after_loading(tmp_path
     env = load_offline_env(task, json.loads((task / "task.json").read_text()))
     assert env is not None
     local = tmp_path / "local"
-    assert seed_offline_env(local, env) == 3
+    assert seed_offline_env(local, env) == 4
     assert (local / OSS_PARENT).read_bytes() == (task / "offline" / OSS_PARENT).read_bytes()
     (task / "offline" / OSS_PARENT).write_text(stub_parent_pom("org.sonatype.oss", "oss-parent", "7") + " ")
     with pytest.raises(OfflineEnvError, match="changed since"):
@@ -248,6 +267,29 @@ def test_proposal_stubs_a_deployment_parent_and_blocks_what_debian_lacks(tmp_pat
         (tmp_path / "offline" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "offline" / rel).write_text(text)
     assert len(declaration(tmp_path / "offline")["files"]) == 2
+
+
+def test_versions_named_by_metadata_are_linked_from_debian_into_the_local_repo(tmp_path: Path) -> None:
+    """Maven resolves a version it chose from the local repository's metadata (a range) from the
+    local repository only: the chosen version's POM and jar are linked in from Debian's."""
+    debian, local = tmp_path / "debian", tmp_path / "local"
+    for name in ("guava-31.1-jre.jar", "guava-31.1-jre.pom"):
+        (debian / "com/google/guava/guava/31.1-jre").mkdir(parents=True, exist_ok=True)
+        (debian / "com/google/guava/guava/31.1-jre" / name).write_bytes(name.encode())
+    meta = local / "com/google/guava/guava" / PLUGIN_METADATA
+    meta.parent.mkdir(parents=True)
+    text = plugin_metadata("com.google.guava", "guava", "31.1-jre")
+    meta.write_text(text.replace("</versions>", "<version>99.0</version><version>../x</version></versions>"))
+    rel = "com/google/guava/guava/" + PLUGIN_METADATA
+    assert serve_metadata_versions(local, [rel, "not/metadata.pom"], debian) == 2
+    jar = local / "com/google/guava/guava/31.1-jre/guava-31.1-jre.jar"
+    assert jar.is_symlink() and jar.read_bytes() == b"guava-31.1-jre.jar"
+    # a version Debian does not ship and one that is no path segment are skipped
+    assert sorted(p.name for p in (local / "com/google/guava/guava").iterdir()) == [
+        "31.1-jre",
+        PLUGIN_METADATA,
+    ]
+    assert serve_metadata_versions(local, [rel], debian) == 0  # nothing twice, nothing replaced
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,11 @@ from pathlib import Path
 from strands_art.envs.migrationbench.agent.commands import write_mvn_wrapper
 from strands_art.envs.migrationbench.maven import offline_repo
 from strands_art.envs.migrationbench.maven.maven import maven_env, sandbox_readonly_paths, use_offline
-from strands_art.envs.migrationbench.maven.offline_repo import seed_local_repo, write_settings
+from strands_art.envs.migrationbench.maven.offline_repo import (
+    seed_local_repo,
+    serve_metadata_versions,
+    write_settings,
+)
 from strands_art.envs.migrationbench.tasks.offline_env import OfflineEnv, seed_offline_env
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.envs.sandbox import Limits, Sandbox, chown_tree
@@ -117,6 +121,7 @@ def prepare_tool_env(
         seed_local_repo(local_repo, project_dir=workspace.root)
         if offline_env is not None:
             seed_offline_env(local_repo, offline_env)
+            serve_metadata_versions(local_repo, [rel for rel, _ in offline_env.files])
     settings = write_settings(aux / "settings.xml", local_repo, offline=is_offline)
     # The agent edits pom.xml (pinning plugin versions Debian lacks): re-seed relocation POMs for
     # the project's current pins before every Maven call, as the evaluator does before its build.

@@ -30,7 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strands_art.envs.migrationbench.maven.mavenlog import digest_log, strip_ansi  # noqa: F401 (strip_ansi: public here too)
-from strands_art.envs.migrationbench.maven.offline_repo import DEBIAN_REPO, seed_local_repo, write_settings
+from strands_art.envs.migrationbench.maven.offline_repo import (
+    DEBIAN_REPO,
+    seed_local_repo,
+    serve_metadata_versions,
+    write_settings,
+)
 from strands_art.envs.migrationbench.tasks.offline_env import OfflineEnv, seed_offline_env
 from strands_art.envs.sandbox import Identity, Limits, Sandbox, chown_tree, run_sync
 
@@ -214,6 +219,7 @@ def run_maven(
             seed_local_repo(local_repo, project_dir=project_dir)
             if offline_env is not None:
                 seed_offline_env(local_repo, offline_env)
+                serve_metadata_versions(local_repo, [rel for rel, _ in offline_env.files])
         else:
             local_repo.mkdir(parents=True, exist_ok=True)
         settings = write_settings(mine / "settings.xml", local_repo, offline=is_offline)

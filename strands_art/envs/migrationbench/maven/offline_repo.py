@@ -392,6 +392,49 @@ def copy_files(src: Path, local_repo: Path) -> int:
     return copied
 
 
+_VERSION_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def serve_metadata_versions(
+    local_repo: Path, metadata: Iterable[str], debian_repo: Path = DEBIAN_REPO
+) -> int:
+    """Link Debian's POM and jar of each version that version metadata in ``local_repo`` names
+    into ``local_repo``, where it has none; return how many links were made.
+
+    ``metadata``: paths relative to ``local_repo`` (``/``-separated) of ``maven-metadata-local.xml``
+    files seeded from a task's offline environment (:mod:`.offline_env`). A version Maven picks
+    from the *local* repository's metadata (a version range) is resolved from the local
+    repository only, never from Debian's remote one, so the chosen version's files must be
+    there. Links are absolute symlinks to Debian's files (read-only system files, visible inside
+    the sandbox at the same path). A version that is not a plain path segment, or that Debian
+    does not ship, is skipped. Stdlib only: the ``mvn`` wrapper runs it inside the sandbox.
+    """
+    made = 0
+    for rel in metadata:
+        parts = rel.split("/")
+        if len(parts) < 3 or parts[-1] != PLUGIN_METADATA:
+            continue
+        group_path, artifact = parts[:-2], parts[-2]
+        try:
+            root = ET.parse(local_repo.joinpath(*parts)).getroot()
+        except (ET.ParseError, OSError):
+            continue
+        versions = {(el.text or "").strip() for el in root.iter() if _local(el.tag) == "version"}
+        for v in sorted(versions):
+            if not _VERSION_DIR.fullmatch(v):
+                continue
+            for ext in ("pom", "jar"):
+                name = f"{artifact}-{v}.{ext}"
+                src = debian_repo.joinpath(*group_path, artifact, v, name)
+                out = local_repo.joinpath(*group_path, artifact, v, name)
+                if not src.is_file() or out.exists() or out.is_symlink():
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.symlink_to(src)
+                made += 1
+    return made
+
+
 def pinned_versions(project_dir: Path) -> set[tuple[str, str, str]]:
     """``(groupId, artifactId, version)`` of every plugin/dependency in the project's POMs.
 
@@ -482,7 +525,10 @@ def _main(argv: list[str]) -> int:
     project = Path(argv[2])
     seed_local_repo(Path(argv[1]), project_dir=project if (project / "pom.xml").is_file() else None)
     if len(argv) == 4:  # the task's declared environment goes last: it wins over the table
-        copy_files(Path(argv[3]), Path(argv[1]))
+        env = Path(argv[3])
+        copy_files(env, Path(argv[1]))
+        metadata = [p.relative_to(env).as_posix() for p in env.rglob(PLUGIN_METADATA) if not p.is_symlink()]
+        serve_metadata_versions(Path(argv[1]), metadata)
     return 0
 
 

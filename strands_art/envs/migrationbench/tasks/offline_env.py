@@ -15,7 +15,10 @@ Allowed files (nothing else; no code):
   Debian's version (``<distributionManagement><relocation>``) or a *stub* parent (coordinates and
   packaging ``pom`` only, for parents that configure deployment).
 * ``G/R/O/U/P/ARTIFACT/maven-metadata-local.xml``: version metadata (``<metadata>`` with that
-  ``groupId``/``artifactId``), for plugins named without a version.
+  ``groupId``/``artifactId``), for plugins named without a version and dependencies declared
+  with a version range. Maven resolves a version it chose from local metadata from the local
+  repository only, so the builds link Debian's POM and jar of each version named into it
+  (:func:`.offline_repo.serve_metadata_versions`; never a file of the task).
 * ``G/R/O/U/P/ARTIFACT/VERSION/ARTIFACT-VERSION.jar``: only an *inert plugin stub*, a zip holding
   nothing but ``META-INF/maven/plugin.xml`` (no class), whose coordinates are those of its path
   and whose every goal is implemented by :data:`STUB_MOJO` (Debian's

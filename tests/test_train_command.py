@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import struct
@@ -81,6 +82,16 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     duration = time.monotonic() - t0
     out = (tmp_path / "whole.log").read_text()
     assert f"run: {whole}" in out and "--resume --run-dir" in out  # where the run is
+    # --no-progress (and a pipe): one line per phase change, from the first phase on, in order
+    phases = [x for x in out.splitlines() if re.match(r"\[ *\d+s\] ", x)]
+    assert phases[0] == "[    0s] starting: loading smollm2 and the transformers sampler"
+    assert [re.sub(r"^\[ *\d+s\] |:.*$", "", x) for x in phases[1:5]] == [
+        "evaluating after 0 outer batches", "sampling outer batch 0", "updating outer batch 0",
+        "checkpointing after 1 outer batch",
+    ]  # fmt: skip
+    assert phases[-1].split("] ", 1)[1].startswith("evaluating after 3 outer batches")
+    clocks = [int(re.match(r"\[ *(\d+)s\]", x).group(1)) for x in phases]
+    assert clocks == sorted(clocks) and clocks[-1] > 0  # the clock runs
 
     killed = tmp_path / "killed"
     log = tmp_path / "killed.log"
@@ -98,9 +109,17 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     done = (
         len((killed / "metrics.jsonl").read_text().splitlines()) if (killed / "metrics.jsonl").exists() else 0
     )
+    before = len(log.read_text().splitlines())
     proc = _start(["--resume", "--run-dir", str(killed), "--no-progress"], log)
     assert proc.wait(timeout=900) == 0, log.read_text()[-3000:]
     assert not finished_first and done < 5, "the kill landed after the run finished: nothing was tested"
+    resumed = log.read_text().splitlines()[before:]
+    at = [
+        re.fullmatch(r"resumed at outer batch (\d) \(of 3\): batches before it are kept", x) for x in resumed
+    ]
+    (k,) = [int(m.group(1)) for m in at if m]  # the resume line, once, naming the batch it goes on from
+    first = next(x for x in resumed if re.match(r"\[ *\d+s\] (sampling|evaluating after [1-3])", x))
+    assert first.split("] ", 1)[1].startswith(f"sampling outer batch {k}:") or k == 3
 
     a, b = _state(whole), _state(killed)
     assert a["adapter_bytes"] == b["adapter_bytes"]  # the same final adapter, bit for bit

@@ -62,6 +62,14 @@ PACKAGES=(
   libjackson2-dataformat-yaml
   libjetbrains-annotations-java
   liblombok-java
+  libxstream-java
+  libcommons-httpclient-java
+  libprotobuf-java
+  libjaxrs-api-java
+  libreflections-java
+  libmaven-plugin-testing-java
+  libtruth-java
+  libspring-context-java
   # not maven-antrun-plugin: it runs arbitrary code in a build phase before the evaluator's
   # bytecode snapshot (docs/migrationbench-evaluator.md, "Threat model of the reward")
   # a real browser for the viewer's tests (tests/test_view_browser.py, bench/viewer.py; Playwright

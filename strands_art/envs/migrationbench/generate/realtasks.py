@@ -62,7 +62,9 @@ def task_dir_name(repo: str) -> str:
     return repo.replace("/", "__")
 
 
-def _git(args: list[str], cwd: Path | None = None) -> str:
+def _git(args: list[str], cwd: Path | None = None, what: str | None = None) -> str:
+    """Run git; its stdout. Raises BuildError naming ``what`` (default: the command line) and the
+    tail of git's stderr."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": tempfile.gettempdir(),
@@ -79,7 +81,8 @@ def _git(args: list[str], cwd: Path | None = None) -> str:
         timeout=600,
     )
     if proc.returncode != 0:
-        raise BuildError(f"git {' '.join(args)[:200]} failed: {proc.stderr.strip()[-400:]}")
+        said = " ".join(proc.stderr.split())[-400:]
+        raise BuildError(f"{what or 'git ' + ' '.join(args)[:200]} failed: {said}")
     return proc.stdout.strip()
 
 
@@ -118,7 +121,15 @@ def export_commit(git_dir: Path, commit: str, dest: Path) -> str:
     """
     dest.mkdir(parents=True)
     _git(["init", "-q", str(dest)])
-    _git(["fetch", "-q", "--depth", "1", str(git_dir.resolve()), commit], cwd=dest)
+    clone = str(git_dir.resolve())
+    try:  # the message names no path of this machine (it goes into reports)
+        _git(
+            ["fetch", "-q", "--depth", "1", clone, commit],
+            cwd=dest,
+            what="git fetch of base_commit from the clone",
+        )
+    except BuildError as exc:
+        raise BuildError(str(exc).replace(clone, "<clone>")) from None
     _git(["checkout", "-q", "--detach", "FETCH_HEAD"], cwd=dest)
     head = _git(["rev-parse", "HEAD"], cwd=dest)
     if head != commit:

@@ -2,7 +2,8 @@
 
 Every run directory committed under ``tests/data/`` (today ``view-run``, recorded by
 ``tests/support/make_view_run.py`` through the real agent, gateway, chat template and store, and
-``train-lookup``, a real ``train --env lookup`` run) is replayed
+``train-lookup`` and ``train-migrationbench``, real ``train --env lookup`` and
+``train --env migrationbench`` runs) is replayed
 rollout by rollout with ``replay --from-run`` (:func:`strands_art.replay.spec_from_run`: the
 stored chat messages and sampled token IDs through a fresh gateway) and compared with the rows
 stored in ``trajectories.jsonl`` and in the Parquet parts. A refactor of the conversion, render,
@@ -26,11 +27,15 @@ FIXTURES = [(run, traj.rollout_id) for run in RUNS for traj in TrajectoryStore(r
 
 def test_every_held_run_is_covered():
     """The fixtures are found (a moved folder must not turn this file into zero tests)."""
-    assert [r.name for r in RUNS] == ["train-lookup", "view-run"]
+    assert [r.name for r in RUNS] == ["train-lookup", "train-migrationbench", "view-run"]
     by_run = {run.name: [rid for r, rid in FIXTURES if r == run] for run in RUNS}
     assert by_run["view-run"] == ["compiler-props-r0", "compiler-props-r1", "alpha-r0", "alpha-r1"]
     # the recorded `train --env lookup` run: training (bN-...) and held-out (eval-bN-...) rollouts
     assert by_run["train-lookup"] and all(rid.startswith(("b", "eval-b")) for rid in by_run["train-lookup"])
+    assert sorted(by_run["train-migrationbench"]) == [
+        *(f"b{b}-compiler-props-r{r}" for b in range(3) for r in range(2)),
+        "eval-b0-junit-mix-r0", "eval-b3-junit-mix-r0",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("run", "rollout_id"), FIXTURES, ids=[f"{r.name}/{i}" for r, i in FIXTURES])

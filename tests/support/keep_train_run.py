@@ -5,8 +5,11 @@ trained) and ``trajectories/`` (every rollout) of ``SRC`` to ``DEST``, leaving o
 checkpoints, the TensorBoard events and the environment's work files (megabytes the viewer never
 opens), and writes the run directory and task paths of the machine it ran on as the relative ones
 given (``--as runs/x``, ``--tasks-as DIR=NAME``: no absolute path of one machine in the
-repository), in the settings and in the rollouts' metadata (JSONL lines and the Parquet parts'
-``metadata`` column). Nothing else is changed.
+repository) in ``train.json`` and ``command.txt``. The rollouts are kept byte for byte: their
+messages are the text their token IDs encode (``replay --from-run`` rebuilds the rows from them,
+tests/test_replay_fixtures.py), so a path an agent saw (a MigrationBench workspace under the run
+directory) stays as recorded; record such a run under a scratch directory (``/tmp/...``), as
+tests/support/make_view_run.py does.
 
     python -m tests.support.keep_train_run SRC DEST --as runs/train-lookup [--tasks-as /tmp/t=tasks]
 """
@@ -14,12 +17,8 @@ repository), in the settings and in the rollouts' metadata (JSONL lines and the 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 KEPT = ("train.json", "command.txt", "metrics.jsonl")
 KEPT_DIRS = ("rows", "trajectories")
@@ -37,23 +36,6 @@ def keep(src: Path, dest: Path, replace: dict[str, str]) -> None:
         (dest / name).write_text(text, encoding="utf-8")
     for name in KEPT_DIRS:
         shutil.copytree(src / name, dest / name, ignore=shutil.ignore_patterns("*.tmp", "*.torn"))
-    pairs = sorted(replace.items(), key=lambda kv: -len(kv[0]))
-    for path in dest.rglob("*.jsonl"):  # a rollout's metadata may name its workspace
-        text = path.read_text(encoding="utf-8")
-        for old, new in pairs:
-            text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
-        path.write_text(text, encoding="utf-8")
-    for path in (dest / "trajectories" / "rows").glob("*.parquet"):
-        table = pq.read_table(path)
-        meta = table.column("metadata").to_pylist()
-        fixed = []
-        for m in meta:
-            for old, new in pairs:
-                m = m.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]) if m else m
-            fixed.append(m)
-        if fixed != meta:
-            i = table.schema.get_field_index("metadata")
-            pq.write_table(table.set_column(i, table.schema.field(i), pa.array(fixed, pa.string())), path)
 
 
 def main() -> None:

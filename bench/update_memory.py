@@ -4,17 +4,25 @@ without prefix sharing and activation checkpointing (docs/training-update.md, "M
 Replays ``RUN_DIR/rows/ob-NNNNNN.jsonl`` (the rows a ``strands-art train`` run trained on) with the
 run's settings (``RUN_DIR/train.json``), a fresh LoRA adapter (seed 0) and one variant per process
 (peak resident memory is per process): ``shared`` (``share_prefix``), ``plain`` (neither),
-``checkpointed`` (``gradient_checkpointing``). Each prints its loss, gradient norm, seconds and peak
-RSS; the loss and gradient norm must agree across variants (the same update computed three ways).
+``checkpointed`` (``gradient_checkpointing``), each optionally with ``-bf16`` (``--autocast bf16``:
+the passes in bfloat16 autocast, strands_art.training.precision). Each prints its loss, gradient
+norm, seconds, trained tokens per second, the mean |trainer - rollout| logprob on the first
+step's sampled tokens and peak RSS; the float32 variants' loss and gradient norm must agree (the
+same update computed three ways), a ``-bf16`` variant's is the same update up to bfloat16 rounding.
+A variant may be listed more than once: the runs alternate in the order given (ABAB), and the
+RESULT line gives each variant's median seconds and the median ratio to the first variant.
 
     python bench/update_memory.py --run-dir $RUN_DIR --outer-batch 1 --threads 2
+    python bench/update_memory.py --run-dir $RUN_DIR --variants checkpointed,checkpointed-bf16,checkpointed,checkpointed-bf16
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -29,7 +37,10 @@ def one(run_dir: str, outer_batch: int, variant: str, threads: int) -> None:
     from strands_art.trajectory import Row, Trajectory
 
     saved = TrainSettings.load(run_dir).to_dict()
-    saved.update(share_prefix=variant == "shared", gradient_checkpointing=variant == "checkpointed")
+    kind, _, bf16 = variant.partition("-")
+    saved.update(
+        share_prefix=kind == "shared", gradient_checkpointing=kind == "checkpointed", autocast=bf16 or "off"
+    )
     settings = TrainSettings.from_dict(saved)
     torch.set_num_threads(threads)
     tok = load_tokenizer(settings.model)
@@ -46,15 +57,17 @@ def one(run_dir: str, outer_batch: int, variant: str, threads: int) -> None:
     longest = max(len(r) for t in trajs for r in t.rows)
     t0 = time.perf_counter()
     m = trainer.update(trajs)
+    s = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
-        f"{variant:12s} rows {sum(len(t.rows) for t in trajs)} tokens {tokens} longest {longest} | "
-        f"loss {m['loss']:.6f} grad_norm {m['grad_norm']:.6f} | update {time.perf_counter() - t0:.0f} s | "
-        f"peak RSS {peak:.2f} GiB",
+        f"{variant:17s} rows {sum(len(t.rows) for t in trajs)} tokens {tokens} longest {longest} | "
+        f"loss {m['loss']:.6f} grad_norm {m['grad_norm']:.6f} | update {s:.0f} s, "
+        f"{m['processed_tokens'] / s:.1f} tokens/s | |lp - rollout| {m['logprob_abs_gap']:.4f} | "
+        f"peak RSS {peak:.2f} GiB | load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-    print("MEASURED " + json.dumps({"variant": variant, "loss": m["loss"], "grad_norm": m["grad_norm"],
-                                    "s": time.perf_counter() - t0, "peak_gib": peak}), flush=True)  # fmt: skip
+    print("MEASURED " + json.dumps({"variant": variant, "loss": m["loss"], "grad_norm": m["grad_norm"], "s": s,
+                                    "gap": m["logprob_abs_gap"], "peak_gib": peak}), flush=True)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,24 +81,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         one(args.run_dir, args.outer_batch, args.one, args.threads)
         return 0
-    got = {}
+    got: dict[str, list[dict]] = {}
     for variant in args.variants.split(","):
         cmd = [sys.executable, __file__, "--run-dir", args.run_dir, "--outer-batch", str(args.outer_batch),
                "--threads", str(args.threads), "--one", variant]  # fmt: skip
         out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         for line in out.stdout.splitlines():
             if line.startswith("MEASURED "):
-                got[variant] = json.loads(line[len("MEASURED ") :])
+                got.setdefault(variant, []).append(json.loads(line[len("MEASURED ") :]))
             else:
                 print(line)
         if out.returncode:
             print(
                 f"{variant:12s} exit {out.returncode} (negative: killed by that signal, e.g. -9 by the OOM killer)"
             )
-    same = len({(round(g["loss"], 6), round(g["grad_norm"], 6)) for g in got.values()}) == 1
+    fp32 = [g for v, runs in got.items() if not v.endswith("-bf16") for g in runs]
+    same = len({(round(g["loss"], 6), round(g["grad_norm"], 6)) for g in fp32}) <= 1
+    s = {v: statistics.median(g["s"] for g in runs) for v, runs in got.items()}
+    first = next(iter(s), None)
     print("RESULT " + " ".join(
-        [f"peak_gib_{v}={g['peak_gib']:.2f}" for v, g in got.items()] + [f"s_{v}={g['s']:.0f}" for v, g in got.items()]
-        + [f"same_loss={'yes' if same else 'no'}"]
+        [f"peak_gib_{v}={max(g['peak_gib'] for g in runs):.2f}" for v, runs in got.items()]
+        + [f"s_{v}={t:.0f}" for v, t in s.items()]
+        + [f"speedup_{v}={s[first] / t:.2f}" for v, t in s.items() if v != first]
+        + [f"gap_{v}={statistics.median(g['gap'] for g in runs):.4f}" for v, runs in got.items()]
+        + [f"same_loss_fp32={'yes' if same else 'no'}"]
     ))  # fmt: skip
     return 0
 

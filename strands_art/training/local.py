@@ -116,7 +116,7 @@ from typing import Any
 import torch
 
 from strands_art.backends.base import SamplingParams
-from strands_art.training import checkpoint, shared_prefix, token_trace
+from strands_art.training import checkpoint, precision, shared_prefix, token_trace
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch
 from strands_art.training.grpo import compute_advantages
 from strands_art.training.logprobs import (
@@ -294,7 +294,7 @@ class LocalTrainer:
         cfg = self.config
         hook_s = 0.0  # seconds in on_step (a launch's weight sync): not the actor's
         processed = unshared = 0
-        with self.lock, self._checkpointing():
+        with self.lock, self._checkpointing(), precision.autocast(self.model, cfg.autocast):
             t_actor = time.perf_counter()
             old: dict[int, torch.Tensor] | None = None  # "rollout": the recorded logprobs
             if cfg.old_logprobs == "recompute":

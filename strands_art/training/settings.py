@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from strands_art.backends.base import SamplingParams
 from strands_art.training.old_logprobs import AUTO_ASYNC_OLD_LOGPROBS, OLD_LOGPROBS_CHOICES
+from strands_art.training.precision import AUTOCAST_CHOICES
 from strands_art.validation import (
     UsageError,
     check_bool,
@@ -64,6 +65,7 @@ DEFAULTS: dict[str, Any] = {
     "skip_tied": 0.0,
     "share_prefix": False,
     "gradient_checkpointing": False,
+    "autocast": "off",
     "old_logprobs": "auto",
     "batching": "fixed-steps",
     "rows_per_mini_batch": None,
@@ -182,6 +184,7 @@ class TrainSettings:
     batching: str = "fixed-steps"
     rows_per_mini_batch: int | None = None
     history_mode: str | None = None
+    autocast: str = "off"
 
     @classmethod
     def resolve(
@@ -226,6 +229,11 @@ class TrainSettings:
                         f"{FLAG_OF[key]}: dynamic sampling is the embedded trainer's loop "
                         "(strands_art.training.dynamic_sampling); the verl launch draws its own batches"
                     )
+            if given.get("autocast") not in (None, "off"):
+                raise UsageError(
+                    "--autocast: the embedded trainer's precision; the verl launch trains in verl's own "
+                    "(its actor's FSDP mixed-precision settings)"
+                )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
             values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
@@ -263,6 +271,7 @@ class TrainSettings:
             ("trainer", ("embedded", "verl")),
             ("old_logprobs", OLD_LOGPROBS_CHOICES),
             ("batching", BATCHING_CHOICES),
+            ("autocast", AUTOCAST_CHOICES),
         ):
             if getattr(self, key) not in choices:
                 raise UsageError(
@@ -374,6 +383,7 @@ class TrainSettings:
             seed=self.seed,
             share_prefix=self.share_prefix,
             gradient_checkpointing=self.gradient_checkpointing,
+            autocast=self.autocast,
             old_logprobs=self.old_logprobs,
             batching_mode="fixed_rows" if self.batching == "fixed-rows" else "fixed_steps",
             rows_per_mini_batch=self.rows_per_mini_batch,

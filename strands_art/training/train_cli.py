@@ -18,6 +18,7 @@ from typing import Any
 
 from strands_art.invocation import strands_art_command
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
+from strands_art.training.precision import AUTOCAST_CHOICES
 from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS, FLAG_OF
 
 DESCRIPTION = """\
@@ -147,6 +148,14 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default=None,
         help="recompute activations in the backward pass (same loss and gradients, one more forward "
         "pass, far less memory: long agent rows on a small machine); not with --share-prefix",
+    )
+    g.add_argument(
+        "--autocast",
+        choices=AUTOCAST_CHOICES,
+        help="the optimizer steps' forward and backward passes in bfloat16 autocast (bf16: faster on a CPU "
+        "with AVX512-BF16/AMX, weights, adapter and optimizer state stay float32, the logits float32; the "
+        "trainer's logprobs move ~0.03 nats from the sampler's: see docs/training-update.md) or not "
+        "(off, default)",
     )
     g = p.add_argument_group("rollouts and evaluation")
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")

@@ -19,6 +19,7 @@ from strands_art.training.batching import BatchingConfig, Mode
 from strands_art.training.grpo import GRPOConfig
 from strands_art.training.loss import LossConfig
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
+from strands_art.training.precision import check_autocast
 from strands_art.validation import is_int, is_real
 
 _INT_FIELDS = (
@@ -88,6 +89,9 @@ class TrainerConfig:
             (Qwen2.5-Coder-0.5B float32, 8 rows up to 2,948 tokens): without it one update peaked
             at 16.5 GiB resident. It drops the KV cache, so it cannot be combined with
             ``share_prefix`` (refused).
+        autocast: ``"off"`` (default: float32 throughout) or ``"bf16"``: the optimizer steps'
+            passes under bfloat16 autocast, weights, adapter and optimizer state float32, the
+            vocabulary projection float32 (:mod:`strands_art.training.precision`).
         seed: base seed for task sampling, rollout sampling seeds and torch.
         concurrency: rollouts in flight at once.
         checkpoint_every: save a checkpoint every this many outer batches (0: never).
@@ -100,7 +104,7 @@ class TrainerConfig:
             int (``lr_warmup_steps=2.5`` or ``True``; numpy ints are taken), a learning rate /
             weight decay / max_grad_norm that is not a finite real (``True``, ``"1e-3"``, nan), a
             non-positive rollouts_per_prompt / learning rate / LoRA rank / max_grad_norm, a
-            negative weight decay, or negative cadences.
+            negative weight decay, or negative cadences, an unknown ``autocast``.
     """
 
     prompt_batch_size: int = 4
@@ -129,6 +133,7 @@ class TrainerConfig:
     old_logprobs: str = "rollout"
     share_prefix: bool = False
     gradient_checkpointing: bool = False
+    autocast: str = "off"
     seed: int = 0
     concurrency: int = 8
     checkpoint_every: int = 1
@@ -160,6 +165,7 @@ class TrainerConfig:
         for name in ("share_prefix", "gradient_checkpointing"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        check_autocast(self.autocast)
         if self.share_prefix and self.gradient_checkpointing:
             raise ValueError(
                 "share_prefix runs the rows' continuations on the prefix's KV cache, which activation "

@@ -13,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 from test_determinism import delayed, lora_state, untimed
 
 from strands_art.backends.base import SamplingParams
@@ -39,6 +39,7 @@ def config(**kw) -> TrainerConfig:
         prompt_batch_size=2, rollouts_per_prompt=3, ppo_mini_batch_size=1, ppo_epochs=2,
         learning_rate=5e-2, lora_rank=4, lora_alpha=8, micro_batch_max_tokens=90, concurrency=4,
         sampling=SamplingParams(temperature=1.0, max_new_tokens=4), checkpoint_every=0, seed=1,
+        grpo=TRAIN_TRUNCATED,
     )  # fmt: skip
     base.update(kw)
     return TrainerConfig(**base)

@@ -16,7 +16,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 from test_local_trainer import split_rows
 
 from strands_art.backends.base import SamplingParams
@@ -84,6 +84,7 @@ def smollm2_run(tok, tmp_path, name: str, seed: int, delay_seed: int) -> dict:
         lora_rank=4,
         lora_alpha=8,
         sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+        grpo=TRAIN_TRUNCATED,
         micro_batch_max_tokens=60,  # rows of ~40 tokens: 2 micro-batches accumulated per step
         concurrency=4,
         checkpoint_every=0,
@@ -135,6 +136,7 @@ def test_update_does_not_depend_on_the_order_of_the_trajectories(smollm2_tokeniz
         prompt_batch_size=2, rollouts_per_prompt=3, ppo_mini_batch_size=2, ppo_epochs=2,
         learning_rate=5e-2, lora_rank=4, lora_alpha=8, loss=LossConfig(kl_coef=kl_coef),
         sampling=SamplingParams(temperature=0.8, max_new_tokens=6), micro_batch_max_tokens=90,
+        grpo=TRAIN_TRUNCATED,
     )  # fmt: skip
     first = LocalTrainer(tiny_llama(), smollm2_tokenizer, cfg)
     gateway = RolloutGateway(smollm2_tokenizer, first.backend)

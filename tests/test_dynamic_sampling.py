@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
@@ -158,7 +158,7 @@ def test_loop_trains_the_configured_steps_with_dynamic_sampling(tok, tmp_path, m
     cfg = TrainerConfig(
         prompt_batch_size=2, rollouts_per_prompt=2, ppo_mini_batch_size=1, ppo_epochs=1, learning_rate=1e-2,
         lora_rank=4, lora_alpha=8, micro_batch_max_tokens=90, concurrency=4, checkpoint_every=0, seed=3,
-        sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=4), grpo=TRAIN_TRUNCATED,
     )  # fmt: skip
     trainer = LocalTrainer(tiny_llama(), tok, cfg)
     tied = {"cats", "rivers", "bread", "winter"}
@@ -230,7 +230,7 @@ def test_a_resumed_run_draws_and_skips_as_an_uninterrupted_one(tok, tmp_path) ->
     cfg = TrainerConfig(
         prompt_batch_size=2, rollouts_per_prompt=2, ppo_mini_batch_size=1, ppo_epochs=1, learning_rate=1e-2,
         lora_rank=4, lora_alpha=8, micro_batch_max_tokens=90, concurrency=4, checkpoint_every=1, seed=5,
-        sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=4), grpo=TRAIN_TRUNCATED,
     )  # fmt: skip
     rollout = tied_for({"cats", "rivers", "bread", "winter"})
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
@@ -46,6 +46,7 @@ def config(**kw) -> TrainerConfig:
         eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=6),
         micro_batch_max_tokens=200,
         checkpoint_every=1,
+        grpo=TRAIN_TRUNCATED,
     )
     base.update(kw)
     return TrainerConfig(**base)

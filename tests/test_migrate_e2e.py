@@ -61,6 +61,9 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         assert rec["token_capture"] is True
         assert rec["rows"] == 1 and rec["forks"] == 0 and rec["ill_formed_turns"] == 0
         assert rec["tokens"] > rec["sampled_tokens"] > 0
+        # every answer ended with a stop: GRPO trains every sampled token
+        assert rec["trained_tokens"] == rec["sampled_tokens"]
+        assert rec["truncated_turns"] == rec["cut_turns"] == 0
         stats = rec["tool_stats"]
         assert stats["calls"] == {"shell": 2, "file_editor": n_files} and stats["errors"] == {}
         assert stats["maven_calls"] == 1 and stats["timeouts"] == 0

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.fakes import tiny_llama
+from support.fakes import TRAIN_TRUNCATED, tiny_llama
 
 from strands_art.backends.base import InvalidSample, SampleResult, SamplingParams
 from strands_art.backends.scripted import ScriptedBackend
@@ -118,7 +118,8 @@ def test_transformers_backend_reports_the_trainers_step(smollm2_tok):
 
     torch.manual_seed(0)
     cfg = TrainerConfig(prompt_batch_size=1, rollouts_per_prompt=3, ppo_mini_batch_size=1, ppo_epochs=2,
-                        lora_rank=4, lora_alpha=8, sampling=SamplingParams(temperature=1.0, max_new_tokens=4))  # fmt: skip
+                        lora_rank=4, lora_alpha=8, sampling=SamplingParams(temperature=1.0, max_new_tokens=4),
+                        grpo=TRAIN_TRUNCATED)  # fmt: skip
     trainer = LocalTrainer(tiny_llama(), smollm2_tok, cfg)
     gateway = RolloutGateway(smollm2_tok, trainer.backend)
 
@@ -159,7 +160,7 @@ def make_trainer(smollm2_tok, **kw) -> LocalTrainer:
     torch.manual_seed(0)
     kw = {"prompt_batch_size": 1, **kw}
     cfg = TrainerConfig(rollouts_per_prompt=2, ppo_mini_batch_size=1, lora_rank=4, lora_alpha=8, sampling=SAMPLING,
-                        **kw)  # fmt: skip
+                        grpo=TRAIN_TRUNCATED, **kw)  # fmt: skip
     return LocalTrainer(tiny_llama(), smollm2_tok, cfg)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
@@ -38,6 +38,7 @@ def make(tok, **kw):
         prompt_batch_size=2, rollouts_per_prompt=3, ppo_mini_batch_size=1, ppo_epochs=2,
         learning_rate=5e-2, lora_rank=4, lora_alpha=8, sampling=SAMPLING,
         eval_sampling=SamplingParams(temperature=0.0, max_new_tokens=6), micro_batch_max_tokens=200,
+        grpo=TRAIN_TRUNCATED,
     )  # fmt: skip
     cfg.update(kw)
     trainer = LocalTrainer(tiny_llama(), tok, TrainerConfig(**cfg))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -229,3 +230,76 @@ def test_resume_refuses_another_batching_or_history_mode(tmp_path, capsys):
     assert "--history-mode 'linear' (the run has 'tree')" in capsys.readouterr().err
     assert main(["train", "--resume", "--run-dir", str(run), "--batching", "fixed-rows"]) == 2
     assert "--batching 'fixed-rows' (the run has 'fixed-steps')" in capsys.readouterr().err
+
+
+def test_truncated_answers_are_left_out_unless_train_truncated_and_old_runs_keep_training_them(tmp_path):
+    """By default GRPO leaves answers sampled to the token limit out of the loss; ``--train-truncated``
+    trains them; the capitals environment recommends it (its reward scores a cut reply 0) and
+    ``--no-train-truncated`` overrides that; a train.json from before the flag means it was on."""
+    from strands_art.envs.capitals import DEFAULTS as CAPITALS
+    from strands_art.envs.migrationbench.run.train_env import DEFAULTS as MIGRATIONBENCH
+
+    base = ["--env", "migrationbench", "--run-dir", str(tmp_path / "run")]
+    on, off = settings_of([*base, "--train-truncated"]), settings_of(base)
+    assert off.train_truncated is False and off.trainer_config().grpo.masked_tags == {
+        "discarded",
+        "truncated",
+    }
+    assert on.train_truncated is True and on.trainer_config().grpo.masked_tags == {"discarded"}
+    assert dataclasses.replace(on, train_truncated=False) == off  # nothing else changed
+    assert "--train-truncated" in on.command() and "--no-train-truncated" in off.command()
+    assert (
+        settings_of(shlex.split(on.command())[2:]) == on
+        and settings_of(shlex.split(off.command())[2:]) == off
+    )
+    assert "train_truncated" not in MIGRATIONBENCH
+    args = build_parser().parse_args(["train", "--env", "capitals", "--run-dir", str(tmp_path / "c")])
+    capitals = TrainSettings.resolve("capitals", args.run_dir, _given(args), CAPITALS)
+    assert capitals.train_truncated is True and capitals.trainer_config().grpo.train_truncated is True
+    args = build_parser().parse_args(["train", *shlex.split(capitals.command())[2:], "--no-train-truncated"])
+    assert TrainSettings.resolve("capitals", args.run_dir, _given(args), CAPITALS).train_truncated is False
+    before = off.to_dict()
+    del before["train_truncated"]
+    (tmp_path / "train.json").write_text(json.dumps(before))
+    assert TrainSettings.load(tmp_path).train_truncated is True
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    assert "--train-truncated, --no-train-truncated" in help_text and "overlong" in help_text
+    serve_help = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()
+    assert "--train-truncated" in serve_help
+
+
+def test_a_trainer_config_saved_before_train_truncated_resumes_training_them():
+    from strands_art.training.trainer_config import TrainerConfig
+
+    saved = TrainerConfig().to_dict()
+    assert saved["grpo"]["train_truncated"] is False and TrainerConfig.from_dict(saved) == TrainerConfig()
+    del saved["grpo"]["train_truncated"]
+    assert TrainerConfig.from_dict(saved).grpo.train_truncated is True
+    saved["grpo"]["exclude_turn_tags"] = ["discarded", "truncated"]  # it masked them explicitly
+    assert TrainerConfig.from_dict(saved).grpo.masked_tags == {"discarded", "truncated"}
+
+
+def test_verl_launch_with_train_truncated_uses_an_agent_loop_file_that_trains_them(tmp_path):
+    """verl's agent loop leaves truncated answers out unless its entry says ``train_truncated: true``:
+    ``--train-truncated`` writes the published file with that line beside the launch and points the
+    launch at it; without the flag the launch uses the published file."""
+    import yaml
+
+    from strands_art.envs.migrationbench.tasks.tasks import bundled_tasks_dir
+    from strands_art.training.verl_launch import AGENT_LOOPS, agent_loops_yaml, write_verl_launch
+
+    given = {"train_tasks": str(bundled_tasks_dir()), "old_logprobs": "rollout"}
+    on = TrainSettings.resolve("migrationbench", str(tmp_path / "on"), {**given, "train_truncated": True})
+    off = TrainSettings.resolve("migrationbench", str(tmp_path / "off"), given)
+    script = write_verl_launch(on).read_text()
+    written = tmp_path / "on" / "verl" / "agent_loops.yaml"
+    assert f"agent_loop_config_path={written.resolve()}" in script and "--train-truncated" in script
+    [entry] = yaml.safe_load(written.read_text())
+    published = (Path(__file__).resolve().parents[1] / AGENT_LOOPS).read_text()
+    [original] = yaml.safe_load(published)
+    assert entry == {**original, "train_truncated": True}
+    assert f"agent_loop_config_path={AGENT_LOOPS}" in write_verl_launch(off).read_text().replace('"', "")
+    assert not (tmp_path / "off" / "verl" / "agent_loops.yaml").exists()
+    assert agent_loops_yaml(published, False) == published
+    with pytest.raises(ValueError, match="history_mode"):
+        agent_loops_yaml("- name: x\n  _target_: y\n", True)

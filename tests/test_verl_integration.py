@@ -221,9 +221,15 @@ def make_loop(
     episode="test_verl_integration.two_question_episode",
     cfg=None,
     hf_model_type="qwen3",
+    train_truncated=False,
 ):
     """As ``AgentLoopWorker._run_agent_loop`` does: hydra-instantiate the registered entry."""
-    entry = {**_agent_loop_registry["strands_agent"], "episode": episode, "history_mode": history_mode}
+    entry = {
+        **_agent_loop_registry["strands_agent"],
+        "episode": episode,
+        "history_mode": history_mode,
+        "train_truncated": train_truncated,
+    }
     cfg = verl_config() if cfg is None else cfg
     return hydra.utils.instantiate(
         config=entry,
@@ -359,6 +365,101 @@ async def test_outputs_through_verls_transfer_queue_and_grpo(qwen3, monkeypatch)
         adv = data.batch["advantages"][i][resp[i].bool()]
         assert torch.allclose(adv, torch.full_like(adv, expected[int(key[3])]), atol=1e-5)
     assert math.isclose(expected[0], 1 / math.sqrt(2), rel_tol=1e-5)
+
+
+async def one_answer_episode(gateway, sampling, sample):
+    """One answer straight through the gateway; reward 1.0 for session 0, 0.0 otherwise."""
+    rid = f"{sample['uid']}-{sample['session_id']}"
+    gateway.open_session(rid, sample["uid"], sampling)
+    await gateway.generate(rid, [{"role": "user", "content": "Say hi."}])
+    traj = gateway.close_session(rid, reward=1.0 if sample["session_id"] == 0 else 0.0)
+    EPISODES[rid] = traj
+    return traj
+
+
+RUNAWAY = "Let me think about how to say hi. " * 10
+
+
+@pytest.mark.parametrize("train_truncated", [False, True])
+async def test_a_rollout_with_nothing_to_train_keeps_its_reward_in_verls_group(
+    qwen3, monkeypatch, train_truncated
+):
+    """Session 1's only answer is cut at ``response_length`` (truncated): by default it has no token
+    to train, yet it still comes out of the agent loop (one output, response mask all 0, its
+    reward), so verl's real postprocess and GRPO count its reward in the group: session 0 gets the
+    advantage of the group [1.0, 0.0], not the 0 of a group of one. ``train_truncated: true`` in
+    the loop's entry trains it as before."""
+    store = StoreTQ()
+    worker = verl_postprocess(store, monkeypatch)
+    cfg = verl_config(response_length=8)
+    trajs, outputs = {}, {}
+    for session, text in ((0, "Hi!<|im_end|>"), (1, RUNAWAY)):
+        replica = FakeReplica(qwen3, [text])
+        episode = "test_verl_integration.one_answer_episode"
+        loop = make_loop(qwen3, replica, episode=episode, cfg=cfg, train_truncated=train_truncated)
+        outputs[session] = await loop.run(
+            dict(VERL_SAMPLING), uid="u2", session_id=session, raw_prompt=[], index=0
+        )
+        trajs[session] = EPISODES[f"u2-{session}"]
+        await worker._agent_loop_postprocess(
+            outputs[session], False, uid="u2", session_id=session, global_steps=1
+        )
+    cut = trajs[1].turns[0]
+    assert cut.finish_reason == "length" and cut.tags == ["truncated"] and len(cut.output_ids) == 8
+    [out] = outputs[1]
+    row = trajs[1].rows[0]
+    assert out.prompt_ids + out.response_ids == row.input_ids and out.reward_score == 0.0
+    assert len(out.prompt_ids) == row.turn_spans[0][0]  # split at its first sampled token
+    assert out.response_mask == ([1] * 8 if train_truncated else [0] * 8)
+    assert out.extra_fields["strands_untrained"] is not train_truncated
+    assert out.extra_fields["strands_loss_excluded"] == (
+        [] if train_truncated else [{"turn": 0, "span": row.turn_spans[0], "reason": "truncated"}]
+    )
+    assert [o.extra_fields["strands_untrained"] for o in outputs[0]] == [False]
+    keys = sorted(store.rows)
+    assert keys == ["u2_0_0", "u2_1_0"]
+    assert store.rows["u2_1_0"]["rm_scores"].tolist() == [0.0] * 8  # reward 0.0 on its last token
+    assert store.rows["u2_0_0"]["rm_scores"][-1].item() == 1.0
+    resp = torch.nn.utils.rnn.pad_sequence([store.rows[k]["response_mask"] for k in keys], batch_first=True)
+    scores = torch.nn.utils.rnn.pad_sequence([store.rows[k]["rm_scores"] for k in keys], batch_first=True)
+    data = DataProto.from_dict(
+        tensors={"response_mask": resp, "token_level_rewards": scores},
+        non_tensors={"uid": np.array(["u2"] * 2, dtype=object)},
+    )
+    data = compute_advantage_for_multi_trajectories(data, keys, AdvantageEstimator.GRPO, num_repeat=2)
+    expected = group_advantages([1.0, 0.0], GRPOConfig(scale_by_std=True))
+    adv = data.batch["advantages"]
+    trained0 = adv[0][resp[0].bool()]
+    assert trained0.numel() == len(trajs[0].turns[0].output_ids) and torch.allclose(
+        trained0, torch.full_like(trained0, expected[0]), atol=1e-5
+    )
+    assert expected[0] > 0.7  # a group of one would have given 0
+    if train_truncated:
+        trained1 = adv[1][resp[1].bool()]
+        assert torch.allclose(trained1, torch.full_like(trained1, expected[1]), atol=1e-5)
+    else:
+        assert adv[1].abs().sum() == 0  # nothing of it is trained
+
+
+def test_untrained_stand_in_is_the_last_row_with_every_token_masked():
+    from strands_art.trajectory import Row, Trajectory
+
+    def row(tag):
+        r = Row(
+            [1, 2, 3, 4, 5], [0, 1, 1, 0, 1], [0.0, -0.5, -0.5, 0.0, -0.5], "r", "g", [0, 1], [[1, 3], [4, 5]]
+        )
+        r.metadata["turn_tags"] = {"0": [tag], "1": [tag]}
+        return r
+
+    traj = Trajectory("r", "g", rows=[row("truncated"), row("discarded")])
+    traj.set_reward(0.5)
+    [out] = trajectory_outputs(traj)
+    assert out.prompt_ids == [1] and out.response_ids == [2, 3, 4, 5] and out.response_mask == [0, 0, 0, 0]
+    assert out.reward_score == 0.5 and out.extra_fields["strands_untrained"] is True
+    assert out.extra_fields["strands_num_rows"] == 1
+    assert [e["reason"] for e in out.extra_fields["strands_loss_excluded"]] == ["discarded", "discarded"]
+    kept = trajectory_outputs(traj, grpo=GRPOConfig(train_truncated=True))
+    assert [o.response_mask for o in kept] == [[1, 1, 0, 1]]  # the discarded row is dropped
 
 
 # --------------------------------------------------------------------------- trainer extension

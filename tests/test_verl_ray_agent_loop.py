@@ -72,6 +72,7 @@ AGENT_LOOPS_YAML = f"""\
   _target_: strands_art.verl.agent_loop.StrandsAgentLoop
   episode: support.verl_episodes.two_agents_episode
   history_mode: linear
+  train_truncated: true  # answers cut at 24 tokens: trained, so every exchange backs a row
 """
 
 

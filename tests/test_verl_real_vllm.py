@@ -178,8 +178,9 @@ def outer_batch(real_vllm, process_group):  # noqa: F811
 
         async def one(uid: str, session: int):
             loop = make_loop(
-                tok, replica, episode="support.verl_episodes.two_agents_episode", cfg=cfg, hf_model_type="llama"
-            )
+                tok, replica, episode="support.verl_episodes.two_agents_episode", cfg=cfg, hf_model_type="llama",
+                train_truncated=True,  # answers cut at 24 tokens: trained, so every exchange backs a row
+            )  # fmt: skip
             assert isinstance(loop, StrandsAgentLoop)
             outputs = await loop.run(
                 rollout_sampling(cfg), uid=uid, session_id=session, raw_prompt=[], index=0

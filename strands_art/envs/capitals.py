@@ -1,8 +1,10 @@
 """``strands-art train --env capitals``: the one-word capital task (:mod:`strands_art.training.tasks_toy`).
 
 One user turn, one sampled reply (:func:`~strands_art.training.rollouts.chat_rollout`), reward
-``1 / words`` when the reply names the capital. The defaults are the settings
-``bench/learning.py`` chose by measurement (5 of 5 seeds improved, docs/training-tasks.md).
+``1 / words`` when the reply names the capital (0 for a reply cut at the token limit). The
+defaults are the settings ``bench/learning.py`` chose by measurement (5 of 5 seeds improved,
+docs/training-tasks.md), with truncated replies trained (``--train-truncated``): the reward
+itself scores the cut, so the overlong filtering the trainer applies by default does not apply.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ DEFAULTS: dict[str, Any] = {
     "max_new_tokens": 10,
     "eval_samples": 4,
     "eval_temperature": 1.0,
+    # its reward is 0 for a reply cut at the token limit: the cut is the failure this task
+    # teaches against (and these settings were measured training it), not a noisy reward
+    "train_truncated": True,
 }
 
 

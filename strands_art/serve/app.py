@@ -48,6 +48,7 @@ from strands_art.serve.fronts import messages, responses
 from strands_art.serve.handling import CONFIG, REGISTRY, converse, known_of, read_body
 from strands_art.serve.sessions import SESSION_HEADER, SessionRegistry, check_id, sampling_from_json
 from strands_art.serve.wire import ChatWriter, check_unicode, models_list, parse_chat_request
+from strands_art.training.grpo import GRPOConfig, rows_as_trained
 from strands_art.validation import is_real
 
 __all__ = ["CONFIG", "REGISTRY", "ServeConfig", "converse", "create_app", "error_for", "start"]
@@ -70,6 +71,9 @@ class ServeConfig(TypedDict, total=False):
         header_timeout: seconds a connection may take to send a request's headers, from when it
             opens or its previous response ends (default 30): a client that drips its headers
             (or sits idle) is disconnected then, so slow-header connections cannot pile up.
+        train_truncated: serve the rows of answers sampled to the token limit with no complete
+            call with loss mask 1 (default False: 0, as the embedded trainer trains them;
+            :func:`served_trajectory`).
     """
 
     model_name: str
@@ -79,6 +83,21 @@ class ServeConfig(TypedDict, total=False):
     store: Any
     max_open_sessions: int
     header_timeout: float
+    train_truncated: bool
+
+
+def served_trajectory(traj: Any, config: Any) -> dict[str, Any]:
+    """The JSON of a trajectory as ``GET /sessions/{rid}/trajectory`` and ``close`` answer it: its
+    rows carry the loss mask GRPO trains them with (:func:`~strands_art.training.grpo.rows_as_trained`
+    under ``GRPOConfig(train_truncated=config["train_truncated"])``: 0 on truncated answers,
+    unless ``train_truncated``, and on the tails of cut turns), each masked span and why on the
+    row's ``metadata["loss_excluded"]``, so a client that trains on ``loss_mask`` trains what the
+    embedded trainer would. The store (``--store``) keeps the recording: mask 1 on every sampled
+    token."""
+    data = traj.to_dict()
+    grpo = GRPOConfig(train_truncated=bool(config.get("train_truncated")))
+    data["rows"] = [row.to_dict() for row in rows_as_trained(traj.rows, grpo)]
+    return data
 
 
 DEFAULT_HEADER_TIMEOUT = 30.0
@@ -202,7 +221,8 @@ async def set_sampling(request: web.Request) -> web.Response:
 
 
 async def trajectory(request: web.Request) -> web.Response:
-    return _json(request.app[REGISTRY].trajectory(request.match_info["rollout_id"]).to_dict())
+    traj = request.app[REGISTRY].trajectory(request.match_info["rollout_id"])
+    return _json(served_trajectory(traj, request.app[CONFIG]))
 
 
 async def close_session(request: web.Request) -> web.Response:
@@ -229,7 +249,7 @@ async def close_session(request: web.Request) -> web.Response:
     traj = registry.close(rollout_id, reward)
     if store is not None:
         await asyncio.to_thread(store.append, traj)
-    return _json(traj.to_dict())
+    return _json(served_trajectory(traj, request.app[CONFIG]))
 
 
 async def health(request: web.Request) -> web.Response:

@@ -42,7 +42,8 @@ Three protocols, one conversion path: the same conversation gives the same rows 
   GET  /v1/models                        the served model name
   POST /sessions                         open: {"rollout_id"?, "group_id"?, "sampling"?}
   PUT  /sessions/ID/sampling             the trainer's sampling settings for a rollout
-  GET  /sessions/ID/trajectory           turns, rows (input_ids, loss_mask, logprobs), events
+  GET  /sessions/ID/trajectory           turns, rows (input_ids, loss_mask, logprobs), events; loss_mask
+                                         is 0 on truncated answers and cut tails (see --train-truncated)
   POST /sessions/ID/close                {"reward"?} -> the final trajectory
   GET  /health
 
@@ -149,6 +150,13 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default="ignore",
         help="a request's own temperature/top_p/max_tokens...: ignore with an event (default) or 400",
     )
+    g.add_argument(
+        "--train-truncated",
+        action="store_true",
+        help="serve answers sampled to the token limit with no complete tool call with loss mask 1 (default: "
+        "0 in the rows /trajectory and /close return, as the trainer leaves them out, DAPO's overlong "
+        "filtering; the store keeps the recording)",
+    )
     add_sampling_args(
         g, temperature=1.0, top_p=1.0, max_new_tokens=512, context_default="the model's", per_request=True
     )
@@ -248,6 +256,7 @@ async def _serve(args: argparse.Namespace, api_key: str | None, sock: socket.soc
         max_open_sessions=args.max_open_sessions,
         header_timeout=args.header_timeout,
         store=store,
+        train_truncated=args.train_truncated,
     )
     runner = await start(app, sock=sock)
     host, port = runner.addresses[0][:2]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from strands_art.training.batching import BatchRow
 from strands_art.trajectory import Row, Trajectory
+from strands_art.turn_cut import TRUNCATED
 from strands_art.validation import is_real
 
 logger = logging.getLogger(__name__)
@@ -40,19 +41,27 @@ class GRPOConfig:
         exclude_turn_tags: turns carrying one of these tags (``Turn.tags``, on rows as
             ``metadata["turn_tags"]``, see strands_art/turn_tags.py) get loss mask 0: by default
             ``discarded`` ones (a response the agent threw away: a hook's retry, a cancelled
-            turn). Add ``"truncated"`` to leave out turns sampled to the token limit with no
-            complete call to end at (DAPO's overlong filtering, TRL's
-            ``mask_truncated_completions``; counted in ``truncated_turns`` either way),
-            ``"summarizer"`` to leave summarization calls out too; ``()`` trains on all.
+            turn). Add ``"summarizer"`` to leave summarization calls out too; ``()`` trains
+            every tagged turn but truncated ones (``train_truncated``).
+        train_truncated: False (default): a turn tagged ``truncated`` (sampled to the token
+            limit, ``max_new_tokens`` or the context budget, with no complete call to end at)
+            gets loss mask 0, DAPO's overlong filtering (TRL's ``mask_truncated_completions``);
+            True trains it at the rollout's advantage (``train --train-truncated``). Counted in
+            ``truncated_turns`` either way.
         train_cut_tails: False (default): the tail of a cut turn (after its last complete
             call, or from a turn-start token the model wrote: ``row.metadata["cut_tails"]``,
             :mod:`strands_art.turn_cut`) gets loss mask 0, the calls before it are trained;
             True trains the tail at the rollout's advantage.
+
+    Raises:
+        ValueError: ``std_eps`` < 0, ``exclude_turn_tags`` not a list of names, or
+            ``train_truncated`` with ``"truncated"`` among ``exclude_turn_tags``.
     """
 
     scale_by_std: bool = True
     std_eps: float = 1e-6
     exclude_turn_tags: tuple[str, ...] = ("discarded",)
+    train_truncated: bool = False
     train_cut_tails: bool = False
 
     def __post_init__(self) -> None:
@@ -63,6 +72,14 @@ class GRPOConfig:
         ):
             raise ValueError(f"exclude_turn_tags must be a list of tag names, got {self.exclude_turn_tags!r}")
         object.__setattr__(self, "exclude_turn_tags", tuple(self.exclude_turn_tags))
+        if self.train_truncated and TRUNCATED in self.exclude_turn_tags:
+            raise ValueError("train_truncated contradicts 'truncated' in exclude_turn_tags")
+
+    @property
+    def masked_tags(self) -> frozenset[str]:
+        """The turn tags whose turns get loss mask 0: ``exclude_turn_tags``, plus ``truncated``
+        unless ``train_truncated``."""
+        return frozenset(self.exclude_turn_tags) | (frozenset() if self.train_truncated else {TRUNCATED})
 
 
 @dataclass
@@ -79,8 +96,10 @@ class Advantages:
             groups, zero_advantage_groups, rows, rows_per_rollout, advantage_abs_mean, and over
             kept rollouts: discarded_turns, summarizer_turns (turns with that tag),
             loss_excluded_turns, loss_excluded_tokens (sampled tokens masked out by
-            ``exclude_turn_tags`` and cut tails), loss_excluded_rows (rows left with no sampled
-            token), truncated_turns (turns tagged ``truncated``), cut_turns (turns with a cut tail).
+            :attr:`GRPOConfig.masked_tags` and cut tails), loss_excluded_rows (rows left with no
+            sampled token), untrained_rollouts (kept rollouts, in their group's statistics, left
+            with no row), truncated_turns (turns tagged ``truncated``), cut_turns (turns with a
+            cut tail).
     """
 
     advantages: dict[str, float]
@@ -111,28 +130,52 @@ def reward_problem(reward: object) -> str | None:
     return None
 
 
+#: row metadata key (on a row as trained, never on the recorded one): the sampled spans given
+#: loss mask 0, each ``{"turn", "span": [start, end) in the row, "reason"}``; ``reason`` is the
+#: turn's tag (``truncated``, ``discarded``, ...) or ``cut_tail``
+LOSS_EXCLUDED = "loss_excluded"
+CUT_TAIL = "cut_tail"
+
+
 def exclude_tagged_turns(
     row: Row, tags: frozenset[str] | set[str], cut_tails: bool = True
 ) -> tuple[Row, int, int]:
     """``row`` with loss mask 0 on the sampled spans of turns tagged with one of ``tags``
     (``row.metadata["turn_tags"]``) and, with ``cut_tails``, on the cut tails of its turns
     (``row.metadata["cut_tails"]``: turn -> [start, end) in that turn's output); the number of
-    turns touched and of sampled tokens masked. The row is copied when anything changes, never
-    mutated."""
-    spans = [span for _, span in row.tagged_spans(tags)] if tags else []
+    spans masked and of sampled tokens masked. What was masked and why is recorded on the
+    returned row (``metadata["loss_excluded"]``, :data:`LOSS_EXCLUDED`). The row is copied when
+    anything changes, never mutated."""
+    turn_tags = row.metadata.get("turn_tags") or {}
+    records = [
+        {"turn": turn, "span": list(span), "reason": sorted(tags & set(turn_tags.get(str(turn), ())))[0]}
+        for turn, span in (row.tagged_spans(tags) if tags else [])
+    ]
     tails = (row.metadata.get("cut_tails") or {}) if cut_tails else {}
     for turn, span in zip(row.turns, row.turn_spans, strict=False):
         tail = tails.get(str(turn))
         if tail:
-            spans.append([min(span[0] + tail[0], span[1]), min(span[0] + tail[1], span[1])])
-    if not spans:
+            start, end = min(span[0] + tail[0], span[1]), min(span[0] + tail[1], span[1])
+            records.append({"turn": turn, "span": [start, end], "reason": CUT_TAIL})
+    if not records:
         return row, 0, 0
     mask = list(row.loss_mask)
     tokens = 0
-    for start, end in spans:
+    for rec in records:
+        start, end = rec["span"]
         tokens += sum(mask[start:end])
         mask[start:end] = [0] * (end - start)
-    return dataclasses.replace(row, loss_mask=mask), len(spans), tokens
+    metadata = {**row.metadata, LOSS_EXCLUDED: records}
+    return dataclasses.replace(row, loss_mask=mask, metadata=metadata), len(records), tokens
+
+
+def rows_as_trained(rows: Sequence[Row], config: GRPOConfig | None = None) -> list[Row]:
+    """``rows`` with the loss mask GRPO trains them with under ``config`` (default settings):
+    :attr:`GRPOConfig.masked_tags` and, unless ``train_cut_tails``, cut tails at 0, each
+    masked span on ``metadata["loss_excluded"]``; rows kept even when nothing is left (what the
+    HTTP front serves and verl's agent loop starts from)."""
+    config = config or GRPOConfig()
+    return [exclude_tagged_turns(r, config.masked_tags, not config.train_cut_tails)[0] for r in rows]
 
 
 def group_advantages(rewards: Sequence[float], config: GRPOConfig) -> list[float]:
@@ -197,8 +240,8 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
     kept = 0
     tag_counts = {"discarded": 0, "summarizer": 0, "truncated": 0}
     cut_turns = 0
-    excluded_turns = excluded_tokens = excluded_rows = 0
-    exclude = frozenset(config.exclude_turn_tags)
+    excluded_turns = excluded_tokens = excluded_rows = untrained = 0
+    exclude = config.masked_tags
     for traj in trajectories:
         if traj.rollout_id not in advantages:
             continue
@@ -209,6 +252,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         cut_turns += len(traj.metadata.get("cut_turns") or ())
         if not traj.rows:
             logger.warning("rollout %s has a reward but no rows", traj.rollout_id)
+        trained_before = len(rows)
         for row in traj.rows:
             row.check()
             if row.rollout_id != traj.rollout_id:
@@ -226,6 +270,8 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
                 excluded_rows += 1
                 continue
             rows.append(BatchRow(row=row, advantage=advantages[traj.rollout_id]))
+        if len(rows) == trained_before:  # still in its group's statistics above: no token to train
+            untrained += 1
 
     rewards = [float(t.reward) for g in groups.values() for t in g]  # type: ignore[arg-type]
     metrics = {
@@ -242,6 +288,7 @@ def compute_advantages(trajectories: Sequence[Trajectory], config: GRPOConfig | 
         "loss_excluded_turns": excluded_turns,
         "loss_excluded_tokens": excluded_tokens,
         "loss_excluded_rows": excluded_rows,
+        "untrained_rollouts": untrained,
         "cut_turns": cut_turns,
     }
     return Advantages(advantages=advantages, rows=rows, excluded=excluded, metrics=metrics)

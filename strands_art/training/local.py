@@ -281,7 +281,11 @@ class LocalTrainer:
         metrics: dict[str, float] = dict(adv.metrics)
         metrics.update(policy_lag(adv.rows, self.step))
         if not adv.rows:
-            logger.warning("outer batch %d: no usable rollout, no optimizer step", self.outer_batch)
+            logger.warning(
+                "outer batch %d: no row to train (%d rollouts failed, %d left with no token to train: "
+                "truncated answers are out of the loss unless --train-truncated), no optimizer step",
+                self.outer_batch, len(adv.excluded), adv.metrics["untrained_rollouts"],
+            )  # fmt: skip
             metrics.update(  # the keys of a trained update (train_s, ...), so every record reads alike
                 optimizer_steps=0, skipped=1, step=self.step, rows=0, actor_update_s=0.0, processed_tokens=0,
                 train_s=time.perf_counter() - t0, fwd_bwd_s=0.0, optimizer_s=0.0,

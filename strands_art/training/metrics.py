@@ -10,8 +10,9 @@ Records written by the loop (:mod:`strands_art.training.loop`):
   logprob_gap, logprob_abs_gap (trainer minus rollout logprob on sampled tokens, at the batch's
   first optimizer step that runs a pass, before any gradient of the batch is applied; 0.0 when
   no step runs one), tis_capped_fraction, rollout_s,
-  train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, loss_excluded_turns,
-  loss_excluded_tokens, loss_excluded_rows.
+  train_s, tokens_per_s, history_mode, discarded_turns, summarizer_turns, truncated_turns,
+  cut_turns, loss_excluded_turns, loss_excluded_tokens, loss_excluded_rows, untrained_rollouts
+  (rollouts in their group's statistics with no token to train: every answer truncated).
 - ``{"kind": "eval", "outer_batch": b, "val_reward": ..., ...}``: evaluation after ``b``
   outer batches (``b = 0``: before training); ``val_success`` too when the environment's
   rollouts report a bool ``metadata["success"]`` (lookup).

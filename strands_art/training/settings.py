@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "share_prefix": False,
     "gradient_checkpointing": False,
     "autocast": "off",
+    "train_truncated": False,
     "old_logprobs": "auto",
     "batching": "fixed-steps",
     "rows_per_mini_batch": None,
@@ -185,6 +186,7 @@ class TrainSettings:
     rows_per_mini_batch: int | None = None
     history_mode: str | None = None
     autocast: str = "off"
+    train_truncated: bool = False
 
     @classmethod
     def resolve(
@@ -282,7 +284,7 @@ class TrainSettings:
             check_path(FLAG_OF[key], getattr(self, key))
         if self.prompt is not None and (not isinstance(self.prompt, str) or not self.prompt):
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
-        for key in ("share_prefix", "gradient_checkpointing", "wandb"):
+        for key in ("share_prefix", "gradient_checkpointing", "wandb", "train_truncated"):
             check_bool(FLAG_OF[key], getattr(self, key))
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)
@@ -357,6 +359,7 @@ class TrainSettings:
 
     def trainer_config(self) -> TrainerConfig:
         """The :class:`TrainerConfig` of these settings (LoRA alpha = 2 x rank)."""
+        from strands_art.training.grpo import GRPOConfig
         from strands_art.training.loss import LossConfig
         from strands_art.training.trainer_config import TrainerConfig
 
@@ -387,6 +390,7 @@ class TrainSettings:
             old_logprobs=self.old_logprobs,
             batching_mode="fixed_rows" if self.batching == "fixed-rows" else "fixed_steps",
             rows_per_mini_batch=self.rows_per_mini_batch,
+            grpo=GRPOConfig(train_truncated=self.train_truncated),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -395,20 +399,24 @@ class TrainSettings:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainSettings:
         """Inverse of :meth:`to_dict`; keys a newer version added take their defaults, except
-        ``old_logprobs``: ``rollout``, what every run saved before the setting existed trained with."""
+        ``old_logprobs``: ``rollout`` and ``train_truncated``: true, what every run saved before
+        the setting existed trained with."""
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
             raise ValueError(f"unknown keys in train.json: {sorted(unknown)}")
-        return cls(**{**DEFAULTS, "old_logprobs": "rollout", **d})
+        return cls(**{**DEFAULTS, "old_logprobs": "rollout", "train_truncated": True, **d})
 
     def command(self) -> str:
         """The ``strands-art train`` command line that gives these settings (every option spelled out)."""
         parts = ["strands-art", "train", "--env", self.env, "--run-dir", self.run_dir]
         for key, value in self.to_dict().items():
+            flag = "--" + key.replace("_", "-")
+            if key == "train_truncated":  # environments differ in their recommendation: always spelled out
+                parts.append(flag if value else "--no-train-truncated")
+                continue
             if key in ("env", "run_dir") or value is None or value is False:
                 continue
-            flag = "--" + key.replace("_", "-")
             parts += [flag] if value is True else [flag, str(value)]
         return shlex.join(parts)
 

@@ -157,6 +157,15 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "trainer's logprobs move ~0.03 nats from the sampler's: see docs/training-update.md) or not "
         "(off, default)",
     )
+    g.add_argument(
+        "--train-truncated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also train answers sampled to the token limit (--max-new-tokens or the context) with no "
+        "complete tool call, at their rollout's advantage; default: the environment's (capitals: trained, "
+        "its reward scores a cut reply 0; migrationbench and lookup: left out of the loss, DAPO's overlong "
+        "filtering, the rollout's reward still in its group); counted as truncated_turns either way",
+    )
     g = p.add_argument_group("rollouts and evaluation")
     g.add_argument("--temperature", type=float, help="rollout sampling temperature")
     g.add_argument("--max-new-tokens", type=int, help="tokens per model turn")

@@ -210,10 +210,14 @@ class TrainerConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainerConfig:
         """Inverse of :meth:`to_dict`; unknown keys raise ValueError. A config saved before
-        ``old_logprobs`` existed spelled it ``recompute_old_logprobs`` (a bool)."""
+        ``old_logprobs`` existed spelled it ``recompute_old_logprobs`` (a bool); one saved before
+        ``grpo.train_truncated`` existed trained truncated turns (True)."""
         d = dict(d)
         if "recompute_old_logprobs" in d and "old_logprobs" not in d:
             d["old_logprobs"] = "recompute" if d.pop("recompute_old_logprobs") else "rollout"
+        grpo = d.get("grpo")
+        if isinstance(grpo, dict) and "train_truncated" not in grpo:
+            d["grpo"] = {**grpo, "train_truncated": "truncated" not in (grpo.get("exclude_turn_tags") or ())}
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:

@@ -10,6 +10,11 @@ the batch sizes, group size, epochs, learning rate and warmup, KL, the PPO ratio
 the number of steps. ``MODEL``, ``NGPUS``, ``NNODES`` and ``TP`` come from the environment as in
 that script; ``MODEL`` defaults to the Hugging Face id of ``--model`` (:data:`HF_MODEL`), and must be
 set for an alias without one. Only ``--env migrationbench`` has a verl agent loop.
+
+``--train-truncated``: the agent loop's ``train_truncated`` option, in a copy of
+``examples/migrationbench/verl_agent_loops.yaml`` written beside the launch (``RUN_DIR/verl/agent_loops.yaml``,
+:func:`agent_loops_yaml`); without it the launch uses the published file, whose loop leaves
+truncated answers out of the loss.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from pathlib import Path
 
 from strands_art.training.loss import LossConfig
 from strands_art.training.settings import TrainSettings
+
+AGENT_LOOPS = Path("examples") / "migrationbench" / "verl_agent_loops.yaml"
+"""The published agent-loop file, relative to the checkout the launch runs from."""
 
 HF_MODEL = {
     "qwen2.5-coder-0.5b": "Qwen/Qwen2.5-Coder-0.5B-Instruct",
@@ -113,13 +121,37 @@ def verl_overrides(s: TrainSettings) -> list[str]:
     ]
 
 
+def agent_loops_yaml(published: str, train_truncated: bool) -> str:
+    """The agent-loop file of a launch: ``published`` (the text of :data:`AGENT_LOOPS`) with
+    ``train_truncated: true`` added to every entry when ``train_truncated``.
+
+    Raises:
+        ValueError: an entry without its ``history_mode:`` line (where the option goes).
+    """
+    if not train_truncated:
+        return published
+    lines, out = published.splitlines(), []
+    entries = sum(1 for line in lines if line.startswith("- name:"))
+    for line in lines:
+        out.append(line)
+        if line.startswith("  history_mode:"):
+            out.append(
+                "  train_truncated: true    # --train-truncated: answers cut at the token limit trained"
+            )
+    if entries == 0 or sum(1 for line in out if line.startswith("  train_truncated:")) != entries:
+        raise ValueError(f"{AGENT_LOOPS}: every entry needs a 'history_mode:' line for --train-truncated")
+    return "\n".join(out) + "\n"
+
+
 def write_verl_launch(s: TrainSettings) -> Path:
     """Write ``RUN_DIR/verl/launch.sh`` (executable) and return its path.
 
     Raises:
         ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
             ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only),
-            ``--old-logprobs first-pass``; ``RUN_DIR/verl/launch.sh`` exists already.
+            ``--old-logprobs first-pass``; ``RUN_DIR/verl/launch.sh`` exists already;
+            ``--train-truncated`` without the published agent-loop file (an installed wheel: run
+            from the checkout).
     """
     if s.env != "migrationbench":
         raise ValueError(
@@ -140,7 +172,18 @@ def write_verl_launch(s: TrainSettings) -> Path:
             f"{out / 'launch.sh'} exists: --trainer verl writes a new launch into another --run-dir "
             "(or remove that one)"
         )
+    loops = f'"{AGENT_LOOPS}"'
+    if s.train_truncated:
+        published = Path(__file__).resolve().parents[2] / AGENT_LOOPS
+        if not published.is_file():
+            raise ValueError(
+                f"--trainer verl --train-truncated: {AGENT_LOOPS} not found (run from the checkout)"
+            )
+        text = agent_loops_yaml(published.read_text(encoding="utf-8"), True)
     out.mkdir(parents=True, exist_ok=True)
+    if s.train_truncated:
+        (out / "agent_loops.yaml").write_text(text, encoding="utf-8")
+        loops = shlex.quote(str(out.resolve() / "agent_loops.yaml"))
     data = str(out.resolve() / "data")  # absolute: the launch runs from any directory
     overrides = " \\\n  ".join(
         [
@@ -151,7 +194,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
             'trainer.n_gpus_per_node="$NGPUS"',
             'trainer.nnodes="$NNODES"',
             'actor_rollout_ref.rollout.tensor_model_parallel_size="$TP"',
-            'actor_rollout_ref.rollout.agent.agent_loop_config_path="examples/migrationbench/verl_agent_loops.yaml"',
+            f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
             "\"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES='$VERL_USE_EXTERNAL_MODULES'\"",
             '"$@"',
         ]

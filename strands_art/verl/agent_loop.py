@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without verl
 from strands_art.backends.base import SamplingParams
 from strands_art.gateway import RolloutGateway
 from strands_art.training.batching import BatchRow
-from strands_art.training.grpo import GRPOConfig, exclude_tagged_turns, reward_problem
+from strands_art.training.grpo import GRPOConfig, reward_problem, rows_as_trained
 from strands_art.trajectory import Row, Trajectory
 from strands_art.verl.adapter import split_point
 from strands_art.verl.backend import VerlServerBackend, from_verl_sampling_params
@@ -60,28 +60,36 @@ row's fields plus verl's ``uid`` (the prompt group) and ``session_id`` (0..n-1).
 
 
 def row_output(
-    row: Row, index: int, num_rows: int, reward: float, extra: Mapping[str, Any]
+    row: Row, index: int, num_rows: int, reward: float, extra: Mapping[str, Any], split: int | None = None
 ) -> AgentLoopOutput:
     """One captured row as verl's ``AgentLoopOutput``.
 
-    The row is split at its first sampled token (as in :mod:`.adapter`): ``prompt_ids`` =
-    the tokens before it, ``response_ids`` / ``response_mask`` / ``response_logprobs`` = the rest
-    (tool results inside have mask 0 and logprob 0.0). ``reward_score`` = the rollout's reward
-    (verl puts it on the last response token). ``extra_fields``: ``extra`` plus
-    ``strands_row`` (index), ``strands_num_rows``, ``strands_rollout_id``, ``strands_group_id``,
+    The row is split at ``split``, by default its first sampled token (as in :mod:`.adapter`):
+    ``prompt_ids`` = the tokens before it, ``response_ids`` / ``response_mask`` /
+    ``response_logprobs`` = the rest (tool results inside have mask 0 and logprob 0.0).
+    ``reward_score`` = the rollout's reward (verl puts it on the last response token, whatever the
+    mask). ``extra_fields``: ``extra`` plus ``strands_row`` (index), ``strands_num_rows``,
+    ``strands_rollout_id``, ``strands_group_id``, ``strands_untrained`` (False unless ``extra``
+    says so: :func:`trajectory_outputs`' stand-in for a rollout with nothing to train),
+    ``strands_loss_excluded`` (the row's
+    ``metadata["loss_excluded"]``: the spans given mask 0 and why, [] when none),
     ``reward_extra_info`` ({}), ``turn_scores`` / ``tool_rewards`` ([]).
 
     Raises:
         ValueError: the row starts with a sampled token or its aligned lists disagree.
     """
     row.check()
-    s = split_point(BatchRow(row))
+    s = split_point(BatchRow(row)) if split is None else split
+    if not 0 < s < len(row.input_ids):
+        raise ValueError(f"row of rollout {row.rollout_id!r}: split {s} leaves no prompt or no response")
     fields = {
+        "strands_untrained": False,
         **extra,
         "strands_row": index,
         "strands_num_rows": num_rows,
         "strands_rollout_id": row.rollout_id,
         "strands_group_id": row.group_id,
+        "strands_loss_excluded": list(row.metadata.get("loss_excluded") or []),
         "reward_extra_info": {},
         "turn_scores": [],
         "tool_rewards": [],
@@ -98,17 +106,29 @@ def row_output(
     )
 
 
-def trajectory_outputs(traj: Trajectory, extra: Mapping[str, Any] | None = None) -> list[AgentLoopOutput]:
-    """A finished trajectory as one ``AgentLoopOutput`` per row, in capture order.
+def trajectory_outputs(
+    traj: Trajectory, extra: Mapping[str, Any] | None = None, grpo: GRPOConfig | None = None
+) -> list[AgentLoopOutput]:
+    """A finished trajectory as one ``AgentLoopOutput`` per row with a token to train, in capture
+    order; a rollout with none gets one output whose response mask is all 0.
 
     Args:
         traj: a closed trajectory with a reward.
         extra: added to every output's ``extra_fields`` (e.g. ``min_global_steps``).
+        grpo: which tokens are trained (:func:`~strands_art.training.grpo.rows_as_trained`);
+            default ``GRPOConfig()``, the embedded trainer's default: turns tagged ``discarded``
+            or ``truncated`` and the cut tails of turns get loss mask 0.
 
-    Turns tagged ``discarded`` (strands_art/turn_tags.py) and the cut tails of turns
-    (strands_art/turn_cut.py) get loss mask 0, as in the embedded trainer's default
-    (``GRPOConfig.exclude_turn_tags``, ``train_cut_tails``); a row left with no sampled token is
-    dropped.
+    A row left with no token to train is dropped: verl's GRPO reads each session's advantage at
+    the first masked-in token of its last output and broadcasts it to the session's other
+    outputs (``compute_advantage_for_multi_trajectories``), so the last output must hold trained
+    tokens when any row does. A rollout with none left (its only answer truncated) still counts
+    in its group: it gets one output, its last row split at the row's first sampled token, with
+    ``response_mask`` all 0 and its ``reward_score``. verl sums that reward into the group's mean
+    and standard deviation (``compute_grpo_outcome_advantage`` reads the token-level scores, not
+    the mask) and trains none of its tokens, as its own padding rows (``padding_utils``: a
+    response of mask 0); an empty list would drop the session from its group
+    (``_agent_loop_postprocess``) and shift every other member's advantage.
 
     Raises:
         ValueError: no reward (None, NaN, ±inf, not a number), or no rows (a failed rollout:
@@ -117,11 +137,15 @@ def trajectory_outputs(traj: Trajectory, extra: Mapping[str, Any] | None = None)
     problem = reward_problem(traj.reward)
     if problem is not None:
         raise ValueError(f"rollout {traj.rollout_id!r} has no reward ({problem})")
-    exclude = frozenset(GRPOConfig().exclude_turn_tags)
-    rows = [exclude_tagged_turns(r, exclude)[0] for r in traj.rows]
-    rows = [r for r in rows if any(r.loss_mask)]
+    if not traj.rows:
+        raise ValueError(f"rollout {traj.rollout_id!r} has no rows")
+    masked = rows_as_trained(traj.rows, grpo)
+    rows = [r for r in masked if any(r.loss_mask)]
     if not rows:
-        raise ValueError(f"rollout {traj.rollout_id!r} has no rows with sampled tokens to train on")
+        last, recorded = masked[-1], traj.rows[-1]
+        split = recorded.loss_mask.index(1) if 1 in recorded.loss_mask else len(recorded.loss_mask) - 1
+        untrained = {**(extra or {}), "strands_untrained": True}
+        return [row_output(last, 0, 1, float(traj.reward), untrained, split=split)]
     n = len(rows)
     return [row_output(r, i, n, traj.reward, extra or {}) for i, r in enumerate(rows)]
 
@@ -134,6 +158,8 @@ class StrandsAgentLoop(AgentLoopBase):
         episode: dotted path of an :data:`Episode` (default: :data:`MIGRATIONBENCH_EPISODE`).
         episode_kwargs: keyword arguments for it.
         history_mode: ``"tree"`` or ``"linear"`` (gateway capture mode; default ``"linear"``).
+        train_truncated: train turns sampled to the token limit with no complete call (default
+            False: loss mask 0, as ``train --train-truncated`` / ``GRPOConfig.train_truncated``).
 
     The per-turn budget is ``rollout.response_length`` tokens and the context budget
     ``rollout.max_model_len`` (or ``prompt_length + response_length``).
@@ -145,9 +171,13 @@ class StrandsAgentLoop(AgentLoopBase):
         episode: str = MIGRATIONBENCH_EPISODE,
         episode_kwargs: Mapping[str, Any] | None = None,
         history_mode: str = "linear",
+        train_truncated: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if not isinstance(train_truncated, bool):
+            raise ValueError(f"train_truncated must be true or false, got {train_truncated!r}")
+        self.grpo = GRPOConfig(train_truncated=train_truncated)
         self.episode: Episode = get_object(episode)
         self.episode_kwargs = dict(episode_kwargs or {})
         self.history_mode = history_mode
@@ -169,7 +199,7 @@ class StrandsAgentLoop(AgentLoopBase):
         traj = await self.episode(gateway, sampling, {**kwargs, **self.episode_kwargs})
         steps = [s for s in backend.global_steps if s is not None]
         extra = {"min_global_steps": min(steps), "max_global_steps": max(steps)} if steps else {}
-        outputs = trajectory_outputs(traj, extra)
+        outputs = trajectory_outputs(traj, extra, self.grpo)
         logger.info(
             "rollout %s: %d turns, %d rows, reward %s", request_id, len(traj.turns), len(outputs), traj.reward
         )

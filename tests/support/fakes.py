@@ -10,8 +10,15 @@ import torch
 from aiohttp import web
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from strands_art.training.grpo import GRPOConfig
+
 SMOLLM2_VOCAB = 49152
 SMOLLM2_EOS = 2  # <|im_end|>
+
+#: the tiny random model never writes its end token, so every answer it samples is truncated,
+#: which GRPO leaves out of the loss by default: trainer tests on it train them (as
+#: ``train --train-truncated`` does), or they would have nothing to train
+TRAIN_TRUNCATED = GRPOConfig(train_truncated=True)
 
 
 def tiny_llama(hidden_size: int = 32) -> LlamaForCausalLM:

@@ -51,6 +51,8 @@ from strands_art.envs.migrationbench.run.rundir import (
 from strands_art.envs.migrationbench.tasks.tasks import Task
 from strands_art.envs.migrationbench.workspace import Workspace
 from strands_art.store import TrajectoryStore
+from strands_art.training.grpo import rows_as_trained
+from strands_art.turn_cut import TRUNCATED
 
 logger = logging.getLogger(__name__)
 
@@ -257,6 +259,10 @@ async def run_rollout(
                 rows=len(traj.rows),
                 tokens=traj.num_tokens,
                 sampled_tokens=sum(r.num_sampled for r in traj.rows),
+                # what GRPO trains by default: truncated answers and cut tails out of the loss
+                trained_tokens=sum(sum(r.loss_mask) for r in rows_as_trained(traj.rows)),
+                truncated_turns=sum(1 for t in traj.turns if TRUNCATED in t.tags),
+                cut_turns=len(traj.metadata.get("cut_turns") or ()),
                 forks=sum(1 for e in traj.events if e["kind"] in ("fork", "reset")),
                 ill_formed_turns=len(traj.metadata.get("ill_formed_turns", [])),
                 recovered_calls=sum(len(r["how"]) for r in traj.metadata.get("recovered_calls", [])),

@@ -33,7 +33,7 @@ def test_every_held_run_is_covered():
     # the recorded `train --env lookup` run: training (bN-...) and held-out (eval-bN-...) rollouts
     assert by_run["train-lookup"] and all(rid.startswith(("b", "eval-b")) for rid in by_run["train-lookup"])
     assert sorted(by_run["train-migrationbench"]) == [
-        *(f"b{b}-compiler-props-r{r}" for b in range(3) for r in range(2)),
+        *(f"b{b}-compiler-props-r{r}" for b in range(3) for r in range(4)),
         "eval-b0-junit-mix-r0", "eval-b3-junit-mix-r0",
     ]  # fmt: skip
 

@@ -12,6 +12,7 @@ pages show with the files the run wrote: the trainer's rows as trained
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -29,6 +30,9 @@ pytestmark = pytest.mark.skipif(
 )
 DATA = Path(__file__).parent / "data"
 RUNS = ("train-lookup", "train-migrationbench")
+# recorded runs whose outer batch 2 has a group with rewards that differ (train-lookup's groups of
+# batch 2 all tied; its batch 0 carries the non-zero advantages checked below)
+SIGNAL_IN_BATCH_2 = ("train-migrationbench",)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -108,6 +112,17 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
     assert recs, "outer batch 2 trained no row"
     rec = max(recs, key=lambda r: (abs(r["advantage"]), r["rollout_id"]))  # the strongest signal
     rid, index = rec["rollout_id"], rec["row_index"]
+    if RUNS[k] in SIGNAL_IN_BATCH_2:  # a group whose rewards differ: the advantage shown is not a 0 = 0
+        assert rec["advantage"] != 0, f"{RUNS[k]}: every group of outer batch 2 tied"
+    # a row that was trained: the trainer's logprobs are recorded numbers on every trained token
+    lists = [rec[key] for key in ("loss_mask", "trainer_logprobs", "sampler_logprobs", "importance_weight")]
+    assert len({len(v) for v in lists}) == 1, "the trained lists do not cover the same tokens"
+    on = [i for i, m in enumerate(rec["loss_mask"]) if m]
+    assert on and all(
+        isinstance(rec["trainer_logprobs"][i], float) and math.isfinite(rec["trainer_logprobs"][i])
+        for i in on
+    )
+    assert min(rec["trainer_logprobs"][i] for i in on) < -0.01  # real logprobs, not a column of zeros
 
     page.goto(f"{server}?{q}")
     page.wait_for_selector("#batch-table")
@@ -164,6 +179,7 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
         b = buttons.nth(n)
         assert int(b.get_attribute("data-pos")) == i
         assert float(b.get_attribute("data-gap")) == pytest.approx(round(t - s, 4), abs=1e-4)
+        assert f"trainer {t:.4f} · sampler {s:.4f}" in b.inner_text()  # the stored values, as shown
     buttons.nth(0).click()  # the inspector of the largest gap's token
     _, i, t, s = gaps[0]
     page.wait_for_selector('#insp-table tr[data-k="trainer logprob"]')
@@ -177,6 +193,17 @@ def test_a_rollout_of_outer_batch_2_and_its_row_as_trained(
     assert colour.startswith("rgb(") and colour != "rgb(255, 255, 255)"
     if k == 0:
         shot(page, "viewer-train-row.png")
+
+    # the least likely trained token (a gap near 0 shows 0.0000 either way): its inspector shows
+    # the trainer's and the sampler's own recorded logprobs, both well below 0
+    j = min(on, key=lambda i: (rec["sampler_logprobs"][i], i))
+    page.goto(f"{server}row?id={rid}&row={index}&{q}&pos={j}")
+    page.wait_for_selector('#insp-table tr[data-k="trainer logprob"]')
+    assert int(row("index")) == j
+    t, s = rec["trainer_logprobs"][j], rec["sampler_logprobs"][j]
+    assert t < -0.01 and s < -0.01
+    assert row("trainer logprob") == f"{round(t, 4):.4f}" and row("sampler logprob") == f"{round(s, 4):.4f}"
+    assert float(row("importance weight")) == pytest.approx(rec["importance_weight"][j], abs=1e-4)
 
 
 @pytest.mark.parametrize("k", range(len(RUNS)))

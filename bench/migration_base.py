@@ -22,8 +22,12 @@ Usage::
     python bench/migration_base.py --tasks-dir $TASKS --run-root $RUNS --table-only --runs ...
 
 ``--table-only`` runs nothing and tabulates what the run directories hold (a run cut short
-shows the rollouts it finished). Rollouts the runner marked ``failed`` (infrastructure, not the
-policy) are counted apart and left out of the means.
+shows the rollouts it finished; a killed run continues with the same command: the run directory's
+``config.json`` makes it ``migrate --resume``, which keeps every committed rollout and runs the
+missing ones). ``--per-rollout`` adds one line per rollout (:func:`rollout_line`). Rollouts the
+runner marked ``failed`` (infrastructure, not the policy) are counted apart and left out of the
+means. On tasks without ``generated.kind`` (real repositories) each task is its own "kind", and
+every task counts as a train kind (none is the held-out kind).
 """
 
 from __future__ import annotations
@@ -128,21 +132,45 @@ def _stats(rs: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def _row(label: str, s: dict[str, float]) -> str:
+def _row(label: str, s: dict[str, float], width: int = 20) -> str:
     return (
-        f"  {label:<20} {s['n']:>3} {s['mean']:>6.2f} {s['p1']:>6.2f} {s['p05']:>6.2f} {s['p0']:>6.2f} "
+        f"  {label:<{width}} {s['n']:>3} {s['mean']:>6.2f} {s['p1']:>6.2f} {s['p05']:>6.2f} {s['p0']:>6.2f} "
         f"{s['wall_s']:>8.0f}"
+    )
+
+
+def rollout_line(r: dict[str, Any]) -> str:
+    """One rollout of ``results.jsonl`` as a line: id, reward, the Java 17 build, original tests
+    passed / required, turns, shell calls, stop reason, wall seconds and the files it changed.
+
+    ``r`` is a results record (``strands-art migrate``); missing fields print as ``?``; a failed
+    (infrastructure) rollout prints its error instead of a reward.
+    """
+    if r.get("failed"):
+        return f"  {r.get('rollout_id', '?'):<36} FAILED ({r.get('error') or 'no error recorded'})"
+    edited = r.get("edited_files") or {}
+    changed = [*edited.get("modified", []), *(f"+{f}" for f in edited.get("added", []))]
+    changed += [f"-{f}" for f in edited.get("deleted", [])]
+    calls = sum(((r.get("tool_stats") or {}).get("calls") or {}).values())
+    wall = (r.get("times") or {}).get("wall_s")
+    return (
+        f"  {r.get('rollout_id', '?'):<36} reward {r.get('reward', '?')} "
+        f"build {'ok' if r.get('build_success') else 'fail'} "
+        f"tests {r.get('tests_run', '?')}/{r.get('tests_required', '?')} turns {r.get('turns', '?')} "
+        f"calls {calls} stop {r.get('stop_reason', '?')} wall {'?' if wall is None else round(wall)} s "
+        f"changed {','.join(changed) if changed else '-'}{' (truncated)' if edited.get('truncated') else ''}"
     )
 
 
 def print_table(model: str, setting: str, summary: dict[str, Any], records: list[dict[str, Any]]) -> None:
     """The per-kind table of one run, then its stop reasons."""
     print(f"\n{model} / {setting}  (rollouts scored {summary['all']['n']}, failed {summary['failed']})")
-    print(f"  {'kind':<20} {'n':>3} {'mean':>6} {'r=1':>6} {'r=.5':>6} {'r=0':>6} {'wall s':>8}")
+    width = max([20, *(len(k) + 11 for k in summary["kinds"])])  # 11: " (held-out)"
+    print(f"  {'kind':<{width}} {'n':>3} {'mean':>6} {'r=1':>6} {'r=.5':>6} {'r=0':>6} {'wall s':>8}")
     for kind, s in summary["kinds"].items():
-        print(_row(kind + (" (held-out)" if kind == HELDOUT_KIND else ""), s))
-    print(_row("train kinds", summary["train"]))
-    print(_row("all", summary["all"]))
+        print(_row(kind + (" (held-out)" if kind == HELDOUT_KIND else ""), s, width))
+    print(_row("train kinds", summary["train"], width))
+    print(_row("all", summary["all"], width))
     stops: dict[str, int] = defaultdict(int)
     for r in records:
         stops[str(r.get("stop_reason"))] += 1
@@ -168,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="migrate --seed (default 0)")
     p.add_argument("--concurrency", type=int, default=2, help="migrate --concurrency (default 2)")
     p.add_argument("--table-only", action="store_true", help="run nothing; tabulate the run directories")
+    p.add_argument(
+        "--per-rollout", action="store_true", help="also one line per rollout (reward, tests, changed files)"
+    )
     args = p.parse_args(argv)
     if not args.tasks_dir.is_dir():
         p.error(f"--tasks-dir {args.tasks_dir}: not a directory")
@@ -193,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         records, _, unreadable, torn = scan_results(run_dir / "results.jsonl")
         summary = summarize(records, kinds)
         print_table(model, setting, summary, records)
+        if args.per_rollout:
+            for r in sorted(records, key=lambda r: str(r.get("rollout_id"))):
+                print(rollout_line(r))
         if unreadable or torn:
             print(f"  ({unreadable} unreadable lines, a torn last line of {torn} bytes left out)")
         results.append((model, setting, summary))

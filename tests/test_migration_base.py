@@ -89,3 +89,37 @@ def test_kinds_come_from_task_json(tmp_path: Path):
         (tmp_path / name / "task.json").write_text(json.dumps({"generated": generated} if generated else {}))
     (tmp_path / "notes").mkdir()
     assert mb.task_kinds(tmp_path) == {"a-1": "jaxb", "b": "b"}
+
+
+def test_rollout_line_names_reward_tests_and_changed_files():
+    r = _rec(
+        "owner__name",
+        0.5,
+        94.4,
+        build_success=True,
+        tests_run=30,
+        tests_required=34,
+        turns=2,
+        stop_reason="completed",
+        tool_stats={"calls": {"shell": 3, "file_editor": 1}},
+        edited_files={
+            "modified": ["pom.xml"],
+            "added": ["a/B.java"],
+            "deleted": ["c.txt"],
+            "truncated": False,
+        },
+    )
+    assert (
+        mb.rollout_line(r).split()
+        == (
+            "owner__name-r0 reward 0.5 build ok tests 30/34 turns 2 calls 4 stop completed wall 94 s "
+            "changed pom.xml,+a/B.java,-c.txt"
+        ).split()
+    )
+    bare = mb.rollout_line({"rollout_id": "t-r1", "reward": 0.0})
+    assert (
+        bare.split()
+        == "t-r1 reward 0.0 build fail tests ?/? turns ? calls 0 stop ? wall ? s changed -".split()
+    )
+    failed = mb.rollout_line({"rollout_id": "t-r2", "failed": True, "error": "backend: connection refused"})
+    assert failed.split() == "t-r2 FAILED (backend: connection refused)".split()

@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 import torch
-from support.fakes import LengthTask, tiny_llama
+from support.fakes import TRAIN_TRUNCATED, LengthTask, tiny_llama
 
 from strands_art.backends.base import SamplingParams
 from strands_art.cli import build_parser, main
@@ -40,7 +40,7 @@ def trainer(tok, autocast: str) -> LocalTrainer:
     config = TrainerConfig(
         prompt_batch_size=2, rollouts_per_prompt=3, ppo_mini_batch_size=2, ppo_epochs=1,
         learning_rate=5e-2, lora_rank=4, lora_alpha=8, sampling=SAMPLING, micro_batch_max_tokens=200,
-        old_logprobs="recompute", autocast=autocast,
+        old_logprobs="recompute", autocast=autocast, grpo=TRAIN_TRUNCATED,  # 6-token answers: truncated
     )  # fmt: skip
     return LocalTrainer(tiny_llama(hidden_size=64), tok, config)
 

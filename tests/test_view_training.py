@@ -4,6 +4,8 @@ index of the rows as trained (a torn file is said, not guessed)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strands_art.training.run_store import TRAINED_SCHEMA
-from strands_art.view.training import COMPARE_KEYS, TrainedIndex, batches, compare, group_key
+from strands_art.view.training import COMPARE_KEYS, TrainedIndex, batches, compare, group_key, run_labels
 
 finite = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 record = st.fixed_dictionaries({}, optional={k: finite for k in COMPARE_KEYS})
@@ -143,3 +145,25 @@ def test_a_run_with_only_the_evaluation_before_training_has_no_result_yet() -> N
     assert a["total"]["outer_batches"] == 0 and a["batches"] == []
     assert b["total"]["val_reward"] == 0.75 and b["total_pct"]["val_reward"] is None
     assert batches(records, [])["batches"] == []
+
+
+def test_run_labels_tell_runs_with_the_same_name_apart():
+    roots = [Path("/r/exp/tree-fixed-steps/seed0"), Path("/r/exp/linear-fixed-steps/seed0"), Path("/r/other")]
+    assert run_labels(roots) == ["tree-fixed-steps/seed0", "linear-fixed-steps/seed0", "other"]
+    assert run_labels([Path("/a/run"), Path("/a/run")]) == ["/a/run", "/a/run"]  # the same run twice
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "seed0", "seed1"]), min_size=1, max_size=4),
+        max_size=5,
+        unique_by=tuple,
+    )
+)
+def test_run_labels_are_distinct_path_suffixes(paths):
+    roots = [Path("/", *p) for p in paths]
+    labels = run_labels(roots)
+    assert len(set(labels)) == len(labels)  # distinct roots, distinct labels
+    for root, label in zip(roots, labels, strict=True):
+        assert root.parts[-len(Path(label).parts) :] == Path(label).parts or label == str(root)

@@ -36,7 +36,7 @@ from strands_art.validation import is_real
 from .files import NotRegular, Refused, RunFiles
 from .payloads import rollout_payload, row_payload
 from .reader import FIELD_LIMIT, RunView, clip
-from .training import batches, compare
+from .training import batches, compare, run_labels
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ async def _run(request: web.Request) -> web.Response:
             "missing_parts": [r["rollout_id"] for r in stored if r["part_missing"]],
             "has_metrics": view.files.is_file("metrics.jsonl"),
             "training": view.is_training,
-            "runs": [v.root.name for v in request.app[VIEWS]],
+            "runs": run_labels([v.root for v in request.app[VIEWS]]),
             "trained_problems": view.trained.problems,
             "decoded": view.tokenizer is not None,
             "tokenizer": getattr(view.tokenizer, "name_or_path", None)
@@ -382,7 +382,8 @@ async def _batches(request: web.Request) -> web.Response:
 async def _compare(request: web.Request) -> web.Response:
     """Every run given, side by side (:func:`.training.compare`)."""
     views = request.app[VIEWS]
-    runs = [(v.root.name, await asyncio.to_thread(v.metrics)) for v in views]
+    names = run_labels([v.root for v in views])
+    runs = [(name, await asyncio.to_thread(v.metrics)) for name, v in zip(names, views, strict=True)]
     return _json(clip(compare(runs), 300))
 
 

@@ -217,6 +217,20 @@ def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
     return {"batches": out, "evals": eval_list}
 
 
+def run_labels(roots: list[Path]) -> list[str]:
+    """A name per run directory of ``roots``: the shortest trailing part of its path (1, 2, ...
+    components) that no other root ends in, so ``tree-fixed-steps/seed0`` and
+    ``linear-fixed-steps/seed0`` are told apart where both are ``seed0``; the whole path where even
+    that repeats (the same directory given twice: then the same label)."""
+    parts = [Path(r).parts for r in roots]
+    labels = []
+    for i, p in enumerate(parts):
+        others = [q for j, q in enumerate(parts) if j != i]
+        n = next((k for k in range(1, len(p) + 1) if all(q[-k:] != p[-k:] for q in others)), len(p))
+        labels.append(str(Path(*p[-n:])) if 0 < n < len(p) else str(roots[i]))
+    return labels
+
+
 def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     """``runs``: ``[(name, metrics records)]``. Per outer batch and in total, each run's
     :data:`COMPARE_KEYS` (a total is None when a batch lacks the key) and the held-out reward of

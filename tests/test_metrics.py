@@ -168,3 +168,24 @@ def test_scan_metrics_missing_file_and_directory(tmp_path):
     assert scan_metrics(tmp_path / "none.jsonl") == MetricsFile()
     with pytest.raises(IsADirectoryError):
         scan_metrics(tmp_path)
+
+
+def test_a_fifo_or_symlink_in_place_of_metrics_is_refused_at_once(tmp_path):
+    """A FIFO named metrics.jsonl is refused without waiting for a writer (it blocked
+    ``train --resume`` forever); a symlink is not followed."""
+    import os
+
+    from strands_art.training.metrics import MetricsError, MetricsLog, NotARegularFile
+
+    fifo = tmp_path / "metrics.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(MetricsError, match="is not a regular file"):
+        MetricsLog(fifo).read()
+    with pytest.raises(NotARegularFile):
+        scan_metrics(fifo)
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text(json.dumps({"kind": "train", "outer_batch": 0}) + "\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(MetricsError, match="is a symlink"):
+        MetricsLog(link).read()

@@ -97,6 +97,7 @@ def test_a_crafted_rng_pt_runs_no_command(base_run: Path, tmp_path: Path, capsys
             "metrics.jsonl:2: a record without a string 'kind' and an integer 'outer_batch'",
         ),
         ("metrics-str-outer-batch", "(kind 'train', outer_batch '0')"),
+        ("metrics-fifo", "metrics.jsonl is not a regular file (a FIFO, socket or device)"),
     ],
 )
 def test_a_damaged_run_directory_is_one_line_and_exit_2(
@@ -123,6 +124,9 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
         (ck / "adapter_model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}garbage")
     elif damage == "rng-garbage":
         (ck / "rng.pt").write_bytes(os.urandom(300))
+    elif damage == "metrics-fifo":  # read, it blocked --resume forever
+        (run / "metrics.jsonl").unlink()
+        os.mkfifo(run / "metrics.jsonl")
     else:
         lines = (run / "metrics.jsonl").read_text().splitlines()
         train = json.loads(lines[1])

@@ -20,9 +20,11 @@ Records written by the loop (:mod:`strands_art.training.loop`):
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,9 +95,11 @@ class MetricsLog:
             OSError: the file cannot be read.
         """
         try:
-            data = self.path.read_bytes()
+            data = read_regular(self.path)
         except FileNotFoundError:
             return []
+        except NotARegularFile as exc:
+            raise MetricsError(exc.strerror) from None
         parsed = parse_metrics(data, str(self.path))
         lines = [n for n, line in enumerate(data.split(b"\n")[:-1], 1) if line.strip()]
         skipped = set(parsed.skipped)
@@ -152,10 +156,42 @@ def scan_metrics(path: str | os.PathLike[str]) -> MetricsFile:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return MetricsFile()
     return parse_metrics(data, str(path))
+
+
+class NotARegularFile(OSError):
+    """A metrics file that is a FIFO, a socket, a device or a symlink (read, it could block
+    forever or lead outside the run directory)."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path``, opened without following a symlink and without
+    blocking (a FIFO in its place is refused at once, never waited on).
+
+    Raises:
+        FileNotFoundError: no such file.
+        NotARegularFile: a symlink, FIFO, socket or device.
+        IsADirectoryError: a directory.
+        OSError: the file cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise NotARegularFile(exc.errno, f"{path} is a symlink, not a metrics file") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(errno.EINVAL, f"{path} is not a regular file (a FIFO, socket or device)")
+        return f.read()
 
 
 def parse_metrics(data: bytes, path: str = "metrics.jsonl") -> MetricsFile:

@@ -189,3 +189,23 @@ def test_a_fifo_or_symlink_in_place_of_metrics_is_refused_at_once(tmp_path):
     link.symlink_to(target)
     with pytest.raises(MetricsError, match="is a symlink"):
         MetricsLog(link).read()
+
+
+def test_truncate_after_never_writes_through_a_planted_temporary(tmp_path):
+    """``metrics.jsonl.tmp`` left as a symlink to a file outside the run: the kept records go
+    into a new file in the run, the outside file is untouched (it was overwritten with them, and
+    metrics.jsonl became a symlink to it)."""
+    from strands_art.training.metrics import MetricsLog
+
+    recs = [{"kind": "eval", "outer_batch": 0}, {"kind": "train", "outer_batch": 0},
+            {"kind": "eval", "outer_batch": 1}, {"kind": "train", "outer_batch": 1}]  # fmt: skip
+    path = tmp_path / "run" / "metrics.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("PRECIOUS\n")
+    (path.parent / "metrics.jsonl.tmp").symlink_to(victim)
+    MetricsLog(path).truncate_after(1)
+    assert victim.read_text() == "PRECIOUS\n"
+    assert not path.is_symlink() and not (path.parent / "metrics.jsonl.tmp").exists()
+    assert MetricsLog(path).read() == recs[:3]

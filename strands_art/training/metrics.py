@@ -126,7 +126,10 @@ class MetricsLog:
             or (r.get("kind") != "eval" and r["outer_batch"] < outer_batch)
         ]
         tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep), encoding="utf-8")
+        tmp.unlink(missing_ok=True)  # a leftover, or a symlink planted there: never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in keep))
         os.replace(tmp, self.path)
 
 

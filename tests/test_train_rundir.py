@@ -98,6 +98,7 @@ def test_a_crafted_rng_pt_runs_no_command(base_run: Path, tmp_path: Path, capsys
         ),
         ("metrics-str-outer-batch", "(kind 'train', outer_batch '0')"),
         ("metrics-fifo", "metrics.jsonl is not a regular file (a FIFO, socket or device)"),
+        ("state-another-batch", "state.json: 'outer_batch' is 5, but the checkpoint is ob-000001"),
     ],
 )
 def test_a_damaged_run_directory_is_one_line_and_exit_2(
@@ -124,6 +125,9 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
         (ck / "adapter_model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}garbage")
     elif damage == "rng-garbage":
         (ck / "rng.pt").write_bytes(os.urandom(300))
+    elif damage == "state-another-batch":  # believed, the run resumed "at outer batch 5 (of 1)"
+        state = json.loads((ck / "state.json").read_text())
+        (ck / "state.json").write_text(json.dumps({**state, "outer_batch": 5}))
     elif damage == "metrics-fifo":  # read, it blocked --resume forever
         (run / "metrics.jsonl").unlink()
         os.mkfifo(run / "metrics.jsonl")

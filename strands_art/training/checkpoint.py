@@ -193,7 +193,7 @@ def latest_checkpoint(run_dir: str | os.PathLike[str]) -> Path | None:
 
 def read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A checkpoint's ``state.json``, checked: a JSON object whose ``outer_batch`` and ``step`` are
-    integers >= 0.
+    integers >= 0, ``outer_batch`` the one the checkpoint's name says (``ob-000003``: 3).
 
     Raises:
         CheckpointError: naming the file and what is wrong with it.
@@ -209,6 +209,12 @@ def read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
         value = state.get(key)
         if type(value) is not int or value < 0:
             raise CheckpointError(f"{file}: {key!r} must be an integer >= 0, got {value!r}"[:300])
+    name = Path(path).name
+    if NAME.fullmatch(name) and int(name[3:]) != state["outer_batch"]:  # save_checkpoint names it so
+        raise CheckpointError(
+            f"{file}: 'outer_batch' is {state['outer_batch']}, but the checkpoint is {name} "
+            f"(saved after {int(name[3:])} outer batches)"[:300]
+        )
     return state
 
 

@@ -98,6 +98,7 @@ def test_a_crafted_rng_pt_runs_no_command(base_run: Path, tmp_path: Path, capsys
         ),
         ("metrics-str-outer-batch", "(kind 'train', outer_batch '0')"),
         ("metrics-fifo", "metrics.jsonl is not a regular file (a FIFO, socket or device)"),
+        ("adapter-nan", "adapter_model.safetensors: 1 of 420 tensors hold NaN or infinite values"),
         ("state-another-batch", "state.json: 'outer_batch' is 5, but the checkpoint is ob-000001"),
     ],
 )
@@ -125,6 +126,13 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
         (ck / "adapter_model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}garbage")
     elif damage == "rng-garbage":
         (ck / "rng.pt").write_bytes(os.urandom(300))
+    elif damage == "adapter-nan":  # a valid safetensors file: every sample of the resumed run failed on NaN
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(str(ck / "adapter_model.safetensors"))
+        first = sorted(weights)[0]
+        weights[first] = torch.full_like(weights[first], float("nan"))
+        save_file(weights, str(ck / "adapter_model.safetensors"))
     elif damage == "state-another-batch":  # believed, the run resumed "at outer batch 5 (of 1)"
         state = json.loads((ck / "state.json").read_text())
         (ck / "state.json").write_text(json.dumps({**state, "outer_batch": 5}))

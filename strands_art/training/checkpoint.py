@@ -280,6 +280,14 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise
     except Exception as exc:  # SafetensorError: a header that is not one, a truncated file
         raise CheckpointError(f"{path / ADAPTER_FILE}: not a safetensors file ({_first_line(exc)})") from None
+    nonfinite = sorted(
+        k for k, v in weights.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())
+    )
+    if nonfinite:  # loaded, every sample would fail on NaN probabilities and the run go on
+        raise CheckpointError(
+            f"{path / ADAPTER_FILE}: {len(nonfinite)} of {len(weights)} tensors hold NaN or infinite values "
+            f"({nonfinite[0][:120]}, ...)"
+        )
     optimizer_state = _torch_data(path / "optimizer.pt", "an optimizer state")
     if not isinstance(optimizer_state, dict) or not isinstance(optimizer_state.get("param_groups"), list):
         raise CheckpointError(f"{path / 'optimizer.pt'}: not an optimizer state (no param_groups)")

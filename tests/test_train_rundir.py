@@ -98,6 +98,9 @@ def test_a_crafted_rng_pt_runs_no_command(base_run: Path, tmp_path: Path, capsys
         ),
         ("metrics-str-outer-batch", "(kind 'train', outer_batch '0')"),
         ("metrics-fifo", "metrics.jsonl is not a regular file (a FIFO, socket or device)"),
+        ("adapter-no-tensors", "adapter_model.safetensors: lacks 420 of the model's 420 adapter tensors"),
+        ("adapter-some-tensors", "adapter_model.safetensors: lacks 410 of the model's 420 adapter tensors"),
+        ("adapter-shapes", "420 adapter tensors do not fit the model ("),
         ("adapter-nan", "adapter_model.safetensors: 1 of 420 tensors hold NaN or infinite values"),
         ("state-another-batch", "state.json: 'outer_batch' is 5, but the checkpoint is ob-000001"),
     ],
@@ -126,12 +129,19 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
         (ck / "adapter_model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}garbage")
     elif damage == "rng-garbage":
         (ck / "rng.pt").write_bytes(os.urandom(300))
-    elif damage == "adapter-nan":  # a valid safetensors file: every sample of the resumed run failed on NaN
+    elif damage.startswith("adapter-"):  # a valid safetensors file; loaded, it resumed without a word
         from safetensors.torch import load_file, save_file
 
         weights = load_file(str(ck / "adapter_model.safetensors"))
-        first = sorted(weights)[0]
-        weights[first] = torch.full_like(weights[first], float("nan"))
+        if damage == "adapter-no-tensors":
+            weights = {}
+        elif damage == "adapter-some-tensors":
+            weights = dict(list(weights.items())[:10])
+        elif damage == "adapter-shapes":
+            weights = {k: torch.zeros(2, 2) for k in weights}
+        else:  # every sample of the resumed run failed on NaN probabilities
+            first = sorted(weights)[0]
+            weights[first] = torch.full_like(weights[first], float("nan"))
         save_file(weights, str(ck / "adapter_model.safetensors"))
     elif damage == "state-another-batch":  # believed, the run resumed "at outer batch 5 (of 1)"
         state = json.loads((ck / "state.json").read_text())
@@ -153,7 +163,12 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
     code, err = _resume(run, capsys)
     assert code == 2
     assert message in _one_line(err)
-    assert _snapshot(run) == before  # refused before anything was written
+    if damage in ("adapter-no-tensors", "adapter-some-tensors", "adapter-shapes"):
+        # checked against the loaded model: TensorBoard's event file was written again from metrics.jsonl
+        tb = lambda snap: {k: v for k, v in snap.items() if not k.startswith("tensorboard/")}  # noqa: E731
+        assert tb(_snapshot(run)) == tb(before)
+    else:
+        assert _snapshot(run) == before  # refused before anything was written
 
 
 def test_a_copied_run_resumes_into_its_copy_and_a_second_resume_is_refused(

@@ -311,10 +311,26 @@ def load_checkpoint(
         CheckpointError: a missing, damaged or symlinked file, or adapter keys, optimizer groups
             or RNG states that do not match.
     """
-    from peft import set_peft_model_state_dict
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
     path = Path(path)
     got = read_checkpoint(path)
+    expected = get_peft_model_state_dict(model)
+    missing = sorted(set(expected) - set(got["weights"]))
+    if missing:  # loaded, those tensors would keep their fresh initialization, silently
+        raise CheckpointError(
+            f"{path / ADAPTER_FILE}: lacks {len(missing)} of the model's {len(expected)} adapter tensors "
+            f"({missing[0][:120]}, ...)"
+        )
+    wrong = [
+        k for k, v in got["weights"].items() if k in expected and tuple(v.shape) != tuple(expected[k].shape)
+    ]
+    if wrong:
+        k = wrong[0]
+        raise CheckpointError(
+            f"{path / ADAPTER_FILE}: {len(wrong)} adapter tensors do not fit the model ({k[:120]}: "
+            f"{tuple(got['weights'][k].shape)}, the model's {tuple(expected[k].shape)})"
+        )
     device = next(model.parameters()).device
     before = {k: v.detach().clone() for k, v in model.state_dict().items() if "lora_" in k}
     saved_optimizer = optimizer.state_dict()

@@ -1,19 +1,21 @@
-"""What reproducible llama.cpp sampling costs: ``cache_prompt=False`` and ``batch_tokens=1`` vs the
-default prompt cache.
+"""What reproducible llama.cpp sampling costs: the prompt cache's three modes on a multi-turn rollout.
 
-A multi-turn agent re-sends its whole history every turn; with the prompt cache llama.cpp
-re-evaluates only the tokens after the common prefix, without it the whole prompt. One model per
-setting (Qwen2.5-Coder-0.5B Q4_K_M, 1 slot), the same prompt (a tool loop's history of about
-``--prompt-tokens`` tokens) sampled ``--repeats`` times after a first, warming sample; per
-sample: wall time, prompt tokens taken from the cache, and whether tokens and logprobs equal the
-first (cold) sample's; and the cold sample's own time (the whole prompt evaluated), where
-``batch_tokens=1`` (one token per forward pass, cache kept) pays its cost.
+A multi-turn agent re-sends its whole history every turn. ``cache_prompt="any"`` (llama.cpp's own
+longest-prefix reuse) re-evaluates only the new tokens; ``"aligned"`` (the default with one slot)
+reuses only whole ``batch_tokens`` batches a previous prompt evaluated, so it re-reads up to one
+batch more per turn and samples exactly like a cold run; ``"off"`` evaluates every prompt whole.
+One rollout per mode (Qwen2.5-Coder-0.5B Q4_K_M, 1 slot): a first prompt of about
+``--prompt-tokens`` tokens (build-log lines), then ``--turns`` turns, each the previous prompt +
+the answer sampled in ``"off"`` mode + a tool result of about ``--result-tokens`` tokens (the same
+prompts in every mode). The modes run alternated, ``--rounds`` times, in one process; per mode:
+the rollout's median wall time, prompt tokens from the cache, and how many turns sampled the same
+tokens and logprobs as the cold (``"off"``) run, bit for bit.
 
-    python bench/llamacpp_prompt_cache.py [--prompt-tokens 160] [--new-tokens 4] [--repeats 3] [--threads 2]
+    python bench/llamacpp_prompt_cache.py [--prompt-tokens 2700] [--turns 4] [--result-tokens 150] \\
+        [--new-tokens 24] [--rounds 3] [--threads 2]
 
-Ends with ``RESULT cached_ms=M uncached_ms=M uncached_vs_cached=R cached_repeats_equal_cold=K/N
-uncached_repeats_equal_cold=K/N onebatch_repeats_equal_cold=K/N cold_ms_512=M cold_ms_1=M
-onebatch_vs_512_cold=R`` (medians of the repeats; the cold times of one sample each).
+Ends with ``RESULT any_s=S aligned_s=S off_s=S aligned_vs_any=R off_vs_any=R
+aligned_equal_cold=K/N any_equal_cold=K/N``.
 """
 
 from __future__ import annotations
@@ -29,81 +31,104 @@ from strands_art.backends import SamplingParams, make_backend
 from strands_art.registry import load_tokenizer
 
 MODEL = "qwen2.5-coder-0.5b"
+MODES = ("any", "aligned", "off")
 
 
-def prompt(tok, tokens: int) -> list[int]:
-    """A user turn holding build-log lines, about ``tokens`` tokens in all."""
-    text = "Summarize this build log in one line.\n"
+def _lines(tok, tokens: int) -> str:
+    text = ""
     while len(tok.encode(text + LOG_LINE, add_special_tokens=False)) < tokens:
         text += LOG_LINE
-    return tok.apply_chat_template(
-        [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+    return text
+
+
+def _turn(tok, text: str) -> list[int]:
+    """A user message as the chat template renders it after an assistant turn, generation prompt included."""
+    full = tok.apply_chat_template(
+        [
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": "y"},
+            {"role": "user", "content": text},
+        ],
+        add_generation_prompt=True,
+        tokenize=True,
     )["input_ids"]
+    head = tok.apply_chat_template(
+        [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], tokenize=True
+    )["input_ids"]
+    return full[len(head) :]
 
 
-async def run(
-    cache: bool, ids: list[int], params: SamplingParams, repeats: int, threads: int, batch_tokens: int = 512
-):
+async def rollout(mode: str, prompts: list[list[int]] | None, args, tok, params) -> tuple[float, list]:
+    """One rollout in ``mode``; ``prompts`` None builds them from this run's answers ("off" only)."""
+    first = tok.apply_chat_template(
+        [
+            {
+                "role": "user",
+                "content": "Summarize this build log in one line.\n" + _lines(tok, args.prompt_tokens),
+            }
+        ],
+        add_generation_prompt=True,
+        tokenize=True,
+    )["input_ids"]
+    result = _turn(tok, "Tool result:\n" + _lines(tok, args.result_tokens))
     backend = make_backend(
         "llamacpp",
         model=MODEL,
-        context_tokens=len(ids) + 64,
+        context_tokens=len(first) + args.turns * (len(result) + args.new_tokens) + 64,
         parallel=1,
-        threads=threads,
-        cache_prompt=cache,
-        batch_tokens=batch_tokens,
+        threads=args.threads,
+        cache_prompt=mode,
     )
+    samples, built = [], [first]
     try:
         t = time.perf_counter()
-        cold = await backend.sample(ids, params)
-        cold.info["cold_ms"] = (time.perf_counter() - t) * 1e3
-        rows = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            r = await backend.sample(ids, params)
-            rows.append(
-                (
-                    (time.perf_counter() - t) * 1e3,
-                    r.info.get("cached_prompt_tokens"),
-                    r.output_ids == cold.output_ids and r.logprobs == cold.logprobs,
-                )
-            )
-        return cold, rows
+        for k in range(args.turns):
+            prompt = prompts[k] if prompts is not None else built[k]
+            s = await backend.sample(prompt, params)
+            samples.append(s)
+            built.append(prompt + s.output_ids + [tok.convert_tokens_to_ids("<|im_end|>"), 198] + result)
+        return time.perf_counter() - t, samples if prompts is not None else (samples, built[:-1])
     finally:
         await backend.aclose()
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prompt-tokens", type=int, default=160)
-    ap.add_argument("--new-tokens", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--prompt-tokens", type=int, default=2700)
+    ap.add_argument("--turns", type=int, default=4)
+    ap.add_argument("--result-tokens", type=int, default=150)
+    ap.add_argument("--new-tokens", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     tok = load_tokenizer(MODEL)
-    ids = prompt(tok, args.prompt_tokens)
     params = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=args.new_tokens, seed=4242)
+    _, (cold, prompts) = await rollout(
+        "off", None, args, tok, params
+    )  # the cold reference, warms the page cache
     print(
-        f"{MODEL}, 1 slot, {args.threads} threads, prompt {len(ids)} tokens, {args.new_tokens} new tokens, seed 4242"
+        f"{MODEL}, 1 slot, {args.threads} threads, {args.turns} turns, prompts "
+        f"{len(prompts[0])}..{len(prompts[-1])} tokens, {args.new_tokens} new tokens, seed 4242"
     )
-    out, cold_ms = {}, {}
-    for name, cache, batch in (("cached", True, 512), ("uncached", False, 512), ("onebatch", True, 1)):
-        cold, rows = await run(cache, ids, params, args.repeats, args.threads, batch)
-        out[name], cold_ms[name] = rows, cold.info["cold_ms"]
-        for k, (ms, cached, equal) in enumerate(rows):
-            print(f"{name:>9} repeat {k}: {ms:8.0f} ms  cached_prompt_tokens={cached}  equal_to_cold={equal}")
-        print(
-            f"{name:>9} cold sample: {cold.info['cold_ms']:8.0f} ms  "
-            f"cached_prompt_tokens={cold.info.get('cached_prompt_tokens')}"
-        )
-    cached_ms = statistics.median(ms for ms, _, _ in out["cached"])
-    uncached_ms = statistics.median(ms for ms, _, _ in out["uncached"])
-    eq = {k: f"{sum(e for _, _, e in v)}/{len(v)}" for k, v in out.items()}
+    secs: dict[str, list[float]] = {m: [] for m in MODES}
+    equal: dict[str, list[bool]] = {m: [] for m in MODES}
+    for r in range(args.rounds):
+        for mode in MODES if r % 2 == 0 else MODES[::-1]:
+            s, samples = await rollout(mode, prompts, args, tok, params)
+            secs[mode].append(s)
+            same = [
+                (a.output_ids, a.logprobs) == (c.output_ids, c.logprobs)
+                for a, c in zip(samples, cold, strict=True)
+            ]
+            equal[mode] += same
+            cached = [a.info.get("cached_prompt_tokens") for a in samples]
+            print(f"round {r} {mode:>7}: {s:7.1f} s  cached_prompt_tokens={cached}  equal_to_cold={same}")
+    med = {m: statistics.median(v) for m, v in secs.items()}
+    eq = {m: f"{sum(v)}/{len(v)}" for m, v in equal.items()}
     print(
-        f"RESULT cached_ms={cached_ms:.0f} uncached_ms={uncached_ms:.0f} uncached_vs_cached={uncached_ms / cached_ms:.2f} "
-        f"cached_repeats_equal_cold={eq['cached']} uncached_repeats_equal_cold={eq['uncached']} "
-        f"onebatch_repeats_equal_cold={eq['onebatch']} cold_ms_512={cold_ms['cached']:.0f} "
-        f"cold_ms_1={cold_ms['onebatch']:.0f} onebatch_vs_512_cold={cold_ms['onebatch'] / cold_ms['cached']:.2f}"
+        f"RESULT any_s={med['any']:.1f} aligned_s={med['aligned']:.1f} off_s={med['off']:.1f} "
+        f"aligned_vs_any={med['aligned'] / med['any']:.2f} off_vs_any={med['off'] / med['any']:.2f} "
+        f"aligned_equal_cold={eq['aligned']} any_equal_cold={eq['any']}"
     )
 
 

@@ -5,20 +5,31 @@
 ``parallel`` rollouts decode at once. Each request sends the prompt **as token IDs**
 (``"prompt": [ids]``), so llama.cpp continues exactly the tokens the gateway recorded; the reply
 gives every sampled token's ``id`` (and the final chunk's ``usage.prompt_tokens`` is checked
-against the number of IDs sent). With ``cache_prompt`` a slot keeps its KV cache, and the next
-turn of the same rollout re-reads only the tokens after the longest common prefix (llama.cpp picks
-the slot whose cached prompt is most similar).
+against the number of IDs sent). A slot keeps its KV cache, and the next turn of the same
+rollout re-reads only the tokens after the prefix it shares with the cache (see below).
 
-Determinism and the prompt cache: a prompt whose prefix a slot already holds is evaluated only
-from where the cache ends, in a smaller batch than a cold evaluation, and llama.cpp's CPU kernels
-do not give bit-identical logits across batch shapes; with the same seed, a cached repeat can
-sample other tokens than a cold run (issue 28, t10; a cold run repeats exactly). With
-``cache_prompt=False`` every request evaluates its whole prompt cold, so the same prompt, seed
-and settings give the same tokens and logprobs whatever the slot held before, at the price of
-re-reading the prompt every turn (``bench/llamacpp_prompt_cache.py`` measures it). Each
-:class:`~strands_art.backends.base.SampleResult` says how many prompt tokens came from the cache
-(``info["cached_prompt_tokens"]``, llama.cpp's ``usage.prompt_tokens_details.cached_tokens``); the
-gateway records it on the turn (``Turn.cached_prompt_tokens``).
+Determinism and the prompt cache: llama.cpp's CPU kernels do not give bit-identical results for
+a token evaluated in batches of different shapes, so a prompt whose prefix a slot already holds,
+evaluated only from where llama.cpp's cache ends, can sample other tokens than a cold run with the
+same seed (issue 28, t10). Three modes (``cache_prompt``):
+
+- ``"aligned"`` (the default with one slot): a prompt reuses the cache only up to the last whole
+  ``batch_tokens`` batch it shares with the previous prompt (a batch that prompt evaluated whole,
+  at the same positions, after the same tokens), and everything after is evaluated in the same
+  batches a cold run uses. Before each request the backend ends the slot's cache at that boundary
+  (a 1-token request that differs there). The same prompt, seed and settings then give the same
+  tokens and logprobs, bit for bit, whatever the slot held before, and a rollout's next turn
+  re-reads at most ``batch_tokens`` - 1 tokens more than its new ones
+  (``bench/llamacpp_prompt_cache.py`` measures the cost). One slot only: several slots decode
+  together in shared batches, which changes the numerics whatever the cache holds.
+- ``"any"`` (the default with several slots): llama.cpp's own reuse of the longest common prefix
+  (llama.cpp picks the slot whose cached prompt is most similar); fastest, not reproducible.
+- ``"off"``: every prompt evaluated cold.
+
+Each :class:`~strands_art.backends.base.SampleResult` says how many prompt tokens came from the
+cache (``info["cached_prompt_tokens"]``, llama.cpp's ``usage.prompt_tokens_details.cached_tokens``)
+and which mode (``info["prompt_cache"]``); the gateway records the count on the turn
+(``Turn.cached_prompt_tokens``).
 
 Logprobs (measured on Qwen2.5-Coder-0.5B, see docs/setup-llamacpp.md): llama.cpp's default
 ``logprob`` is taken from the **raw** distribution (``log_softmax`` of the logits: the same value
@@ -60,6 +71,7 @@ from strands_art.backends.sampling import is_greedy
 logger = logging.getLogger(__name__)
 
 LogprobsMode = Literal["processed", "raw"]
+PromptCache = Literal["aligned", "any", "off"]
 SAMPLER_CHAIN = ("temperature", "top_k", "top_p")
 _SEED_MAX = 2**32 - 2  # llama.cpp's LLAMA_DEFAULT_SEED (0xFFFFFFFF) means "random"
 
@@ -82,6 +94,22 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+def aligned_reuse(evaluated: list[int], prompt_ids: list[int], batch_tokens: int) -> int:
+    """Prompt tokens a slot's cache may serve in ``"aligned"`` mode, a multiple of ``batch_tokens``.
+
+    ``evaluated`` is the last prompt the slot evaluated (every part of it after its own reused
+    prefix in whole ``batch_tokens`` batches from an aligned position); the result is the whole
+    batches from position 0 that it shares with ``prompt_ids``, never including the prompt's last
+    token (a cold run evaluates that token inside a batch, so it is always re-read).
+    """
+    common = 0
+    for a, b in zip(evaluated, prompt_ids[:-1], strict=False):
+        if a != b:
+            break
+        common += 1
+    return common // batch_tokens * batch_tokens
+
+
 class LlamaCppBackend:
     """A :class:`~strands_art.backends.base.SamplingBackend` on llama.cpp (``xllamacpp``).
 
@@ -95,9 +123,11 @@ class LlamaCppBackend:
         threads: CPU threads for decoding and prompt processing; default :func:`default_threads`.
         batch_tokens: prompt tokens processed per step (llama.cpp ``n_batch``). Default 512.
         logprobs_mode: ``"processed"`` (default, after temperature/top-k/top-p) or ``"raw"``.
-        cache_prompt: reuse a slot's KV cache for a prompt's common prefix (default True: fast,
-            but a cached repeat may sample differently from a cold run with the same seed);
-            False: every prompt evaluated cold (reproducible; see the module docstring).
+        cache_prompt: how a prompt reuses a slot's KV cache (see the module docstring):
+            ``"aligned"`` (whole batches only: reproducible; one slot only), ``"any"`` (llama.cpp's
+            longest-prefix reuse: not reproducible) or ``"off"`` (every prompt cold). ``True`` is
+            ``"aligned"``, ``False`` is ``"off"``. Default: ``"aligned"`` with one slot, ``"any"``
+            with several.
         verbosity: llama.cpp log verbosity (-1 silences it; default -1).
 
     Raises:
@@ -119,7 +149,7 @@ class LlamaCppBackend:
         threads: int | None = None,
         batch_tokens: int = 512,
         logprobs_mode: LogprobsMode = "processed",
-        cache_prompt: bool = True,
+        cache_prompt: PromptCache | bool | None = None,
         verbosity: int = -1,
     ) -> None:
         if context_tokens is not None and context_tokens < 16:
@@ -149,9 +179,22 @@ class LlamaCppBackend:
         self.parallel = parallel
         self.threads = threads
         self.logprobs_mode: LogprobsMode = logprobs_mode
-        if not isinstance(cache_prompt, bool):
-            raise ValueError(f"cache_prompt must be True or False, got {cache_prompt!r}")
-        self.cache_prompt = cache_prompt
+        modes = {True: "aligned", False: "off", None: "aligned" if parallel == 1 else "any"}
+        hashable = isinstance(cache_prompt, (str, bool)) or cache_prompt is None
+        mode = modes.get(cache_prompt, cache_prompt) if hashable else None  # type: ignore[call-overload]
+        if mode not in ("aligned", "any", "off"):
+            raise ValueError(
+                f"cache_prompt must be 'aligned', 'any', 'off', True or False, got {cache_prompt!r}"
+            )
+        if mode == "aligned" and parallel != 1:
+            raise ValueError(
+                f"cache_prompt='aligned' needs parallel=1 (got {parallel}): several slots decode in "
+                "shared batches, which are not reproducible; use 'any' or 'off'"
+            )
+        self.cache_prompt: PromptCache = mode  # type: ignore[assignment]
+        self.batch_tokens = batch_tokens
+        self._evaluated: list[int] = []  # "aligned": the last prompt the slot evaluated whole
+        self._slot: tuple[Any, asyncio.Lock] | None = None  # "aligned": (loop, lock) cut + request
         p = xllamacpp.CommonParams()
         p.model.path = str(self.model_path)
         p.n_ctx = context_tokens * parallel  # llama.cpp splits n_ctx evenly over the slots
@@ -160,7 +203,10 @@ class LlamaCppBackend:
         p.n_ubatch = batch_tokens
         p.cpuparams.n_threads = threads
         p.cpuparams_batch.n_threads = threads
-        p.cache_prompt = cache_prompt
+        p.cache_prompt = mode != "off"
+        if mode != "any":  # llama.cpp's host-memory prompt cache restores whole saved prompts
+            p.cache_ram_mib = 0
+            p.cache_idle_slots = False
         p.ctx_shift = False  # never drop tokens from a full context: that would break the row
         p.warmup = False
         p.verbosity = verbosity
@@ -189,6 +235,23 @@ class LlamaCppBackend:
             raise BackendError("the llamacpp backend is closed")
         if not prompt_ids:
             raise BackendError("empty prompt")
+        if self.cache_prompt != "aligned":
+            return await self._sample(prompt_ids, params, on_tokens)
+        loop = asyncio.get_running_loop()
+        if self._slot is None or self._slot[0] is not loop:  # a lock belongs to one event loop
+            self._slot = (loop, asyncio.Lock())
+        async with self._slot[1]:
+            evaluated, self._evaluated = self._evaluated, []  # unknown until this request ends
+            await asyncio.to_thread(
+                self._cut_cache, prompt_ids, aligned_reuse(evaluated, prompt_ids, self.batch_tokens)
+            )
+            result = await self._sample(prompt_ids, params, on_tokens)
+            self._evaluated = list(prompt_ids)
+            return result
+
+    async def _sample(
+        self, prompt_ids: list[int], params: SamplingParams, on_tokens: TokenSink | None
+    ) -> SampleResult:
         cancel = threading.Event()
         call = _Call(
             self._request(prompt_ids, params),
@@ -202,7 +265,21 @@ class LlamaCppBackend:
         except asyncio.CancelledError:
             cancel.set()  # llama.cpp stops at its next token; the thread then returns
             raise
-        return call.result(len(prompt_ids), self.max_context_tokens, self.logprobs_mode)
+        result = call.result(len(prompt_ids), self.max_context_tokens, self.logprobs_mode)
+        result.info["prompt_cache"] = self.cache_prompt
+        return result
+
+    def _cut_cache(self, prompt_ids: list[int], keep: int) -> None:
+        """End the slot's cache at ``keep`` tokens: a greedy 1-token request whose prompt is the
+        first ``keep`` tokens and one that differs from ``prompt_ids[keep]``, so the next request's
+        common prefix with the cache is exactly ``keep`` (llama.cpp has no call to truncate it)."""
+        differing = 0 if prompt_ids[keep] != 0 else 1
+        params = SamplingParams(temperature=0.0, max_new_tokens=1)
+        call = _Call(
+            self._request(prompt_ids[:keep] + [differing], params), params, threading.Event(), greedy=True
+        )
+        call.run(self._server)
+        call.result(keep + 1, self.max_context_tokens, self.logprobs_mode)  # raises what llama.cpp said
 
     async def aclose(self) -> None:
         """Release the model (waits for no request: call it when none is in flight)."""
@@ -228,7 +305,7 @@ class LlamaCppBackend:
             "min_p": 0.0,
             "samplers": list(SAMPLER_CHAIN),
             "seed": int(seed) % _SEED_MAX,
-            "cache_prompt": self.cache_prompt,
+            "cache_prompt": self.cache_prompt != "off",
             "return_tokens": True,
         }
 

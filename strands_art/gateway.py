@@ -45,7 +45,14 @@ from strands_art.render_inputs import render_inputs
 from strands_art.render_system import AS_USER, system_as_user_events
 from strands_art.toolcalls.base import ParsedOutput
 from strands_art.trajectory import Trajectory
-from strands_art.turn_cut import TRUNCATED, mark_tail, record_cut, tag_row_turn, turn_start_cut
+from strands_art.turn_cut import (
+    TRUNCATED,
+    mark_tail,
+    record_cut,
+    tag_row_turn,
+    truncation_limit,
+    turn_start_cut,
+)
 from strands_art.turn_parse import GenerateResult, parse_output, policy_version, read_turn
 
 logger = logging.getLogger(__name__)
@@ -403,6 +410,7 @@ class RolloutGateway:
                 if s.sampling.seed is None
                 else turn_seed(s.sampling.seed, len(s.trajectory.turns), rollout_id),
             )
+            plan.max_new_tokens = params.max_new_tokens
             try:
                 if on_tokens is not None and getattr(self.backend, "streams_tokens", False):
                     sample: SampleResult = await self.backend.sample(
@@ -504,8 +512,15 @@ class RolloutGateway:
             traj.metadata.setdefault("truncated_turns", []).append(index)
             if result.tail_start is None:  # no complete call to end at: the whole turn is cut off
                 tag_row_turn(row, turn, TRUNCATED)
+                limit = truncation_limit(len(turn.output_ids), s.sampling.max_new_tokens, plan.max_new_tokens)
                 traj.events.append(
-                    {"turn": index, "kind": "turn_tagged", "tag": TRUNCATED, "reason": "length"}
+                    {
+                        "turn": index,
+                        "kind": "turn_tagged",
+                        "tag": TRUNCATED,
+                        "reason": "length",
+                        "limit": limit,
+                    }
                 )
         if result.tail_start is not None:  # cut after complete calls (or a turn start): mark the tail
             n_out, n_calls = len(turn.output_ids), len(result.tool_calls)

@@ -48,6 +48,18 @@ CUT_TAILS = "cut_tails"
 TRUNCATED = "truncated"
 
 
+def truncation_limit(n_out: int, max_new_tokens: int, sent: int | None) -> str:
+    """Which limit ended a turn sampled to ``finish_reason`` "length" with ``n_out`` output tokens:
+    ``"max_new_tokens"`` (the session's output limit), ``"context_budget"`` (the gateway sent a
+    smaller limit, ``sent``, because the context budget left less room) or ``"backend_context"``
+    (the backend stopped before either: its own context window was full)."""
+    if n_out >= max_new_tokens:
+        return "max_new_tokens"
+    if sent is not None and n_out >= sent:
+        return "context_budget"
+    return "backend_context"
+
+
 def mark_tail(row: Any, turn: int, span: list[int]) -> None:
     """Record a cut tail on the row holding ``turn`` (``row.metadata["cut_tails"]``); the
     trainer leaves it out of the loss (:func:`strands_art.training.grpo.exclude_tagged_turns`)."""

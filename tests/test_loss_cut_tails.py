@@ -76,7 +76,15 @@ def test_a_truncated_answer_is_out_of_the_loss_by_default_and_a_setting_keeps_it
     traj = gw.close_session("s")
     assert traj.turns[0].tags == ["truncated"]
     assert traj.rows[0].metadata["turn_tags"] == {"0": ["truncated"]}
-    assert {"turn": 0, "kind": "turn_tagged", "tag": "truncated", "reason": "length"} in traj.events
+    # the script ends "length" below the 4,096-token limit: the backend's own window stopped it
+    tagged = {
+        "turn": 0,
+        "kind": "turn_tagged",
+        "tag": "truncated",
+        "reason": "length",
+        "limit": "backend_context",
+    }
+    assert tagged in traj.events
     n = len(traj.turns[0].output_ids)
     rows, metrics = _rows(traj)
     assert rows == []  # its only turn masked: the row has nothing to train
@@ -85,6 +93,30 @@ def test_a_truncated_answer_is_out_of_the_loss_by_default_and_a_setting_keeps_it
     [kept], metrics = _rows(traj, GRPOConfig(train_truncated=True))
     assert sum(kept.loss_mask) == n and metrics["loss_excluded_tokens"] == 0
     assert metrics["truncated_turns"] == 1
+
+
+@pytest.mark.parametrize(
+    ("max_new_tokens", "context", "limit", "n_out"),
+    [(20, 4096, "max_new_tokens", 20), (400, None, "context_budget", None)],
+)
+def test_the_limit_that_truncated_a_turn_is_recorded(max_new_tokens, context, limit, n_out):
+    """The truncated turn's event says which limit cut it: the session's ``max_new_tokens``, or the
+    smaller limit the context budget left (the prompt + 25 tokens of room)."""
+    tok = load_tokenizer("qwen3")
+    backend = ScriptedBackend(tok, [{"text": "I will think about this at length. " * 40}])
+    messages = [{"role": "user", "content": "go"}]
+    prompt = len(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"])
+    gw = RolloutGateway(
+        tok,
+        backend,
+        sampling=SamplingParams(max_new_tokens=max_new_tokens),
+        max_context_tokens=context or prompt + 25,
+    )
+    gw.open_session("s")
+    asyncio.run(gw.generate("s", messages))
+    traj = gw.close_session("s")
+    [event] = [e for e in traj.events if e["kind"] == "turn_tagged"]
+    assert event["limit"] == limit and len(traj.turns[0].output_ids) == (n_out or 25)
 
 
 def test_what_is_masked_is_recorded_on_the_row_as_trained():

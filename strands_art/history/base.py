@@ -38,6 +38,8 @@ class PromptPlan:
         state: policy-private data carried from plan() to commit().
         suffix: list[int], the token IDs after ``prefix``.
         extend_prefix: :attr:`prompt_ids` extends ``prefix`` in place (see above).
+        max_new_tokens: the output limit the gateway sent with this turn (the session's
+            ``max_new_tokens`` or less, when the context budget left less room); None until sent.
         deferred: metrics that need not delay the prompt (e.g. a heal's drift), as (text,
             callback) pairs: the text is tokenized after the prompt went to the backend and the
             callback gets its IDs, before ``events`` are recorded (:meth:`finish`,
@@ -52,6 +54,7 @@ class PromptPlan:
     suffix: list[int] = field(default_factory=list)
     deferred: list[tuple[str, Callable[[list[int]], None]]] = field(default_factory=list)
     extend_prefix: bool = False
+    max_new_tokens: int | None = None
     _ids: list[int] | None = field(default=None, init=False, repr=False)
 
     @property

@@ -167,3 +167,44 @@ def test_run_labels_are_distinct_path_suffixes(paths):
     assert len(set(labels)) == len(labels)  # distinct roots, distinct labels
     for root, label in zip(roots, labels, strict=True):
         assert root.parts[-len(Path(label).parts) :] == Path(label).parts or label == str(root)
+
+
+def test_a_damaged_rows_as_trained_file_is_said_on_the_row_page_never_a_failed_page(tmp_path) -> None:
+    """The recorded lookup run with batch 1's file of another schema (rollout_id an integer: the
+    row page answered 500) and batch 2's lists holding nulls (a null sampler logprob on a trained
+    token, a null in a loss mask: the row page answered 422 "unreadable trajectory"): each row
+    page shows its tokens and says what is wrong with the trained file; intact rows keep their
+    values."""
+    import shutil
+
+    from strands_art.view.payloads import row_payload
+    from strands_art.view.reader import RunView
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "train-lookup", run)
+    pq.write_table(
+        pa.table({"rollout_id": [1, 2], "advantage": ["x", "y"]}), run / "rows" / "ob-000001.trained.parquet"
+    )
+    path = run / "rows" / "ob-000002.trained.parquet"
+    recs = pq.read_table(path).to_pylist()
+    by_id = {r["rollout_id"]: r for r in recs}
+    first_on = lambda r: r["loss_mask"].index(1)  # noqa: E731
+    a, b = by_id["b2-lookup-heron-r0"], by_id["b2-lookup-heron-r1"]
+    a["sampler_logprobs"][first_on(a)] = None
+    b["loss_mask"][first_on(b)] = None
+    pq.write_table(pa.Table.from_pylist(recs, schema=TRAINED_SCHEMA), path)
+    view = RunView(run)
+    view.refresh()
+
+    foreign = row_payload(view, "b1-lookup-marble-r0", 0)
+    assert foreign["ids"] and foreign["trained"]["error"].startswith("rows/ob-000001.trained.parquet: ")
+    got = row_payload(view, "b2-lookup-heron-r0", 0)["trained"]
+    assert "error" not in got and got["trained_tokens"] == sum(a["loss_mask"])
+    assert first_on(a) not in [g["pos"] for g in got["gaps"]]  # no gap without a sampler logprob
+    assert row_payload(view, "b2-lookup-heron-r1", 0)["trained"]["error"] == (
+        "the trained loss mask or clip flags hold a null"
+    )
+    intact = by_id["b2-lookup-quartz-r0"]
+    assert row_payload(view, "b2-lookup-quartz-r0", 0)["trained"]["trained_tokens"] == sum(
+        intact["loss_mask"]
+    )

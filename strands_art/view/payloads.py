@@ -193,6 +193,8 @@ def trained_payload(view: RunView, t: Trajectory, index: int, n: int) -> dict[st
     lists = {k: rec.get(k) or [] for k in TOKEN_KEYS}
     if any(len(v) != n for v in lists.values()):
         return {**out, "error": f"the trained lists do not have the row's {n} tokens"}
+    if any(not is_int(m) for k in ("loss_mask", "clipped") for m in lists[k]):
+        return {**out, "error": "the trained loss mask or clip flags hold a null"}
     for k in ("trainer_logprobs", "sampler_logprobs", "old_logprobs", "importance_weight"):
         out[k] = _rounded(lists[k])
     out["loss_mask"], out["clipped"] = lists["loss_mask"], lists["clipped"]
@@ -203,7 +205,7 @@ def trained_payload(view: RunView, t: Trajectory, index: int, n: int) -> dict[st
         for i, (m, tr, sa) in enumerate(
             zip(lists["loss_mask"], lists["trainer_logprobs"], lists["sampler_logprobs"], strict=True)
         )
-        if m and isinstance(tr, float) and math.isfinite(tr)
+        if m and isinstance(tr, float) and math.isfinite(tr) and isinstance(sa, float) and math.isfinite(sa)
     ]
     gaps.sort(reverse=True)
     out["gaps"] = [

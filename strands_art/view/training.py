@@ -21,10 +21,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from strands_art.training.run_store import parse_rollout_id
+from strands_art.training.run_store import TRAINED_SCHEMA, parse_rollout_id
 
 from .files import RunFiles
 
@@ -96,7 +97,9 @@ class TrainedIndex:
             changed.add(name)
             try:
                 with self.files.open(f"rows/{name}") as f:  # no symlink followed, regular files only
-                    table = pq.read_table(f, columns=["rollout_id", "advantage", "excluded", "forwarded"])
+                    table = pq.read_table(
+                        f, columns=["rollout_id", "advantage", "excluded", "forwarded"], schema=TRAINED_SCHEMA
+                    )
                 self._per_file[name] = {
                     "rollout_id": table.column("rollout_id").to_pylist(),
                     "advantage": table.column("advantage").to_pylist(),
@@ -104,7 +107,12 @@ class TrainedIndex:
                     "forwarded": table.column("forwarded").to_pylist(),
                 }
                 self.problems.pop(name, None)
-            except (OSError, ValueError, KeyError) as exc:  # a torn or foreign file: said, skipped
+            except (
+                OSError,
+                ValueError,
+                KeyError,
+                pa.ArrowException,
+            ) as exc:  # a torn or foreign file: said, skipped
                 self.problems[name] = str(exc)[:200]
                 self._per_file.pop(name, None)
         if not changed:
@@ -131,12 +139,14 @@ class TrainedIndex:
         rel = f"rows/ob-{outer_batch:06d}.trained.parquet"
         if not self.files.is_file(rel):
             return None
-        try:
+        try:  # read as the trainer writes it: a foreign file's columns raise here, not in the filter
             with self.files.open(rel) as f:
-                table = pq.read_table(f)
-        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
-            raise ValueError(f"{rel}: {exc}") from exc
-        hit = table.filter(pc.and_(pc.equal(table["rollout_id"], rid), pc.equal(table["row_index"], index)))
+                table = pq.read_table(f, schema=TRAINED_SCHEMA)
+            hit = table.filter(
+                pc.and_(pc.equal(table["rollout_id"], rid), pc.equal(table["row_index"], index))
+            )
+        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError
+            raise ValueError(f"{rel}: {str(exc)[:200]}") from exc
         return hit.to_pylist()[0] if hit.num_rows else None
 
 

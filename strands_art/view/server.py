@@ -1,4 +1,5 @@
-"""The viewer's aiohttp application: three pages and the JSON API under ``/api/`` (docs/viewer.md).
+"""The viewer's aiohttp application: four pages (run, rollout, row, compare) and the JSON API under
+``/api/`` (docs/viewer.md).
 
 Read-only: every handler reads through :class:`~.reader.RunView`, which opens files only through
 :class:`~.files.RunFiles` (no symlink followed, regular files only); nothing under the run

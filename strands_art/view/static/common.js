@@ -1,4 +1,4 @@
-// strands-art view: helpers shared by the three pages.
+// strands-art view: helpers shared by the four pages.
 // Every piece of run data reaches the page through textContent (el() below), never as HTML:
 // a tool result holding <script>, an <img onerror>, a javascript: URL or ANSI escapes shows as
 // characters. Links are built only from our own paths with encodeURIComponent'ed ids.
@@ -188,7 +188,7 @@ SV.start = function (main) {
   else main();
 };
 
-// the one HTML shell (page.html) serves the three pages: load the script of this one
+// the one HTML shell (page.html) serves the four pages: load the script of this one
 (function () {
   const script = { "/": "run.js", "/rollout": "rollout.js", "/row": "row.js", "/compare": "compare.js" }[location.pathname];
   if (script) document.head.appendChild(SV.el("script", { src: "/static/" + script }));

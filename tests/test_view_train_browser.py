@@ -252,3 +252,33 @@ def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, ru
         pct = page.locator('#totals tr[data-key="rows"] td[data-run="1"] .pct').inner_text().strip()
         assert pct == f"{'+' if other > base else ''}{100 * (other - base) / base:.1f} %"
     shot(page, "viewer-runs-compare.png")
+
+
+def test_the_compare_page_lists_the_batches_runs_have_not_every_number_below_the_last(
+    runs: list[Path], page, tmp_path: Path
+) -> None:
+    """A run whose metrics.jsonl names outer batch 1,000,000,000 (hand-edited or hostile): the
+    compare page lists the batches that exist, not a row for every number below the last one
+    (the page looped a billion times and never became ready)."""
+    if not runs:
+        pytest.skip("no recorded training run under tests/data")
+    odd = tmp_path / "odd"
+    shutil.copytree(runs[0], odd)
+    with open(odd / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "train", "outer_batch": 10**9, "rows": 1}) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strands_art.cli", "view", str(runs[0]), str(odd), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", proc.stdout.readline())  # type: ignore[union-attr]
+        assert m
+        page.goto(m.group(1) + "compare")
+        page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+        shown = page.locator("#per-batch tbody tr").evaluate_all("rs => rs.map(r => +r.dataset.batch)")
+        batches = sorted({r["outer_batch"] for r in metrics(odd) if r["kind"] == "train"})
+        assert sorted(set(shown)) == batches and len(shown) == 2 * len(batches)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -56,10 +56,11 @@ function plot(runs, k) {
 }
 
 function perBatch(runs, keys) {
-  const n = Math.max(0, ...runs.map((r) => r.batches.length ? r.batches[r.batches.length - 1].outer_batch + 1 : 0));
+  // the batches the runs have (not every number below the last: a run may name batch 10^9)
+  const numbers = [...new Set(runs.flatMap((r) => r.batches.map((x) => x.outer_batch)))].sort((a, b) => a - b);
   const head = el("tr", {}, el("th", { scope: "col" }, "batch"), el("th", { scope: "col" }, "run"), keys.map((k) => el("th", { scope: "col" }, LABELS[k] || k)));
   const rows = [];
-  for (let b = 0; b < n; b++) {
+  for (const b of numbers) {
     runs.forEach((r, i) => {
       const rec = r.batches.find((x) => x.outer_batch === b);
       rows.push(el("tr", { "data-batch": b, "data-run": i }, el("td", {}, i ? "" : "b" + b), el("td", { class: "mono" }, r.name),

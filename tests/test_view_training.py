@@ -208,3 +208,19 @@ def test_a_damaged_rows_as_trained_file_is_said_on_the_row_page_never_a_failed_p
     assert row_payload(view, "b2-lookup-quartz-r0", 0)["trained"]["trained_tokens"] == sum(
         intact["loss_mask"]
     )
+
+
+def test_an_outer_batch_of_true_is_no_batch() -> None:
+    """``"outer_batch": true`` in a hand-edited metrics.jsonl is not batch 1 (``isinstance(True,
+    int)``: it replaced batch 1's record in the batch table and the compare totals)."""
+    records = [
+        {"kind": "train", "outer_batch": 0, "rows": 3},
+        {"kind": "train", "outer_batch": 1, "rows": 4},
+        {"kind": "train", "outer_batch": True, "rows": 99},
+        {"kind": "eval", "outer_batch": 2, "val_reward": 0.5},
+        {"kind": "eval", "outer_batch": True, "val_reward": 0.0},
+    ]
+    got = batches(records, [])
+    assert [(b["outer_batch"], b["rows"]) for b in got["batches"]] == [(0, 3.0), (1, 4.0)]
+    assert [e["outer_batch"] for e in got["evals"]] == [2] and got["batches"][1]["val_reward"] == 0.5
+    assert compare([("A", records)])["runs"][0]["total"]["rows"] == 7

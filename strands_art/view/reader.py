@@ -39,6 +39,7 @@ from strands_art.store import ROW_SCHEMA, StoredLine, part_name, read_line, scan
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
 from strands_art.training.metrics import MetricsFile, parse_metrics
 from strands_art.trajectory import Trajectory
+from strands_art.validation import is_int
 
 from .files import NotRegular, Refused, RunFiles, TooLarge
 from .training import TrainedIndex, group_key
@@ -432,5 +433,5 @@ def _summarize(t: Trajectory) -> dict[str, Any]:
         "failed": bool(meta.get("failed")),
         "error": meta.get("error") if meta.get("failed") else None,
         "split": meta.get("split") if meta.get("split") in ("train", "eval") else None,
-        "outer_batch": meta.get("outer_batch") if isinstance(meta.get("outer_batch"), int) else None,
+        "outer_batch": meta.get("outer_batch") if is_int(meta.get("outer_batch")) else None,
     }

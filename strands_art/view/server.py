@@ -32,7 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
-from strands_art.validation import is_real
+from strands_art.validation import is_int, is_real
 
 from .files import NotRegular, Refused, RunFiles
 from .payloads import rollout_payload, row_payload
@@ -335,7 +335,7 @@ async def _rollouts(request: web.Request) -> web.Response:
             "offset": offset,
             "items": view.mark_parts(items[offset : offset + limit]),
             "tasks": sorted({str(r.get("task") or r.get("group")) for r in every}),
-            "batches": sorted({r["outer_batch"] for r in every if isinstance(r.get("outer_batch"), int)}),
+            "batches": sorted({r["outer_batch"] for r in every if is_int(r.get("outer_batch"))}),
             "stop_reasons": sorted({str(r.get("stop_reason")) for r in every}),
             "event_kinds": kinds,
             "reward_hist": sorted(hist.items(), key=lambda kv: float(kv[0])),

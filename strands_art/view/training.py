@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from strands_art.training.run_store import TRAINED_SCHEMA, parse_rollout_id
+from strands_art.validation import is_int
 
 from .files import RunFiles
 
@@ -159,7 +160,7 @@ def _by_batch(records: list[dict[str, Any]], kind: str) -> dict[int, dict[str, A
     return {
         r["outer_batch"]: r
         for r in records
-        if r.get("kind") == kind and isinstance(r.get("outer_batch"), int)
+        if r.get("kind") == kind and is_int(r.get("outer_batch"))  # not a bool: True would be batch 1
     }
 
 
@@ -181,7 +182,7 @@ def batches(records: list[dict[str, Any]], items: list[dict[str, Any]]) -> dict[
     per: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for it in items:
         split, b = it.get("split"), it.get("outer_batch")
-        if split in ("train", "eval") and isinstance(b, int):
+        if split in ("train", "eval") and is_int(b):
             per.setdefault((split, b), []).append(it)
     numbers = sorted(set(train) | {b for s, b in per if s == "train"})
     out = []

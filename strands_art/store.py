@@ -16,11 +16,14 @@ over ``rows/``).
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import logging
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -140,7 +143,7 @@ class TrajectoryStore:
         """Trajectories in append order; a torn final line (crash mid-write) is skipped."""
         if not self.jsonl.exists():
             return
-        with open(self.jsonl, encoding="utf-8") as f:
+        with io.TextIOWrapper(_open_regular(self.jsonl), encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.endswith("\n"):
                     logger.warning("%s:%d: skipping an incomplete line (interrupted write)", self.jsonl, n)
@@ -162,7 +165,8 @@ class TrajectoryStore:
         """``([(rollout id or None if unreadable, line)], torn tail)`` of the JSONL file."""
         if not self.jsonl.exists():
             return [], ""
-        text = self.jsonl.read_bytes().decode("utf-8", errors="surrogateescape")
+        with _open_regular(self.jsonl) as f:
+            text = f.read().decode("utf-8", errors="surrogateescape")
         body, _, tail = text.rpartition("\n")
         out = []
         for line in body.split("\n") if body else []:
@@ -228,7 +232,7 @@ class TrajectoryStore:
         """
         if not self.jsonl.exists():
             return [], 0, 0
-        with open(self.jsonl, "rb") as f:
+        with _open_regular(self.jsonl) as f:
             return scan_lines(f, start)
 
     def read_at(self, line: StoredLine) -> Trajectory:
@@ -237,7 +241,7 @@ class TrajectoryStore:
         Raises:
             ValueError: the line is not a readable trajectory (with the reason).
         """
-        with open(self.jsonl, "rb") as f:
+        with _open_regular(self.jsonl) as f:
             return read_line(f, line, str(self.jsonl))
 
     def read_part(self, rollout_id: str, columns: list[str] | None = None) -> pa.Table:
@@ -254,6 +258,26 @@ class TrajectoryStore:
         if not parts:
             return ROW_SCHEMA.empty_table()
         return pa.concat_tables([pq.read_table(p, schema=ROW_SCHEMA) for p in parts])
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` open for binary reading, if it is a regular file: opened without blocking, so a
+    FIFO in its place is refused at once instead of waiting for a writer forever.
+
+    Raises:
+        FileNotFoundError: no such file.
+        OSError: a FIFO, socket, device or directory (EINVAL), or what the kernel says.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket, device or directory)", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def part_name(rollout_id: str) -> str:

@@ -106,3 +106,19 @@ def test_ids_that_clean_to_one_name_keep_parts_of_their_own(tmp_path):
     assert sorted(
         zip(table.column("rollout_id").to_pylist(), table.column("reward").to_pylist(), strict=True)
     ) == sorted((rid, float(i)) for i, rid in enumerate(ids))
+
+
+def test_a_fifo_in_place_of_the_jsonl_is_refused_at_once(tmp_path):
+    """Reading a store whose trajectories.jsonl is a FIFO (a hostile run directory) raises at
+    once: ``train --resume`` blocked forever waiting for a writer."""
+    import errno
+    import os
+
+    import pytest
+
+    store = TrajectoryStore(tmp_path)
+    os.mkfifo(store.jsonl)
+    for read in (store.rollout_ids, store.complete_ids, store.scan, lambda: store.retain(set())):
+        with pytest.raises(OSError) as exc:
+            read()
+        assert exc.value.errno == errno.EINVAL and "not a regular file" in str(exc.value)

@@ -199,16 +199,13 @@ class TrajectoryStore:
         unreadable = [line for rid, line in lines if rid is None] + ([tail] if tail else [])
         with self._lock:
             if unreadable:
-                with open(
-                    self.jsonl.with_name(self.jsonl.name + ".torn"),
-                    "a",
-                    encoding="utf-8",
-                    errors="surrogateescape",
-                ) as f:
+                torn = self.jsonl.with_name(self.jsonl.name + ".torn")
+                with _open_for_writing(torn, os.O_APPEND) as f:
                     f.write("".join(line + "\n" for line in unreadable))
             if len(kept) != len(lines) or tail:
                 tmp = self.jsonl.with_name(self.jsonl.name + ".tmp")
-                with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
+                tmp.unlink(missing_ok=True)  # a leftover, or a symlink planted there: never written through
+                with _open_for_writing(tmp, os.O_EXCL) as f:
                     f.write("".join(line + "\n" for line in kept))
                     f.flush()
                     os.fsync(f.fileno())
@@ -275,6 +272,20 @@ def _open_regular(path: Path) -> BinaryIO:
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket, device or directory)", str(path))
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_for_writing(path: Path, flag: int) -> io.TextIOWrapper:
+    """``path`` open for writing text (``flag``: ``os.O_APPEND`` or ``os.O_EXCL``), never through
+    a symlink (ELOOP) and never a FIFO (ENXIO without a reader, EINVAL with one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | flag, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return io.TextIOWrapper(os.fdopen(fd, "wb"), encoding="utf-8", errors="surrogateescape")
     except BaseException:
         os.close(fd)
         raise

@@ -122,3 +122,32 @@ def test_a_fifo_in_place_of_the_jsonl_is_refused_at_once(tmp_path):
         with pytest.raises(OSError) as exc:
             read()
         assert exc.value.errno == errno.EINVAL and "not a regular file" in str(exc.value)
+
+
+def test_retain_never_writes_through_planted_symlinks(tmp_path):
+    """``trajectories.jsonl.tmp`` and ``.torn`` planted as symlinks to files outside the store:
+    retain() rewrote the first one's target with the kept lines (and left trajectories.jsonl a
+    symlink to it) and appended the torn line to the second one's. Now the .tmp is replaced by a
+    file of the store's own and a .torn symlink is refused; the outside files are untouched."""
+    import errno
+
+    import pytest
+
+    store = TrajectoryStore(tmp_path / "store")
+    for rid in ("a", "b"):
+        store.append(traj(rid, 1.0))
+    with open(store.jsonl, "a") as f:
+        f.write('{"rollout_id": "torn')  # a torn tail: retain writes the .torn file and the .tmp
+    victims = {name: tmp_path / f"victim{name}" for name in (".tmp", ".torn")}
+    for victim in victims.values():
+        victim.write_text("PRECIOUS\n")
+    (tmp_path / "store" / "trajectories.jsonl.tmp").symlink_to(victims[".tmp"])
+    (tmp_path / "store" / "trajectories.jsonl.torn").symlink_to(victims[".torn"])
+    with pytest.raises(OSError) as exc:
+        store.retain({"a"})
+    assert exc.value.errno == errno.ELOOP
+    (tmp_path / "store" / "trajectories.jsonl.torn").unlink()
+    store.retain({"a"})
+    assert [v.read_text() for v in victims.values()] == ["PRECIOUS\n", "PRECIOUS\n"]
+    assert not store.jsonl.is_symlink() and [t.rollout_id for t in store] == ["a"]
+    assert (tmp_path / "store" / "trajectories.jsonl.torn").read_text() == '{"rollout_id": "torn\n'

@@ -291,6 +291,20 @@ def _open_for_writing(path: Path, flag: int) -> io.TextIOWrapper:
         raise
 
 
+def open_new(path: Path) -> BinaryIO:
+    """A new regular file at ``path``, open for binary writing: whatever is there (a leftover of
+    a killed write, or a symlink a hostile run directory planted) is removed first, and the file
+    is created ``O_EXCL | O_NOFOLLOW``, so nothing outside the directory is ever written through
+    it. For the temporary name of an atomic write (write, then ``os.replace``).
+
+    Raises:
+        OSError: the file cannot be created.
+    """
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
+
+
 def part_name(rollout_id: str) -> str:
     """The file name of ``rollout_id``'s Parquet part: ``part-<id>.parquet`` for an id of at most
     100 characters from ``[A-Za-z0-9._-]`` (every id the project makes), else

@@ -293,3 +293,27 @@ def test_a_sampler_that_dies_stops_the_run_at_its_last_checkpoint(
         ("eval", 0), ("train", 0), ("train", 1), ("train", 2), ("eval", 3)
     ]  # fmt: skip
     assert all(r["failed_rollouts"] == 0 for r in records if r["kind"] == "train")
+
+
+def test_symlinks_planted_at_temporary_names_are_never_written_through(
+    base_run: Path, tmp_path: Path, capsys
+) -> None:
+    """A run directory with symlinks to outside files at the temporary names a resumed batch
+    writes (``rows/ob-000001.tmp`` for the rows, ``rows/ob-000001.trained.tmp`` for the rows as
+    trained, ``metrics.jsonl.tmp``): the resume extends the run and every outside file is as it
+    was (the rows and their Parquet were written into them, the symlinks then renamed into the
+    run)."""
+    run = _copy(base_run, tmp_path / "run")
+    victims = {}
+    for rel in ("rows/ob-000001.tmp", "rows/ob-000001.trained.tmp", "metrics.jsonl.tmp"):
+        victim = tmp_path / ("victim-" + rel.replace("/", "-"))
+        victim.write_text("PRECIOUS\n")
+        (run / rel).symlink_to(victim)
+        victims[rel] = victim
+    code = main(["train", "--resume", "--outer-batches", "2", "--run-dir", str(run), "--no-progress"])
+    assert code == 0, capsys.readouterr().err[-3000:]
+    assert {rel: v.read_bytes() for rel, v in victims.items()} == dict.fromkeys(victims, b"PRECIOUS\n")
+    for name in ("ob-000001.jsonl", "ob-000001.trained.parquet"):
+        assert (run / "rows" / name).is_file() and not (run / "rows" / name).is_symlink()
+    lines = (run / "rows" / "ob-000001.jsonl").read_text().splitlines()
+    assert lines and all(json.loads(x)["rollout_id"].startswith("b1-") for x in lines)

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strands_art.store import open_new
 from strands_art.training import checkpoint
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
 from strands_art.training.loop import train
@@ -229,7 +230,8 @@ def write_rows(run_dir: Path, outer_batch: int, trajectories: list[Trajectory]) 
     ]
     path = d / f"ob-{outer_batch:06d}.jsonl"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    with open_new(tmp) as f:  # never through a symlink planted at the temporary name
+        f.write("".join(x + "\n" for x in lines).encode("utf-8"))
     os.replace(tmp, path)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strands_art.store import TrajectoryStore
+from strands_art.store import TrajectoryStore, open_new
 from strands_art.training.grpo import GRPOConfig, compute_advantages
 from strands_art.training.token_trace import TRACE_COLUMNS as TOKEN_COLUMNS
 from strands_art.trajectory import Trajectory
@@ -187,6 +187,7 @@ class RunStore:
         path = trained_path(self.run_dir, outer_batch)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        pq.write_table(pa.Table.from_pylist(records, schema=TRAINED_SCHEMA), tmp)
+        with open_new(tmp) as f:  # never through a symlink planted at the temporary name
+            pq.write_table(pa.Table.from_pylist(records, schema=TRAINED_SCHEMA), f)
         os.replace(tmp, path)
         return path

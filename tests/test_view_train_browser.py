@@ -282,3 +282,33 @@ def test_the_compare_page_lists_the_batches_runs_have_not_every_number_below_the
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_compare_page_pairs_every_rollout_of_runs_over_a_thousand(page, tmp_path: Path) -> None:
+    """Two runs of 1,001 rollouts with the same ids, one of which (the last by id) differs: the
+    page reads every rollout (1,000 an API request), so it pairs all 1,001 and lists the one that
+    differs first (it read the first 1,000 only, and missed it)."""
+    from strands_art.store import TrajectoryStore
+    from tests.test_store import traj
+
+    dirs = []
+    for name, last_reward in (("a", 1.0), ("b", 0.0)):
+        store = TrajectoryStore(tmp_path / name)
+        for i in range(1001):
+            store.append(traj(f"t{i:04d}", last_reward if i == 1000 else 1.0))
+        dirs.append(str(tmp_path / name))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "strands_art.cli", "view", *dirs, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", proc.stdout.readline())  # type: ignore[union-attr]
+        assert m
+        page.goto(m.group(1) + "compare")
+        page.wait_for_selector("#pairs-table")
+        assert page.locator("#pairs-table tbody tr").first.get_attribute("data-rollout") == "t1000"
+        assert "first 300 of 1001" in page.locator("#pairs").inner_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -71,9 +71,18 @@ function perBatch(runs, keys) {
 }
 
 async function pairs(runs) {
-  const lists = await Promise.all(runs.map((_, i) => api(`/api/rollouts?run=${i}&limit=1000&sort=rollout_id`)));
+  // every rollout of each run, 1,000 a request (the API's limit): a larger run is read in pages
+  const all = async (i) => {
+    const items = [];
+    for (;;) {
+      const page = await api(`/api/rollouts?run=${i}&limit=1000&offset=${items.length}&sort=rollout_id`);
+      items.push(...page.items);
+      if (!page.items.length || items.length >= page.total) return items;
+    }
+  };
+  const lists = await Promise.all(runs.map((_, i) => all(i)));
   const byId = new Map();
-  lists.forEach((l, i) => { for (const r of l.items) { if (!byId.has(r.rollout_id)) byId.set(r.rollout_id, []); byId.get(r.rollout_id)[i] = r; } });
+  lists.forEach((items, i) => { for (const r of items) { if (!byId.has(r.rollout_id)) byId.set(r.rollout_id, []); byId.get(r.rollout_id)[i] = r; } });
   const shared = [...byId.entries()].filter(([, rs]) => rs.filter(Boolean).length >= 2);
   const sig = (r) => (r ? JSON.stringify(r.events || {}) + "|" + r.reward : "");
   const differs = ([, rs]) => new Set(rs.map(sig)).size > 1;

@@ -501,3 +501,28 @@ def test_an_extending_resume_writes_train_json_only_under_the_run_lock(tmp_path,
     assert "no-model" in capsys.readouterr().err  # it got as far as loading the model
     saved = json.loads((run / "train.json").read_text())
     assert (saved["outer_batches"], saved["model"], saved["seed"]) == (5, str(tmp_path / "no-model"), 3)
+
+
+def test_a_resume_connects_to_the_ray_cluster_train_json_names_only_when_told_to(tmp_path):
+    """A (copied, hostile) train.json naming a Ray cluster: ``--resume`` alone is refused before
+    anything connects (a cluster's answers are unpickled on this machine); with ``--ray`` naming
+    the same address it resumes with it. A local cluster (``--ray`` alone, ``auto``) needs no
+    restating."""
+    from strands_art.training.settings import TrainSettings
+    from strands_art.training.train_cli import _settings, add_train_parser
+
+    run = tmp_path / "run"
+    run.mkdir()
+    TrainSettings.resolve("capitals", str(run), {"outer_batches": 3}, {}).save(run)
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    saved = json.loads((run / "train.json").read_text())
+    for address, refused in (("198.51.100.7:6379", True), ("local", False), ("auto", False)):
+        (run / "train.json").write_text(json.dumps({**saved, "ray": address}))
+        resume = ["train", "--resume", "--run-dir", str(run)]
+        if refused:
+            with pytest.raises(ValueError, match=f"names the Ray cluster '{address}'.*pass --ray {address}"):
+                _settings(parser.parse_args(resume))
+            assert _settings(parser.parse_args([*resume, "--ray", address])).ray == address
+        else:
+            assert _settings(parser.parse_args(resume)).ray == address

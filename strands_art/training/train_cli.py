@@ -231,6 +231,12 @@ def _settings(args: argparse.Namespace) -> Any:
     given = _given(args)
     if args.resume:
         saved = TrainSettings.load(args.run_dir)
+        if saved.ray not in (None, "local", "auto") and given.get("ray") != saved.ray:
+            # a Ray cluster's answers are unpickled here: a run directory does not choose it
+            raise ValueError(
+                f"--resume: the run's train.json names the Ray cluster {saved.ray!r}; this command connects "
+                f"to a cluster only when told to: pass --ray {saved.ray} to resume on it"[:400]
+            )
         more = given.get("outer_batches")
         if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
             import dataclasses

@@ -224,3 +224,23 @@ def test_an_outer_batch_of_true_is_no_batch() -> None:
     assert [(b["outer_batch"], b["rows"]) for b in got["batches"]] == [(0, 3.0), (1, 4.0)]
     assert [e["outer_batch"] for e in got["evals"]] == [2] and got["batches"][1]["val_reward"] == 0.5
     assert compare([("A", records)])["runs"][0]["total"]["rows"] == 7
+
+
+def test_a_symlinked_rows_directory_is_said_not_read_as_empty(tmp_path) -> None:
+    """rows/ a symlink to a directory outside the run: not followed (as every symlink), and the run
+    says so (it listed no rows-as-trained file and showed no advantage, without a word)."""
+    import shutil
+
+    from strands_art.view.reader import RunView
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "train-lookup", run)
+    shutil.move(run / "rows", tmp_path / "outside-rows")
+    (run / "rows").symlink_to(tmp_path / "outside-rows")
+    view = RunView(run)
+    view.refresh()
+    view.trained.refresh()
+    assert view.trained.advantage == {}
+    assert view.trained.problems == {
+        "": "a symbolic link: not followed, it may lead outside the run directory"
+    }

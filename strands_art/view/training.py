@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ class TrainedIndex:
         advantage: rollout id -> the trainer's advantage (None: left out of GRPO).
         excluded: rollout id -> why it was left out (failed, stale, no finite reward).
         forwarded: rollout id -> rows forwarded by the trainer, of rows.
+        problems: file name -> why it is unreadable; ``""``: ``rows/`` itself (a symlink).
     """
 
     def __init__(self, files: RunFiles | str | Path) -> None:
@@ -82,6 +84,11 @@ class TrainedIndex:
 
     def refresh(self) -> bool:
         """Read files new or changed since the last call; True if anything changed."""
+        st = self.files.stat("rows")
+        if st is not None and stat.S_ISLNK(st.st_mode):  # listed as empty: say why
+            self.problems[""] = "a symbolic link: not followed, it may lead outside the run directory"
+        else:
+            self.problems.pop("", None)
         names = sorted(n for n in self.files.listdir("rows") if TRAINED.match(n))
         changed = set(self._seen) - set(names)
         for name in changed:

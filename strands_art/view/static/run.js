@@ -75,7 +75,7 @@ function renderProblems(info) {
   if (p.unreadable_trajectories) out.push(`${p.unreadable_trajectories} unreadable trajectory line(s) were skipped.`);
   if ((info.missing_parts || []).length) out.push(`Parquet part missing for ${info.missing_parts.length} rollout(s): ${info.missing_parts.slice(0, 8).join(", ")}${info.missing_parts.length > 8 ? " …" : ""} (their rows are shown from the JSONL copy).`);
   if (!info.decoded) out.push("No tokenizer loaded: tokens are shown as IDs (restart with --tokenizer NAME).");
-  for (const [name, why] of Object.entries(info.trained_problems || {})) out.push(`rows/${name} is unreadable (${why}): that batch's advantages are not shown.`);
+  for (const [name, why] of Object.entries(info.trained_problems || {})) out.push(name ? `rows/${name} is unreadable (${why}): that batch's advantages are not shown.` : `rows/ is ${why}: no batch's advantages are shown.`);
   slot("problems").replaceChildren(...out.map((t) => el("div", { class: "banner", role: "status" }, t)));
 }
 

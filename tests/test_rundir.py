@@ -180,3 +180,30 @@ def test_resume_kills_what_still_carries_the_dead_runs_token(tmp_path: Path) -> 
         bystander.kill()
         orphan.wait()
         bystander.wait()
+
+
+def test_reconcile_never_writes_through_planted_symlinks(tmp_path: Path) -> None:
+    """A (copied) run directory with symlinks to outside files at results.jsonl.tmp and
+    results.jsonl.torn: reconcile() rewrote the first one's target with the kept results (and
+    left results.jsonl a symlink to it) and appended the torn line to the second one's. Now the
+    .tmp is a new file of the run's own, and a .torn symlink is refused (ELOOP)."""
+    import errno
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text(json.dumps({"rollout_id": "a", "reward": 1.0}) + "\n{torn\n")
+    victims = {}
+    for name in ("results.jsonl.tmp", "results.jsonl.torn"):
+        victims[name] = tmp_path / f"victim-{name}"
+        victims[name].write_text("PRECIOUS\n")
+        (run / name).symlink_to(victims[name])
+    with pytest.raises(OSError) as exc:
+        reconcile(run)
+    assert exc.value.errno == errno.ELOOP
+    (run / "results.jsonl.torn").unlink()
+    report = reconcile(run)
+    assert list(report.done) == ["a"] and report.torn_results == 1
+    assert [v.read_text() for v in victims.values()] == ["PRECIOUS\n", "PRECIOUS\n"]
+    assert not (run / "results.jsonl").is_symlink()
+    assert (run / "results.jsonl").read_text() == json.dumps({"rollout_id": "a", "reward": 1.0}) + "\n"
+    assert (run / "results.jsonl.torn").read_text() == "{torn\n"

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV, Reaper, kill_marked, sandbox_owners
 from strands_art.envs.migrationbench.workspace import remove_base
-from strands_art.store import TrajectoryStore
+from strands_art.store import TrajectoryStore, open_new
 from strands_art.validation import UsageError
 
 logger = logging.getLogger(__name__)
@@ -285,18 +285,22 @@ def reconcile(run_dir: Path) -> ReconcileReport:
 
 
 def _append_lines(path: Path, lines: list[str]) -> None:
+    """Append ``lines`` to ``path``, never through a symlink (ELOOP) nor into a FIFO (ENXIO)."""
     if lines:
-        with open(path, "a", encoding="utf-8", errors="surrogateescape") as f:
-            f.write("".join(line + "\n" for line in lines))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with os.fdopen(os.open(path, flags, 0o644), "ab") as f:
+            f.write("".join(line + "\n" for line in lines).encode("utf-8", errors="surrogateescape"))
             f.flush()
             os.fsync(f.fileno())
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a kill leaves the old or the new file, never half."""
+    """Replace ``path`` with ``text`` so that a kill leaves the old or the new file, never half;
+    the temporary file is created anew (:func:`~strands_art.store.open_new`), never written
+    through a symlink a copied run directory holds at its name."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(text)
+    with open_new(tmp) as f:
+        f.write(text.encode("utf-8", errors="surrogateescape"))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from rich.console import Console
@@ -53,3 +54,15 @@ def test_live_board_mirrors_the_rows_for_the_viewer(tmp_path) -> None:
     ]
     board.close()
     assert not (tmp_path / "live.json").exists()
+
+
+def test_the_live_board_never_writes_through_a_planted_temporary(tmp_path) -> None:
+    """live.json.tmp a symlink to an outside file (a copied run directory): the board's file is
+    the run's own and the outside file is untouched (it was overwritten with the board)."""
+    victim = tmp_path / "victim"
+    victim.write_text("PRECIOUS\n")
+    (tmp_path / "live.json.tmp").symlink_to(victim)
+    board = LiveBoard(tmp_path / "live.json")
+    board.update("r0", turn=1)
+    assert victim.read_text() == "PRECIOUS\n" and not (tmp_path / "live.json").is_symlink()
+    assert [r["rollout_id"] for r in json.loads((tmp_path / "live.json").read_text())["rollouts"]] == ["r0"]

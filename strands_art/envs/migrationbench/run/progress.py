@@ -23,6 +23,8 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from strands.hooks import AfterModelCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 
+from strands_art.store import open_new
+
 SUMMARY_CHARS = 60
 
 
@@ -69,7 +71,8 @@ class LiveBoard:
 
     def _write(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"rollouts": list(self._rows.values())}), encoding="utf-8")
+        with open_new(tmp) as f:  # never through a symlink a copied run directory holds there
+            f.write(json.dumps({"rollouts": list(self._rows.values())}).encode("utf-8"))
         os.replace(tmp, self.path)
 
 

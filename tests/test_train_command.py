@@ -526,3 +526,24 @@ def test_a_resume_connects_to_the_ray_cluster_train_json_names_only_when_told_to
             assert _settings(parser.parse_args([*resume, "--ray", address])).ray == address
         else:
             assert _settings(parser.parse_args(resume)).ray == address
+
+
+def test_a_resume_sends_to_the_vllm_server_train_json_names_only_when_told_to(tmp_path):
+    """A (copied, hostile) train.json naming a vLLM server: ``--resume`` alone is refused before
+    anything is sent (prompts and the adapter's weights go to that server); with ``--vllm-url``
+    naming the same server it resumes with it."""
+    from strands_art.training.settings import TrainSettings
+    from strands_art.training.train_cli import _settings, add_train_parser
+
+    run = tmp_path / "run"
+    run.mkdir()
+    TrainSettings.resolve("capitals", str(run), {"outer_batches": 3}, {}).save(run)
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    url = "http://198.51.100.7:8000"
+    saved = json.loads((run / "train.json").read_text())
+    (run / "train.json").write_text(json.dumps({**saved, "backend": "vllm", "vllm_url": url}))
+    resume = ["train", "--resume", "--run-dir", str(run)]
+    with pytest.raises(ValueError, match=f"names the vLLM server '{url}'.*pass --vllm-url {url}"):
+        _settings(parser.parse_args(resume))
+    assert _settings(parser.parse_args([*resume, "--vllm-url", url])).vllm_url == url

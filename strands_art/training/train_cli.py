@@ -237,6 +237,13 @@ def _settings(args: argparse.Namespace) -> Any:
                 f"--resume: the run's train.json names the Ray cluster {saved.ray!r}; this command connects "
                 f"to a cluster only when told to: pass --ray {saved.ray} to resume on it"[:400]
             )
+        if saved.vllm_url is not None and given.get("vllm_url") != saved.vllm_url:
+            # prompts and the adapter's weights go to that server: a run directory does not choose it
+            raise ValueError(
+                f"--resume: the run's train.json names the vLLM server {saved.vllm_url!r}; this command sends "
+                f"prompts and adapters to a server only when told to: pass --vllm-url {saved.vllm_url} to resume "
+                "with it"[:400]
+            )
         more = given.get("outer_batches")
         if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
             import dataclasses

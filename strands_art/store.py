@@ -143,7 +143,7 @@ class TrajectoryStore:
         """Trajectories in append order; a torn final line (crash mid-write) is skipped."""
         if not self.jsonl.exists():
             return
-        with io.TextIOWrapper(_open_regular(self.jsonl), encoding="utf-8") as f:
+        with io.TextIOWrapper(open_regular(self.jsonl), encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if not line.endswith("\n"):
                     logger.warning("%s:%d: skipping an incomplete line (interrupted write)", self.jsonl, n)
@@ -165,7 +165,7 @@ class TrajectoryStore:
         """``([(rollout id or None if unreadable, line)], torn tail)`` of the JSONL file."""
         if not self.jsonl.exists():
             return [], ""
-        with _open_regular(self.jsonl) as f:
+        with open_regular(self.jsonl) as f:
             text = f.read().decode("utf-8", errors="surrogateescape")
         body, _, tail = text.rpartition("\n")
         out = []
@@ -229,7 +229,7 @@ class TrajectoryStore:
         """
         if not self.jsonl.exists():
             return [], 0, 0
-        with _open_regular(self.jsonl) as f:
+        with open_regular(self.jsonl) as f:
             return scan_lines(f, start)
 
     def read_at(self, line: StoredLine) -> Trajectory:
@@ -238,7 +238,7 @@ class TrajectoryStore:
         Raises:
             ValueError: the line is not a readable trajectory (with the reason).
         """
-        with _open_regular(self.jsonl) as f:
+        with open_regular(self.jsonl) as f:
             return read_line(f, line, str(self.jsonl))
 
     def read_part(self, rollout_id: str, columns: list[str] | None = None) -> pa.Table:
@@ -257,7 +257,7 @@ class TrajectoryStore:
         return pa.concat_tables([pq.read_table(p, schema=ROW_SCHEMA) for p in parts])
 
 
-def _open_regular(path: Path) -> BinaryIO:
+def open_regular(path: Path) -> BinaryIO:
     """``path`` open for binary reading, if it is a regular file: opened without blocking, so a
     FIFO in its place is refused at once instead of waiting for a writer forever.
 

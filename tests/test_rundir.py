@@ -16,9 +16,16 @@ from support.proc_helpers import sleeping
 
 from strands_art.cli import main
 from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV
-from strands_art.envs.migrationbench.run.rundir import RunDirBusy, open_run_dir, reconcile
+from strands_art.envs.migrationbench.run.rundir import (
+    RunDirBusy,
+    open_run_dir,
+    read_config,
+    reconcile,
+    scan_results,
+)
 from strands_art.store import TrajectoryStore
 from strands_art.trajectory import Row, Trajectory
+from strands_art.validation import UsageError
 
 
 def _traj(rid: str, reward: float = 1.0) -> Trajectory:
@@ -207,3 +214,21 @@ def test_reconcile_never_writes_through_planted_symlinks(tmp_path: Path) -> None
     assert not (run / "results.jsonl").is_symlink()
     assert (run / "results.jsonl").read_text() == json.dumps({"rollout_id": "a", "reward": 1.0}) + "\n"
     assert (run / "results.jsonl.torn").read_text() == "{torn\n"
+
+
+def test_a_fifo_in_a_run_directory_is_refused_at_once(tmp_path: Path) -> None:
+    """A (copied, hostile) run directory with FIFOs at results.jsonl or config.json: reading them
+    waited forever for a writer. Now each is refused at once, never opened blocking."""
+    import errno
+
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "results.jsonl")
+    with pytest.raises(OSError) as exc:
+        reconcile(run)
+    assert exc.value.errno == errno.EINVAL and "not a regular file" in str(exc.value)
+    with pytest.raises(OSError, match="not a regular file"):
+        scan_results(run / "results.jsonl")
+    os.mkfifo(run / "config.json")
+    with pytest.raises(UsageError, match="cannot read .*config.json.*not a regular file"):
+        read_config(run / "config.json")

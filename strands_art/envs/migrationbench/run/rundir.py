@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV, Reaper, kill_marked, sandbox_owners
 from strands_art.envs.migrationbench.workspace import remove_base
-from strands_art.store import TrajectoryStore, open_new
+from strands_art.store import TrajectoryStore, open_new, open_regular
 from strands_art.validation import UsageError
 
 logger = logging.getLogger(__name__)
@@ -176,7 +176,8 @@ def run_token(token: str, workspaces: str | os.PathLike[str] | None = None) -> I
 def read_config(path: Path) -> dict[str, Any]:
     """A run's saved ``config.json`` as a dict; :class:`UsageError` if it is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as f:  # a FIFO is refused, never waited on
+            data = json.loads(f.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"--resume: cannot read {path}: {exc}") from None
     if not isinstance(data, dict):
@@ -212,7 +213,7 @@ def scan_results(path: Path, start: int = 0) -> tuple[list[dict[str, Any]], int,
     without its newline; 0 if none). A missing file reads as empty.
     """
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO is refused (OSError), never waited on
             return scan_results_in(f, start)
     except FileNotFoundError:
         return [], 0, 0, 0
@@ -247,7 +248,11 @@ def reconcile(run_dir: Path) -> ReconcileReport:
     stored = store.complete_ids()
     lines: list[tuple[str, dict[str, Any]]] = []
     torn: list[str] = []
-    text = results.read_text(encoding="utf-8", errors="surrogateescape") if results.exists() else ""
+    try:
+        with open_regular(results) as f:  # a FIFO is refused (OSError), never waited on
+            text = f.read().decode("utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        text = ""
     for line in text.splitlines():
         if line.strip():
             rec = parse_record(line)

@@ -136,7 +136,10 @@ async def run_migration(
         from strands_art.envs.migrationbench.run.ray_runner import connect
 
         connect(args.ray, slots=max(1, args.concurrency))  # before anything is written
-    rd = open_run_dir(run_dir)
+    try:
+        rd = open_run_dir(run_dir)
+    except OSError as exc:  # a damaged run directory (a FIFO results.jsonl, a symlink planted...)
+        raise UsageError(f"--run-dir {run_dir}: {exc}") from None
     try:
         with run_token(rd.token, rd.workspaces):
             return await _run(args, console, backend_factory, rd, tasks)

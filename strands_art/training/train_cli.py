@@ -38,7 +38,8 @@ Each --env's default sizes, and what they cost on a 2-core CPU with no GPU (benc
   capitals        SmolLM2-135M; 10 outer batches x 2 tasks x 6 rollouts of 10 tokens, 8 held-out
                   x 4: 5 such runs side by side took 14.6 min (learning-2026-11-30.txt)
   lookup          Qwen2.5-Coder-0.5B; 5 x 2 keys x 8 rollouts of 2 turns x 64 tokens, 8 held-out
-                  x 4: ~24 min a run with --backend vllm (train-lookup-2026-12-01.txt)
+                  x 4: ~24 min a run with --backend vllm (train-lookup-2026-12-01.txt); the
+                  default --backend transformers samples on the trainer's model: not measured
   migrationbench  Qwen2.5-Coder-0.5B; 4 x 1 task x 4 rollouts of up to 20 turns x 512 tokens,
                   real Maven builds: not measured; 3 updates of 2 tasks x 4 rollouts took
                   ~1.5 h with two evaluations (migration-learning-2026-12-02-e.txt)

@@ -18,6 +18,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -47,14 +49,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return out
 
 
-@pytest.fixture(scope="module")
-def server(runs: list[Path]):
-    """The real command on every recorded run (the first one's run page; /compare: all)."""
-    if not runs:
-        pytest.skip("no recorded training run under tests/data")
+@contextmanager
+def view_command(*dirs: str | Path) -> Iterator[str]:
+    """The real ``strands-art view DIRS...`` in a subprocess on a free port: its base URL."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "strands_art.cli", "view", *map(str, runs), "--port", "0"],
+        [sys.executable, "-m", "strands_art.cli", "view", *map(str, dirs), "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
@@ -65,6 +65,15 @@ def server(runs: list[Path]):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(runs: list[Path]):
+    """The real command on every recorded run (the first one's run page; /compare: all)."""
+    if not runs:
+        pytest.skip("no recorded training run under tests/data")
+    with view_command(*runs) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -266,22 +275,12 @@ def test_the_compare_page_lists_the_batches_runs_have_not_every_number_below_the
     shutil.copytree(runs[0], odd)
     with open(odd / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"kind": "train", "outer_batch": 10**9, "rows": 1}) + "\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "strands_art.cli", "view", str(runs[0]), str(odd), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    try:
-        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", proc.stdout.readline())  # type: ignore[union-attr]
-        assert m
-        page.goto(m.group(1) + "compare")
+    with view_command(runs[0], odd) as url:
+        page.goto(url + "compare")
         page.wait_for_selector("body[data-ready='1']", timeout=20_000)
         shown = page.locator("#per-batch tbody tr").evaluate_all("rs => rs.map(r => +r.dataset.batch)")
         batches = sorted({r["outer_batch"] for r in metrics(odd) if r["kind"] == "train"})
         assert sorted(set(shown)) == batches and len(shown) == 2 * len(batches)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_the_compare_page_pairs_every_rollout_of_runs_over_a_thousand(page, tmp_path: Path) -> None:
@@ -297,18 +296,8 @@ def test_the_compare_page_pairs_every_rollout_of_runs_over_a_thousand(page, tmp_
         for i in range(1001):
             store.append(traj(f"t{i:04d}", last_reward if i == 1000 else 1.0))
         dirs.append(str(tmp_path / name))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "strands_art.cli", "view", *dirs, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    try:
-        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", proc.stdout.readline())  # type: ignore[union-attr]
-        assert m
-        page.goto(m.group(1) + "compare")
+    with view_command(*dirs) as url:
+        page.goto(url + "compare")
         page.wait_for_selector("#pairs-table")
         assert page.locator("#pairs-table tbody tr").first.get_attribute("data-rollout") == "t1000"
         assert "first 300 of 1001" in page.locator("#pairs").inner_text()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

@@ -200,13 +200,14 @@ class TrajectoryStore:
         with self._lock:
             if unreadable:
                 torn = self.jsonl.with_name(self.jsonl.name + ".torn")
-                with _open_for_writing(torn, os.O_APPEND) as f:
-                    f.write("".join(line + "\n" for line in unreadable))
+                with open_append(torn) as f:
+                    f.write(
+                        "".join(line + "\n" for line in unreadable).encode("utf-8", errors="surrogateescape")
+                    )
             if len(kept) != len(lines) or tail:
                 tmp = self.jsonl.with_name(self.jsonl.name + ".tmp")
-                tmp.unlink(missing_ok=True)  # a leftover, or a symlink planted there: never written through
-                with _open_for_writing(tmp, os.O_EXCL) as f:
-                    f.write("".join(line + "\n" for line in kept))
+                with open_new(tmp) as f:  # a leftover, or a symlink planted there: never written through
+                    f.write("".join(line + "\n" for line in kept).encode("utf-8", errors="surrogateescape"))
                     f.flush()
                     os.fsync(f.fileno())
                 os.replace(tmp, self.jsonl)
@@ -277,15 +278,21 @@ def open_regular(path: Path) -> BinaryIO:
         raise
 
 
-def _open_for_writing(path: Path, flag: int) -> io.TextIOWrapper:
-    """``path`` open for writing text (``flag``: ``os.O_APPEND`` or ``os.O_EXCL``), never through
-    a symlink (ELOOP) and never a FIFO (ENXIO without a reader, EINVAL with one)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | flag, 0o644)
+def open_append(path: Path) -> BinaryIO:
+    """``path`` open for binary appending (created if missing), never through a symlink (ELOOP)
+    and never a FIFO (ENXIO without a reader, EINVAL with one): what a copied run directory holds
+    at the name is never written through.
+
+    Raises:
+        OSError: a symlink, FIFO, socket, device or directory, or what the kernel says.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o644)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.set_blocking(fd, True)
-        return io.TextIOWrapper(os.fdopen(fd, "wb"), encoding="utf-8", errors="surrogateescape")
+        return os.fdopen(fd, "ab")
     except BaseException:
         os.close(fd)
         raise

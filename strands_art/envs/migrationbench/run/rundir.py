@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from strands_art.envs.migrationbench.run.reaper import TOKEN_ENV, Reaper, kill_marked, sandbox_owners
 from strands_art.envs.migrationbench.workspace import remove_base
-from strands_art.store import TrajectoryStore, open_new, open_regular
+from strands_art.store import TrajectoryStore, open_append, open_new, open_regular
 from strands_art.validation import UsageError
 
 logger = logging.getLogger(__name__)
@@ -292,8 +292,7 @@ def reconcile(run_dir: Path) -> ReconcileReport:
 def _append_lines(path: Path, lines: list[str]) -> None:
     """Append ``lines`` to ``path``, never through a symlink (ELOOP) nor into a FIFO (ENXIO)."""
     if lines:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        with os.fdopen(os.open(path, flags, 0o644), "ab") as f:
+        with open_append(path) as f:
             f.write("".join(line + "\n" for line in lines).encode("utf-8", errors="surrogateescape"))
             f.flush()
             os.fsync(f.fileno())

@@ -102,11 +102,7 @@ def aligned_reuse(evaluated: list[int], prompt_ids: list[int], batch_tokens: int
     batches from position 0 that it shares with ``prompt_ids``, never including the prompt's last
     token (a cold run evaluates that token inside a batch, so it is always re-read).
     """
-    common = 0
-    for a, b in zip(evaluated, prompt_ids[:-1], strict=False):
-        if a != b:
-            break
-        common += 1
+    common = len(os.path.commonprefix([evaluated, prompt_ids[:-1]]))
     return common // batch_tokens * batch_tokens
 
 
@@ -179,9 +175,11 @@ class LlamaCppBackend:
         self.parallel = parallel
         self.threads = threads
         self.logprobs_mode: LogprobsMode = logprobs_mode
-        modes = {True: "aligned", False: "off", None: "aligned" if parallel == 1 else "any"}
-        hashable = isinstance(cache_prompt, (str, bool)) or cache_prompt is None
-        mode = modes.get(cache_prompt, cache_prompt) if hashable else None  # type: ignore[call-overload]
+        mode: Any = cache_prompt
+        if cache_prompt is None:
+            mode = "aligned" if parallel == 1 else "any"
+        elif isinstance(cache_prompt, bool):
+            mode = "aligned" if cache_prompt else "off"
         if mode not in ("aligned", "any", "off"):
             raise ValueError(
                 f"cache_prompt must be 'aligned', 'any', 'off', True or False, got {cache_prompt!r}"
@@ -191,7 +189,7 @@ class LlamaCppBackend:
                 f"cache_prompt='aligned' needs parallel=1 (got {parallel}): several slots decode in "
                 "shared batches, which are not reproducible; use 'any' or 'off'"
             )
-        self.cache_prompt: PromptCache = mode  # type: ignore[assignment]
+        self.cache_prompt: PromptCache = mode
         self.batch_tokens = batch_tokens
         self._evaluated: list[int] = []  # "aligned": the last prompt the slot evaluated whole
         self._slot: tuple[Any, asyncio.Lock] | None = None  # "aligned": (loop, lock) cut + request

@@ -226,25 +226,27 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
 
 
+# addresses a run directory's train.json may name but a resume uses only when the command restates
+# them (a local Ray cluster, "local" or "auto", needs no restating): (setting, what it is, why)
+_NAMED_BY_RUN_DIR = (
+    ("ray", "Ray cluster", "a cluster's answers are unpickled here: this command connects to one"),
+    ("vllm_url", "vLLM server", "prompts and adapters go to that server: this command sends them"),
+)
+
+
 def _settings(args: argparse.Namespace) -> Any:
     from strands_art.training.settings import TrainSettings
 
     given = _given(args)
     if args.resume:
         saved = TrainSettings.load(args.run_dir)
-        if saved.ray not in (None, "local", "auto") and given.get("ray") != saved.ray:
-            # a Ray cluster's answers are unpickled here: a run directory does not choose it
-            raise ValueError(
-                f"--resume: the run's train.json names the Ray cluster {saved.ray!r}; this command connects "
-                f"to a cluster only when told to: pass --ray {saved.ray} to resume on it"[:400]
-            )
-        if saved.vllm_url is not None and given.get("vllm_url") != saved.vllm_url:
-            # prompts and the adapter's weights go to that server: a run directory does not choose it
-            raise ValueError(
-                f"--resume: the run's train.json names the vLLM server {saved.vllm_url!r}; this command sends "
-                f"prompts and adapters to a server only when told to: pass --vllm-url {saved.vllm_url} to resume "
-                "with it"[:400]
-            )
+        for key, what, why in _NAMED_BY_RUN_DIR:
+            value = getattr(saved, key)
+            if value not in (None, "local", "auto") and given.get(key) != value:
+                raise ValueError(
+                    f"--resume: the run's train.json names the {what} {value!r}; {why} only when told to: "
+                    f"pass {FLAG_OF[key]} {value} to resume with it"[:400]
+                )
         more = given.get("outer_batches")
         if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
             import dataclasses

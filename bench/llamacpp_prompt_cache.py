@@ -58,8 +58,11 @@ def _turn(tok, text: str) -> list[int]:
     return full[len(head) :]
 
 
-async def rollout(mode: str, prompts: list[list[int]] | None, args, tok, params) -> tuple[float, list]:
-    """One rollout in ``mode``; ``prompts`` None builds them from this run's answers ("off" only)."""
+async def rollout(
+    mode: str, prompts: list[list[int]] | None, args, tok, params
+) -> tuple[float, list, list[list[int]]]:
+    """One rollout in ``mode``: (seconds, samples, the prompts sent); ``prompts`` None builds them
+    from this run's answers ("off" only)."""
     first = tok.apply_chat_template(
         [
             {
@@ -87,7 +90,7 @@ async def rollout(mode: str, prompts: list[list[int]] | None, args, tok, params)
             s = await backend.sample(prompt, params)
             samples.append(s)
             built.append(prompt + s.output_ids + [tok.convert_tokens_to_ids("<|im_end|>"), 198] + result)
-        return time.perf_counter() - t, samples if prompts is not None else (samples, built[:-1])
+        return time.perf_counter() - t, samples, prompts if prompts is not None else built[:-1]
     finally:
         await backend.aclose()
 
@@ -103,7 +106,7 @@ async def main() -> None:
     args = ap.parse_args()
     tok = load_tokenizer(MODEL)
     params = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=args.new_tokens, seed=4242)
-    _, (cold, prompts) = await rollout(
+    _, cold, prompts = await rollout(
         "off", None, args, tok, params
     )  # the cold reference, warms the page cache
     print(
@@ -114,7 +117,7 @@ async def main() -> None:
     equal: dict[str, list[bool]] = {m: [] for m in MODES}
     for r in range(args.rounds):
         for mode in MODES if r % 2 == 0 else MODES[::-1]:
-            s, samples = await rollout(mode, prompts, args, tok, params)
+            s, samples, _ = await rollout(mode, prompts, args, tok, params)
             secs[mode].append(s)
             same = [
                 (a.output_ids, a.logprobs) == (c.output_ids, c.logprobs)

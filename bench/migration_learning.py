@@ -21,11 +21,13 @@ What it prints, per seed and over seeds:
   training seconds, evaluation seconds;
 - per kind (the task name's prefix): held-out reward at the first and the last evaluation, from
   the rollout records (``RUN_DIR/env/rollouts/results.jsonl``);
-- with ``--transfer-tasks DIR`` (``make-tasks --split heldout-kind``: the kind no training task
-  has, base64), the transfer: those tasks join the held-out evaluation (the bench copies both
-  sets into ``RUN_ROOT/eval-tasks``), and the kind's reward is printed apart at every evaluation
-  (``held-out kind base64 after U updates: ...``). The held-out reward of a seed then counts only
-  the trained kinds' rollouts, so it stays comparable with seeds evaluated without it;
+- with ``--transfer-tasks DIR``, the transfer: tasks of kinds no training or held-out task has
+  (``make-tasks --split heldout-kind``: base64; or real MigrationBench repositories,
+  ``make-tasks --from-records``, each its own kind) join the held-out evaluation (the bench copies
+  both sets into ``RUN_ROOT/eval-tasks`` and their kinds into ``RUN_ROOT/transfer-kinds.json``), and
+  their reward is printed apart at every evaluation (``held-out kind base64 after U updates: ...``,
+  or ``transfer tasks (K kinds) after U updates: ...``). The held-out reward of a seed then counts
+  only the trained kinds' rollouts, so it stays comparable with seeds evaluated without it;
 - an audit of the successful rollouts (reward 1.0, training and held-out): the files each
   changed (``edited_files`` of the record: the workspace compared with the task's ``repo/``),
   counted by path pattern, and every rollout that changed a test source or deleted a file listed.
@@ -89,8 +91,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-tasks", help="held-out task directories (make-tasks); not with --table-only")
     p.add_argument(
         "--transfer-tasks", metavar="DIR",
-        help=f"task directories of the held-out kind ({HELDOUT_KIND}; make-tasks --split heldout-kind): evaluated "
-        "with --eval-tasks, their reward printed apart (the transfer)",
+        help=f"task directories of kinds no --eval-tasks task has (make-tasks --split heldout-kind: {HELDOUT_KIND}; "
+        "or real repositories, make-tasks --from-records): evaluated with --eval-tasks, their reward printed "
+        "apart (the transfer)",
     )  # fmt: skip
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds")
     p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
@@ -118,11 +121,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
     """Copy every task directory of ``eval_dir`` and ``transfer_dir`` into ``out`` (made once; the
-    next call checks that it holds the same task names) and return ``out``.
+    next call checks that it holds the same task names), write the transfer set's kinds to
+    ``out.parent / "transfer-kinds.json"`` (:func:`transfer_kinds` reads them back) and return ``out``.
 
     Raises:
-        ValueError: a transfer task is not of the held-out kind, a task name is in both sets, or
-            ``out`` exists with other tasks than the two sets hold.
+        ValueError: the transfer set is empty, a kind is in both sets (its rollouts could not be
+            split), or ``out`` exists with other tasks than the two sets hold.
     """
     import shutil
 
@@ -130,18 +134,16 @@ def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
         return sorted(p.name for p in d.iterdir() if (p / "task.json").is_file())
 
     held, transfer = names(eval_dir), names(transfer_dir)
-    if any(kind_of(n) == HELDOUT_KIND for n in held):
-        raise ValueError(f"--eval-tasks holds {HELDOUT_KIND} tasks: give them with --transfer-tasks only")
     if not transfer:
         raise ValueError(f"--transfer-tasks {transfer_dir} holds no task directory")
-    other = [n for n in transfer if kind_of(n) != HELDOUT_KIND]
-    if other:
-        raise ValueError(
-            f"--transfer-tasks holds tasks that are not of the held-out kind {HELDOUT_KIND}: {other}"
-        )
-    both = sorted(set(held) & set(transfer))
+    kinds = sorted({kind_of(n) for n in transfer})
+    both = sorted(set(kinds) & {kind_of(n) for n in held})
     if both:
-        raise ValueError(f"tasks in both --eval-tasks and --transfer-tasks: {both}")
+        raise ValueError(
+            f"kinds in both --eval-tasks and --transfer-tasks: {both} (give each kind in one set)"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (out.parent / "transfer-kinds.json").write_text(json.dumps(kinds) + "\n", encoding="utf-8")
     if out.exists():
         if names(out) != sorted(held + transfer):
             raise ValueError(f"{out} holds other tasks than --eval-tasks and --transfer-tasks: remove it")
@@ -154,6 +156,22 @@ def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
             shutil.copytree(d / n, tmp / n, symlinks=True)
     tmp.rename(out)
     return out
+
+
+def transfer_kinds(root: Path) -> frozenset[str]:
+    """The transfer set's kinds of a run root (``transfer-kinds.json``, written by
+    :func:`combined_eval_tasks`); {base64} for a root made before that file existed."""
+    path = root / "transfer-kinds.json"
+    if path.is_file():
+        return frozenset(json.loads(path.read_text(encoding="utf-8")))
+    return frozenset({HELDOUT_KIND})
+
+
+def transfer_label(kinds: frozenset[str]) -> str:
+    """How the summary names the transfer set: ``held-out kind base64``, or ``transfer tasks (K kinds)``."""
+    return (
+        f"held-out kind {HELDOUT_KIND}" if kinds == {HELDOUT_KIND} else f"transfer tasks ({len(kinds)} kinds)"
+    )
 
 
 def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
@@ -204,7 +222,14 @@ def mean_std(xs: list[float]) -> tuple[float, float]:
     return (statistics.fmean(xs) if xs else float("nan")), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
-def summarize_seed(run_dir: Path) -> dict[str, Any]:
+def summarize_seed(run_dir: Path, transfer: frozenset[str] = frozenset({HELDOUT_KIND})) -> dict[str, Any]:
+    """One seed's evaluations, training records and rollouts; the rollouts of the ``transfer`` kinds
+    are counted apart from the held-out reward (``transfer``: [(updates, reward, rollouts)]).
+
+    Raises:
+        ValueError: an evaluation's rollout records are not all in results.jsonl (the held-out
+            reward could not be split by kind).
+    """
     records = read_metrics(run_dir / "metrics.jsonl")
     evals = [r for r in records if r.get("kind") == "eval"]
     trains = [r for r in records if r.get("kind") == "train"]
@@ -215,24 +240,28 @@ def summarize_seed(run_dir: Path) -> dict[str, Any]:
         if b is not None:
             per_kind[b][kind_of(rec["task"])].append(float(rec.get("reward", 0.0)))
     evals_out = [(r["outer_batch"], r["val_reward"], r.get("val_failed", 0), r.get("eval_s")) for r in evals]
-    transfer = []
-    if any(HELDOUT_KIND in per_kind[b] for b, *_ in evals_out):
-        # the held-out kind was evaluated too: the held-out reward counts the trained kinds only, from the
+    kinds, transfer_out = transfer, []
+    if any(k in per_kind[b] for b, *_ in evals_out for k in kinds):
+        # the transfer set was evaluated too: the held-out reward counts the trained kinds only, from the
         # rollout records, so every evaluation's records must be all there
         for r in evals:
             b, got = r["outer_batch"], per_kind[r["outer_batch"]]
             n = sum(len(xs) for xs in got.values())
-            if n != r.get("val_rollouts") or not got.get(HELDOUT_KIND) or len(got) < 2:
+            n_t = sum(len(xs) for k, xs in got.items() if k in kinds)
+            if n != r.get("val_rollouts") or not n_t or n_t == n:
                 raise ValueError(
                     f"{run_dir}: the evaluation after {b} updates logged {r.get('val_rollouts')} rollouts, "
-                    f"results.jsonl holds {n} ({HELDOUT_KIND}: {len(got.get(HELDOUT_KIND, []))}): the held-out "
+                    f"results.jsonl holds {n} ({transfer_label(kinds)}: {n_t}): the held-out "
                     "reward cannot be split by kind"
                 )
-        transfer = [(b, *mean_n(per_kind[b].get(HELDOUT_KIND, []))) for b, *_ in evals_out]
+        transfer_out = [
+            (b, *mean_n([x for k, xs in per_kind[b].items() if k in kinds for x in xs]))
+            for b, *_ in evals_out
+        ]
         evals_out = [
             (
                 b,
-                mean_n([x for k, xs in per_kind[b].items() if k != HELDOUT_KIND for x in xs])[0],
+                mean_n([x for k, xs in per_kind[b].items() if k not in kinds for x in xs])[0],
                 failed,
                 eval_s,
             )
@@ -242,7 +271,8 @@ def summarize_seed(run_dir: Path) -> dict[str, Any]:
         "dir": run_dir,
         "finished": finished(run_dir),
         "evals": evals_out,
-        "transfer": transfer,
+        "transfer": transfer_out,
+        "transfer_label": transfer_label(kinds),
         "trains": trains,
         "per_kind": per_kind,
         "rollouts": rollouts,
@@ -294,7 +324,7 @@ def plot(seeds: dict[int, dict[str, Any]], path: str) -> None:
                  label=label)  # fmt: skip
         if s.get("transfer"):
             ax2.plot([t[0] for t in s["transfer"]], [t[1] for t in s["transfer"]], marker="x", linestyle="--",
-                     color=line.get_color(), label=f"{label}, held-out kind {HELDOUT_KIND}")  # fmt: skip
+                     color=line.get_color(), label=f"{label}, {s.get('transfer_label', 'transfer')}")  # fmt: skip
     ax1.set(xlabel="outer batch (update)", ylabel="training reward (group mean)", ylim=(-0.05, 1.05),
             title="GRPO training reward")  # fmt: skip
     ax2.set(xlabel="updates", ylabel="held-out reward", ylim=(-0.05, 1.05), title="held-out migration reward")
@@ -353,8 +383,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
         if rc != 0:
             return rc
+    kinds = transfer_kinds(root)
     summary = {
-        seed: summarize_seed(root / f"seed{seed}") for seed in seeds if (root / f"seed{seed}").exists()
+        seed: summarize_seed(root / f"seed{seed}", kinds) for seed in seeds if (root / f"seed{seed}").exists()
     }
     summary.update(recorded)
     if not summary:
@@ -376,7 +407,9 @@ def run(args: argparse.Namespace) -> int:
             if eval_s:
                 cost["eval_s"].append(eval_s)
         for b, reward, n in s.get("transfer", []):
-            print(f"  held-out kind {HELDOUT_KIND} after {b} updates: reward {reward:.3f} ({n} rollouts)")
+            print(
+                f"  {s.get('transfer_label', transfer_label(kinds))} after {b} updates: reward {reward:.3f} ({n} rollouts)"
+            )
         for r in s["trains"]:
             print(
                 f"  update {r['outer_batch'] + 1}: training reward {r['reward_mean']:.3f} +- {r['reward_std']:.3f}, "
@@ -412,7 +445,7 @@ def run(args: argparse.Namespace) -> int:
     transfer = ""
     if t_firsts:
         (t0, ts0), (t1, ts1) = mean_std(t_firsts), mean_std(t_lasts)
-        print(f"held-out kind {HELDOUT_KIND} (no training task of this kind) before {t0:.3f} +- {ts0:.3f}, "
+        print(f"{transfer_label(kinds)} (no training task of these kinds) before {t0:.3f} +- {ts0:.3f}, "
               f"after {t1:.3f} +- {ts1:.3f} over {len(t_firsts)} seed(s)")  # fmt: skip
         transfer = f" transfer_before={t0:.3f}+-{ts0:.3f} transfer_after={t1:.3f}+-{ts1:.3f} transfer_seeds={len(t_firsts)}"
     if args.plot and summary:

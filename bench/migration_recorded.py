@@ -12,7 +12,7 @@ from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
 
 SEED_LINE = re.compile(r"^seed (\d+): (.*)$")
 TRANSFER_LINE = re.compile(
-    rf"^  held-out kind {HELDOUT_KIND} after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
+    rf"^  (?:held-out kind {HELDOUT_KIND}|transfer tasks \(\d+ kinds\)) after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
 )
 EVAL_LINE = re.compile(
     r"^  held-out after (\d+) updates: reward ([\d.]+) \(failed rollouts (\d+), (\d+) s\)$"

@@ -4,6 +4,7 @@ over-seed summary of issue 24 can join seeds whose run directories were on anoth
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -106,8 +107,9 @@ def test_transfer_tasks_join_the_evaluation_once_and_a_wrong_set_is_refused(tmp_
     _task(tr, "base64-2000001")
     with pytest.raises(ValueError, match="other tasks than"):
         ml.combined_eval_tasks(ev, tr, out)
-    _task(tr, "profile-1000003")
-    with pytest.raises(ValueError, match=r"not of the held-out kind base64: \['profile-1000003'\]"):
+    assert json.loads((out.parent / "transfer-kinds.json").read_text()) == ["base64"]
+    _task(tr, "profile-1000009")  # a kind the held-out set has: its rollouts could not be split
+    with pytest.raises(ValueError, match=r"kinds in both --eval-tasks and --transfer-tasks: \['profile'\]"):
         ml.combined_eval_tasks(ev, tr, tmp_path / "o2")
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -115,23 +117,27 @@ def test_transfer_tasks_join_the_evaluation_once_and_a_wrong_set_is_refused(tmp_
         ml.combined_eval_tasks(ev, empty, tmp_path / "o3")
 
 
-def _run_with_transfer(run_dir: Path) -> None:
-    """A finished 1-update run whose evaluations held 2 trained-kind tasks and 1 base64 task (2 rollouts each)."""
-    import json
-
+def _run_with_transfer(run_dir: Path, transfer: tuple[str, ...] = ("base64-2000000",)) -> None:
+    """A finished 1-update run whose evaluations held 2 trained-kind tasks and the ``transfer`` tasks
+    (2 rollouts each; the transfer set's rewards 0,0 then 0.5,0 in all)."""
     run_dir.mkdir(parents=True)
     (run_dir / "train.json").write_text(json.dumps({"outer_batches": 1}))
+    before, after = [0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]
     rewards = {  # eval batch -> task -> rewards of its 2 rollouts
-        0: {"profile-1000003": [0.0, 1.0], "release-flag-1000004": [0.0, 0.0], "base64-2000000": [0.0, 0.0]},
-        1: {"profile-1000003": [1.0, 1.0], "release-flag-1000004": [0.5, 1.0], "base64-2000000": [0.5, 0.0]},
+        0: {"profile-1000003": [0.0, 1.0], "release-flag-1000004": [0.0, 0.0]},
+        1: {"profile-1000003": [1.0, 1.0], "release-flag-1000004": [0.5, 1.0]},
     }
+    for i, name in enumerate(transfer):
+        rewards[0][name] = before[2 * i : 2 * i + 2]
+        rewards[1][name] = after[2 * i : 2 * i + 2]
+    n = 2 * len(rewards[0])
     metrics = [
         {
             "kind": "eval",
             "outer_batch": b,
-            "val_reward": sum(sum(v) for v in t.values()) / 6,
+            "val_reward": sum(sum(v) for v in t.values()) / n,
             "eval_s": 10.0,
-            "val_rollouts": 6,
+            "val_rollouts": n,
         }  # fmt: skip
         for b, t in rewards.items()
     ]
@@ -169,6 +175,33 @@ def test_the_held_out_kind_is_reported_apart_and_reads_back(tmp_path, capsys):
     (tmp_path / "rec.txt").write_text(settings + out)
     rec = ml.recorded_seeds(tmp_path / "rec.txt", ml.FLAGS)[2]
     assert rec["evals"][-1][:2] == (1, 0.875) and rec["transfer"] == [(0, 0.0, 2), (1, 0.25, 2)]
+
+
+def test_real_repositories_as_the_transfer_set_are_reported_apart_and_read_back(tmp_path, capsys):
+    # real MigrationBench tasks (make-tasks --from-records) are named owner__repo: each is its own kind
+    ev, tr = tmp_path / "eval", tmp_path / "real"
+    for n in ("profile-1000003", "release-flag-1000004"):
+        _task(ev, n)
+    real = ("poetix__ambivalence", "alt236__jacocoxmlparser")
+    for n in real:
+        _task(tr, n)
+    root = tmp_path / "root"
+    ml.combined_eval_tasks(ev, tr, root / "eval-tasks")
+    assert ml.transfer_kinds(root) == frozenset(real)
+    _run_with_transfer(root / "seed1", real)
+    assert ml.main(["--run-root", str(root), "--seeds", "1", "--table-only"]) == 0
+    out = capsys.readouterr().out
+    assert "  held-out after 1 updates: reward 0.875 (failed rollouts 0, 10 s)" in out
+    # poetix 0.5,0 after; alt236 0,0: 0.5 / 4 rollouts
+    assert "  transfer tasks (2 kinds) after 1 updates: reward 0.125 (4 rollouts)" in out
+    assert "    poetix__ambivalence  0.00 (2) -> 0.25 (2)" in out
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .endswith("transfer_before=0.000+-0.000 transfer_after=0.125+-0.000 transfer_seeds=1")
+    )
+    (tmp_path / "rec.txt").write_text(f"settings: {ml.FLAGS}\n" + out)
+    assert ml.recorded_seeds(tmp_path / "rec.txt", ml.FLAGS)[1]["transfer"] == [(0, 0.0, 4), (1, 0.125, 4)]
 
 
 def test_a_run_without_the_held_out_kind_keeps_the_logged_reward(tmp_path):
@@ -220,7 +253,7 @@ def test_a_run_whose_records_are_missing_is_refused_not_split_wrong(tmp_path, ca
         "".join(x + "\n" for x in path.read_text().splitlines() if "eval-b1-release-flag" not in x)
     )
     with pytest.raises(
-        ValueError, match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(base64: 2\)"
+        ValueError, match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(held-out kind base64: 2\)"
     ):
         ml.summarize_seed(root / "seed2")
     assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
@@ -231,5 +264,5 @@ def test_base64_tasks_in_the_eval_set_are_refused(tmp_path):
     ev, tr = tmp_path / "eval", tmp_path / "transfer"
     _task(ev, "base64-2000005")
     _task(tr, "base64-2000000")
-    with pytest.raises(ValueError, match="--eval-tasks holds base64 tasks"):
+    with pytest.raises(ValueError, match=r"kinds in both --eval-tasks and --transfer-tasks: \['base64'\]"):
         ml.combined_eval_tasks(ev, tr, tmp_path / "out")

@@ -130,8 +130,46 @@ def _args(out: Path, records: Path, repos: Path, reference: Path | None) -> argp
         timeout=300.0,
         recheck=False,
         retry_blocked=False,
+        remake=False,
         max_rounds=6,
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "made_again"),
+    [({}, []), ({"retry_blocked": True}, ["b/blocked"]), ({"remake": True}, ["a/made", "b/blocked"])],
+)
+def test_which_done_records_are_made_again(tmp_path: Path, monkeypatch, flags, made_again) -> None:
+    """A rerun skips what report.jsonl holds; --retry-blocked redoes the blocked records, --remake
+    every selected one (the builder itself is replaced here: what is checked is the selection)."""
+    from strands_art.envs.migrationbench.generate import fromrecords
+
+    base = "ab" * 20
+    rows = [
+        {"repo": r, "base_commit": base, "num_test_cases": 1, "license": "MIT"}
+        for r in ("a/made", "b/blocked")
+    ]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tasks"
+    out.mkdir()
+    (out / "report.jsonl").write_text(
+        json.dumps(rows[0] | {"status": "made", "untouched": 0.0, "reference": 1.0}) + "\n"
+        + json.dumps(rows[1] | {"status": "blocked", "blocked": ["org.x:y:1 not in Debian"]}) + "\n"
+    )  # fmt: skip
+    calls: list[str] = []
+
+    def fake_make(record, git_dir, out_dir, **kw):
+        calls.append(record["repo"])
+        return record | {"status": "made", "untouched": 0.0, "reference": None}
+
+    monkeypatch.setattr(fromrecords, "find_clone", lambda repos, repo, commit: tmp_path)
+    monkeypatch.setattr(fromrecords, "make_real_task", fake_make)
+    args = _args(out, records, tmp_path, None)
+    for k, v in flags.items():
+        setattr(args, k, v)
+    make_tasks_from_records(args)
+    assert calls == made_again
 
 
 @pytest.mark.maven

@@ -80,6 +80,12 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
         help="make blocked records again (e.g. after installing a package)",
     )
     real.add_argument(
+        "--remake",
+        action="store_true",
+        help="make the selected records again from the start, made or blocked (their task directories are "
+        "replaced; with --only, just those)",
+    )
+    real.add_argument(
         "--only",
         metavar="REPOS",
         help="comma-separated owner/name: only these records (each must be a record with a clone, else exit 2)",
@@ -106,7 +112,7 @@ def make_tasks_command(args: argparse.Namespace) -> int:
     from strands_art.validation import UsageError, check_float, check_int
 
     record_only = [flag for flag, value in (("--repos", args.repos), ("--reference", args.reference),
-                   ("--recheck", args.recheck), ("--retry-blocked", args.retry_blocked),
+                   ("--recheck", args.recheck), ("--retry-blocked", args.retry_blocked), ("--remake", args.remake),
                    ("--only", args.only), ("--max-seconds", args.max_seconds)) if value]  # fmt: skip
     if record_only and not args.from_records:
         print(f"strands-art make-tasks: {record_only[0]} needs --from-records RECORDS", file=sys.stderr)

@@ -6,7 +6,8 @@ count are skipped with a line) that has a clone holding ``base_commit`` under ``
 (:func:`.realtasks.find_clone`), or only those ``--only`` names: each of them must be a usable
 record with a clone, else the command exits 2 naming what is wrong. Records already in
 ``OUT/report.jsonl`` are skipped (``--retry-blocked`` makes the blocked ones again,
-``--recheck`` scores a new ``--reference`` of the made ones). Prints one line per record and a
+``--remake`` every selected one, made or blocked, ``--recheck`` scores a new ``--reference`` of the
+made ones). Prints one line per record and a
 ``RESULT records=… made=… blocked=… reference_ok=…`` line.
 """
 
@@ -106,7 +107,7 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
     for i, (record, git_dir) in enumerate(todo, 1):
         ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
         prior = done.get(record["repo"])
-        if prior is not None and prior["status"] == "blocked" and args.retry_blocked:
+        if prior is not None and (args.remake or (prior["status"] == "blocked" and args.retry_blocked)):
             prior = None  # made again from the start (e.g. after installing a Debian package)
         if prior is not None and not (
             ref is not None and prior["status"] == "made" and prior.get("reference") != 1.0 and args.recheck

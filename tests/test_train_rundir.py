@@ -98,6 +98,8 @@ def test_a_crafted_rng_pt_runs_no_command(base_run: Path, tmp_path: Path, capsys
         ),
         ("metrics-str-outer-batch", "(kind 'train', outer_batch '0')"),
         ("metrics-fifo", "metrics.jsonl is not a regular file (a FIFO, socket or device)"),
+        ("lock-dir", ".lock is a directory, not a regular file: move it out of the run directory"),
+        ("rows-file", "rows is a regular file, not a directory: move it out of the run directory"),
         ("adapter-no-tensors", "adapter_model.safetensors: lacks 420 of the model's 420 adapter tensors"),
         ("adapter-some-tensors", "adapter_model.safetensors: lacks 410 of the model's 420 adapter tensors"),
         ("adapter-shapes", "420 adapter tensors do not fit the model ("),
@@ -146,6 +148,12 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
     elif damage == "state-another-batch":  # believed, the run resumed "at outer batch 5 (of 1)"
         state = json.loads((ck / "state.json").read_text())
         (ck / "state.json").write_text(json.dumps({**state, "outer_batch": 5}))
+    elif damage == "lock-dir":  # was a bare "[Errno 21] Is a directory"
+        (run / ".lock").unlink(missing_ok=True)
+        (run / ".lock").mkdir()
+    elif damage == "rows-file":  # was a bare "[Errno 17] File exists" after the outer batch's rollouts
+        shutil.rmtree(run / "rows")
+        (run / "rows").write_text("")
     elif damage == "metrics-fifo":  # read, it blocked --resume forever
         (run / "metrics.jsonl").unlink()
         os.mkfifo(run / "metrics.jsonl")

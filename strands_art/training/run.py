@@ -76,6 +76,21 @@ LOCK_FILE = ".lock"
 RUN_FILES = ("train.json", "command.txt", "metrics.jsonl", "checkpoints", "rows", "trajectories", "tensorboard", "env",
              "adapters", "vllm-server.log", LOCK_FILE)  # fmt: skip
 """What a run writes in its directory (a symlink in their place is refused: :func:`prepare_run_dir`)."""
+RUN_DIRS = frozenset({"checkpoints", "rows", "trajectories", "tensorboard", "env", "adapters"})
+"""The entries of :data:`RUN_FILES` that are directories; the others are regular files."""
+
+
+def _wrong_type(path: Path, name: str) -> str | None:
+    """Why ``path`` (an existing entry named ``name`` of :data:`RUN_FILES`, not a symlink) is not
+    what a run writes there, or None."""
+    want_dir = name in RUN_DIRS
+    if path.is_dir() == want_dir and (want_dir or path.is_file()):
+        return None
+    if path.is_dir():
+        return "is a directory, not a regular file"
+    if path.is_file():
+        return "is a regular file, not a directory"
+    return f"is not a {'directory' if want_dir else 'regular file'} (a FIFO, socket or device)"
 
 
 @contextlib.contextmanager
@@ -136,14 +151,19 @@ def env_options(settings: TrainSettings) -> EnvOptions:
 
 def prepare_run_dir(run_dir: Path, resume: bool) -> None:
     """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run; refuse
-    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere).
+    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere)
+    or not of its type (a directory where a file belongs, a file or FIFO where a directory does).
 
     Raises:
         RunDirError: see the class.
     """
     for name in RUN_FILES:  # a run's own files are in it: none may lead elsewhere
-        if (run_dir / name).is_symlink():
-            raise RunDirError(f"{run_dir / name} is a symlink: a run directory's files must be inside it")
+        path = run_dir / name
+        if path.is_symlink():
+            raise RunDirError(f"{path} is a symlink: a run directory's files must be inside it")
+        why = _wrong_type(path, name) if path.exists() else None
+        if why:  # e.g. a .lock directory, a rows file: what the run writes there would fail mid-run
+            raise RunDirError(f"{path} {why}: move it out of the run directory")
     has_run = (run_dir / "train.json").exists() or (run_dir / "metrics.jsonl").exists()
     if resume and not (run_dir / "train.json").exists():
         raise RunDirError(f"--resume: {run_dir} holds no run (no train.json)")

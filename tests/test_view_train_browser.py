@@ -251,6 +251,12 @@ def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, ru
                 assert float(value) == pytest.approx(sum(r[key] for r in train)), (run.name, key)
             else:  # a run that does not record the key shows a dash, not a made-up number
                 assert value == "" and cell.inner_text().startswith("—"), (run.name, key)
+        # evaluation seconds: every held-out evaluation after a batch (most batches have none after them)
+        eval_cell = page.locator(f'#totals tr[data-key="eval_s"] td[data-run="{k}"]').get_attribute(
+            "data-value"
+        )
+        eval_s = [r["eval_s"] for r in evals if "eval_s" in r]
+        assert (float(eval_cell) if eval_cell else None) == (pytest.approx(sum(eval_s)) if eval_s else None)
         last = page.locator(f'#totals tr[data-key="val_reward"] td[data-run="{k}"]').get_attribute(
             "data-value"
         )

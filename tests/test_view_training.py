@@ -34,7 +34,10 @@ def test_compare_totals_are_sums_and_percentages_against_the_first_run(a, b, ea,
     got = compare([("A", run_records(a, ea)), ("B", run_records(b, eb))])
     for run, rows, evals in zip(got["runs"], (a, b), (ea, eb), strict=True):
         for k in COMPARE_KEYS:
-            if rows and all(k in r for r in rows):
+            if k == "eval_s":  # the evaluations there are: with --eval-every K most batches have none
+                got_s = [r[k] for r in rows if k in r]
+                assert run["total"][k] == (pytest.approx(sum(got_s)) if got_s else None)
+            elif rows and all(k in r for r in rows):
                 assert run["total"][k] == pytest.approx(sum(r[k] for r in rows))
             else:  # a key a batch lacks: no total, never a partial sum
                 assert run["total"][k] is None
@@ -129,6 +132,12 @@ def test_evaluation_seconds_come_from_the_evaluation_after_each_batch() -> None:
     run = compare([("A", records)])["runs"][0]
     assert [b["eval_s"] for b in run["batches"]] == [16.5, 18.5]
     assert run["total"]["eval_s"] == 35.0
+    # --eval-every 2: batch 0 has no evaluation after it; the total is still the evaluations' sum
+    every2 = [r for r in records if not (r["kind"] == "eval" and r["outer_batch"] == 1)]
+    run = compare([("A", every2)])["runs"][0]
+    assert [b["eval_s"] for b in run["batches"]] == [None, 18.5]
+    assert run["total"]["eval_s"] == 18.5
+    assert compare([("A", records[:2])])["runs"][0]["total"]["eval_s"] is None  # no evaluation after a batch
 
 
 def test_a_run_with_only_the_evaluation_before_training_has_no_result_yet() -> None:

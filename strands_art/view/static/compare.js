@@ -28,7 +28,7 @@ async function main() {
     el("h1", {}, `${runs.length} runs side by side`),
     runs.length < 2 ? el("div", { class: "banner" }, "One run only: start the viewer with several, strands-art view RUN_A RUN_B.") : "",
     el("section", { class: "card" }, el("h2", {}, "Totals"),
-      el("p", { class: "muted" }, "Sums over the outer batches of each run (a dash where a batch lacks the key); held-out reward: the last evaluation. % against the first run."),
+      el("p", { class: "muted" }, "Sums over the outer batches of each run (a dash where a batch lacks the key); evaluation s: the held-out evaluations after batches, the one before training left out; held-out reward: the last evaluation. % against the first run."),
       totals(runs, keys)),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch"), el("div", { class: "plots" }, keys.map((k) => plot(runs, k)))),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch, values"), perBatch(runs, keys)),

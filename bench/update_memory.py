@@ -26,6 +26,9 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+from actor_time import load_trajectories  # a sibling bench: the rows of a run's outer batch
 
 
 def one(run_dir: str, outer_batch: int, variant: str, threads: int) -> None:
@@ -34,7 +37,6 @@ def one(run_dir: str, outer_batch: int, variant: str, threads: int) -> None:
     from strands_art.registry import load_causal_lm, load_tokenizer
     from strands_art.training.local import LocalTrainer
     from strands_art.training.settings import TrainSettings
-    from strands_art.trajectory import Row, Trajectory
 
     saved = TrainSettings.load(run_dir).to_dict()
     kind, _, bf16 = variant.partition("-")
@@ -47,12 +49,7 @@ def one(run_dir: str, outer_batch: int, variant: str, threads: int) -> None:
     model = load_causal_lm(settings.model)
     torch.manual_seed(0)
     trainer = LocalTrainer(model, tok, settings.trainer_config())
-    trajs = []
-    with open(f"{run_dir}/rows/ob-{outer_batch:06d}.jsonl", encoding="utf-8") as f:
-        for line in f:
-            d = json.loads(line)
-            rows = [Row.from_dict(r) for r in d["rows"]]
-            trajs.append(Trajectory(d["rollout_id"], d["group_id"], rows=rows, reward=d["reward"]))
+    trajs = load_trajectories(Path(run_dir), outer_batch)
     tokens = sum(len(r) for t in trajs for r in t.rows)
     longest = max(len(r) for t in trajs for r in t.rows)
     t0 = time.perf_counter()

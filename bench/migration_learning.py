@@ -143,10 +143,10 @@ def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
             f"kinds in both --eval-tasks and --transfer-tasks: {both} (give each kind in one set)"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and names(out) != sorted(held + transfer):  # refused before its kinds are written
+        raise ValueError(f"{out} holds other tasks than --eval-tasks and --transfer-tasks: remove it")
     (out.parent / "transfer-kinds.json").write_text(json.dumps(kinds) + "\n", encoding="utf-8")
     if out.exists():
-        if names(out) != sorted(held + transfer):
-            raise ValueError(f"{out} holds other tasks than --eval-tasks and --transfer-tasks: remove it")
         return out
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -160,11 +160,28 @@ def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
 
 def transfer_kinds(root: Path) -> frozenset[str]:
     """The transfer set's kinds of a run root (``transfer-kinds.json``, written by
-    :func:`combined_eval_tasks`); {base64} for a root made before that file existed."""
+    :func:`combined_eval_tasks`); {base64} for a root made before that file existed.
+
+    Raises:
+        ValueError: the file is not JSON or not a non-empty list of non-empty strings (read
+            anyway, the transfer tasks' rollouts would be counted in the held-out reward).
+        OSError: the file exists but cannot be read.
+    """
     path = root / "transfer-kinds.json"
-    if path.is_file():
-        return frozenset(json.loads(path.read_text(encoding="utf-8")))
-    return frozenset({HELDOUT_KIND})
+    if not path.exists():
+        return frozenset({HELDOUT_KIND})
+    try:
+        kinds = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(
+            f"{path} is not JSON ({exc}): remove it, or run with --transfer-tasks again"
+        ) from None
+    if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k for k in kinds):
+        raise ValueError(
+            f"{path} holds {json.dumps(kinds)[:100]}, not a non-empty list of kinds (task-name prefixes): "
+            "remove it, or run with --transfer-tasks again"
+        )
+    return frozenset(kinds)
 
 
 def transfer_label(kinds: frozenset[str]) -> str:
@@ -203,8 +220,10 @@ def rollout_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def kind_of(task: str) -> str:
-    """``java-level-props-0000007`` -> ``java-level-props`` (make-tasks names)."""
-    return re.sub(r"-\d+$", "", task)
+    """``java-level-props-0000007`` -> ``java-level-props`` (make-tasks names); a real repository's
+    task (``owner__name``, ``make-tasks --from-records``) is its own kind, whole, even when its
+    name ends in ``-digits`` (``apache__commons-lang-3``)."""
+    return task if "__" in task else re.sub(r"-\d+$", "", task)
 
 
 def eval_batch(rollout_id: str) -> int | None:
@@ -392,6 +411,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"nothing to summarize: no run directory seedS under {root} for --seeds {args.seeds}"
         )
+    t_labels = {
+        s.get("transfer_label", transfer_label(kinds)) for s in summary.values() if len(s["transfer"]) >= 2
+    }
+    if len(t_labels) > 1:  # their transfer rewards are of different task sets: no mean over seeds
+        raise ValueError(
+            f"seeds with different transfer sets ({', '.join(sorted(t_labels))}): join seeds of one set only"
+        )
     print(f"\nsettings: {settings}")
     firsts, lasts, updates, t_firsts, t_lasts = [], [], [], [], []
     cost: dict[str, list[float]] = defaultdict(list)
@@ -427,11 +453,11 @@ def run(args: argparse.Namespace) -> int:
             updates.append(s["evals"][-1][0])
         if "recorded" in s:
             continue
-        kinds = sorted({k for b in s["per_kind"].values() for k in b})
+        seen = sorted({k for b in s["per_kind"].values() for k in b})
         if s["evals"]:
             b0, b1 = s["evals"][0][0], s["evals"][-1][0]
             print(f"  per kind, held-out reward after {b0} -> after {b1} updates (rollouts):")
-            for k in kinds:
+            for k in seen:
                 x0, x1 = s["per_kind"][b0].get(k, []), s["per_kind"][b1].get(k, [])
                 print(f"    {k:20s} {mean_std(x0)[0]:.2f} ({len(x0)}) -> {mean_std(x1)[0]:.2f} ({len(x1)})")
         for line in audit(s["rollouts"]):
@@ -445,7 +471,7 @@ def run(args: argparse.Namespace) -> int:
     transfer = ""
     if t_firsts:
         (t0, ts0), (t1, ts1) = mean_std(t_firsts), mean_std(t_lasts)
-        print(f"{transfer_label(kinds)} (no training task of these kinds) before {t0:.3f} +- {ts0:.3f}, "
+        print(f"{t_labels.pop()} (no training task of these kinds) before {t0:.3f} +- {ts0:.3f}, "
               f"after {t1:.3f} +- {ts1:.3f} over {len(t_firsts)} seed(s)")  # fmt: skip
         transfer = f" transfer_before={t0:.3f}+-{ts0:.3f} transfer_after={t1:.3f}+-{ts1:.3f} transfer_seeds={len(t_firsts)}"
     if args.plot and summary:

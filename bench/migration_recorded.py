@@ -12,7 +12,7 @@ from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
 
 SEED_LINE = re.compile(r"^seed (\d+): (.*)$")
 TRANSFER_LINE = re.compile(
-    rf"^  (?:held-out kind {HELDOUT_KIND}|transfer tasks \(\d+ kinds\)) after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
+    rf"^  (held-out kind {HELDOUT_KIND}|transfer tasks \(\d+ kinds\)) after (\d+) updates: reward ([\d.]+|nan) \((\d+) rollouts\)$"
 )
 EVAL_LINE = re.compile(
     r"^  held-out after (\d+) updates: reward ([\d.]+) \(failed rollouts (\d+), (\d+) s\)$"
@@ -27,8 +27,9 @@ def recorded_seeds(path: Path, settings: str | None = None) -> dict[int, dict[st
     """The finished seeds of an earlier results file of this bench, parsed from the lines this
     bench prints (``seed S: finished``, ``held-out after U updates: ...``, ``update U: ...``).
 
-    Returns {seed: summary} with ``evals`` and ``trains`` as :func:`summarize_seed` gives them
-    (rewards in [0, 1]; seconds as printed, rounded) and ``recorded`` = ``path``; no per-kind
+    Returns {seed: summary} with ``evals``, ``trains`` and ``transfer`` as :func:`summarize_seed`
+    gives them (rewards in [0, 1]; seconds as printed, rounded), ``transfer_label`` as printed
+    where the seed has transfer lines, and ``recorded`` = ``path``; no per-kind
     rewards or audit (those need the run directory: the file itself holds them). A seed marked NOT
     FINISHED is left out.
 
@@ -63,7 +64,8 @@ def recorded_seeds(path: Path, settings: str | None = None) -> dict[int, dict[st
         elif cur is not None and (m := EVAL_LINE.match(line)):
             cur["evals"].append((int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))))
         elif cur is not None and (m := TRANSFER_LINE.match(line)):
-            cur["transfer"].append((int(m.group(1)), float(m.group(2)), int(m.group(3))))
+            cur["transfer"].append((int(m.group(2)), float(m.group(3)), int(m.group(4))))
+            cur["transfer_label"] = m.group(1)
         elif cur is not None and (m := TRAIN_LINE.match(line)):
             g = m.groups()
             cur["trains"].append({

@@ -253,7 +253,8 @@ def test_a_run_whose_records_are_missing_is_refused_not_split_wrong(tmp_path, ca
         "".join(x + "\n" for x in path.read_text().splitlines() if "eval-b1-release-flag" not in x)
     )
     with pytest.raises(
-        ValueError, match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(held-out kind base64: 2\)"
+        ValueError,
+        match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(held-out kind base64: 2\)",
     ):
         ml.summarize_seed(root / "seed2")
     assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
@@ -266,3 +267,79 @@ def test_base64_tasks_in_the_eval_set_are_refused(tmp_path):
     _task(tr, "base64-2000000")
     with pytest.raises(ValueError, match=r"kinds in both --eval-tasks and --transfer-tasks: \['base64'\]"):
         ml.combined_eval_tasks(ev, tr, tmp_path / "out")
+
+
+def test_the_over_seed_transfer_line_names_the_transfer_set(tmp_path, capsys):
+    """The over-seed line named the base64 set ``transfer tasks (3 kinds)`` (the per-kind loop's
+    list of the last seed's kinds shadowed the run root's transfer kinds)."""
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "\nheld-out kind base64 (no training task of these kinds) before 0.000 +- 0.000, after 0.250" in out
+    )
+
+
+@pytest.mark.parametrize("text", ["[]", '"base64"', "5", "null", '{"base64": 1}', "[1]", '[""]', "not json"])
+def test_a_damaged_transfer_kinds_file_is_refused_not_read_as_no_transfer(tmp_path, capsys, text):
+    """``"base64"`` read as the kinds b, a, s, e, 6, 4 and ``[]`` as none: the transfer tasks'
+    rollouts were counted in the held-out reward (0.667 instead of 0.875); ``5`` was a traceback."""
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    (root / "transfer-kinds.json").write_text(text)
+    with pytest.raises(ValueError, match="transfer-kinds.json"):
+        ml.transfer_kinds(root)
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("migration_learning.py: ")
+        and "transfer-kinds.json" in err
+        and len(err.splitlines()) == 1
+    )
+
+
+def test_a_refused_transfer_set_leaves_the_recorded_kinds(tmp_path):
+    """A second call with another transfer set is refused; it used to write its kinds first, so
+    the run root's evaluations were then split by the refused set's kinds."""
+    ev, tr, real = tmp_path / "eval", tmp_path / "transfer", tmp_path / "real"
+    _task(ev, "profile-1000003")
+    _task(tr, "base64-2000000")
+    _task(real, "poetix__ambivalence")
+    out = tmp_path / "root" / "eval-tasks"
+    ml.combined_eval_tasks(ev, tr, out)
+    with pytest.raises(ValueError, match="other tasks than"):
+        ml.combined_eval_tasks(ev, real, out)
+    assert ml.transfer_kinds(out.parent) == frozenset({"base64"})
+
+
+def test_a_real_repository_ending_in_digits_is_its_own_kind():
+    assert ml.kind_of("apache__commons-lang-3") == "apache__commons-lang-3"
+    assert ml.kind_of("java-level-props-0000007") == "java-level-props"
+
+
+def test_recorded_seeds_of_another_transfer_set_are_not_averaged_in(tmp_path, capsys):
+    """A recorded file whose seed evaluated base64 joined to a run root whose transfer set is real
+    repositories: the over-seed transfer mean mixed the two sets under the root's label."""
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
+    (tmp_path / "rec.txt").write_text(f"settings: {ml.FLAGS}\n" + capsys.readouterr().out)
+    assert ml.recorded_seeds(tmp_path / "rec.txt", ml.FLAGS)[2]["transfer_label"] == "held-out kind base64"
+    real_root = tmp_path / "real"
+    _run_with_transfer(real_root / "seed1", ("poetix__ambivalence", "alt236__jacocoxmlparser"))
+    (real_root / "transfer-kinds.json").write_text('["alt236__jacocoxmlparser", "poetix__ambivalence"]\n')
+    argv = [
+        "--run-root",
+        str(real_root),
+        "--seeds",
+        "1,2",
+        "--table-only",
+        "--recorded",
+        str(tmp_path / "rec.txt"),
+    ]
+    assert ml.main(argv) == 2
+    assert (
+        "seeds with different transfer sets (held-out kind base64, transfer tasks (2 kinds))"
+        in capsys.readouterr().err
+    )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,73 @@ def test_which_done_records_are_made_again(tmp_path: Path, monkeypatch, flags, m
         setattr(args, k, v)
     make_tasks_from_records(args)
     assert calls == made_again
+
+
+def test_a_remake_that_does_not_finish_is_not_reported_made(tmp_path: Path, monkeypatch, capsys) -> None:
+    """--remake removes the made task's directory, then builds: when the sandbox stops it (or the
+    run is killed) the report still said ``made`` for a half-made directory, and a rerun without
+    --remake skipped it (exit 0). Now a ``remaking`` line stands until the remake's outcome, and
+    any rerun makes it again. The builder is real up to its first build (git export, task.json)."""
+    from strands_art.envs.migrationbench.generate import realtasks
+    from strands_art.envs.sandbox import SandboxError
+
+    clones = tmp_path / "clones"
+    repo, base = upstream(clones)
+    record = {"repo": "demo/up", "base_commit": base, "num_test_cases": 1, "license": "MIT"}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(record) + "\n")
+    out = tmp_path / "tasks"
+    (out / "demo__up" / "repo").mkdir(parents=True)
+    (out / "demo__up" / "task.json").write_text('{"real": {"check": {"ok": true}}}')  # the made task
+    (out / "report.jsonl").write_text(
+        json.dumps(record | {"status": "made", "untouched": 0.0, "reference": 1.0}) + "\n"
+    )
+
+    def no_sandbox(*a, **kw):
+        raise SandboxError("bwrap: setting up uid map: Permission denied")
+
+    monkeypatch.setattr(realtasks, "evaluate", no_sandbox)
+    args = _args(out, records, clones, None)
+    args.remake = True
+    assert make_tasks_from_records(args) == 2
+    assert "the sandbox cannot start" in capsys.readouterr().err
+    assert done_records(out)["demo/up"]["status"] == "remaking"
+    assert "check" not in json.loads((out / "demo__up" / "task.json").read_text())["real"]  # half-made
+    assert "demo/up " in summary(out) and "REMAKING: its remake did not finish" in summary(out)
+    assert summary(out).endswith("RESULT records=1 made=0 blocked=0 reference_ok=0 remaking=1\n")
+    args.remake = False  # a plain rerun makes it again (before: skipped it as made, exit 0)
+    assert make_tasks_from_records(args) == 2
+
+
+def test_remake_stopped_by_max_seconds_names_the_records_left(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``--remake --max-seconds`` said "run again to continue", but the same command remakes every
+    record again from the first: it now names the ``--only`` list of the records it did not reach."""
+    from strands_art.envs.migrationbench.generate import fromrecords
+
+    base = "ab" * 20
+    rows = [{"repo": r, "base_commit": base, "num_test_cases": 1} for r in ("a/one", "b/two", "c/three")]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tasks"
+    out.mkdir()
+    (out / "report.jsonl").write_text(
+        "".join(json.dumps(r | {"status": "made", "untouched": 0.0, "reference": None}) + "\n" for r in rows)
+    )
+    clock = itertools.chain([0, 1, 2], itertools.repeat(100))  # start, a/one starts, its line; then 100 s
+    monkeypatch.setattr(fromrecords, "time", types.SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(fromrecords, "find_clone", lambda repos, repo, commit: tmp_path)
+    monkeypatch.setattr(
+        fromrecords,
+        "make_real_task",
+        lambda record, *a, **kw: record | {"status": "made", "untouched": 0.0, "reference": None},
+    )
+    args = _args(out, records, tmp_path, None)
+    args.remake, args.max_seconds = True, 5.0
+    make_tasks_from_records(args)
+    assert (
+        "stopped after 5 s: to remake the rest, run again with --remake --only b/two,c/three"
+        in capsys.readouterr().out
+    )
 
 
 @pytest.mark.maven

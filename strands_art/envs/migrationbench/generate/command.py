@@ -82,8 +82,8 @@ def add_make_tasks_parser(sub: argparse._SubParsersAction) -> None:
     real.add_argument(
         "--remake",
         action="store_true",
-        help="make the selected records again from the start, made or blocked (their task directories are "
-        "replaced; with --only, just those)",
+        help="make the selected records again from the start, made or blocked (each task directory is removed "
+        "first; with --only, just those)",
     )
     real.add_argument(
         "--only",

@@ -7,9 +7,11 @@ count are skipped with a line) that has a clone holding ``base_commit`` under ``
 record with a clone, else the command exits 2 naming what is wrong. Records already in
 ``OUT/report.jsonl`` are skipped (``--retry-blocked`` makes the blocked ones again,
 ``--remake`` every selected one, made or blocked, ``--recheck`` scores a new ``--reference`` of the
-made ones). Prints one line per record and a
-``RESULT records=… made=… blocked=… reference_ok=…`` line.
-"""
+made ones; a record whose remake did not finish, ``remaking`` in the report, is made again by
+any run). Prints one line per record and a
+``RESULT records=… made=… blocked=… reference_ok=…`` line. ``--max-seconds`` with ``--remake``
+prints the ``--only`` list of the records left (the same flags again would remake those already
+remade)."""
 
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from strands_art.envs.migrationbench.generate.realtasks import (
+    REMAKING,
     done_records,
     find_clone,
     line,
     make_real_task,
+    mark_remaking,
     recheck_reference,
     task_dir_name,
 )
@@ -54,6 +58,14 @@ def _only(
         )
         return f"--only {args.only!r}: {said or 'no repo given'} (records: {args.from_records})"
     return only
+
+
+def _continue(args: argparse.Namespace, left: list[tuple[dict[str, Any], Path]]) -> str:
+    """How to go on after ``--max-seconds`` stopped before ``left``: the same command; with
+    ``--remake`` (which would remake again the ones this run remade) ``--only`` those left."""
+    if not args.remake:
+        return "run again to continue"
+    return f"to remake the rest, run again with --remake --only {','.join(r['repo'] for r, _ in left)}"
 
 
 def make_tasks_from_records(args: argparse.Namespace) -> int:
@@ -107,19 +119,26 @@ def make_tasks_from_records(args: argparse.Namespace) -> int:
     for i, (record, git_dir) in enumerate(todo, 1):
         ref = _reference_for(reference, record["repo"], single=len(todo) == 1)
         prior = done.get(record["repo"])
-        if prior is not None and (args.remake or (prior["status"] == "blocked" and args.retry_blocked)):
+        again = prior is not None and (
+            args.remake
+            or prior["status"] == REMAKING
+            or (prior["status"] == "blocked" and args.retry_blocked)
+        )
+        if again:
             prior = None  # made again from the start (e.g. after installing a Debian package)
         if prior is not None and not (
             ref is not None and prior["status"] == "made" and prior.get("reference") != 1.0 and args.recheck
         ):
             continue
         if args.max_seconds and time.monotonic() - t0 > args.max_seconds:
-            print(f"stopped after {args.max_seconds:.0f} s: run again to continue", flush=True)
+            print(f"stopped after {args.max_seconds:.0f} s: {_continue(args, todo[i - 1 :])}", flush=True)
             break
         try:
             if prior is not None and ref is not None:
                 r = recheck_reference(prior, out, ref, timeout_s=args.timeout, max_rounds=args.max_rounds)
             else:
+                if again:  # its directory goes first: the report must not call it made meanwhile
+                    done[record["repo"]] = mark_remaking(out, record)
                 r = make_real_task(
                     record, git_dir, out, reference=ref, timeout_s=args.timeout, max_rounds=args.max_rounds
                 )

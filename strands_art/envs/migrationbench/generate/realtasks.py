@@ -21,7 +21,9 @@ repository has a local clone under ``--repos`` (:func:`find_clone`), :func:`make
 
 The last Maven logs of each record are kept in ``OUT/_logs/<owner>__<name>/``. Each record's
 outcome is one line of ``OUT/report.jsonl``, written when the record is done, so a
-killed run resumes: records with a line are skipped, a half-made directory is made again.
+killed run resumes: records with a line are skipped, a half-made directory is made again. A
+record made again from the start (``--remake``, ``--retry-blocked``) loses its task directory
+first: a ``remaking`` line (:func:`mark_remaking`) says so until its new outcome is written.
 ``--max-seconds`` stops starting records after that long (run again to continue).
 """
 
@@ -50,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 REPORT = "report.jsonl"
 BLOCKED_DIR = "_blocked"
+REMAKING = "remaking"
+"""The status of a record whose task is being made again (:func:`mark_remaking`): neither made nor blocked."""
 LOGS_DIR = "_logs"
 
 
@@ -373,6 +377,19 @@ def _finish(out: Path, report: dict[str, Any], t0: float) -> dict[str, Any]:
     return report
 
 
+def mark_remaking(out: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Append (and return) a ``remaking`` line for ``record`` to ``out/report.jsonl``, before its
+    task is made again from the start (``--remake``, ``--retry-blocked``): :func:`make_real_task`
+    removes the made (or blocked) directory first, so until its new line is written the report must
+    not call the record made; a run killed, or stopped by the sandbox, meanwhile leaves this line,
+    and the next run (with or without the flag) makes the record again."""
+    mark = {k: record.get(k) for k in ("repo", "base_commit", "license", "num_test_cases")}
+    mark["status"] = REMAKING
+    with open(out / REPORT, "a", encoding="utf-8") as f:
+        f.write(json.dumps(mark) + "\n")
+    return mark
+
+
 def done_records(out: Path) -> dict[str, dict[str, Any]]:
     """The report lines already in ``out/report.jsonl``, by repo (the last line of a repo wins)."""
     path = out / REPORT
@@ -387,6 +404,8 @@ def line(r: dict[str, Any]) -> str:
     head = f"{r['repo']} {r['base_commit'][:12]} {r.get('license')} tests={r.get('num_test_cases')}"
     if r["status"] == "blocked":
         return f"{head} BLOCKED: " + " ".join("; ".join(r.get("blocked") or []).split())[:600]
+    if r["status"] == REMAKING:
+        return f"{head} REMAKING: its remake did not finish (killed, or the sandbox stopped); the next run makes it"
     return (
         f"{head} untouched={r['untouched']} reference={r['reference']} "
         f"(tests {r.get('reference_tests')}) offline_files={len(r.get('offline_files') or [])}"
@@ -397,10 +416,13 @@ def summary(out: Path) -> str:
     """The report of ``out`` as text: one line per record (:func:`line`), then the RESULT line."""
     results = sorted(done_records(out).values(), key=lambda r: (r["status"] != "made", r["repo"].lower()))
     made = [r for r in results if r["status"] == "made"]
+    blocked = [r for r in results if r["status"] == "blocked"]
     ref_ok = [r for r in made if r.get("reference") == 1.0]
     lines = [line(r) for r in results]
+    remaking = len(results) - len(made) - len(blocked)
     lines.append(
-        f"RESULT records={len(results)} made={len(made)} blocked={len(results) - len(made)} reference_ok={len(ref_ok)}"
+        f"RESULT records={len(results)} made={len(made)} blocked={len(blocked)} reference_ok={len(ref_ok)}"
+        + (f" remaking={remaking}" if remaking else "")
     )
     return "\n".join(lines) + "\n"
 

@@ -211,6 +211,30 @@ def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "u").iterdir() if p.name != "env") == []
 
 
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_symlinked_or_mistyped_env_is_refused_before_the_environment_writes_through_it(
+    tmp_path, capsys, resume
+):
+    """A fresh ``--env migrationbench`` run whose ``env`` is a symlink made ``elsewhere/rollouts``
+    before the run directory was checked (and ``env`` a file was a bare ``[Errno 20]``); now both
+    are one line naming the entry, nothing written. No model is loaded (refused first)."""
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    if resume:
+        shutil.copytree(ROOT / "tests" / "data" / "train-lookup", run)
+    else:
+        run.mkdir()
+    elsewhere.mkdir()
+    (run / "env").symlink_to(elsewhere)
+    argv = ["train", "--resume"] if resume else ["train", "--env", "migrationbench"]
+    assert main([*argv, "--run-dir", str(run), "--no-progress"]) == 2
+    assert f"{run / 'env'} is a symlink: a run directory's files must be inside it" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+    (run / "env").unlink()
+    (run / "env").write_text("")
+    assert main([*argv, "--run-dir", str(run), "--no-progress"]) == 2
+    assert f"{run / 'env'} is a regular file, not a directory: move it out" in capsys.readouterr().err
+
+
 def test_migrationbench_prompt_sets_the_rollout_config_as_migrate_does():
     from strands_art.envs.migrationbench.config import RolloutConfig
     from strands_art.envs.migrationbench.run.train_env import rollout_config

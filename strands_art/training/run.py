@@ -149,13 +149,14 @@ def env_options(settings: TrainSettings) -> EnvOptions:
     )
 
 
-def prepare_run_dir(run_dir: Path, resume: bool) -> None:
-    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run; refuse
-    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere)
-    or not of its type (a directory where a file belongs, a file or FIFO where a directory does).
+def check_run_entries(run_dir: Path) -> None:
+    """Refuse a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write
+    elsewhere) or not of its type (a directory where a file belongs, a file, FIFO or socket where a
+    directory does). The command checks this before the environment makes ``env/`` (a symlinked
+    ``env`` was written through), :func:`prepare_run_dir` again.
 
     Raises:
-        RunDirError: see the class.
+        RunDirError: naming the entry and what it is.
     """
     for name in RUN_FILES:  # a run's own files are in it: none may lead elsewhere
         path = run_dir / name
@@ -164,6 +165,17 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
         why = _wrong_type(path, name) if path.exists() else None
         if why:  # e.g. a .lock directory, a rows file: what the run writes there would fail mid-run
             raise RunDirError(f"{path} {why}: move it out of the run directory")
+
+
+def prepare_run_dir(run_dir: Path, resume: bool) -> None:
+    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run; refuse
+    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere)
+    or not of its type (a directory where a file belongs, a file or FIFO where a directory does).
+
+    Raises:
+        RunDirError: see the class.
+    """
+    check_run_entries(run_dir)
     has_run = (run_dir / "train.json").exists() or (run_dir / "metrics.jsonl").exists()
     if resume and not (run_dir / "train.json").exists():
         raise RunDirError(f"--resume: {run_dir} holds no run (no train.json)")

@@ -309,12 +309,13 @@ def run_train(args: argparse.Namespace) -> int:
     from strands_art.training.checkpoint import CheckpointWriteError
     from strands_art.training.environment import EnvironmentSpecError, resolve_environment
     from strands_art.training.loop import SamplerUnavailable
-    from strands_art.training.run import RunDirError, env_options, run_training
+    from strands_art.training.run import RunDirError, check_run_entries, env_options, run_training
     from strands_art.training.settings import TrainSettings
     from strands_art.validation import check_int
 
     had = (Path(args.run_dir).exists(), (Path(args.run_dir) / "env").exists())
     try:
+        check_run_entries(Path(args.run_dir))  # before the environment writes env/ (through a symlink)
         got = _settings(args)
         if isinstance(got, TrainSettings):
             settings, env = got, None

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 import statistics
 import sys
 import time
@@ -38,7 +39,9 @@ KINDS = ("recorded", "plain", "checkpointed")
 
 
 def parse_rows(spec: str) -> tuple[str, Path, int]:
-    """``LABEL=RUN_DIR[:OUTER_BATCH]`` -> (label, run dir, outer batch).
+    """``LABEL=RUN_DIR[:OUTER_BATCH]`` -> (label, run dir, outer batch; 0 when not given). A run
+    directory whose path holds ':' is read whole when what follows its last ':' holds a '/'
+    (``a=runs/12:30/seed0``); else give the outer batch (``a=runs/x:y:0``).
 
     Raises:
         argparse.ArgumentTypeError: no label, or an outer batch that is not an integer.
@@ -47,6 +50,8 @@ def parse_rows(spec: str) -> tuple[str, Path, int]:
     if not sep or not label:
         raise argparse.ArgumentTypeError(f"--rows {spec!r}: LABEL=RUN_DIR[:OUTER_BATCH]")
     run_dir, _, ob = rest.rpartition(":") if ":" in rest else (rest, "", "0")
+    if "/" in ob:  # the ':' was inside the path
+        run_dir, ob = rest, "0"
     if not ob.isdigit():
         raise argparse.ArgumentTypeError(f"--rows {spec!r}: the outer batch after ':' must be an integer")
     return label, Path(run_dir), int(ob)
@@ -57,15 +62,22 @@ def load_trajectories(run_dir: Path, outer_batch: int) -> list[Any]:
 
     Raises:
         OSError: the file is missing or unreadable.
+        ValueError: a line that is not a JSON trajectory of rows (its number named).
     """
     from strands_art.trajectory import Row, Trajectory
 
     out = []
-    with open(run_dir / "rows" / f"ob-{outer_batch:06d}.jsonl", encoding="utf-8") as f:
-        for line in f:
-            d = json.loads(line)
-            rows = [Row.from_dict(r) for r in d["rows"]]
-            out.append(Trajectory(d["rollout_id"], d["group_id"], rows=rows, reward=d["reward"]))
+    path = run_dir / "rows" / f"ob-{outer_batch:06d}.jsonl"
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                d = json.loads(line)
+                rows = [Row.from_dict(r) for r in d["rows"]]
+                out.append(Trajectory(d["rollout_id"], d["group_id"], rows=rows, reward=d["reward"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(
+                    f"{path} line {n}: not a trajectory of rows ({type(exc).__name__}: {exc})"
+                ) from None
     return out
 
 
@@ -130,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--random-weights", metavar="DIR", help="config.json and tokenizer here, weights random")
     p.add_argument("--out", help="also write every replay here (JSON)")
     args = p.parse_args(argv)
+    if args.reps < 1:
+        p.error(f"--reps {args.reps}: at least 1")
+    if args.threads < 0:
+        p.error(f"--threads {args.threads}: 0 (torch's default) or more")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):
+        p.error(f"--device {args.device!r}: cpu, cuda or cuda:N")
     variants = args.variants.split(",")
     bad = [v for v in variants if v.partition("-")[0] not in KINDS or v.partition("-")[2] not in ("", "bf16")]
     if bad:
@@ -142,8 +160,15 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    sets = {label: (d, ob, load_trajectories(d, ob)) for label, d, ob in args.rows}
-    models = {TrainSettings.load(d).model for d, _, _ in sets.values()}
+    sets, models = {}, set()
+    for label, d, ob in args.rows:
+        try:  # a missing rows file or train.json, a damaged row: one line, before the model loads
+            sets[label] = (d, ob, load_trajectories(d, ob))
+            models.add(TrainSettings.load(d).model)
+            if not sets[label][2]:
+                raise ValueError(f"rows/ob-{ob:06d}.jsonl holds no trajectory")
+        except (OSError, ValueError) as exc:
+            p.error(f"--rows {label}={d}:{ob}: {' '.join(str(exc).split())[:300]}")
     if len(models) != 1:
         p.error(f"--rows: runs of different models {sorted(models)}")
     base, tok = base_model(args, models.pop())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -65,12 +66,39 @@ def test_two_row_sets_replay_alternated_with_their_counts(tiny: Path, tmp_path: 
         (["--rows", f"a={RUN}:x"], "the outer batch after ':' must be an integer"),
         (["--rows", f"a={RUN}", "--variants", "shared"], "--variants: unknown ['shared']"),
         (["--rows", f"a={RUN}", "--rows", f"a={RUN}:1"], "--rows: each label once"),
+        # each of these was a traceback (the reps after loading the model)
+        (["--rows", f"a={RUN}", "--reps", "0"], "--reps 0: at least 1"),
+        (["--rows", f"a={RUN}", "--threads", "-2"], "--threads -2: 0 (torch's default) or more"),
+        (["--rows", f"a={RUN}", "--device", "gpu"], "--device 'gpu': cpu, cuda or cuda:N"),
+        (["--rows", f"a={RUN}:7"], f"--rows a={RUN}:7: [Errno 2] No such file or directory"),
+        (["--rows", "a=no/such:run/dir"], "--rows a=no/such:run/dir:0: [Errno 2] No such file or directory"),
+        (["--rows", "a=NORUN:0"], "NORUN/train.json not found"),
+        (["--rows", "a=EMPTY:0"], "rows/ob-000000.jsonl holds no trajectory"),
+        (
+            ["--rows", "a=BADROW:0"],
+            "rows/ob-000000.jsonl line 1: not a trajectory of rows (KeyError: 'rows')",
+        ),
     ],
 )
-def test_bad_arguments_are_named(argv: list[str], message: str, capsys) -> None:
+def test_bad_arguments_are_named(argv: list[str], message: str, capsys, tmp_path: Path) -> None:
+    for name, rows in (("NORUN", None), ("EMPTY", ""), ("BADROW", '{"rollout_id": "r", "group_id": "g"}\n')):
+        (tmp_path / name / "rows").mkdir(parents=True)
+        if rows is None:  # good rows, no train.json
+            shutil.copy(RUN / "rows" / "ob-000000.jsonl", tmp_path / name / "rows" / "ob-000000.jsonl")
+        else:
+            (tmp_path / name / "rows" / "ob-000000.jsonl").write_text(rows)
+            shutil.copy(RUN / "train.json", tmp_path / name / "train.json")
+    argv = [x.replace("=NORUN", f"={tmp_path}/NORUN").replace("=EMPTY", f"={tmp_path}/EMPTY") for x in argv]
+    argv = [x.replace("=BADROW", f"={tmp_path}/BADROW") for x in argv]
     with pytest.raises(SystemExit) as exc:
         at.main(argv)
-    assert exc.value.code == 2 and message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_a_run_directory_with_a_colon_in_its_path_is_read_whole() -> None:
+    assert at.parse_rows("a=runs/12:30/seed0") == ("a", Path("runs/12:30/seed0"), 0)
+    assert at.parse_rows("a=runs/12:30/seed0:2") == ("a", Path("runs/12:30/seed0"), 2)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,7 +82,11 @@ def load_trajectories(run_dir: Path, outer_batch: int) -> list[Any]:
 
 
 def trainer_config(run_dir: Path, variant: str) -> Any:
-    """The run's trainer configuration with ``variant`` applied (module doc)."""
+    """The run's trainer configuration with ``variant`` applied (module doc).
+
+    Raises:
+        FileNotFoundError, ValueError: ``RUN_DIR/train.json`` is missing or not valid settings.
+    """
     from strands_art.training.settings import TrainSettings
 
     kind, _, bf16 = variant.partition("-")
@@ -94,6 +98,9 @@ def trainer_config(run_dir: Path, variant: str) -> Any:
 
 
 def base_model(args: argparse.Namespace, model_name: str) -> tuple[Any, Any]:
+    """(model on ``args.device`` in eval mode, tokenizer): ``model_name``'s weights, or with
+    ``--random-weights DIR`` its architecture from ``DIR/config.json`` with random float32 weights
+    (seed 0) and ``DIR``'s tokenizer."""
     import torch
 
     if args.random_weights:
@@ -110,7 +117,9 @@ def base_model(args: argparse.Namespace, model_name: str) -> tuple[Any, Any]:
 
 
 def replay(base: Any, tok: Any, config: Any, trajs: list[Any], device: str) -> dict[str, Any]:
-    """One update of ``trajs`` on a copy of ``base`` with a fresh LoRA adapter (seed 0)."""
+    """One update of ``trajs`` on a copy of ``base`` with a fresh LoRA adapter (seed 0): ``s``,
+    its wall seconds (the device synchronized before and after), and the update's
+    ``processed_tokens``, ``optimizer_steps``, ``loss`` and ``grad_norm``."""
     import torch
 
     from strands_art.training.local import LocalTrainer

@@ -20,6 +20,7 @@ from strands_art.envs.migrationbench.generate.realtasks import (
     export_commit,
     find_clone,
     gitlinks,
+    mark_remaking,
     summary,
 )
 from strands_art.envs.migrationbench.tasks.taskinfo import git_tree_id
@@ -172,6 +173,24 @@ def test_which_done_records_are_made_again(tmp_path: Path, monkeypatch, flags, m
         setattr(args, k, v)
     make_tasks_from_records(args)
     assert calls == made_again
+
+
+def test_a_torn_report_line_is_made_again_not_a_traceback(tmp_path: Path) -> None:
+    """A killed write leaves a torn last line in report.jsonl: it stopped every later run with a
+    JSONDecodeError traceback; the record of a torn line is now made again."""
+    out = tmp_path / "tasks"
+    out.mkdir()
+    made = {"repo": "a/made", "base_commit": "ab" * 20, "status": "made", "untouched": 0.0, "reference": 1.0}
+    (out / "report.jsonl").write_text(json.dumps(made) + "\n" + '{"repo": "b/torn", "base_co' + "\n[1]\n")
+    assert done_records(out) == {"a/made": made}
+    with open(out / "report.jsonl", "a") as f:
+        f.write('{"repo": "c/torn-last", "stat')  # no newline: the next line must not join it
+    rec = {"repo": "c/torn-last", "base_commit": "cd" * 20, "num_test_cases": 1}
+    assert mark_remaking(out, rec) == done_records(out)["c/torn-last"]
+    mark_remaking(out, rec | {"repo": "d/next"})  # after a whole line: no blank line between
+    lines = (out / "report.jsonl").read_text().split("\n")
+    assert lines[-4] == '{"repo": "c/torn-last", "stat' and lines[-1] == ""
+    assert [json.loads(x)["repo"] for x in lines[-3:-1]] == ["c/torn-last", "d/next"]
 
 
 def test_a_remake_that_does_not_finish_is_not_reported_made(tmp_path: Path, monkeypatch, capsys) -> None:

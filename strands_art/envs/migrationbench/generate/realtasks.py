@@ -372,9 +372,18 @@ def _blocked(out: Path, task_dir: Path, report: dict[str, Any], t0: float) -> di
 
 def _finish(out: Path, report: dict[str, Any], t0: float) -> dict[str, Any]:
     report["seconds"] = round(time.monotonic() - t0, 1)
-    with open(out / REPORT, "a", encoding="utf-8") as f:
-        f.write(json.dumps(report) + "\n")
+    _append_report(out, report)
     return report
+
+
+def _append_report(out: Path, line: dict[str, Any]) -> None:
+    """Append ``line`` to ``out/report.jsonl`` on a line of its own (after a torn last line too)."""
+    with open(out / REPORT, "a+b") as f:
+        torn = False
+        if f.seek(0, os.SEEK_END) > 0:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+        f.write((b"\n" if torn else b"") + json.dumps(line).encode("utf-8") + b"\n")
 
 
 def mark_remaking(out: Path, record: dict[str, Any]) -> dict[str, Any]:
@@ -385,18 +394,30 @@ def mark_remaking(out: Path, record: dict[str, Any]) -> dict[str, Any]:
     and the next run (with or without the flag) makes the record again."""
     mark = {k: record.get(k) for k in ("repo", "base_commit", "license", "num_test_cases")}
     mark["status"] = REMAKING
-    with open(out / REPORT, "a", encoding="utf-8") as f:
-        f.write(json.dumps(mark) + "\n")
+    _append_report(out, mark)
     return mark
 
 
 def done_records(out: Path) -> dict[str, dict[str, Any]]:
-    """The report lines already in ``out/report.jsonl``, by repo (the last line of a repo wins)."""
+    """The report lines already in ``out/report.jsonl``, by repo (the last line of a repo wins).
+    A line that is not a JSON object with ``repo`` and ``status`` (torn by a killed write) is
+    skipped, so its record is made again rather than the command stopping on it.
+
+    Raises:
+        OSError, UnicodeDecodeError: the report cannot be read as text.
+    """
     path = out / REPORT
     if not path.is_file():
         return {}
-    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    return {r["repo"]: r for r in lines}
+    out_lines: dict[str, dict[str, Any]] = {}
+    for x in path.read_text(encoding="utf-8").splitlines():
+        try:
+            r = json.loads(x)
+        except ValueError:
+            continue
+        if isinstance(r, dict) and isinstance(r.get("repo"), str) and isinstance(r.get("status"), str):
+            out_lines[r["repo"]] = r
+    return out_lines
 
 
 def line(r: dict[str, Any]) -> str:

@@ -256,8 +256,8 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     training exists, which is ``val_reward_before``), with the % difference of each
     run against the first (``100 * (x - first) / first``; None where either is None or first 0).
     A batch's ``eval_s`` is the held-out evaluation after it, so the total sums the evaluations
-    after batches (with ``--eval-every K`` most batches have none) and leaves out the one before
-    training."""
+    after batches (with ``--eval-every K`` most batches have none; None when one of them lacks
+    ``eval_s``) and leaves out the one before training."""
     per_run = []
     for name, records in runs:
         train, evals = _by_batch(records, "train"), _by_batch(records, "eval")
@@ -270,8 +270,8 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
         total: dict[str, Any] = {}
         for k in COMPARE_KEYS:
             vals = [r[k] for r in rows]
-            if k == "eval_s":  # every evaluation after a batch; a batch with none after it adds none
-                vals = [v for v in vals if v is not None] or [None]
+            if k == "eval_s":  # every evaluation after a batch (one without its seconds: no total)
+                vals = [r[k] for r in rows if r[k] is not None or r["outer_batch"] + 1 in evals] or [None]
             total[k] = sum(vals) if vals and all(v is not None for v in vals) else None
         after = [b for b in evals if b > 0]  # the evaluation before training is no result
         total["val_reward"] = _num(evals[max(after)].get("val_reward")) if after else None

@@ -59,6 +59,12 @@ from pathlib import Path
 from typing import Any
 
 from migration_recorded import recorded_seeds  # --recorded files
+from migration_transfer import (  # --transfer-tasks
+    combined_eval_tasks,
+    kind_of,
+    transfer_kinds,
+    transfer_label,
+)
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
 from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
@@ -119,78 +125,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def combined_eval_tasks(eval_dir: Path, transfer_dir: Path, out: Path) -> Path:
-    """Copy every task directory of ``eval_dir`` and ``transfer_dir`` into ``out`` (made once; the
-    next call checks that it holds the same task names), write the transfer set's kinds to
-    ``out.parent / "transfer-kinds.json"`` (:func:`transfer_kinds` reads them back) and return ``out``.
-
-    Raises:
-        ValueError: the transfer set is empty, a kind is in both sets (its rollouts could not be
-            split), or ``out`` exists with other tasks than the two sets hold.
-    """
-    import shutil
-
-    def names(d: Path) -> list[str]:
-        return sorted(p.name for p in d.iterdir() if (p / "task.json").is_file())
-
-    held, transfer = names(eval_dir), names(transfer_dir)
-    if not transfer:
-        raise ValueError(f"--transfer-tasks {transfer_dir} holds no task directory")
-    kinds = sorted({kind_of(n) for n in transfer})
-    both = sorted(set(kinds) & {kind_of(n) for n in held})
-    if both:
-        raise ValueError(
-            f"kinds in both --eval-tasks and --transfer-tasks: {both} (give each kind in one set)"
-        )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and names(out) != sorted(held + transfer):  # refused before its kinds are written
-        raise ValueError(f"{out} holds other tasks than --eval-tasks and --transfer-tasks: remove it")
-    (out.parent / "transfer-kinds.json").write_text(json.dumps(kinds) + "\n", encoding="utf-8")
-    if out.exists():
-        return out
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for d, ns in ((eval_dir, held), (transfer_dir, transfer)):
-        for n in ns:
-            shutil.copytree(d / n, tmp / n, symlinks=True)
-    tmp.rename(out)
-    return out
-
-
-def transfer_kinds(root: Path) -> frozenset[str]:
-    """The transfer set's kinds of a run root (``transfer-kinds.json``, written by
-    :func:`combined_eval_tasks`); {base64} for a root made before that file existed.
-
-    Raises:
-        ValueError: the file is not JSON or not a non-empty list of non-empty strings (read
-            anyway, the transfer tasks' rollouts would be counted in the held-out reward).
-        OSError: the file exists but cannot be read.
-    """
-    path = root / "transfer-kinds.json"
-    if not path.exists():
-        return frozenset({HELDOUT_KIND})
-    try:
-        kinds = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(
-            f"{path} is not JSON ({exc}): remove it, or run with --transfer-tasks again"
-        ) from None
-    if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k for k in kinds):
-        raise ValueError(
-            f"{path} holds {json.dumps(kinds)[:100]}, not a non-empty list of kinds (task-name prefixes): "
-            "remove it, or run with --transfer-tasks again"
-        )
-    return frozenset(kinds)
-
-
-def transfer_label(kinds: frozenset[str]) -> str:
-    """How the summary names the transfer set: ``held-out kind base64``, or ``transfer tasks (K kinds)``."""
-    return (
-        f"held-out kind {HELDOUT_KIND}" if kinds == {HELDOUT_KIND} else f"transfer tasks ({len(kinds)} kinds)"
-    )
-
-
 def train_command(args: argparse.Namespace, run_dir: Path, seed: int) -> list[str]:
     """The command line of one seed's run (``--resume`` when its directory holds a stopped run)."""
     exe = Path(sys.executable).parent / "strands-art"
@@ -217,13 +151,6 @@ def rollout_records(run_dir: Path) -> list[dict[str, Any]]:
                 continue
             out[rec["rollout_id"]] = rec
     return list(out.values())
-
-
-def kind_of(task: str) -> str:
-    """``java-level-props-0000007`` -> ``java-level-props`` (make-tasks names); a real repository's
-    task (``owner__name``, ``make-tasks --from-records``) is its own kind, whole, even when its
-    name ends in ``-digits`` (``apache__commons-lang-3``)."""
-    return task if "__" in task else re.sub(r"-\d+$", "", task)
 
 
 def eval_batch(rollout_id: str) -> int | None:
@@ -388,7 +315,9 @@ def run(args: argparse.Namespace) -> int:
     root.mkdir(parents=True, exist_ok=True)
     if args.transfer_tasks and not args.table_only:
         args.eval_tasks = str(
-            combined_eval_tasks(Path(args.eval_tasks), Path(args.transfer_tasks), root / "eval-tasks")
+            combined_eval_tasks(
+                Path(args.eval_tasks), Path(args.transfer_tasks), root / "eval-tasks", Path(args.train_tasks)
+            )
         )
     for seed in seeds if not args.table_only else []:
         run_dir = root / f"seed{seed}"

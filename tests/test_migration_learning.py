@@ -111,6 +111,11 @@ def test_transfer_tasks_join_the_evaluation_once_and_a_wrong_set_is_refused(tmp_
     _task(tr, "profile-1000009")  # a kind the held-out set has: its rollouts could not be split
     with pytest.raises(ValueError, match=r"kinds in both --eval-tasks and --transfer-tasks: \['profile'\]"):
         ml.combined_eval_tasks(ev, tr, tmp_path / "o2")
+    trained = tmp_path / "train"
+    _task(trained, "base64-0000004")  # a training task of the transfer kind: nothing to transfer
+    _task(tmp_path / "transfer1", "base64-2000000")
+    with pytest.raises(ValueError, match=r"--transfer-tasks kinds that training tasks have: \['base64'\]"):
+        ml.combined_eval_tasks(ev, tmp_path / "transfer1", tmp_path / "o4", trained)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ValueError, match="holds no task"):

@@ -238,12 +238,7 @@ def make_real_task(
     name = task_dir_name(record["repo"])
     task_dir = out / name
     t0 = time.monotonic()
-    report: dict[str, Any] = {
-        "repo": record["repo"],
-        "base_commit": record["base_commit"],
-        "license": record.get("license"),
-        "num_test_cases": record.get("num_test_cases"),
-    }
+    report = _report_head(record)
     for stale in (task_dir, out / BLOCKED_DIR / name):
         if stale.exists():
             shutil.rmtree(stale)
@@ -386,14 +381,19 @@ def _append_report(out: Path, line: dict[str, Any]) -> None:
         f.write((b"\n" if torn else b"") + json.dumps(line).encode("utf-8") + b"\n")
 
 
+def _report_head(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields every report line of ``record`` starts with."""
+    return {"repo": record["repo"], "base_commit": record["base_commit"], "license": record.get("license"),
+            "num_test_cases": record.get("num_test_cases")}  # fmt: skip
+
+
 def mark_remaking(out: Path, record: dict[str, Any]) -> dict[str, Any]:
     """Append (and return) a ``remaking`` line for ``record`` to ``out/report.jsonl``, before its
     task is made again from the start (``--remake``, ``--retry-blocked``): :func:`make_real_task`
     removes the made (or blocked) directory first, so until its new line is written the report must
     not call the record made; a run killed, or stopped by the sandbox, meanwhile leaves this line,
     and the next run (with or without the flag) makes the record again."""
-    mark = {k: record.get(k) for k in ("repo", "base_commit", "license", "num_test_cases")}
-    mark["status"] = REMAKING
+    mark = _report_head(record) | {"status": REMAKING}
     _append_report(out, mark)
     return mark
 

@@ -394,6 +394,12 @@ def report(runs: list[Run]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
                 f"processed tokens {r.get('processed_tokens', 0)}, actor {r.get('actor_update_s', 0):.1f} s, "
                 f"rollouts {r.get('rollout_s', 0):.0f} s, e2e {r.get('e2e_s', 0):.0f} s, "
                 f"reward {r.get('reward_mean', float('nan')):.3f}, tied groups {r.get('zero_advantage_groups', 0)}"
+                + (
+                    f", drawn {r['groups_drawn']} groups / {r.get('rollouts_drawn', 0)} rollouts "
+                    f"({r.get('groups_with_signal', 0)} with signal)"
+                    if "groups_drawn" in r
+                    else ""
+                )  # --max-draws
             )
     l1, t1 = table1(runs)
     l2, t2 = table2(runs)

@@ -328,3 +328,17 @@ def test_a_pair_whose_tree_group_tied_is_left_out_of_the_trainers_reductions(tmp
     assert t2["per_seed"]["actor_update_s"] == [pytest.approx(60.0)]  # not seed 1's 1 - 30 / 0.001
     assert t2["reduction"]["rows"] == pytest.approx(100 * (1 - 8 / 18))  # rows: every pair
     assert any("over the 1 of 2 pair(s)" in line for line in lines)
+
+
+def test_a_dynamically_sampled_outer_batch_shows_what_it_drew(tmp_path):
+    rec = {"outer_batch": 0, "rows": 4, "optimizer_steps": 1, "zero_advantage_groups": 0,
+           "groups_drawn": 2, "rollouts_drawn": 8, "groups_with_signal": 1}  # fmt: skip
+    plain = {"outer_batch": 0, "rows": 4, "optimizer_steps": 1}
+    settings = {"outer_batches": 1, "eval_tasks": None}
+    lines, _t1, _t2 = seed_tables.report([
+        seed_tables.Run(tmp_path / "a", "tree-fixed-steps", 0, settings, [rec]),
+        seed_tables.Run(tmp_path / "b", "linear-fixed-steps", 0, settings, [plain]),
+    ])  # fmt: skip
+    batch_lines = [line for line in lines if "outer batch 0:" in line]
+    assert batch_lines[0].endswith("tied groups 0, drawn 2 groups / 8 rollouts (1 with signal)")
+    assert batch_lines[1].endswith("tied groups 0")  # no --max-draws: nothing about draws

@@ -12,7 +12,8 @@ steps, context included), ``actor_update_s`` (forward, backward, optimizer), ``o
   over every outer batch of every seed), best and final held-out reward, mean +- sample std over seeds.
 - **Table 2, history mode** (both arms fixed-step batching): per seed, the totals over the outer
   batches both runs of the seed have (the pair's common prefix), then summed over seeds; the
-  reduction ``1 - linear / tree`` of the sums, and per seed (mean +- std).
+  reduction ``1 - linear / tree`` of the sums, and per seed (mean +- std). Processed tokens and
+  actor-update time are reduced over the outer batches where both arms ran a pass (:data:`TRAINED`).
 - ``best`` is the highest held-out reward of an evaluation after at least one update; ``final``
   the one after the run's last outer batch (only for finished runs).
 """
@@ -39,7 +40,8 @@ ARM_KEYS = frozenset({"history_mode", "batching", "rows_per_mini_batch", "seed",
 TOTALS = ("rows", "processed_tokens", "actor_update_s", "e2e_s")
 """Table 2's totals, in its order (the design's four rows)."""
 TRAINED = ("processed_tokens", "actor_update_s")
-"""The totals of the trainer's passes: compared only over pairs whose arms both ran one."""
+"""The totals of the trainer's passes: compared only over the outer batches (of a seed's pair) whose
+arms both ran one."""
 
 LABELS = {
     "rows": "training sequences (rows)",
@@ -241,24 +243,32 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
     ps = pairs(runs)
     sums = {arm: dict.fromkeys((*TOTALS, "tokens", "rollout_s", "eval_s"), 0.0) for arm in ("tree", "linear")}
     per_seed: dict[str, list[float]] = {k: [] for k in TOTALS}
-    # the trainer's totals compare only where both arms ran a pass: a group whose rewards all tie has
-    # advantage 0 and trains nothing (0 tokens, ~0 s), which is the rollouts' luck, not the capture's
-    pooled = {k: [0.0, 0.0] for k in TOTALS}  # (tree, linear) over the pairs that count for k
-    trained_pairs = 0
+    # the trainer's totals compare only the outer batches where both arms ran a pass: a kept group
+    # whose rewards all tie has advantage 0 and trains nothing (0 tokens, ~0 s), which is the
+    # rollouts' luck, not the capture's (with one prompt per outer batch, any outer batch of a run)
+    pooled = {k: [0.0, 0.0] for k in TOTALS}  # (tree, linear) over the outer batches that count for k
+    trained_batches = all_batches = 0
     for tree, linear, n in ps:
         tt, lt = tree.totals(n), linear.totals(n)
         for k in sums["tree"]:
             sums["tree"][k] += tt[k]
             sums["linear"][k] += lt[k]
-        ran = tt["processed_tokens"] > 0 and lt["processed_tokens"] > 0
-        trained_pairs += ran
+        both = [
+            b for b in range(n)
+            if tree.trains[b].get("processed_tokens", 0) > 0 and linear.trains[b].get("processed_tokens", 0) > 0
+        ]  # fmt: skip
+        trained_batches += len(both)
+        all_batches += n
         for k in TOTALS:
-            if k in TRAINED and not ran:
-                continue
-            pooled[k][0] += tt[k]
-            pooled[k][1] += lt[k]
-            if tt[k] > 0:
-                per_seed[k].append(100.0 * (1 - lt[k] / tt[k]))
+            if k in TRAINED:
+                t = float(sum(tree.trains[b].get(k, 0) for b in both))
+                lin = float(sum(linear.trains[b].get(k, 0) for b in both))
+            else:
+                t, lin = tt[k], lt[k]
+            pooled[k][0] += t
+            pooled[k][1] += lin
+            if t > 0:
+                per_seed[k].append(100.0 * (1 - lin / t))
     reduction = {k: (100.0 * (1 - lin / tr) if tr > 0 else float("nan")) for k, (tr, lin) in pooled.items()}
     batches = [n for *_, n in ps]
     lines = [
@@ -290,10 +300,11 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
         f"| best held-out reward | {pm(best_t)} ({len(best_t)}) | {pm(best_l)} ({len(best_l)}) | - | - "
         f"| {DESIGN_BEST['tree-fixed-steps']:.2f}% (batching run) | {DESIGN_BEST['linear-fixed-steps']:.2f}% | - |"
     )
-    if trained_pairs < len(ps):
+    if trained_batches < all_batches:
         lines.append(
-            f"processed tokens and actor-update time: reductions over the {trained_pairs} of {len(ps)} pair(s) whose "
-            "arms both ran a pass (in the others a group's rewards all tied: advantage 0, nothing trained)"
+            f"processed tokens and actor-update time: reductions over the {trained_batches} of {all_batches} outer "
+            "batch(es) whose arms both ran a pass (in the others a kept group's rewards all tied in one arm or both: "
+            "advantage 0, nothing trained); the columns above are every outer batch's"
         )
     extra = (
         f"also: tokens in the outer batches' rows tree {sums['tree']['tokens']:,.0f} / linear {sums['linear']['tokens']:,.0f}; "
@@ -302,7 +313,7 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
     )
     lines.append(extra)
     return lines, {"pairs": ps, "sums": sums, "reduction": reduction, "per_seed": per_seed,
-                   "best_tree": best_t, "best_linear": best_l, "trained_pairs": trained_pairs}  # fmt: skip
+                   "best_tree": best_t, "best_linear": best_l, "trained_batches": (trained_batches, all_batches)}  # fmt: skip
 
 
 def result_line(runs: list[Run], t1: dict[str, Any], t2: dict[str, Any]) -> str:

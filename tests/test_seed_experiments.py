@@ -322,12 +322,44 @@ def test_a_pair_whose_tree_group_tied_is_left_out_of_the_trainers_reductions(tmp
         run("tree-fixed-steps", 1, 8, 0, 0.001), run("linear-fixed-steps", 1, 4, 300, 30.0),
     ]  # fmt: skip
     lines, t2 = seed_tables.table2(runs)
-    assert t2["trained_pairs"] == 1
+    assert t2["trained_batches"] == (1, 2)
     assert t2["reduction"]["processed_tokens"] == pytest.approx(60.0)  # seed 0 only: 1 - 400 / 1000
     assert t2["reduction"]["actor_update_s"] == pytest.approx(60.0)
     assert t2["per_seed"]["actor_update_s"] == [pytest.approx(60.0)]  # not seed 1's 1 - 30 / 0.001
     assert t2["reduction"]["rows"] == pytest.approx(100 * (1 - 8 / 18))  # rows: every pair
-    assert any("over the 1 of 2 pair(s)" in line for line in lines)
+    assert any("over the 1 of 2 outer batch(es)" in line for line in lines)
+
+
+def test_an_outer_batch_that_tied_in_one_arm_is_left_out_of_the_trainers_reductions(tmp_path):
+    """The seed bench's shape: one prompt per outer batch, 6 outer batches per run. A kept group that
+    tied in one arm trains nothing there (0 tokens, ~0 s) while the other arm's outer batch trained:
+    the rollouts' luck, not the capture's. The trainer's totals compare the outer batches both arms
+    trained, as they do for a one-batch pair; rows and end-to-end time count every outer batch."""
+
+    def rec(b, rows, processed, actor):
+        return {"outer_batch": b, "rows": rows, "processed_tokens": processed, "actor_update_s": actor,
+                "e2e_s": actor + 100.0, "tokens": 1000 * rows, "rollout_s": 100.0, "optimizer_steps": 1}  # fmt: skip
+
+    # tree: 16 rows of 1,000 tokens per outer batch, linear 4 rows; tree tied in batches 1-4,
+    # linear in batch 5: 6 outer batches each, both trained in batch 0 only
+    tree = (
+        [rec(0, 16, 16000, 160.0)] + [rec(b, 16, 0, 0.001) for b in range(1, 5)] + [rec(5, 16, 16000, 160.0)]
+    )
+    linear = [rec(b, 4, 4000, 40.0) for b in range(5)] + [rec(5, 4, 0, 0.001)]
+    runs = [
+        seed_tables.Run(tmp_path / "t", "tree-fixed-steps", 0, {"outer_batches": 6}, tree),
+        seed_tables.Run(tmp_path / "l", "linear-fixed-steps", 0, {"outer_batches": 6}, linear),
+    ]
+    lines, t2 = seed_tables.table2(runs)
+    # over outer batch 0 alone: 1 - 4,000 / 16,000 (over the whole runs it read 1 - 20,000 / 32,000)
+    assert t2["reduction"]["processed_tokens"] == pytest.approx(75.0)
+    assert t2["reduction"]["actor_update_s"] == pytest.approx(75.0)
+    assert t2["per_seed"]["processed_tokens"] == [pytest.approx(75.0)]
+    assert t2["reduction"]["rows"] == pytest.approx(75.0)  # every outer batch: 1 - 24 / 96
+    e2e_tree, e2e_linear = 2 * 260.0 + 4 * 100.001, 5 * 140.0 + 100.001  # e2e_s = actor + 100 s
+    assert t2["reduction"]["e2e_s"] == pytest.approx(100 * (1 - e2e_linear / e2e_tree))
+    assert t2["trained_batches"] == (1, 6)
+    assert any("over the 1 of 6 outer batch(es)" in line for line in lines)
 
 
 def test_a_dynamically_sampled_outer_batch_shows_what_it_drew(tmp_path):

@@ -50,7 +50,7 @@ GIVEN = {
 }  # fmt: skip
 # per outer batch: (first drawn group has signal, second drawn group has signal or None if not drawn)
 CASES = {0: (False, True), 1: (False, False), 2: (True, None)}
-EVAL_SLEEP_S = 1.5  # each held-out rollout waits this long: an evaluation takes >= 1.5 s
+EVAL_SLEEP_S = 1.0  # each held-out rollout waits this long: an evaluation takes >= 1 s
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,9 +75,9 @@ def drawn_tasks(env, b: int) -> list[str]:
     return [t.name for t in candidate_order(env.train_tasks, first, GIVEN["seed"], b)[:2]]
 
 
-def controlled(env):
+def controlled(env, eval_sleep_s: float):
     """``env.rollout`` with the training rewards of :data:`CASES` (signal: rollout 0 gets 1.0, the
-    others 0.0; tied: all 0.0) and held-out rollouts that take :data:`EVAL_SLEEP_S` longer."""
+    others 0.0; tied: all 0.0) and held-out rollouts that take ``eval_sleep_s`` longer."""
     inner = env.rollout
     signal = {
         (b, name)
@@ -89,7 +89,7 @@ def controlled(env):
     async def rollout(gateway, task, rid, gid, sampling):
         traj = await inner(gateway, task, rid, gid, sampling)
         if rid.startswith("eval-"):
-            await asyncio.sleep(EVAL_SLEEP_S)
+            await asyncio.sleep(eval_sleep_s)
             return traj
         b, k = int(re.match(r"b(\d+)-", rid).group(1)), int(rid.rsplit("-r", 1)[1])
         traj.reward = float(k == 0) if (b, task.name) in signal else 0.0
@@ -101,7 +101,7 @@ def controlled(env):
 def run_arm(tok, run_dir: Path, arm: str, stop_after: int | None = None, resume: bool = False) -> None:
     mode = ARMS[arm]
     env = train_environment(EnvOptions(history_mode=mode["history_mode"], work_dir=run_dir / "env"))
-    env.rollout = controlled(env)
+    env.rollout = controlled(env, 0.0 if stop_after else EVAL_SLEEP_S)
     settings = TrainSettings.resolve("lookup", str(run_dir), {**GIVEN, **mode}, env.defaults)
     backend = ScriptedBackend(tok, script(tok))
     trainer = LocalTrainer(

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from strands_art.envs.migrationbench.evaluate.buildcopy import copy_for_build
-from strands_art.envs.migrationbench.evaluate.evalcache import EvalCache, cached_evaluate_command, tree_digest
+from strands_art.envs.migrationbench.evaluate.evalcache import EvalCache, cached_evaluate_command
+from strands_art.envs.migrationbench.treedigest import tree_digest
 from strands_art.envs.sandbox import Identity
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"

@@ -20,9 +20,9 @@ from strands_art.envs.migrationbench.evaluate.evalcache import (
     EvalCache,
     cache_for_run,
     cached_evaluate_command,
-    tree_digest,
 )
 from strands_art.envs.migrationbench.evaluate.verdict import REASON_BUILD_FAILED, REASON_TESTS_TIMEOUT
+from strands_art.envs.migrationbench.treedigest import TreeTooLarge, tree_digest
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 NEEDS_MVN = pytest.mark.skipif(
@@ -81,6 +81,13 @@ def test_names_modes_links_and_empty_directories_count(tmp_path: Path) -> None:
     (a / "link").symlink_to("src")  # the same name, another target
     d5 = tree_digest(a)
     assert len({d0, d1, d2, d3, d4, d5}) == 6
+
+
+def test_a_bound_on_bytes_stops_the_digest_and_changes_nothing_below_it(tmp_path: Path) -> None:
+    a = _write_tree(tmp_path / "a", {"pom.xml": b"x" * 60, "src/A.java": b"y" * 50})
+    assert tree_digest(a, max_bytes=110) == tree_digest(a)  # 110 bytes of files: at the bound
+    with pytest.raises(TreeTooLarge, match="more than 109 bytes"):
+        tree_digest(a, max_bytes=109)
 
 
 # ---------------------------------------------------------------- the cache, with a counting evaluator

@@ -111,7 +111,7 @@ PARTS: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {
         (3, "agent", (f"{_MB}.agent",)),
         (2, "maven", (f"{_MB}.maven",)),
         (1, "tasks", (f"{_MB}.tasks",)),
-        (0, "shared", (f"{_MB}.config", f"{_MB}.workspace", f"{_MB}.controlseq")),
+        (0, "shared", (f"{_MB}.config", f"{_MB}.workspace", f"{_MB}.controlseq", f"{_MB}.treedigest")),
     ],
 }
 

@@ -28,6 +28,8 @@ from strands_art.envs.migrationbench.agent.commands import (
     run_command,
 )
 from strands_art.envs.migrationbench.agent.editor import EditorError, FileEditor
+from strands_art.envs.migrationbench.agent.mavenmemo import MavenMemo
+from strands_art.envs.migrationbench.agent.mavenmemo import enabled as memo_enabled
 from strands_art.envs.migrationbench.agent.toolenv import workspace_sandbox
 from strands_art.envs.migrationbench.workspace import PathOutsideWorkspace, Workspace
 from strands_art.envs.sandbox import Sandbox, require_sandbox
@@ -57,6 +59,9 @@ class ToolStats:
         maven_calls / maven_s: shell commands that invoked Maven, and their time (a subset
             of ``seconds["shell"]``).
         timeouts: shell commands killed at their time limit.
+        maven_memo_hits / maven_memo_saved_s: repeated clean builds on an unchanged tree answered
+            from the last run (:mod:`.mavenmemo`; not in ``maven_calls``), and the seconds that
+            run took each time.
     """
 
     calls: dict[str, int] = field(default_factory=dict)
@@ -65,6 +70,8 @@ class ToolStats:
     maven_calls: int = 0
     maven_s: float = 0.0
     timeouts: int = 0
+    maven_memo_hits: int = 0
+    maven_memo_saved_s: float = 0.0
 
     def record(self, name: str, seconds: float, *, error: bool) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -156,6 +163,7 @@ def make_tools(
     stats: ToolStats | None = None,
     time_left: Callable[[], float | None] | None = None,
     editor_timeout_s: float = DEFAULT_EDITOR_TIMEOUT_S,
+    maven_memo: bool | None = None,
 ) -> list[Any]:
     """Build the ``shell`` and ``file_editor`` tools for one rollout.
 
@@ -174,6 +182,8 @@ def make_tools(
             (a private one is used if None).
         time_left: returns the rollout's remaining seconds (or None); a command's timeout is
             capped by it, so no command outlives the rollout's time limit.
+        maven_memo: answer a back-to-back repeat of a clean Maven build on the tree it left from
+            its last run (:mod:`.mavenmemo`); None: on unless ``STRANDS_ART_MAVEN_MEMO=off``.
 
     Returns:
         ``[shell, file_editor]``, Strands ``DecoratedFunctionTool`` objects.
@@ -189,6 +199,7 @@ def make_tools(
         sandbox = workspace_sandbox(workspace)
     st = stats if stats is not None else ToolStats()
     editor = FileEditor(workspace, max_view_chars=max_output_bytes)
+    memo = MavenMemo(workspace.root) if (memo_enabled() if maven_memo is None else maven_memo) else None
 
     @tool(name="shell", description=_shell_description(sandbox, command_timeout_s, max_output_bytes))
     async def shell(command: str) -> ToolResult:
@@ -200,6 +211,8 @@ def make_tools(
         start = time.monotonic()
         maven = invokes_maven(command)
         error = True
+        ran_ok = hit = False  # ran to its end (the memo keeps only such a run); answered by the memo
+        text = ""
         try:
             if not command.strip():
                 return _result("Error: empty command.", error=True)
@@ -211,6 +224,12 @@ def make_tools(
                         "Error: the rollout's time limit is reached; no more commands run.", error=True
                     )
                 limit = min(limit, left)
+            if memo is not None and (seen := await asyncio.to_thread(memo.lookup, command)) is not None:
+                text, seconds = seen
+                maven, error, hit = False, False, True  # not a Maven run: no maven_calls / maven_s
+                st.maven_memo_hits += 1
+                st.maven_memo_saved_s += seconds
+                return _result(text)
             res = await run_command(
                 command,
                 cwd=workspace.root,
@@ -227,8 +246,9 @@ def make_tools(
                     f"started). Output before the kill:\n{res.output}",
                     error=True,
                 )
-            error = False
-            return _result(f"{res.output}\n[exit code: {res.exit_code}]")
+            error, ran_ok = False, True
+            text = f"{res.output}\n[exit code: {res.exit_code}]"
+            return _result(text)
         except Exception as e:  # noqa: BLE001 - never crash the rollout; report to the model
             logger.exception("shell tool failed for %r", command)
             return _result(f"Error: could not run the command: {type(e).__name__}: {e}", error=True)
@@ -238,6 +258,11 @@ def make_tools(
             if maven:
                 st.maven_calls += 1
                 st.maven_s += spent
+            if memo is not None and command.strip() and not hit:
+                if ran_ok:  # digest the tree it left (kept only for a memoizable build)
+                    await asyncio.to_thread(memo.record, command, text, spent, ok=True)
+                else:
+                    memo.forget()
 
     @tool(
         name="file_editor",

@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import shutil
-import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -53,6 +52,7 @@ from typing import Any
 from strands_art.envs.migrationbench.evaluate import evaluator as _evaluator
 from strands_art.envs.migrationbench.evaluate.buildcopy import copy_for_build
 from strands_art.envs.migrationbench.evaluate.verdict import REASON_BUILD_TIMEOUT, REASON_TESTS_TIMEOUT
+from strands_art.envs.migrationbench.treedigest import tree_digest
 from strands_art.envs.sandbox import Identity
 from strands_art.envs.sandbox.removal import remove_tree
 
@@ -64,56 +64,6 @@ RUN_CACHE_DIR = "eval-cache"
 UNCACHED_REASONS = frozenset({REASON_BUILD_TIMEOUT, REASON_TESTS_TIMEOUT})
 """Verdicts with these reasons depend on the machine's load, not on the tree: never stored."""
 KEY_FORMAT = "strands-art-evalcache-1"
-
-
-def tree_digest(root: str | os.PathLike[str]) -> str:
-    """SHA-256 (hex) of the tree under ``root``: every entry's relative path, its type
-    (directory, regular file, symlink, other), its permission bits, a file's content and a
-    link's target, in sorted order, symlinks never followed. Two trees have the same digest
-    only if they are equal in all of these (a one-byte difference anywhere is another digest);
-    where ``root`` lies does not count.
-
-    Raises:
-        OSError: the tree cannot be read.
-    """
-    h = hashlib.sha256(b"tree\0")
-    stack = [b""]
-    base = os.fsencode(os.fspath(root))
-    while stack:
-        rel = stack.pop()
-        with os.scandir(os.path.join(base, rel) if rel else base) as it:
-            names = sorted(e.name for e in it)
-        subdirs = []
-        for name in names:
-            child = rel + b"/" + name if rel else name
-            path = os.path.join(base, child)
-            st = os.lstat(path)
-            mode = stat.S_IMODE(st.st_mode)
-            if stat.S_ISDIR(st.st_mode):
-                kind, body = b"d", b""
-                subdirs.append(child)
-            elif stat.S_ISLNK(st.st_mode):
-                kind, body = b"l", os.readlink(path)
-            elif stat.S_ISREG(st.st_mode):
-                kind, body = b"f", _file_sha256(path)
-            else:
-                kind, body = b"o", b""
-            for part in (kind, child, str(mode).encode(), body):
-                h.update(len(part).to_bytes(8, "big"))
-                h.update(part)
-        stack.extend(reversed(subdirs))
-    return h.hexdigest()
-
-
-def _file_sha256(path: bytes) -> bytes:
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-    finally:
-        os.close(fd)
-    return h.digest()
 
 
 @functools.lru_cache(maxsize=256)

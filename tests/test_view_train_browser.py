@@ -266,6 +266,19 @@ def test_the_compare_page_totals_are_sums_over_each_runs_metrics(server: str, ru
         other = sum(r["rows"] for r in metrics(runs[1]) if r["kind"] == "train")
         pct = page.locator('#totals tr[data-key="rows"] td[data-run="1"] .pct').inner_text().strip()
         assert pct == f"{'+' if other > base else ''}{100 * (other - base) / base:.1f} %"
+        # the trainer's totals where both ran a pass (bench/seed_tables.py's rule), said in one line
+        t0, t1 = ({r["outer_batch"]: r for r in metrics(x) if r["kind"] == "train"} for x in runs[:2])
+        both = [
+            b
+            for b in t0
+            if b in t1 and t0[b].get("processed_tokens", 0) > 0 and t1[b].get("processed_tokens", 0) > 0
+        ]
+        said = page.locator("#trained-pct").inner_text()
+        assert (
+            f"over the {len(both)} outer batch(es) where both ran a pass"
+            if both
+            else "no outer batch where both"
+        ) in said
     shot(page, "viewer-runs-compare.png")
 
 

@@ -259,3 +259,24 @@ def test_a_symlinked_rows_directory_is_said_not_read_as_empty(tmp_path) -> None:
     assert view.trained.problems == {
         "": "a symbolic link: not followed, it may lead outside the run directory"
     }
+
+
+def test_the_trainers_totals_are_also_compared_where_both_runs_ran_a_pass() -> None:
+    """bench/seed_tables.py's rule: a batch whose kept group tied trains nothing (0 tokens) in one
+    run by the rollouts' luck; the trainer's % compares the batches both trained."""
+    tree = [{"processed_tokens": 1000, "actor_update_s": 100.0}, {"processed_tokens": 0, "actor_update_s": 0.01},
+            {"processed_tokens": 800, "actor_update_s": 80.0}]  # fmt: skip
+    linear = [{"processed_tokens": 400, "actor_update_s": 40.0}, {"processed_tokens": 300, "actor_update_s": 30.0},
+              {"processed_tokens": 0, "actor_update_s": 0.02}]  # fmt: skip
+    got = compare([("tree", run_records(tree, [])), ("linear", run_records(linear, []))])
+    base, other = got["runs"]
+    assert other["trained_batches"] == 1  # batch 0 only: batch 1 tied in tree, batch 2 in linear
+    assert other["trained_pct"]["processed_tokens"] == pytest.approx(-60.0)  # 400 vs 1000
+    assert other["trained_pct"]["actor_update_s"] == pytest.approx(-60.0)
+    assert other["total_pct"]["processed_tokens"] == pytest.approx(100 * (700 - 1800) / 1800)  # all batches
+    assert base["trained_batches"] == 2 and base["trained_pct"]["processed_tokens"] == 0.0  # itself
+    none = compare([("a", run_records(tree[1:2], [])), ("b", run_records(linear[1:2], []))])["runs"][1]
+    assert none["trained_batches"] == 0 and none["trained_pct"] == {
+        "processed_tokens": None,
+        "actor_update_s": None,
+    }

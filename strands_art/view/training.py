@@ -44,6 +44,8 @@ COMPARE_KEYS = (
     "eval_s",
 )
 """Per-outer-batch keys :func:`compare` puts side by side (summed in the totals)."""
+TRAINED_KEYS = ("processed_tokens", "actor_update_s")
+"""The trainer's keys, also compared over the outer batches where both runs ran a pass."""
 BATCH_KEYS = (
     "reward_mean", "rollouts", "failed_rollouts", "stale_dropped", "groups", "zero_advantage_groups",
     "rows", "tokens", "sampled_tokens", "processed_tokens", "optimizer_steps", "step", "rollout_s",
@@ -257,7 +259,10 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
     run against the first (``100 * (x - first) / first``; None where either is None or first 0).
     A batch's ``eval_s`` is the held-out evaluation after it, so the total sums the evaluations
     after batches (with ``--eval-every K`` most batches have none; None when one of them lacks
-    ``eval_s``) and leaves out the one before training."""
+    ``eval_s``) and leaves out the one before training. ``trained_pct``: the % difference of
+    :data:`TRAINED_KEYS` summed over the ``trained_batches`` outer batches where both the run and
+    the first ran a pass (``processed_tokens`` > 0 in both; the reductions of
+    ``bench/seed_tables.py``), None without such a batch."""
     per_run = []
     for name, records in runs:
         train, evals = _by_batch(records, "train"), _by_batch(records, "eval")
@@ -288,6 +293,15 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
             for r in run["batches"]:
                 f = first.get(r["outer_batch"], {})
                 r["pct"] = {k: _pct(r.get(k), f.get(k)) for k in (*COMPARE_KEYS, "val_reward")}
+            # the trainer's totals where both runs ran a pass (bench/seed_tables.py's rule): a batch
+            # whose kept group tied trains nothing, by the rollouts' luck, not the capture's
+            both = [(r, first[r["outer_batch"]]) for r in run["batches"] if r["outer_batch"] in first
+                    and (r.get("processed_tokens") or 0) > 0 and (first[r["outer_batch"]].get("processed_tokens") or 0) > 0]  # fmt: skip
+            run["trained_batches"] = len(both)
+            run["trained_pct"] = {
+                k: _pct(sum(r.get(k) or 0.0 for r, _ in both), sum(f.get(k) or 0.0 for _, f in both))
+                for k in TRAINED_KEYS
+            }
     return {"keys": list(COMPARE_KEYS), "runs": per_run}
 
 

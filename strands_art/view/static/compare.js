@@ -29,7 +29,7 @@ async function main() {
     runs.length < 2 ? el("div", { class: "banner" }, "One run only: start the viewer with several, strands-art view RUN_A RUN_B.") : "",
     el("section", { class: "card" }, el("h2", {}, "Totals"),
       el("p", { class: "muted" }, "Sums over the outer batches of each run (a dash where a batch lacks the key); evaluation s: the held-out evaluations after batches, the one before training left out; held-out reward: the last evaluation. % against the first run."),
-      totals(runs, keys)),
+      totals(runs, keys), trained(runs)),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch"), el("div", { class: "plots" }, keys.map((k) => plot(runs, k)))),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch, values"), perBatch(runs, keys)),
     el("section", { class: "card" }, el("h2", {}, "Rollout by rollout"),
@@ -46,6 +46,13 @@ function totals(runs, keys) {
     runs.map((r, i) => el("td", { class: "num", "data-run": i, "data-value": r.total[k] === null ? "" : r.total[k] },
       dash(r.total[k], k === "val_reward" ? 3 : 1), i ? el("span", { class: "muted pct" }, " " + pct(r.total_pct[k])) : ""))));
   return el("table", { class: "data", id: "totals" }, el("thead", {}, head), el("tbody", {}, body));
+}
+
+function trained(runs) {
+  // the trainer's totals over the batches where both runs ran a pass (bench/seed_tables.py's rule)
+  return el("p", { class: "muted", id: "trained-pct" }, runs.slice(1).map((r) => r.trained_batches
+    ? `${r.name} against ${runs[0].name}, over the ${r.trained_batches} outer batch(es) where both ran a pass: processed tokens ${pct(r.trained_pct.processed_tokens)}, actor update s ${pct(r.trained_pct.actor_update_s)}. `
+    : `${r.name}: no outer batch where both it and ${runs[0].name} ran a pass (their groups tied). `));
 }
 
 function plot(runs, k) {

@@ -57,8 +57,9 @@ TRAINED_SCHEMA = pa.schema(
     ]
 )
 """One row as trained. ``advantage``: the trainer's (None: the rollout was left out of GRPO, the
-reason in ``excluded``: failed, stale, no finite reward); ``forwarded`` False: the row was skipped exactly (advantage 0, no KL
-term) and its per-token lists are null; ``step``: the run's optimizer step (1-based) that first
+reason in ``excluded``: failed, stale, no finite reward); ``forwarded`` False: no optimizer step forwarded the row (advantage 0
+and no KL term, or no token left in its loss, e.g. a truncated turn left out) and its per-token
+lists are null; ``step``: the run's optimizer step (1-based) that first
 forwarded it; the lists are aligned with the row's ``input_ids`` (see
 :mod:`~strands_art.training.token_trace`; ``trainer_logprobs`` NaN where filtered)."""
 
@@ -156,7 +157,8 @@ class RunStore:
         (:func:`~strands_art.training.grpo.compute_advantages` with the trainer's ``grpo``
         settings on the same trajectories; None for a rollout left out of GRPO, whose reason is
         in ``excluded``); a row is matched to its trace entry by rollout id and token IDs, and one
-        never forwarded (advantage 0, no KL term) has ``forwarded`` False and null lists.
+        never forwarded (advantage 0 and no KL term, or no token left in its loss) has
+        ``forwarded`` False and null lists.
         """
         try:
             adv = compute_advantages(trajectories, grpo)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strands_art.envs.migrationbench.agent.mavenmemo import memoizable
+from strands_art.envs.migrationbench.agent.mavenmemo import MavenMemo, memoizable
 from strands_art.envs.migrationbench.agent.tools import ToolStats, make_tools
-from strands_art.envs.migrationbench.treedigest import tree_digest
+from strands_art.envs.migrationbench.treedigest import TreeTooLarge, _file_sha256, tree_digest
 from strands_art.envs.migrationbench.workspace import Workspace
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
@@ -119,6 +119,10 @@ async def test_a_timed_out_build_is_not_kept(fake) -> None:
         "/usr/bin/mvn clean verify",
         "mvnx clean",
         "mvn clean verify # note",
+        "mvn clean install",  # writes the local repository, which the next build may read
+        "mvn -q clean deploy",
+        "mvn clean dependency:purge-local-repository verify",  # a plugin goal
+        "mvn clean verify install:install-file -Dfile=a.jar",
     ],
 )
 def test_only_a_plain_clean_build_is_memoizable(command: str) -> None:
@@ -126,10 +130,59 @@ def test_only_a_plain_clean_build_is_memoizable(command: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["mvn -q clean verify", "mvn clean", "  mvn\t-B clean install -DskipTests -Dx=y -T2 "]
+    "command", ["mvn -q clean verify", "mvn clean", "  mvn\t-B clean package -DskipTests -Dx=y -T2 "]
 )
 def test_plain_clean_builds_are_memoizable(command: str) -> None:
     assert memoizable(command)
+
+
+INSTALLING_MVN = """#!/bin/sh
+# a module resolved from the local repository ({repo}), which this build's install writes
+if [ -e "{repo}/a.jar" ]; then echo "a resolved"; else echo "a missing"; fi
+rm -rf target && mkdir -p target
+case " $* " in *" install "*) mkdir -p "{repo}" && touch "{repo}/a.jar";; esac
+"""
+
+
+async def test_a_build_that_installs_runs_again(fake, tmp_path: Path) -> None:
+    # the first `clean install` installs what the second resolves: a real repeat prints another text
+    _, bin_dir, _ = fake
+    (bin_dir / "mvn").write_text(INSTALLING_MVN.format(repo=tmp_path / "m2"))
+    shell, _, stats = _tools(fake, maven_memo=True)
+    assert "a missing" in _text(await shell(command="mvn -q clean install"))
+    assert "a resolved" in _text(await shell(command="mvn -q clean install"))
+    assert stats.maven_memo_hits == 0 and stats.maven_calls == 2
+
+
+def test_a_tree_of_too_many_entries_is_not_digested_nor_memoized(tmp_path: Path) -> None:
+    for i in range(5):
+        (tmp_path / f"f{i}").write_text("")  # empty files: free to make, each costs the digest
+    assert tree_digest(tmp_path, max_entries=5) == tree_digest(tmp_path)
+    with pytest.raises(TreeTooLarge):
+        tree_digest(tmp_path, max_entries=4)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "g").write_text("")
+    with pytest.raises(TreeTooLarge):
+        tree_digest(tmp_path, max_entries=6)  # 7 entries: nested ones count too
+    memo = MavenMemo(tmp_path, max_entries=6)
+    memo.record("mvn clean verify", "BUILD", 1.0, ok=True)
+    assert memo.lookup("mvn clean verify") is None
+    roomy = MavenMemo(tmp_path, max_entries=7)
+    roomy.record("mvn clean verify", "BUILD", 1.0, ok=True)
+    assert roomy.lookup("mvn clean verify") == ("BUILD", 1.0)
+
+
+def test_a_file_is_read_only_to_its_size(tmp_path: Path) -> None:
+    # a file something keeps appending to cannot hold the digest in its read loop
+    import hashlib
+
+    f = tmp_path / "log"
+    f.write_bytes(b"0123456789")
+    assert _file_sha256(bytes(f), 10) == hashlib.sha256(b"0123456789").digest()
+    with pytest.raises(OSError, match="changed size"):
+        _file_sha256(bytes(f), 4)  # it grew after lstat
+    with pytest.raises(OSError, match="changed size"):
+        _file_sha256(bytes(f), 12)  # it shrank
 
 
 @given(st.text(max_size=40))

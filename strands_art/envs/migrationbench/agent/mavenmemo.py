@@ -9,8 +9,11 @@ Maven repository and settings; see below). So the shell tool answers a repeat fr
 all of these hold (:meth:`MavenMemo.lookup`):
 
 1. the command is exactly the last shell command that ran (same text), and it is a plain
-   Maven invocation whose first goal is ``clean`` (:func:`memoizable`: ``mvn``, then only self-contained options and goals; no shell operators, quotes, variables,
-   redirections, or options that take a separate value such as ``-f`` or ``-pl``);
+   Maven invocation whose first goal is ``clean`` and whose goals are lifecycle phases that
+   write only under the tree (:data:`TREE_PHASES`: up to ``verify``; no ``install``, no
+   ``plugin:goal``), and nothing else but self-contained options (:func:`memoizable`: no shell
+   operators, quotes, variables, redirections, or options that take a separate value such as
+   ``-f`` or ``-pl``);
 2. the last run ended normally (not killed at its time limit, not an error of the tool);
 3. the workspace's tree is byte for byte what that run left (:func:`~..treedigest.tree_digest`
    of the whole repository, ``target/`` included, computed by the host after the command's
@@ -23,7 +26,7 @@ sees the same text it saw last time; the rollout's tool statistics count the rep
 
 Limits, stated: a flaky test's retry on an unchanged tree gets the first run's result (as the
 evaluation cache scores a flaky tree once); trees over :data:`MAX_TREE_BYTES` of files are not
-memoized. ``STRANDS_ART_MAVEN_MEMO=off`` runs every command.
+memoized, nor trees of over :data:`MAX_TREE_ENTRIES` entries. ``STRANDS_ART_MAVEN_MEMO=off`` runs every command.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ MEMO_ENV = "STRANDS_ART_MAVEN_MEMO"
 """Environment variable: ``off`` runs every Maven command (default: on)."""
 MAX_TREE_BYTES = 256 * 1024 * 1024
 """Trees with more file bytes than this are not digested (the repeat runs)."""
+MAX_TREE_ENTRIES = 200_000
+"""Trees with more entries than this are not digested (the repeat runs): the digest's time
+grows with the count (about 10 us an entry), and empty files cost the agent nothing to make."""
 
 _PLAIN = re.compile(r"[ \t]*mvn(?:[ \t]+[A-Za-z0-9_.:=/,+@%-]+)*[ \t]*")
 """A command line of one ``mvn`` call (the rollout's wrapper on PATH; never a script of the
@@ -52,8 +58,23 @@ _TAKES_VALUE = frozenset(
 )
 
 
+TREE_PHASES = frozenset(
+    "pre-clean clean post-clean validate initialize generate-sources process-sources "
+    "generate-resources process-resources compile process-classes generate-test-sources "
+    "process-test-sources generate-test-resources process-test-resources test-compile "
+    "process-test-classes test prepare-package package pre-integration-test integration-test "
+    "post-integration-test verify".split()
+)
+"""The lifecycle phases a memoizable command may name: the clean lifecycle and the default one up
+to ``verify``, whose stock plugins write only under the tree. Not ``install`` or ``deploy`` (they
+write the project's artifacts to the local repository, which the next build may read: a module
+resolved from there fails in the first run and passes in the next), nor any ``plugin:goal``
+(``dependency:purge-local-repository``, ``install:install-file`` and the like change it too)."""
+
+
 def memoizable(command: str) -> bool:
-    """True if ``command`` is a plain ``mvn`` call whose first goal is ``clean``.
+    """True if ``command`` is a plain ``mvn`` call whose first goal is ``clean`` and whose goals
+    are all phases of :data:`TREE_PHASES` (so ``clean install`` and ``clean dependency:tree`` run).
 
     Only words of letters, digits and ``_.:=/,+@%-`` separated by spaces or tabs (no shell
     syntax of any kind, no second line); options must be self-contained (``-q``, ``-B``,
@@ -65,7 +86,7 @@ def memoizable(command: str) -> bool:
     if any(w in _TAKES_VALUE for w in words):
         return False
     goals = [w for w in words if not w.startswith("-")]
-    return bool(goals) and goals[0] == "clean"
+    return bool(goals) and goals[0] == "clean" and all(g in TREE_PHASES for g in goals)
 
 
 def enabled() -> bool:
@@ -86,17 +107,25 @@ class MavenMemo:
 
     Args:
         root: the repository the commands run in (the workspace's root).
-        max_bytes: the digest's bound (:data:`MAX_TREE_BYTES`).
+        max_bytes: the digest's bound on file bytes (:data:`MAX_TREE_BYTES`).
+        max_entries: the digest's bound on entries (:data:`MAX_TREE_ENTRIES`).
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, max_bytes: int = MAX_TREE_BYTES) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_bytes: int = MAX_TREE_BYTES,
+        max_entries: int = MAX_TREE_ENTRIES,
+    ) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
+        self.max_entries = max_entries
         self._last: _Last | None = None
 
     def _digest(self) -> str | None:
         try:
-            return tree_digest(self.root, max_bytes=self.max_bytes)
+            return tree_digest(self.root, max_bytes=self.max_bytes, max_entries=self.max_entries)
         except OSError:  # too large, or unreadable: never a hit
             return None
 

@@ -154,6 +154,18 @@ async def test_a_build_that_installs_runs_again(fake, tmp_path: Path) -> None:
     assert stats.maven_memo_hits == 0 and stats.maven_calls == 2
 
 
+async def test_a_repeat_with_less_time_left_than_its_run_took_runs(fake) -> None:
+    # a real run would be killed at the rollout's time limit: the memo never answers in its place
+    _, bin_dir, count = fake
+    (bin_dir / "mvn").write_text(FAKE_MVN.format(count=count).replace('echo "BUILD', 'sleep 0.5; echo "BUILD'))
+    left = iter([100.0, 100.0, 0.2])
+    shell, _, stats = _tools(fake, maven_memo=True, time_left=lambda: next(left))
+    first = _text(await shell(command="mvn -q clean verify"))
+    assert _text(await shell(command="mvn -q clean verify")) == first  # time enough: a hit
+    assert "timed out after 0.2 s" in _text(await shell(command="mvn -q clean verify"))
+    assert stats.maven_memo_hits == 1 and stats.timeouts == 1 and _runs(count) == 2
+
+
 def test_a_tree_of_too_many_entries_is_not_digested_nor_memoized(tmp_path: Path) -> None:
     for i in range(5):
         (tmp_path / f"f{i}").write_text("")  # empty files: free to make, each costs the digest
@@ -164,6 +176,15 @@ def test_a_tree_of_too_many_entries_is_not_digested_nor_memoized(tmp_path: Path)
     (tmp_path / "d" / "g").write_text("")
     with pytest.raises(TreeTooLarge):
         tree_digest(tmp_path, max_entries=6)  # 7 entries: nested ones count too
+    big = tmp_path / "d" / "big"
+    big.mkdir()
+    for i in range(50):
+        (big / f"e{i}").write_text("")
+    with pytest.raises(TreeTooLarge, match="more than 10 entries"):
+        tree_digest(big, max_entries=10)
+    for f in big.iterdir():
+        f.unlink()
+    big.rmdir()
     memo = MavenMemo(tmp_path, max_entries=6)
     memo.record("mvn clean verify", "BUILD", 1.0, ok=True)
     assert memo.lookup("mvn clean verify") is None

@@ -43,12 +43,15 @@ def tree_digest(
     total = entries = 0
     while stack:
         rel = stack.pop()
+        names = []
         with os.scandir(os.path.join(base, rel) if rel else base) as it:
-            names = sorted(e.name for e in it)
+            for e in it:  # counted while listed: one huge directory is not read whole first
+                entries += 1
+                if max_entries is not None and entries > max_entries:
+                    raise TreeTooLarge(f"{os.fsdecode(base)}: more than {max_entries} entries")
+                names.append(e.name)
+        names.sort()
         subdirs = []
-        entries += len(names)
-        if max_entries is not None and entries > max_entries:
-            raise TreeTooLarge(f"{os.fsdecode(base)}: more than {max_entries} entries")
         for name in names:
             child = rel + b"/" + name if rel else name
             path = os.path.join(base, child)

@@ -224,7 +224,8 @@ def make_tools(
                         "Error: the rollout's time limit is reached; no more commands run.", error=True
                     )
                 limit = min(limit, left)
-            if memo is not None and (seen := await asyncio.to_thread(memo.lookup, command)) is not None:
+            seen = await asyncio.to_thread(memo.lookup, command) if memo is not None else None
+            if seen is not None and seen[1] < limit:  # a real run would have time to end
                 text, seconds = seen
                 maven, error, hit = False, False, True  # not a Maven run: no maven_calls / maven_s
                 st.maven_memo_hits += 1

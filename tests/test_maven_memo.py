@@ -157,7 +157,9 @@ async def test_a_build_that_installs_runs_again(fake, tmp_path: Path) -> None:
 async def test_a_repeat_with_less_time_left_than_its_run_took_runs(fake) -> None:
     # a real run would be killed at the rollout's time limit: the memo never answers in its place
     _, bin_dir, count = fake
-    (bin_dir / "mvn").write_text(FAKE_MVN.format(count=count).replace('echo "BUILD', 'sleep 0.5; echo "BUILD'))
+    (bin_dir / "mvn").write_text(
+        FAKE_MVN.format(count=count).replace('echo "BUILD', 'sleep 0.5; echo "BUILD')
+    )
     left = iter([100.0, 100.0, 0.2])
     shell, _, stats = _tools(fake, maven_memo=True, time_left=lambda: next(left))
     first = _text(await shell(command="mvn -q clean verify"))

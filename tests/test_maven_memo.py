@@ -208,6 +208,30 @@ def test_a_file_is_read_only_to_its_size(tmp_path: Path) -> None:
         _file_sha256(bytes(f), 12)  # it shrank
 
 
+def test_a_fifo_in_a_files_place_does_not_block_the_digest(tmp_path: Path) -> None:
+    # swapped in between lstat and open (a process outliving its command, without a sandbox)
+    import os
+    import threading
+
+    fifo = tmp_path / "swapped"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | bytes] = []
+
+    def read() -> None:
+        try:
+            outcome.append(_file_sha256(bytes(fifo), 0))
+        except OSError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(5)
+    if t.is_alive():  # blocked in open(): unblock it with a writer so the thread can end
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert len(outcome) == 1 and isinstance(outcome[0], OSError), outcome
+    assert "no longer a regular file" in str(outcome[0])
+
+
 @given(st.text(max_size=40))
 def test_anything_with_shell_syntax_or_a_newline_is_not_memoizable(tail: str) -> None:
     bad = set("\n\r;&|<>$`'\"\\()#*?[]{}!~")

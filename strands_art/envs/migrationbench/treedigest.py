@@ -78,10 +78,13 @@ def tree_digest(
 
 def _file_sha256(path: bytes, size: int) -> bytes:
     """SHA-256 of the file's bytes; reads at most ``size`` (its ``lstat`` size) plus one byte, so a
-    file that something keeps writing cannot hold the digest (OSError: it changed size)."""
+    file that something keeps writing cannot hold the digest (OSError: it changed size); opened
+    without blocking, so a FIFO put in its place after ``lstat`` cannot either (OSError)."""
     h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{os.fsdecode(path)}: no longer a regular file")
         left = size
         while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
             h.update(chunk)

@@ -59,6 +59,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One intra-op torch thread for a module (``pytestmark = pytest.mark.usefixtures(...)``): on a
+    shared 2-core box two threads contend and run several times slower, and a resumed run's losses
+    equal an uninterrupted run's bit for bit only at a fixed thread count (docs/training-update.md)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def qwen3():
     return load_tokenizer("qwen3")

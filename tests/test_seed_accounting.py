@@ -53,15 +53,7 @@ CASES = {0: (False, True), 1: (False, False), 2: (True, None)}
 EVAL_SLEEP_S = 1.0  # each held-out rollout waits this long: an evaluation takes >= 1 s
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """One intra-op thread: the resumed run's losses must equal the uninterrupted run's bit for bit."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 
 @pytest.fixture(scope="module")

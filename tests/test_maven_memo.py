@@ -188,10 +188,10 @@ def test_a_tree_of_too_many_entries_is_not_digested_nor_memoized(tmp_path: Path)
         f.unlink()
     big.rmdir()
     memo = MavenMemo(tmp_path, max_entries=6)
-    memo.record("mvn clean verify", "BUILD", 1.0, ok=True)
+    memo.record("mvn clean verify", "BUILD", 1.0)
     assert memo.lookup("mvn clean verify") is None
     roomy = MavenMemo(tmp_path, max_entries=7)
-    roomy.record("mvn clean verify", "BUILD", 1.0, ok=True)
+    roomy.record("mvn clean verify", "BUILD", 1.0)
     assert roomy.lookup("mvn clean verify") == ("BUILD", 1.0)
 
 

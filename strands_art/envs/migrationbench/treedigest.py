@@ -12,7 +12,7 @@ import stat
 
 
 class TreeTooLarge(OSError):
-    """The tree holds more file bytes than the digest's ``max_bytes`` allows."""
+    """The tree holds more file bytes or entries than the digest's ``max_bytes`` / ``max_entries`` allow."""
 
 
 def tree_digest(
@@ -33,7 +33,7 @@ def tree_digest(
             bound; each entry costs about 10 us, so a million empty files cost seconds).
 
     Raises:
-        TreeTooLarge: over ``max_bytes``.
+        TreeTooLarge: over ``max_bytes`` or ``max_entries``.
         OSError: the tree cannot be read (a file that is not readable, an entry that vanished, a
             file that grew while it was read).
     """

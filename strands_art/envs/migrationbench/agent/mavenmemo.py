@@ -138,11 +138,11 @@ class MavenMemo:
         digest = self._digest()
         return (last.text, last.seconds) if digest is not None and digest == last.digest else None
 
-    def record(self, command: str, text: str, seconds: float, *, ok: bool) -> None:
-        """After a shell command ran: keep it if it is memoizable and ended normally (``ok``),
-        with the digest of the tree it left; forget the memo otherwise."""
+    def record(self, command: str, text: str, seconds: float) -> None:
+        """After a shell command ran to its end (a timed-out or failed one: :meth:`forget`): keep
+        it if it is memoizable, with the digest of the tree it left; forget the memo otherwise."""
         self._last = None
-        if ok and memoizable(command):
+        if memoizable(command):
             digest = self._digest()
             if digest is not None:
                 self._last = _Last(command, digest, text, seconds)

@@ -261,7 +261,7 @@ def make_tools(
                 st.maven_s += spent
             if memo is not None and command.strip() and not hit:
                 if ran_ok:  # digest the tree it left (kept only for a memoizable build)
-                    await asyncio.to_thread(memo.record, command, text, spent, ok=True)
+                    await asyncio.to_thread(memo.record, command, text, spent)
                 else:
                     memo.forget()
 

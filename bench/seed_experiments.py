@@ -20,6 +20,13 @@ the report (per-run lines, Table 1, Table 2, the RESULT line; :mod:`seed_tables`
 Figures 1 and 2 next to it (``--out`` with ``.png`` suffixes). ``--table-only`` writes the report
 from the run directories as they are.
 
+``--archive DIR`` keeps what the tables read (``train.json``, its paths replaced by ``$RUN_ROOT`` and
+``$TASKS``, and ``metrics.jsonl``) of every run in ``DIR/ARM/seedS`` after each chunk, so a machine
+that starts without the run root (checkpoints and trajectories are not archived) reads the
+finished runs back from it instead of running them again; a run found in the run root wins over
+its archived copy, and an unfinished archived run with no run directory is run again from its
+start (its checkpoint is gone).
+
     python bench/seed_experiments.py --run-root $RUN_ROOT --train-tasks $TASKS/train \\
         --eval-tasks $TASKS/eval --seeds 0,1,2 --out bench/results/seed-experiments-DATE.txt
 
@@ -31,9 +38,11 @@ Java 17 + Maven and bubblewrap (scripts/setup-system.sh), and task directories f
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -84,6 +93,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out", help="write the report here (and Figure 1 / 2 beside it, -figure1.png / -figure2.png)"
     )
     p.add_argument(
+        "--archive",
+        help="keep each run's train.json (paths as $RUN_ROOT/$TASKS) and metrics.jsonl in ARCHIVE/ARM/seedS "
+        "after every chunk; finished archived runs are read back instead of run again",
+    )
+    p.add_argument(
         "--notes", help="a text file whose lines go into the report's header (how the tasks were made, ...)"
     )
     args = p.parse_args(argv)
@@ -127,26 +141,75 @@ def train_command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) 
     return ["flock", args.lock, *cmd] if args.lock else cmd
 
 
-def read_runs(root: Path, runs: list[tuple[str, int]]) -> list[Run]:
-    """The run directories of ``runs`` that hold a run (``train.json``), read back."""
-    return [
-        read_run(root / arm / f"seed{seed}")
-        for arm, seed in runs
-        if (root / arm / f"seed{seed}" / "train.json").exists()
-    ]
+def run_dir_of(root: Path, archive: Path | None, arm: str, seed: int) -> Path | None:
+    """Where run ``(arm, seed)`` is read from: its run directory when that holds a run
+    (``train.json``), else its archived copy when there is one, else None."""
+    for base in (root, archive):
+        if base is not None and (base / arm / f"seed{seed}" / "train.json").exists():
+            return base / arm / f"seed{seed}"
+    return None
 
 
-def shown(args: argparse.Namespace, argv: list[str]) -> str:
-    """``argv`` as a command line with this machine's paths as variables: ``$RUN_ROOT``, ``$TASKS``
-    (the task directories' common parent) and ``$NOTES``."""
+def read_runs(root: Path, runs: list[tuple[str, int]], archive: Path | None = None) -> list[Run]:
+    """The runs of ``runs`` that exist (:func:`run_dir_of`), read back."""
+    return [read_run(d) for arm, seed in runs if (d := run_dir_of(root, archive, arm, seed)) is not None]
+
+
+def archive_runs(args: argparse.Namespace, root: Path, archive: Path, runs: list[tuple[str, int]]) -> None:
+    """Copy what the tables read of each run directory of ``runs`` under ``root`` into
+    ``archive/ARM/seedS``: ``train.json`` with ``run_dir``, ``train_tasks`` and ``eval_tasks`` as
+    ``$RUN_ROOT/ARM/seedS`` and ``$TASKS/…`` (no path of this machine in a committed file), and
+    ``metrics.jsonl`` (refused if it names the run root: it would carry a path of this machine).
+
+    Raises:
+        ValueError: a ``metrics.jsonl`` that holds the run root's absolute path.
+    """
+    names = placeholders(args)
+    for arm, seed in runs:
+        src = root / arm / f"seed{seed}"
+        if not (src / "train.json").exists():
+            continue
+        dest = archive / arm / f"seed{seed}"
+        dest.mkdir(parents=True, exist_ok=True)
+        settings = json.loads((src / "train.json").read_text(encoding="utf-8"))
+        settings["run_dir"] = f"$RUN_ROOT/{arm}/seed{seed}"
+        for key in ("train_tasks", "eval_tasks"):
+            if settings.get(key):
+                settings[key] = names.get(
+                    os.path.abspath(settings[key]), "$TASKS/" + Path(settings[key]).name
+                )
+        (dest / "train.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        metrics = src / "metrics.jsonl"
+        if metrics.exists():
+            if os.path.abspath(root) in metrics.read_text(encoding="utf-8"):
+                raise ValueError(
+                    f"{metrics} names the run root {root}: not archived (a path of this machine)"
+                )
+            shutil.copyfile(metrics, dest / "metrics.jsonl")
+
+
+def placeholders(args: argparse.Namespace) -> dict[str, str]:
+    """This machine's paths among the arguments, each with the variable it is shown as:
+    ``$RUN_ROOT``, ``$TASKS/…`` (the task directories' common parent), ``$NOTES``; ``--out`` and
+    ``--archive`` under ``bench/results`` from the repository's root. Keys are the arguments as
+    given and their absolute forms."""
     names = {args.run_root: "$RUN_ROOT", args.notes: "$NOTES"}
-    if args.out and Path(args.out).parent.parts[-2:] == ("bench", "results"):
-        names[args.out] = f"bench/results/{Path(args.out).name}"  # from the repository's root
+    for value in (args.out, args.archive):
+        if value and Path(value).parts[-3:-1] == ("bench", "results"):
+            names[value] = f"bench/results/{Path(value).name}"
     dirs = [d for d in (args.train_tasks, args.eval_tasks) if d]
     if dirs:
         parent = os.path.commonpath([os.path.abspath(os.path.join(d, os.pardir)) for d in dirs])
         for d in dirs:
             names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
+    names.update({os.path.abspath(k): v for k, v in list(names.items()) if k})
+    names.pop(None, None)
+    return names
+
+
+def shown(args: argparse.Namespace, argv: list[str]) -> str:
+    """``argv`` as a command line with this machine's paths as variables (:func:`placeholders`)."""
+    names = placeholders(args)
     return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
 
 
@@ -180,12 +243,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     root = Path(args.run_root)
+    archive = Path(args.archive) if args.archive else None
     wanted = order([int(s) for s in args.seeds.split(",")], args.arms.split(","))
     chunks = 0
+
+    def finished(arm: str, seed: int) -> bool:
+        d = run_dir_of(root, archive, arm, seed)
+        return d is not None and read_run(d).finished
+
+    def report() -> str:
+        if archive is not None:
+            archive_runs(args, root, archive, wanted)
+        return write_report(args, argv, read_runs(root, wanted, archive), len(wanted))
+
     try:
         while not args.table_only:
-            todo = [(a, s) for a, s in wanted if not ((root / a / f"seed{s}" / "train.json").exists()
-                                                      and read_run(root / a / f"seed{s}").finished)]  # fmt: skip
+            todo = [(a, s) for a, s in wanted if not finished(a, s)]
             if not todo or (args.max_chunks is not None and chunks >= args.max_chunks):
                 break
             for arm, seed in todo:
@@ -203,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                 if rc != 0:
                     return rc
                 chunks += 1
-                write_report(args, argv, read_runs(root, wanted), len(wanted))
-        print(write_report(args, argv, read_runs(root, wanted), len(wanted)), end="")
+                report()
+        print(report(), end="")
     except (ValueError, OSError) as exc:
         print(f"seed_experiments.py: {exc}", file=sys.stderr)
         return 2

@@ -248,6 +248,55 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=2 outer_batches=1 " in text
 
 
+def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_root, tmp_path):
+    import shutil
+
+    root, tasks = tmp_path / "runs", tmp_path / "tasks"
+    for arm in seed_tables.ARMS:  # seed 0: finished in every arm (the test above cuts seed 1 short)
+        shutil.copytree(bench_root / arm / "seed0", root / arm / "seed0")
+    (tasks / "train").mkdir(parents=True)
+    archive, out = tmp_path / "archive", tmp_path / "report.txt"
+    base = ["--seeds", "0", "--archive", str(archive), "--lock", "", "--out", str(out)]
+    assert se.main(["--run-root", str(root), *base, "--table-only"]) == 0
+    before = out.read_text()
+    for arm in seed_tables.ARMS:
+        kept = archive / arm / "seed0"
+        assert sorted(p.name for p in kept.iterdir()) == ["metrics.jsonl", "train.json"]
+        saved = json.loads((kept / "train.json").read_text())
+        assert (
+            saved["run_dir"] == f"$RUN_ROOT/{arm}/seed0"
+            and str(tmp_path) not in (kept / "train.json").read_text()
+        )
+        assert (kept / "metrics.jsonl").read_bytes() == (root / arm / "seed0" / "metrics.jsonl").read_bytes()
+    # a fresh machine: no run root; the finished runs are read back, none is run again (a run would
+    # fail: the task directory is empty)
+    shutil.rmtree(root)
+    assert se.main(["--run-root", str(root), "--train-tasks", str(tasks / "train"), *base]) == 0
+    assert not root.exists() or not any(root.rglob("train.json"))
+    tables = lambda text: text[text.index("Table 1.") :]  # noqa: E731
+    assert tables(out.read_text()) == tables(before) and "PARTIAL" not in out.read_text()
+    # an unfinished archived run is run again; a run directory wins over its archived copy
+    metrics = archive / "linear-fixed-steps" / "seed0" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().splitlines()[0] + "\n")
+    assert se.main(["--run-root", str(root), *base, "--table-only"]) == 0
+    assert out.read_text().startswith("# PARTIAL: 2 of 3 runs finished")
+    shutil.copytree(bench_root / "linear-fixed-steps" / "seed0", root / "linear-fixed-steps" / "seed0")
+    assert se.main(["--run-root", str(root), *base, "--table-only"]) == 0
+    assert tables(out.read_text()) == tables(before)
+
+
+def test_an_archive_is_refused_a_metrics_log_that_names_the_run_root(bench_root, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "runs" / "linear-fixed-steps" / "seed0"
+    shutil.copytree(bench_root / "linear-fixed-steps" / "seed0", run)
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({"kind": "note", "path": str(run)}) + "\n")
+    argv = ["--run-root", str(tmp_path / "runs"), "--seeds", "0", "--arms", "linear-fixed-steps"]
+    assert se.main([*argv, "--archive", str(tmp_path / "a"), "--table-only"]) == 2
+    assert "names the run root" in capsys.readouterr().err
+
+
 def test_runs_with_other_settings_are_refused(bench_root, tmp_path):
     import shutil
 

@@ -5,10 +5,12 @@ Two arms, the same seeds and tasks, alternated within one invocation (seed 0: be
 seed 1: after then before; ...), each arm one ``strands-art train --env migrationbench`` run per
 seed with the recorded settings (:data:`migration_learning.FLAGS`, then ``--extra``):
 
-- ``before``: the recorded settings, every rollout's evaluation afresh (``STRANDS_ART_EVAL_CACHE=off``);
+- ``before``: the recorded settings, every rollout's evaluation afresh (``STRANDS_ART_EVAL_CACHE=off``)
+  and every agent build run (``STRANDS_ART_MAVEN_MEMO=off``);
 - ``after``: the recorded settings plus :data:`AFTER_FLAGS` (dynamic sampling and the tied-task
   skip, :mod:`strands_art.training.dynamic_sampling`), the per-run evaluation cache on
-  (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`).
+  (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`) and the agent's Maven memo on
+  (:mod:`strands_art.envs.migrationbench.agent.mavenmemo`).
 
 Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-art train ...``), so
 other work can run between two runs; a finished run directory is not run again and a stopped one
@@ -16,7 +18,7 @@ is resumed, so the same command continues an interrupted bench. After every run 
 far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
 
 Per arm (over its runs): seconds per update (rollouts + training, the train records), seconds per
-held-out evaluation, optimizer steps with a non-zero gradient per hour of update time
+held-out evaluation, the agent builds the Maven memo answered and their seconds (``tool_stats``), optimizer steps with a non-zero gradient per hour of update time
 (``optimizer_steps - zero_gradient_steps``), rollouts per update, the evaluation cache's hit rate
 (``eval_cache_hit`` of the rollout records), held-out reward before and after (mean +- standard
 deviation over seeds). Ends with ``RESULT s_per_update_before=... s_per_update_after=...
@@ -73,10 +75,11 @@ def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tup
         "train",
     ]
     env = dict(os.environ)
-    if arm == "before":
-        env["STRANDS_ART_EVAL_CACHE"] = "off"
-    elif env.get("STRANDS_ART_EVAL_CACHE", "").lower() == "off":
-        del env["STRANDS_ART_EVAL_CACHE"]  # after: the per-run cache (or the directory the caller set)
+    for var in ("STRANDS_ART_EVAL_CACHE", "STRANDS_ART_MAVEN_MEMO"):
+        if arm == "before":
+            env[var] = "off"
+        elif env.get(var, "").lower() == "off":
+            del env[var]  # after: the per-run cache / the memo on (or the cache directory the caller set)
     if (run_dir / "train.json").exists():
         return [*head, "--resume", "--run-dir", str(run_dir), "--no-progress"], env
     own = args.after.split() if arm == "after" else []
@@ -91,7 +94,8 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     records = read_metrics(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").exists() else []
     trains = [r for r in records if r.get("kind") == "train"]
     evals = [r for r in records if r.get("kind") == "eval"]
-    hits = lookups = 0
+    hits = lookups = memo_hits = 0
+    memo_saved = 0.0
     path = run_dir / "env" / "rollouts" / "results.jsonl"
     if path.exists():
         seen: dict[str, Any] = {}
@@ -105,6 +109,9 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
             if "eval_cache_hit" in rec:
                 lookups += 1
                 hits += bool(rec["eval_cache_hit"])
+            stats = rec.get("tool_stats") or {}
+            memo_hits += int(stats.get("maven_memo_hits", 0))
+            memo_saved += float(stats.get("maven_memo_saved_s", 0.0))
     return {
         "finished": finished(run_dir),
         "update_s": [r["rollout_s"] + r["train_s"] for r in trains],
@@ -118,6 +125,8 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "heldout": [(r["outer_batch"], r["val_reward"]) for r in evals],
         "cache_hits": hits,
         "cache_lookups": lookups,
+        "memo_hits": memo_hits,
+        "memo_saved_s": memo_saved,
     }
 
 
@@ -148,6 +157,8 @@ def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "rollouts_per_update": mean([x for r in runs for x in r["rollouts"]]),
         "cache_hits": sum(r["cache_hits"] for r in runs),
         "cache_lookups": sum(r["cache_lookups"] for r in runs),
+        "memo_hits": sum(r["memo_hits"] for r in runs),
+        "memo_saved_s": sum(r["memo_saved_s"] for r in runs),
         "heldout_first": mean_std(first),
         "heldout_last": mean_std(last),
     }
@@ -184,7 +195,8 @@ def report(summary: dict[str, Any]) -> str:
             f"{arm}: {s['runs']} runs, {s['updates']} updates, {s['s_per_update']:.0f} s per update, "
             f"{s['s_per_eval']:.0f} s per evaluation, useful steps {s['useful_steps']} of {s['optimizer_steps']} "
             f"({s['useful_steps_per_hour']:.1f} per hour of updates), {s['rollouts_per_update']:.1f} rollouts per "
-            f"update, eval cache {s['cache_hits']}/{s['cache_lookups']}, held-out {s['heldout_first']} -> {s['heldout_last']}"
+            f"update, eval cache {s['cache_hits']}/{s['cache_lookups']}, Maven memo {s['memo_hits']} builds / "
+            f"{s['memo_saved_s']:.0f} s saved, held-out {s['heldout_first']} -> {s['heldout_last']}"
         )  # fmt: skip
     ratio = (
         a["useful_steps_per_hour"] / b["useful_steps_per_hour"]

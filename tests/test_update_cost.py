@@ -23,7 +23,17 @@ def _run(d: Path, trains: list[dict], evals: list[tuple[int, float, float]], hit
     (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (d / "env" / "rollouts").mkdir(parents=True)
     (d / "env" / "rollouts" / "results.jsonl").write_text(
-        "".join(json.dumps({"rollout_id": f"r{i}", "eval_cache_hit": h}) + "\n" for i, h in enumerate(hits))
+        "".join(
+            json.dumps(
+                {
+                    "rollout_id": f"r{i}",
+                    "eval_cache_hit": h,
+                    "tool_stats": {"maven_memo_hits": i, "maven_memo_saved_s": 10.0 * i},
+                }
+            )
+            + "\n"
+            for i, h in enumerate(hits)
+        )  # fmt: skip
     )
 
 
@@ -43,6 +53,8 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
     assert b["useful_steps_per_hour"] == 1 / (1300 / 3600)
     assert (a["s_per_update"], a["useful_steps"], a["rollouts_per_update"]) == (250, 3, 10)
     assert summary["runs"]["after-seed0"]["finished"] is True
+    assert (a["memo_hits"], a["memo_saved_s"], b["memo_hits"]) == (0 + 1 + 2 + 3, 60.0, 0)
+    assert "Maven memo 6 builds / 60 s saved" in uc.report(summary)
     line = uc.report(summary).splitlines()[-1]
     ratio = (3 / (500 / 3600)) / (1 / (1300 / 3600))
     assert line == (
@@ -54,10 +66,16 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
 
 def test_arms_alternate_and_each_run_takes_the_lock(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("STRANDS_ART_EVAL_CACHE", "off")
+    monkeypatch.setenv("STRANDS_ART_MAVEN_MEMO", "off")
     args = uc.parse_args(
         ["--run-root", str(tmp_path), "--train-tasks", "T", "--eval-tasks", "E", "--lock", "L"]
     )
     cmd, env = uc.command(args, "before", 0, tmp_path / "before-seed0")
-    assert cmd[:2] == ["flock", "L"] and env["STRANDS_ART_EVAL_CACHE"] == "off" and "--max-draws" not in cmd
+    assert cmd[:2] == ["flock", "L"] and "--max-draws" not in cmd
+    assert env["STRANDS_ART_EVAL_CACHE"] == env["STRANDS_ART_MAVEN_MEMO"] == "off"
     cmd, env = uc.command(args, "after", 0, tmp_path / "after-seed0")
-    assert "STRANDS_ART_EVAL_CACHE" not in env and cmd[cmd.index("--max-draws") + 1] == "4"
+    assert (
+        "STRANDS_ART_EVAL_CACHE" not in env
+        and "STRANDS_ART_MAVEN_MEMO" not in env
+        and cmd[cmd.index("--max-draws") + 1] == "4"
+    )

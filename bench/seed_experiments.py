@@ -190,13 +190,15 @@ def archive_runs(args: argparse.Namespace, root: Path, archive: Path, runs: list
 
 def placeholders(args: argparse.Namespace) -> dict[str, str]:
     """This machine's paths among the arguments, each with the variable it is shown as:
-    ``$RUN_ROOT``, ``$TASKS/…`` (the task directories' common parent), ``$NOTES``; ``--out`` and
-    ``--archive`` under ``bench/results`` from the repository's root. Keys are the arguments as
+    ``$RUN_ROOT``, ``$TASKS/…`` (the task directories' common parent), ``$NOTES``; ``--out``,
+    ``--archive`` and ``--notes`` under ``bench/results`` from the repository's root. Keys are the arguments as
     given and their absolute forms."""
     names = {args.run_root: "$RUN_ROOT", args.notes: "$NOTES"}
-    for value in (args.out, args.archive):
-        if value and Path(value).parts[-3:-1] == ("bench", "results"):
-            names[value] = f"bench/results/{Path(value).name}"
+    for value in (args.out, args.archive, args.notes):
+        parts = Path(os.path.abspath(value)).parts if value else ()
+        at = [i for i in range(len(parts) - 1) if parts[i : i + 2] == ("bench", "results")]
+        if at:  # in the repository: from its root
+            names[value] = "/".join(parts[at[-1] :])
     dirs = [d for d in (args.train_tasks, args.eval_tasks) if d]
     if dirs:
         parent = os.path.commonpath([os.path.abspath(os.path.join(d, os.pardir)) for d in dirs])

@@ -343,6 +343,11 @@ def test_without_held_out_tasks_the_runs_have_no_evaluation(tmp_path):
     cmd = se.train_command(args, "linear-fixed-steps", 0, tmp_path / "r")
     assert "--eval-tasks" not in cmd and cmd[cmd.index("--train-tasks") + 1] == str(tmp_path / "train")
     assert "$TASKS/train" in se.shown(args, ["--train-tasks", str(tmp_path / "train")])
+    notes = tmp_path / "repo" / "bench" / "results" / "runs" / "NOTES.txt"
+    args.notes, args.out = str(notes), str(tmp_path / "elsewhere" / "report.txt")
+    assert se.shown(args, ["--notes", str(notes), "--out", args.out]) == (
+        f"--notes bench/results/runs/NOTES.txt --out {tmp_path}/elsewhere/report.txt"
+    )
     with pytest.raises(SystemExit):
         se.parse_args(["--run-root", str(tmp_path), "--train-tasks", str(tmp_path), "--eval-tasks", "nope"])
 

@@ -193,7 +193,7 @@ def placeholders(args: argparse.Namespace) -> dict[str, str]:
     ``$RUN_ROOT``, ``$TASKS/…`` (the task directories' common parent), ``$NOTES``; ``--out``,
     ``--archive`` and ``--notes`` under ``bench/results`` from the repository's root. Keys are the arguments as
     given and their absolute forms."""
-    names = {args.run_root: "$RUN_ROOT", args.notes: "$NOTES"}
+    names = {args.run_root: "$RUN_ROOT", **({args.notes: "$NOTES"} if args.notes else {})}
     for value in (args.out, args.archive, args.notes):
         parts = Path(os.path.abspath(value)).parts if value else ()
         at = [i for i in range(len(parts) - 1) if parts[i : i + 2] == ("bench", "results")]
@@ -204,8 +204,7 @@ def placeholders(args: argparse.Namespace) -> dict[str, str]:
         parent = os.path.commonpath([os.path.abspath(os.path.join(d, os.pardir)) for d in dirs])
         for d in dirs:
             names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
-    names.update({os.path.abspath(k): v for k, v in list(names.items()) if k})
-    names.pop(None, None)
+    names.update({os.path.abspath(k): v for k, v in list(names.items())})
     return names
 
 

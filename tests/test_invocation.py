@@ -33,3 +33,23 @@ def test_on_path_it_is_the_bare_name_and_odd_paths_are_quoted(monkeypatch, tmp_p
     monkeypatch.chdir(tmp_path)  # outside the checkout: an absolute path
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert strands_art_command() == str(SCRIPT)
+
+
+def test_migrate_sh_runs_where_it_is_called_from(tmp_path) -> None:
+    """``scripts/migrate.sh`` from another directory resolves the person's relative paths there
+    (newcomer pass: it changed to the checkout, so ``--resume runs/...`` named the checkout's)."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / ".venv" / "bin" / "strands-art").exists():
+        pytest.skip("no .venv in this checkout (scripts/bootstrap.sh makes it)")
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text('{"not_a_migrate_key": 1}')
+    out = subprocess.run(
+        ["bash", str(repo / "scripts" / "migrate.sh"), "--resume", "runs/r"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert (
+        "--resume runs/r: runs/r/config.json holds keys migrate does not know: 'not_a_migrate_key'"
+        in out.stderr
+    )

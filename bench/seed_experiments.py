@@ -16,16 +16,30 @@ tree-fixed-steps, linear-fixed-steps, tree-fixed-rows), so whenever the bench st
 a seed have trained about as far as each other. A finished run is read back, not run again; a
 stopped one continues with ``--resume``; the same command continues the bench. After every chunk
 the report (per-run lines, Table 1, Table 2, the RESULT line; :mod:`seed_tables`) is written to
-``--out``, marked PARTIAL with the command that continues it while any run is unfinished, and
-Figures 1 and 2 next to it (``--out`` with ``.png`` suffixes). ``--table-only`` writes the report
-from the run directories as they are.
+``--out``, marked PARTIAL with the command that continues it while any run is unfinished (the
+RESULT line's ``seeds=``: the seeds finished in every arm of ``--arms``), and Figures 1 and 2 next
+to it (``--out`` with ``.png`` suffixes). ``--table-only`` writes the report from the run
+directories (and the archive) as they are.
 
 ``--archive DIR`` keeps what the tables read (``train.json``, its paths replaced by ``$RUN_ROOT`` and
 ``$TASKS``, and ``metrics.jsonl``) of every run in ``DIR/ARM/seedS`` after each chunk, so a machine
 that starts without the run root (checkpoints and trajectories are not archived) reads the
-finished runs back from it instead of running them again; a run found in the run root wins over
-its archived copy, and an unfinished archived run with no run directory is run again from its
-start (its checkpoint is gone).
+finished runs back from it instead of running them again; only a run writes it (``--table-only``
+reads it). A run found in both places (:func:`seed_archive.pick`): the run directory's copy is read
+when it is at least as far as the archived one (outer batches, evaluations, finished); an
+archived copy that is further is kept, never replaced by a copy behind it; one that is finished
+while the run directory's is not, or copies with other settings, are refused, naming both. An
+unfinished archived run with no run directory is run again from its start (its checkpoint is
+gone); its archived copy stays until the new run is as far.
+
+Before the first chunk everything is checked (:func:`preflight`): ``--seeds`` and ``--arms`` (no
+repeats), ``--notes`` (a file), ``--out`` (a writable directory), every existing run's files
+(:mod:`run_reader`: a line that cannot be read is an error naming the file and line; only a torn
+last line is skipped, and a run whose torn last line may be its final evaluation is refused
+rather than run again), and ``--extra``: an existing run trained with other settings than
+``FLAGS`` and ``--extra`` give is refused (a resumed run trains with its own ``train.json``). The
+report's ``# settings:`` line is what the runs' ``train.json`` holds. ``--table-only`` with no run
+at all (in the run root or the archive) is an error and leaves ``--out`` as it is.
 
     python bench/seed_experiments.py --run-root $RUN_ROOT --train-tasks $TASKS/train \\
         --eval-tasks $TASKS/eval --seeds 0,1,2 --out bench/results/seed-experiments-DATE.txt
@@ -42,14 +56,18 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import seed_tables
-from seed_tables import ARMS, Run, read_run
+from seed_archive import TASK_KEYS, archive_runs, locate, pick, read_copy
+from seed_tables import ARM_KEYS, ARMS, Run
+
+from strands_art.training.settings import DEFAULTS, FLAG_OF
+from strands_art.training.train_cli import add_train_parser
 
 FLAGS = (
     "--model qwen2.5-coder-0.5b --backend vllm --prompt compact-no-recipe --max-turns 12 "
@@ -70,7 +88,9 @@ ARM_FLAGS = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--run-root", required=True, help="run directories go here: ARM/seedS")
     p.add_argument("--train-tasks", help="training task directories (make-tasks --split train)")
     p.add_argument(
@@ -78,16 +98,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="held-out task directories (make-tasks --split eval); without it the runs have no held-out "
         "evaluation (Table 2's costs only, no reward columns)",
     )
-    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms, of {', '.join(ARMS)}")
-    p.add_argument("--extra", default="", help="more `strands-art train` flags, after FLAGS")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds, each once")
+    p.add_argument(
+        "--arms", default=",".join(ARMS), help=f"comma-separated arms, each once, of {', '.join(ARMS)}"
+    )
+    p.add_argument(
+        "--extra",
+        default="",
+        help="more `strands-art train` flags, after FLAGS (a run started with other settings is refused)",
+    )
     p.add_argument("--chunk", type=int, default=1, help="outer batches per process (each under the lock)")
     p.add_argument(
         "--lock", default="/tmp/strands-art-heavy.lock", help="flock file held per chunk ('' for none)"
     )
     p.add_argument("--max-chunks", type=int, default=None, help="stop after this many chunks (then continue)")
     p.add_argument(
-        "--table-only", action="store_true", help="write the report from the run directories; run nothing"
+        "--table-only",
+        action="store_true",
+        help="write the report from the run directories (and the archive); run nothing, write no archive",
     )
     p.add_argument(
         "--out", help="write the report here (and Figure 1 / 2 beside it, -figure1.png / -figure2.png)"
@@ -103,9 +131,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
         p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1,2")
-    unknown = [a for a in args.arms.split(",") if a not in ARMS]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if len(set(seeds)) < len(seeds):
+        p.error(f"--seeds {args.seeds!r}: a seed given twice (each run would be counted twice)")
+    arms = args.arms.split(",")
+    unknown = [a for a in arms if a not in ARMS]
     if unknown:
         p.error(f"--arms: unknown {unknown}; the arms are {', '.join(ARMS)}")
+    if len(set(arms)) < len(arms):
+        p.error(f"--arms {args.arms!r}: an arm given twice")
+    if args.notes and not Path(args.notes).is_file():
+        p.error(f"--notes {args.notes}: no such file")
+    if args.out:
+        parent = Path(args.out).parent
+        if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+            p.error(f"--out {args.out}: not a file in a writable directory")
+    if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
+        p.error(f"--archive {args.archive}: not a directory")
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
@@ -113,9 +155,49 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
+        try:
+            given_settings(args.extra.split())
+        except SystemExit:
+            p.error(f"--extra {args.extra!r}: not `strands-art train` flags (its message above)")
     if args.chunk < 1:
         p.error("--chunk must be >= 1")
     return args
+
+
+def given_settings(flags: list[str]) -> dict[str, Any]:
+    """The settings ``strands-art train FLAGS`` names (parsed by the command's own parser), by
+    ``train.json`` key; those left out are not in it.
+
+    Raises:
+        SystemExit: flags the command refuses (its usage message on stderr).
+    """
+    parser = argparse.ArgumentParser(prog="strands-art")
+    add_train_parser(parser.add_subparsers())
+    ns = parser.parse_args(["train", "--run-dir", "RUN_DIR", *flags])  # the run directory is not compared
+    return {k: getattr(ns, k) for k in DEFAULTS if getattr(ns, k, None) is not None}
+
+
+def check_extra(args: argparse.Namespace, run: Run) -> None:
+    """Refuse an existing run that ``FLAGS``, ``--extra`` and its arm's flags would not have
+    started: ``strands-art train --resume`` trains with the run's ``train.json`` and ignores them.
+
+    Raises:
+        ValueError: naming the run and each setting that differs.
+    """
+    given = given_settings(
+        [*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[run.arm], "--seed", str(run.seed)]
+    )
+    clash = [
+        f"{FLAG_OF[k]} {run.settings.get(k)!r} (FLAGS and --extra give {v!r})"
+        for k, v in given.items()
+        if k not in (*TASK_KEYS, "run_dir") and run.settings.get(k) != v
+    ]
+    if clash:
+        raise ValueError(
+            f"--extra {args.extra!r}: {run.dir} was started with other settings: {'; '.join(clash)}; "
+            "pass the --extra it was started with (its train.json holds every setting), or another --run-root "
+            "and --archive"
+        )
 
 
 def order(seeds: list[int], arms: list[str]) -> list[tuple[str, int]]:
@@ -141,51 +223,51 @@ def train_command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) 
     return ["flock", args.lock, *cmd] if args.lock else cmd
 
 
-def run_dir_of(root: Path, archive: Path | None, arm: str, seed: int) -> Path | None:
-    """Where run ``(arm, seed)`` is read from: its run directory when that holds a run
-    (``train.json``), else its archived copy when there is one, else None."""
-    for base in (root, archive):
-        if base is not None and (base / arm / f"seed{seed}" / "train.json").exists():
-            return base / arm / f"seed{seed}"
-    return None
+def read_runs(
+    root: Path, runs: list[tuple[str, int]], archive: Path | None = None, names: dict[str, str] | None = None
+) -> list[Run]:
+    """The runs of ``runs`` that exist, read back from the run root or the archive
+    (:func:`seed_archive.locate`; ``names``: :func:`placeholders`)."""
+    found = [locate(root, archive, arm, seed, names or {}) for arm, seed in runs]
+    return [run for run in found if run is not None]
 
 
-def read_runs(root: Path, runs: list[tuple[str, int]], archive: Path | None = None) -> list[Run]:
-    """The runs of ``runs`` that exist (:func:`run_dir_of`), read back."""
-    return [read_run(d) for arm, seed in runs if (d := run_dir_of(root, archive, arm, seed)) is not None]
-
-
-def archive_runs(args: argparse.Namespace, root: Path, archive: Path, runs: list[tuple[str, int]]) -> None:
-    """Copy what the tables read of each run directory of ``runs`` under ``root`` into
-    ``archive/ARM/seedS``: ``train.json`` with ``run_dir``, ``train_tasks`` and ``eval_tasks`` as
-    ``$RUN_ROOT/ARM/seedS`` and ``$TASKS/…`` (no path of this machine in a committed file), and
-    ``metrics.jsonl`` (refused if it names the run root: it would carry a path of this machine).
+def preflight(
+    args: argparse.Namespace,
+    root: Path,
+    archive: Path | None,
+    wanted: list[tuple[str, int]],
+    names: dict[str, str],
+) -> None:
+    """Before anything is written: read every existing run, both copies (:func:`seed_archive.pick`:
+    errors, and a note on stderr when the archived copy is further); to run, also check its
+    settings against ``FLAGS`` and ``--extra`` (:func:`check_extra`), refuse a run whose torn last
+    line may be its final evaluation (:attr:`seed_tables.Run.unsure`), and say which archived runs
+    are run again from their start.
 
     Raises:
-        ValueError: a ``metrics.jsonl`` that holds the run root's absolute path.
+        ValueError: naming the run (its file and line where one is at fault).
     """
-    names = placeholders(args)
-    for arm, seed in runs:
-        src = root / arm / f"seed{seed}"
-        if not (src / "train.json").exists():
+    for arm, seed in wanted:
+        here, kept = read_copy(root, arm, seed, names), read_copy(archive, arm, seed, names)
+        run, note = pick(here, kept)
+        if note:
+            print(note, file=sys.stderr)
+        if run is None or args.table_only:
             continue
-        dest = archive / arm / f"seed{seed}"
-        dest.mkdir(parents=True, exist_ok=True)
-        settings = json.loads((src / "train.json").read_text(encoding="utf-8"))
-        settings["run_dir"] = f"$RUN_ROOT/{arm}/seed{seed}"
-        for key in ("train_tasks", "eval_tasks"):
-            if settings.get(key):
-                settings[key] = names.get(
-                    os.path.abspath(settings[key]), "$TASKS/" + Path(settings[key]).name
-                )
-        (dest / "train.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-        metrics = src / "metrics.jsonl"
-        if metrics.exists():
-            if os.path.abspath(root) in metrics.read_text(encoding="utf-8"):
-                raise ValueError(
-                    f"{metrics} names the run root {root}: not archived (a path of this machine)"
-                )
-            shutil.copyfile(metrics, dest / "metrics.jsonl")
+        check_extra(args, run)
+        if run.unsure:
+            raise ValueError(
+                f"{run.dir / 'metrics.jsonl'}:{run.torn}: the last line is cut short and every outer batch "
+                "trained: the run may be finished (that line its final evaluation); not run again over it. "
+                "Remove that line to have the final evaluation run again"
+            )
+        if here is None and not run.finished:
+            print(
+                f"note: {arm} seed {seed}: the archived copy {run.dir} is unfinished and has no run directory: "
+                "run again from its start (the archived copy is kept until the new run is as far)",
+                file=sys.stderr,
+            )
 
 
 def placeholders(args: argparse.Namespace) -> dict[str, str]:
@@ -214,19 +296,47 @@ def shown(args: argparse.Namespace, argv: list[str]) -> str:
     return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
 
 
+def settings_lines(runs: list[Run]) -> list[str]:
+    """The report's ``# settings:`` line: what the runs' ``train.json`` holds (paths as
+    ``$RUN_ROOT`` / ``$TASKS``), every setting the arms share (``seed_tables.check_same_settings``
+    refuses runs that differ in one); and, per run, the arm's own settings beyond its history mode
+    and batching where they differ between the runs."""
+
+    def text(v: Any) -> str:
+        return v if isinstance(v, str) and v and not any(c.isspace() for c in v) else json.dumps(v)
+
+    if not runs:
+        return ["# settings: no run yet"]
+    runs = sorted(runs, key=lambda r: (list(ARMS).index(r.arm), r.seed))
+    shared = {k: v for k, v in runs[0].settings.items() if k not in ARM_KEYS}
+    lines = ["# settings (the runs' train.json): " + " ".join(f"{k}={text(v)}" for k, v in shared.items())]
+    own = sorted({k for r in runs for k in r.settings if k in ARM_KEYS - {"seed", "run_dir", *ARMS[r.arm]}})
+    differing = [k for k in own if len({json.dumps(r.settings.get(k)) for r in runs}) > 1]
+    if differing:
+        per_run = [
+            f"{r.arm} seed {r.seed}: " + " ".join(f"{k}={text(r.settings.get(k))}" for k in differing)
+            for r in runs
+        ]
+        lines.append("# settings per run: " + "; ".join(per_run))
+    return lines
+
+
 def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wanted: int) -> str:
     """The report text (and the figures when ``--out``); PARTIAL while any run is unfinished."""
-    lines, _t1, t2 = seed_tables.report(runs)
+    lines, _t1, t2 = seed_tables.report(runs, args.arms.split(","))
     done = sum(1 for r in runs if r.finished)
     head = [
         f"# bench/seed_experiments.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
         f"# command: python bench/seed_experiments.py {shown(args, argv)}"
         + ("   (this report: the same with --table-only)" if args.table_only else ""),
-        f"# settings: {FLAGS} {args.extra}".rstrip(),
+        *settings_lines(runs),
     ]
     if done < wanted:
         head.insert(0, f"# PARTIAL: {done} of {wanted} runs finished; the same command continues (finished runs are "
                        "read back, stopped ones resumed)")  # fmt: skip
+    if any(r.unsure for r in runs):
+        head.insert(1, "# UNSURE runs (see their lines): the last line of metrics.jsonl is cut short; "
+                       "the bench does not run them again")  # fmt: skip
     if args.notes:
         head += ["#", *(f"# {x}".rstrip() for x in Path(args.notes).read_text(encoding="utf-8").splitlines())]
     text = "\n".join([*head, "", *lines]) + "\n"
@@ -246,18 +356,27 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.run_root)
     archive = Path(args.archive) if args.archive else None
     wanted = order([int(s) for s in args.seeds.split(",")], args.arms.split(","))
+    names = placeholders(args)
     chunks = 0
 
     def finished(arm: str, seed: int) -> bool:
-        d = run_dir_of(root, archive, arm, seed)
-        return d is not None and read_run(d).finished
+        run = locate(root, archive, arm, seed, names)
+        return run is not None and run.finished
 
     def report() -> str:
-        if archive is not None:
-            archive_runs(args, root, archive, wanted)
-        return write_report(args, argv, read_runs(root, wanted, archive), len(wanted))
+        if archive is not None and not args.table_only:
+            for note in archive_runs(names, root, archive, wanted):
+                print(note, file=sys.stderr)
+        return write_report(args, argv, read_runs(root, wanted, archive, names), len(wanted))
 
     try:
+        if args.table_only and not read_runs(root, wanted, archive, names):
+            where = f"{root}" + (f" or the archive {archive}" if archive else "")
+            raise ValueError(
+                f"no run of --seeds {args.seeds} --arms {args.arms} in {where}: nothing to report"
+                + (f" (--out {args.out} left as it is)" if args.out else "")
+            )
+        preflight(args, root, archive, wanted, names)
         while not args.table_only:
             todo = [(a, s) for a, s in wanted if not finished(a, s)]
             if not todo or (args.max_chunks is not None and chunks >= args.max_chunks):

@@ -16,15 +16,22 @@ steps, context included), ``actor_update_s`` (forward, backward, optimizer), ``o
   actor-update time are reduced over the outer batches where both arms ran a pass (:data:`TRAINED`).
 - ``best`` is the highest held-out reward of an evaluation after at least one update; ``final``
   the one after the run's last outer batch (only for finished runs).
+- The RESULT line (:func:`result_line`): ``seeds`` is the number of seeds finished in every arm
+  asked for (``--arms``); a key that needs an arm not asked for reads ``n/a``.
+
+Run files are read strictly (:mod:`run_reader`): only a torn last line of ``metrics.jsonl`` is
+skipped (said on stderr); any other line the tables cannot read is an error naming the file and line.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from run_reader import RunFileError, read_metrics, read_settings
 
 ARMS: dict[str, dict[str, str]] = {
     "tree-fixed-rows": {"history_mode": "tree", "batching": "fixed-rows"},
@@ -36,6 +43,17 @@ fixed-steps and linear + fixed-steps the history-mode experiment (the middle arm
 
 ARM_KEYS = frozenset({"history_mode", "batching", "rows_per_mini_batch", "seed", "run_dir"})
 """``train.json`` keys that may differ between the runs compared; every other setting must agree."""
+
+SETTINGS_NEEDS = {"seed": "int", "outer_batches": "int"}
+"""The ``train.json`` keys read (:func:`read_run`), beside the arm's (:func:`arm_of`)."""
+TRAIN_NEEDS = {
+    "rows": "int", "optimizer_steps": "int", "processed_tokens": "number?", "actor_update_s": "number?",
+    "e2e_s": "number?", "tokens": "number?", "rollout_s": "number?", "reward_mean": "number?",
+}  # fmt: skip
+"""The keys every ``train`` record must have (and an integer ``outer_batch``); those marked ``?``
+must be numbers where present, and count 0 where a record lacks them (:func:`run_reader.require`)."""
+EVAL_NEEDS = {"val_reward": "number", "val_rollouts": "int?", "eval_s": "number?"}
+"""The keys of an ``eval`` record (and an integer ``outer_batch``)."""
 
 TOTALS = ("rows", "processed_tokens", "actor_update_s", "e2e_s")
 """Table 2's totals, in its order (the design's four rows)."""
@@ -82,8 +100,13 @@ class Run:
         settings: ``train.json``.
         trains: the ``kind == "train"`` records, in outer-batch order.
         evals: ``(updates before it, val_reward, val_rollouts, eval_s)`` per evaluation.
+        torn: the line number of ``metrics.jsonl``'s last line when it had no newline (a write
+            cut short, skipped), else None.
         finished: every outer batch trained and (with held-out tasks) the evaluation after the
             last one is in the log.
+        unsure: not finished, but only because of the torn last line: every outer batch trained
+            and the line cut short may be the final evaluation's record. Such a run is neither
+            finished nor to be resumed (``seed_experiments.py`` refuses to run it).
     """
 
     dir: Path
@@ -92,12 +115,35 @@ class Run:
     settings: dict[str, Any]
     trains: list[dict[str, Any]] = field(default_factory=list)
     evals: list[tuple[int, float, int, float]] = field(default_factory=list)
+    torn: int | None = None
 
     @property
     def finished(self) -> bool:
         n = self.settings["outer_batches"]
         evaluated = not self.settings.get("eval_tasks") or any(e[0] == n for e in self.evals)
         return len(self.trains) == n and evaluated
+
+    @property
+    def unsure(self) -> bool:
+        return (
+            self.torn is not None and not self.finished and len(self.trains) == self.settings["outer_batches"]
+        )
+
+    @property
+    def state(self) -> str:
+        """``finished``, ``NOT FINISHED`` or, for an :attr:`unsure` run, what is not known and why."""
+        if self.unsure:
+            return (
+                f"UNSURE: metrics.jsonl's last line, {self.torn}, is cut short and may be the final "
+                "evaluation's record"
+            )
+        return "finished" if self.finished else "NOT FINISHED"
+
+    @property
+    def progress(self) -> tuple[int, int, int]:
+        """``(finished, outer batches trained, evaluations)``: a copy of a run whose progress is
+        below another's in any place is behind it."""
+        return int(self.finished), len(self.trains), len(self.evals)
 
     def totals(self, n: int) -> dict[str, float]:
         """:data:`TOTALS` (and ``tokens``, ``rollout_s``, ``optimizer_steps``) summed over the
@@ -138,28 +184,32 @@ def arm_of(settings: dict[str, Any]) -> str:
 
 
 def read_run(run_dir: Path) -> Run:
-    """A run directory's settings and records (a torn last line of ``metrics.jsonl`` is skipped;
-    a resumed run's records are the kept ones, the loop rewrote the log).
+    """A run directory's settings and records (:mod:`run_reader`: a torn last line of
+    ``metrics.jsonl`` is skipped and said on stderr, :attr:`Run.torn`; a resumed run's records are
+    the kept ones, the loop rewrote the log).
 
     Raises:
         FileNotFoundError: no ``train.json``.
-        ValueError: see :func:`arm_of`; outer batches out of order.
+        RunFileError: ``train.json`` not a JSON object with an integer ``seed`` and ``outer_batches``;
+            a ``metrics.jsonl`` line other than the last that is not a JSON object, a record with no
+            string ``kind``, a train record without :data:`TRAIN_NEEDS` or an eval record without
+            :data:`EVAL_NEEDS` (each with an integer ``outer_batch``), named with the file and line;
+            the history mode and batching of no arm (:func:`arm_of`); outer batches out of order.
     """
-    settings = json.loads((run_dir / "train.json").read_text(encoding="utf-8"))
-    run = Run(run_dir, arm_of(settings), int(settings["seed"]), settings)
+    settings = read_settings(run_dir, SETTINGS_NEEDS)
+    try:
+        arm = arm_of(settings)
+    except ValueError as exc:
+        raise RunFileError(f"{run_dir / 'train.json'}: {exc}") from None
     path = run_dir / "metrics.jsonl"
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if r.get("kind") == "train":
-            run.trains.append(r)
-        elif r.get("kind") == "eval":
-            run.evals.append((int(r["outer_batch"]), float(r["val_reward"]), int(r.get("val_rollouts", 0)),
-                              float(r.get("eval_s", 0.0))))  # fmt: skip
+    metrics = read_metrics(path, TRAIN_NEEDS, EVAL_NEEDS)
+    run = Run(run_dir, arm, settings["seed"], settings, metrics.trains, torn=metrics.torn)
+    run.evals = [
+        (r["outer_batch"], float(r["val_reward"]), int(r.get("val_rollouts", 0)), float(r.get("eval_s", 0.0)))
+        for r in metrics.evals
+    ]
     if [r["outer_batch"] for r in run.trains] != list(range(len(run.trains))):
-        raise ValueError(f"{path}: train records are not outer batches 0, 1, 2, ... in order")
+        raise RunFileError(f"{path}: train records are not outer batches 0, 1, 2, ... in order")
     return run
 
 
@@ -316,23 +366,42 @@ def table2(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
                    "best_tree": best_t, "best_linear": best_l, "trained_batches": (trained_batches, all_batches)}  # fmt: skip
 
 
-def result_line(runs: list[Run], t1: dict[str, Any], t2: dict[str, Any]) -> str:
+def result_line(
+    runs: list[Run], t1: dict[str, Any], t2: dict[str, Any], arms: Sequence[str] = tuple(ARMS)
+) -> str:
     """``RESULT seeds=... outer_batches=... rows_reduction=... ...`` (the issue's keys, in its order).
-    ``seeds``: the fewest runs any arm has; ``outer_batches``: the fewest outer batches a run has."""
-    per_arm = [sum(1 for r in runs if r.arm == a) for a in ARMS]
+
+    ``seeds``: the seeds finished in every arm of ``arms`` (the arms asked for); ``outer_batches``:
+    the fewest outer batches a run has. A key that needs an arm not in ``arms`` is ``n/a``: the
+    reductions and ``best_tree`` / ``best_linear`` need tree-fixed-steps and linear-fixed-steps,
+    ``best_fixed_rows`` and ``steps_per_batch_fixed_rows`` tree-fixed-rows, ``best_fixed_steps`` and
+    ``steps_per_batch_fixed_steps`` tree-fixed-steps.
+    """
+    done = {(r.arm, r.seed) for r in runs if r.finished}
+    seeds = sum(1 for s in sorted({r.seed for r in runs}) if all((a, s) in done for a in arms))
     batches = min((len(r.trains) for r in runs), default=0)
     red = t2["reduction"]
+    history = "tree-fixed-steps" in arms and "linear-fixed-steps" in arms
+
+    def reduction(key: str) -> str:
+        return f"{red[key]:.2f}%" if history else "n/a"
+
+    def when(arm: str, text: str) -> str:
+        return text if arm in arms else "n/a"
+
     steps_rows = t1["tree-fixed-rows"]["steps"]
     steps_fixed = sorted(set(t1["tree-fixed-steps"]["steps"]))
     rows_span = f"{min(steps_rows)}-{max(steps_rows)}" if steps_rows else "n/a"
     mean_rows = f"{statistics.fmean(steps_rows):.2f}" if steps_rows else "nan"
     return (
-        f"RESULT seeds={min(per_arm)} outer_batches={batches} rows_reduction={red['rows']:.2f}% "
-        f"tokens_reduction={red['processed_tokens']:.2f}% actor_s_reduction={red['actor_update_s']:.2f}% "
-        f"e2e_reduction={red['e2e_s']:.2f}% best_tree={pm(t2['best_tree'])} best_linear={pm(t2['best_linear'])} "
-        f"best_fixed_rows={pm(t1['tree-fixed-rows']['best'])} best_fixed_steps={pm(t1['tree-fixed-steps']['best'])} "
-        f"steps_per_batch_fixed_rows={mean_rows}({rows_span}) "
-        f"steps_per_batch_fixed_steps={'/'.join(map(str, steps_fixed)) or 'n/a'}"
+        f"RESULT seeds={seeds} outer_batches={batches} rows_reduction={reduction('rows')} "
+        f"tokens_reduction={reduction('processed_tokens')} actor_s_reduction={reduction('actor_update_s')} "
+        f"e2e_reduction={reduction('e2e_s')} best_tree={when('tree-fixed-steps', pm(t2['best_tree']))} "
+        f"best_linear={when('linear-fixed-steps', pm(t2['best_linear']))} "
+        f"best_fixed_rows={when('tree-fixed-rows', pm(t1['tree-fixed-rows']['best']))} "
+        f"best_fixed_steps={when('tree-fixed-steps', pm(t1['tree-fixed-steps']['best']))} "
+        f"steps_per_batch_fixed_rows={when('tree-fixed-rows', f'{mean_rows}({rows_span})')} "
+        f"steps_per_batch_fixed_steps={when('tree-fixed-steps', '/'.join(map(str, steps_fixed)) or 'n/a')}"
     )
 
 
@@ -389,15 +458,17 @@ def figure2(t2: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def report(runs: list[Run]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
-    """Per-run lines, Table 1, Table 2 and the RESULT line (last)."""
+def report(
+    runs: list[Run], arms: Sequence[str] = tuple(ARMS)
+) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """Per-run lines, Table 1, Table 2 and the RESULT line (last; :func:`result_line` of ``arms``,
+    the arms asked for)."""
     check_same_settings(runs)
     lines = ["runs (arm, seed: outer batches trained / asked, held-out reward at each evaluation):"]
     for run in sorted(runs, key=lambda r: (list(ARMS).index(r.arm), r.seed)):
         evals = ", ".join(f"after {b}: {v:.3f} ({n} rollouts)" for b, v, n, _ in run.evals)
-        state = "finished" if run.finished else "NOT FINISHED"
         lines.append(
-            f"  {run.arm} seed {run.seed}: {len(run.trains)}/{run.settings['outer_batches']} ({state}); {evals}"
+            f"  {run.arm} seed {run.seed}: {len(run.trains)}/{run.settings['outer_batches']} ({run.state}); {evals}"
         )
         for r in run.trains:
             lines.append(
@@ -414,4 +485,4 @@ def report(runs: list[Run]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
             )
     l1, t1 = table1(runs)
     l2, t2 = table2(runs)
-    return [*lines, "", *l1, "", *l2, "", result_line(runs, t1, t2)], t1, t2
+    return [*lines, "", *l1, "", *l2, "", result_line(runs, t1, t2, arms)], t1, t2

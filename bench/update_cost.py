@@ -12,10 +12,19 @@ seed with the recorded settings (:data:`migration_learning.FLAGS`, then ``--extr
   (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`) and the agent's Maven memo on
   (:mod:`strands_art.envs.migrationbench.agent.mavenmemo`).
 
-Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-art train ...``), so
+Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-art train ...``; by
+default the machine's heavy-job lock, as ``bench/seed_experiments.py``; ``--lock ''`` for none), so
 other work can run between two runs; a finished run directory is not run again and a stopped one
 is resumed, so the same command continues an interrupted bench. After every run the summary so
 far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
+``--table-only`` summarizes the run directories under ``--run-root`` (no task directories needed)
+and creates nothing; with no run there it is an error.
+
+Run files are read strictly (:mod:`run_reader`, the reader of ``bench/seed_tables.py`` too): only a
+torn last line of ``metrics.jsonl`` or ``results.jsonl`` is skipped (said on stderr); any other
+line that cannot be read, a train record without ``rollout_s`` / ``train_s`` or an eval record
+without ``val_reward`` / ``eval_s`` is an error naming the file and line (exit 2), found before
+any run starts; a run whose torn last line may be its final evaluation is refused, not run again.
 
 Per arm (over its runs): seconds per update (rollouts + training, the train records), seconds per
 held-out evaluation, the agent builds the Maven memo answered and their seconds (``tool_stats``), optimizer steps with a non-zero gradient per hour of update time
@@ -35,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -43,28 +53,69 @@ from pathlib import Path
 from typing import Any
 
 from migration_learning import FLAGS
-from train_lookup import finished
-
-from strands_art.training.metrics import read_metrics
+from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 
 AFTER_FLAGS = "--max-draws 4 --skip-tied 0.5"
 """The new settings: up to 4 groups drawn to find 2 with signal, a task whose last group tied
 skipped with probability 0.5."""
 ARMS = ("before", "after")
+TRAIN_NEEDS = {
+    "rollout_s": "number",
+    "train_s": "number",
+    "optimizer_steps": "int?",
+    "zero_gradient_steps": "int?",
+}
+EVAL_NEEDS = {"val_reward": "number", "eval_s": "number"}
+"""The keys of the train and eval records read (``?``: checked where present; :func:`run_reader.require`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--run-root", required=True, help="one run directory per arm and seed: ARM-seedS")
-    p.add_argument("--train-tasks", required=True)
-    p.add_argument("--eval-tasks", required=True)
-    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument(
+        "--train-tasks",
+        help="training task directories (strands-art make-tasks --split train); needed to run, not with --table-only",
+    )
+    p.add_argument(
+        "--eval-tasks",
+        help="held-out task directories (strands-art make-tasks --split eval); needed to run, not with --table-only",
+    )
+    p.add_argument(
+        "--seeds", default="0,1,2", help="comma-separated seeds, each once; one run per arm and seed"
+    )
     p.add_argument("--extra", default="", help="more `strands-art train` flags for both arms, after FLAGS")
     p.add_argument("--after", default=AFTER_FLAGS, help="the after arm's own flags")
-    p.add_argument("--lock", help="take this lock (flock) around each run")
-    p.add_argument("--table-only", action="store_true", help="summarize the run directories; run nothing")
+    p.add_argument(
+        "--lock",
+        default="/tmp/strands-art-heavy.lock",
+        help="take this lock (flock) around each run ('' for none)",
+    )
+    p.add_argument(
+        "--table-only", action="store_true", help="summarize the run directories; run nothing, create nothing"
+    )
     p.add_argument("--out", help="write the summary here (JSON), after every run")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
+        p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1,2")
+    seeds = args.seeds.split(",")
+    if len(set(map(int, seeds))) < len(seeds):
+        p.error(f"--seeds {args.seeds!r}: a seed given twice")
+    if args.out:
+        parent = Path(args.out).parent
+        if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+            p.error(f"--out {args.out}: not a file in a writable directory")
+    if not args.table_only:
+        for flag in ("train_tasks", "eval_tasks"):
+            value = getattr(args, flag)
+            if value is None:
+                p.error(f"--{flag.replace('_', '-')} is needed to run (--table-only runs nothing)")
+            if not Path(value).is_dir():
+                p.error(
+                    f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
+                )
+    return args
 
 
 def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tuple[list[str], dict[str, str]]:
@@ -90,30 +141,37 @@ def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tup
 
 
 def run_summary(run_dir: Path) -> dict[str, Any]:
-    """The numbers of one run directory (finished or not)."""
-    records = read_metrics(run_dir / "metrics.jsonl") if (run_dir / "metrics.jsonl").exists() else []
-    trains = [r for r in records if r.get("kind") == "train"]
-    evals = [r for r in records if r.get("kind") == "eval"]
+    """The numbers of one run directory (finished or not).
+
+    ``finished``: its log has the evaluation after its last outer batch; ``unsure``: not finished,
+    every outer batch trained and the log's last line torn (it may be the final evaluation).
+
+    Raises:
+        RunFileError: see :mod:`run_reader`: ``train.json`` without an integer ``outer_batches``; a
+            line of ``metrics.jsonl`` or ``env/rollouts/results.jsonl`` that cannot be read, a
+            record without :data:`TRAIN_NEEDS` / :data:`EVAL_NEEDS`, a result without a ``rollout_id``.
+    """
+    n = read_settings(run_dir, {"outer_batches": "int"})["outer_batches"]
+    metrics = read_metrics(run_dir / "metrics.jsonl", TRAIN_NEEDS, EVAL_NEEDS)
+    trains, evals = metrics.trains, metrics.evals
+    finished = any(r["outer_batch"] == n for r in evals)
     hits = lookups = memo_hits = 0
     memo_saved = 0.0
-    path = run_dir / "env" / "rollouts" / "results.jsonl"
-    if path.exists():
-        seen: dict[str, Any] = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            seen[rec["rollout_id"]] = rec
-        for rec in seen.values():
-            if "eval_cache_hit" in rec:
-                lookups += 1
-                hits += bool(rec["eval_cache_hit"])
-            stats = rec.get("tool_stats") or {}
-            memo_hits += int(stats.get("maven_memo_hits", 0))
-            memo_saved += float(stats.get("maven_memo_saved_s", 0.0))
+    results = read_jsonl(run_dir / "env" / "rollouts" / "results.jsonl")
+    seen: dict[str, Any] = {}
+    for line, rec in results.records:
+        require(f"{results.path}:{line}", rec, {"rollout_id": "str"})
+        seen[rec["rollout_id"]] = rec
+    for rec in seen.values():
+        if "eval_cache_hit" in rec:
+            lookups += 1
+            hits += bool(rec["eval_cache_hit"])
+        stats = rec.get("tool_stats") or {}
+        memo_hits += int(stats.get("maven_memo_hits", 0))
+        memo_saved += float(stats.get("maven_memo_saved_s", 0.0))
     return {
-        "finished": finished(run_dir),
+        "finished": finished,
+        "unsure": not finished and metrics.torn is not None and len(trains) == n,
         "update_s": [r["rollout_s"] + r["train_s"] for r in trains],
         "rollout_s": [r["rollout_s"] for r in trains],
         "train_s": [r["train_s"] for r in trains],
@@ -127,6 +185,7 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "cache_lookups": lookups,
         "memo_hits": memo_hits,
         "memo_saved_s": memo_saved,
+        "metrics_torn": metrics.torn,
     }
 
 
@@ -165,12 +224,17 @@ def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarize(root: Path, seeds: list[int]) -> dict[str, Any]:
+    """Per run (``ARM-seedS`` holding a ``train.json``) :func:`run_summary`, per arm :func:`arm_summary`.
+
+    Raises:
+        RunFileError: see :func:`run_summary`.
+    """
     out: dict[str, Any] = {"arms": {}, "runs": {}}
     for arm in ARMS:
         runs = []
         for seed in seeds:
             d = root / f"{arm}-seed{seed}"
-            if (d / "metrics.jsonl").exists():
+            if (d / "train.json").exists():
                 s = run_summary(d)
                 out["runs"][f"{arm}-seed{seed}"] = s
                 runs.append(s)
@@ -182,7 +246,7 @@ def report(summary: dict[str, Any]) -> str:
     lines = []
     for name, s in summary["runs"].items():
         lines.append(
-            f"{name}: {'finished' if s['finished'] else 'NOT FINISHED'}; updates "
+            f"{name}: {'finished' if s['finished'] else 'UNSURE (the last line of metrics.jsonl is cut short)' if s['unsure'] else 'NOT FINISHED'}; updates "
             + ", ".join(f"{u:.0f} s (rollouts {r:.0f} + training {t:.0f})" for u, r, t in zip(s["update_s"], s["rollout_s"], s["train_s"], strict=True))
             + f"; evaluations {', '.join(f'{x:.0f} s' for x in s['eval_s'])}; held-out "
             + ", ".join(f"{v:.3f} after {b}" for b, v in s["heldout"])
@@ -217,30 +281,47 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     root = Path(args.run_root)
-    root.mkdir(parents=True, exist_ok=True)
     order = [(seed, arm) for i, seed in enumerate(seeds) for arm in (ARMS if i % 2 == 0 else ARMS[::-1])]
-    for seed, arm in order if not args.table_only else []:
-        run_dir = root / f"{arm}-seed{seed}"
-        if finished(run_dir):
-            continue
-        cmd, env = command(args, arm, seed, run_dir)
-        print(f"$ {' '.join(cmd)}   ({time.strftime('%H:%M:%S')}, load {os.getloadavg()})", flush=True)
-        t0 = time.monotonic()
-        rc = subprocess.run(cmd, env=env).returncode
-        print(
-            f"{arm} seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s, load {os.getloadavg()}",
-            flush=True,
-        )
-        summary = summarize(root, seeds)
-        print(report(summary), flush=True)
+    try:
+        summary = summarize(root, seeds)  # every run file read before anything runs or is written
+        if args.table_only and not summary["runs"]:
+            raise RunFileError(
+                f"no run directory ARM-seedS ({', '.join(ARMS)}; seeds {args.seeds}) with a train.json in {root}: "
+                "nothing to summarize"
+            )
+        unsure = [name for name, s in summary["runs"].items() if s["unsure"]]
+        if unsure and not args.table_only:
+            raise RunFileError(
+                f"{root / unsure[0] / 'metrics.jsonl'}:{summary['runs'][unsure[0]]['metrics_torn']}: the last line is "
+                "cut short and every outer batch trained: the run may be finished (that line its final evaluation); "
+                "not run again over it. Remove that line to have the final evaluation run again"
+            )
+        if not args.table_only:
+            root.mkdir(parents=True, exist_ok=True)
+        for seed, arm in order if not args.table_only else []:
+            run_dir = root / f"{arm}-seed{seed}"
+            if summary["runs"].get(f"{arm}-seed{seed}", {}).get("finished"):
+                continue
+            cmd, env = command(args, arm, seed, run_dir)
+            print(f"$ {' '.join(cmd)}   ({time.strftime('%H:%M:%S')}, load {os.getloadavg()})", flush=True)
+            t0 = time.monotonic()
+            rc = subprocess.run(cmd, env=env).returncode
+            print(
+                f"{arm} seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s, load {os.getloadavg()}",
+                flush=True,
+            )
+            summary = summarize(root, seeds)
+            print(report(summary), flush=True)
+            if args.out:
+                Path(args.out).write_text(json.dumps(summary, indent=2))
+            if rc != 0:
+                return rc
         if args.out:
             Path(args.out).write_text(json.dumps(summary, indent=2))
-        if rc != 0:
-            return rc
-    summary = summarize(root, seeds)
-    if args.out:
-        Path(args.out).write_text(json.dumps(summary, indent=2))
-    print(report(summary))
+        print(report(summary))
+    except (ValueError, OSError) as exc:
+        print(f"update_cost.py: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -202,6 +202,14 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
     text = out.read_text()
     assert capsys.readouterr().out == text and "PARTIAL" not in text
+    # the settings line is what the runs used (their train.json), not FLAGS (--max-turns 12)
+    settings = next(x for x in text.splitlines() if x.startswith("# settings (the runs' train.json): "))
+    assert " lr=0.01 " in settings and " max_turns=2 " in settings and " outer_batches=2 " in settings
+    assert "max_turns=12" not in text and " seed=" not in settings and "history_mode" not in settings
+    assert (
+        "# settings per run: tree-fixed-rows seed 0: rows_per_mini_batch=2; tree-fixed-rows seed 1: " in text
+    )
+    assert "tree-fixed-steps seed 0: rows_per_mini_batch=null" in text
     assert (bench_root / "report-figure1.png").stat().st_size > 0 and (
         bench_root / "report-figure2.png"
     ).exists()
@@ -245,11 +253,18 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
     text = out.read_text()
     assert text.startswith("# PARTIAL: 5 of 6 runs finished")
-    assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=2 outer_batches=1 " in text
+    # seeds=: the seeds finished in every arm (seed 1's linear run is not)
+    assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=1 outer_batches=1 " in text
 
 
-def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_root, tmp_path):
+def tables(text: str) -> str:
+    return text[text.index("Table 1.") :]
+
+
+def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_root, tmp_path, monkeypatch):
     import shutil
+
+    monkeypatch.setattr(se, "FLAGS", "")  # the miniature's runs: their settings are not FLAGS'
 
     root, tasks = tmp_path / "runs", tmp_path / "tasks"
     for arm in seed_tables.ARMS:  # seed 0: finished in every arm (the test above cuts seed 1 short)
@@ -258,7 +273,11 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     archive, out = tmp_path / "archive", tmp_path / "report.txt"
     base = ["--seeds", "0", "--archive", str(archive), "--lock", "", "--out", str(out)]
     assert se.main(["--run-root", str(root), *base, "--table-only"]) == 0
+    assert not archive.exists()  # --table-only runs nothing and writes no archive
     before = out.read_text()
+    # a run (every run finished: no chunk) archives them
+    assert se.main(["--run-root", str(root), "--train-tasks", str(tasks / "train"), *base]) == 0
+    assert tables(out.read_text()) == tables(before)
     for arm in seed_tables.ARMS:
         kept = archive / arm / "seed0"
         assert sorted(p.name for p in kept.iterdir()) == ["metrics.jsonl", "train.json"]
@@ -273,7 +292,6 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     shutil.rmtree(root)
     assert se.main(["--run-root", str(root), "--train-tasks", str(tasks / "train"), *base]) == 0
     assert not root.exists() or not any(root.rglob("train.json"))
-    tables = lambda text: text[text.index("Table 1.") :]  # noqa: E731
     assert tables(out.read_text()) == tables(before) and "PARTIAL" not in out.read_text()
     # an unfinished archived run is run again; a run directory wins over its archived copy
     metrics = archive / "linear-fixed-steps" / "seed0" / "metrics.jsonl"
@@ -285,16 +303,30 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     assert tables(out.read_text()) == tables(before)
 
 
-def test_an_archive_is_refused_a_metrics_log_that_names_the_run_root(bench_root, tmp_path, capsys):
+def test_an_archive_is_refused_a_metrics_log_that_names_the_run_root(
+    bench_root, tmp_path, capsys, monkeypatch
+):
     import shutil
+
+    monkeypatch.setattr(se, "FLAGS", "")  # the miniature's run: its settings are not FLAGS'
 
     run = tmp_path / "runs" / "linear-fixed-steps" / "seed0"
     shutil.copytree(bench_root / "linear-fixed-steps" / "seed0", run)
     with (run / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({"kind": "note", "path": str(run)}) + "\n")
-    argv = ["--run-root", str(tmp_path / "runs"), "--seeds", "0", "--arms", "linear-fixed-steps"]
-    assert se.main([*argv, "--archive", str(tmp_path / "a"), "--table-only"]) == 2
-    assert "names the run root" in capsys.readouterr().err
+    argv = [
+        "--run-root",
+        str(tmp_path / "runs"),
+        "--seeds",
+        "0",
+        "--arms",
+        "linear-fixed-steps",
+        "--lock",
+        "",
+    ]
+    assert se.main([*argv, "--archive", str(tmp_path / "a"), "--train-tasks", str(tmp_path)]) == 2
+    assert f"{run / 'metrics.jsonl'} names the run root" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "linear-fixed-steps" / "seed0" / "metrics.jsonl").exists()
 
 
 def test_runs_with_other_settings_are_refused(bench_root, tmp_path):
@@ -428,3 +460,293 @@ def test_a_dynamically_sampled_outer_batch_shows_what_it_drew(tmp_path):
     batch_lines = [line for line in lines if "outer batch 0:" in line]
     assert batch_lines[0].endswith("tied groups 0, drawn 2 groups / 8 rollouts (1 with signal)")
     assert batch_lines[1].endswith("tied groups 0")  # no --max-draws: nothing about draws
+
+
+def copy_run(src: Path, dest_root: Path, arm: str, lines: int | None = None) -> Path:
+    """What the tables read of ``src``'s seed-0 run of ``arm`` (train.json, the first ``lines`` lines
+    of metrics.jsonl) copied to ``dest_root/ARM/seed0``, with held-out task directories named as the
+    bench's runs have (a run is finished once the evaluation after its last outer batch is in)."""
+    dest = dest_root / arm / "seed0"
+    dest.mkdir(parents=True)
+    settings = json.loads((src / arm / "seed0" / "train.json").read_text())
+    (dest / "train.json").write_text(
+        json.dumps({**settings, "eval_tasks": str(dest_root / "tasks" / "eval")})
+    )
+    kept = (src / arm / "seed0" / "metrics.jsonl").read_text().splitlines(keepends=True)[:lines]
+    (dest / "metrics.jsonl").write_text("".join(kept))
+    return dest
+
+
+def chunks_by_copy(monkeypatch, source: Path) -> list[tuple[str, int]]:
+    """Make each chunk a process that copies the next outer batch of ``source``'s run into the run
+    directory (its first two metrics lines, then two more per chunk: an evaluation and a batch),
+    as ``strands-art train --stop-after 1`` would write them; the chunks run are listed. FLAGS is
+    emptied: the runs were made with the miniature's settings, which a run's --extra check compares;
+    held-out task directories are named, as in copy_run."""
+    calls: list[tuple[str, int]] = []
+    monkeypatch.setattr(se, "FLAGS", "")  # the runs copied were made with the miniature's settings
+    code = (
+        "import json, pathlib, sys; src, dst = map(pathlib.Path, sys.argv[1:]); dst.mkdir(parents=True, exist_ok=True)\n"
+        "settings = json.loads((src / 'train.json').read_text()); settings['eval_tasks'] = str(dst / 'eval')\n"
+        "(dst / 'train.json').write_text(json.dumps(settings))\n"
+        "have = (dst / 'metrics.jsonl').read_text().splitlines(True) if (dst / 'metrics.jsonl').exists() else []\n"
+        "lines = (src / 'metrics.jsonl').read_text().splitlines(True)\n"
+        "(dst / 'metrics.jsonl').write_text(''.join(lines[: len(have) + 2]))\n"
+    )
+
+    def command(args, arm, seed, run_dir):
+        calls.append((arm, seed))
+        return [sys.executable, "-c", code, str(source / arm / f"seed{seed}"), str(run_dir)]
+
+    monkeypatch.setattr(se, "train_command", command)
+    return calls
+
+
+def test_table_only_writes_no_archive_and_a_copy_behind_a_finished_one_is_refused(
+    bench_root, tmp_path, monkeypatch, capsys
+):
+    """The review's case: a partial run under --run-root, the finished run archived; --table-only
+    used to archive the partial copy over the finished one (8 metrics lines became 2)."""
+    root, archive, out = tmp_path / "runs", tmp_path / "archive", tmp_path / "report.txt"
+    kept = copy_run(bench_root, archive, "tree-fixed-steps")
+    copy_run(bench_root, root, "tree-fixed-steps", lines=2)  # evaluation 0, outer batch 0
+    out.write_text("an earlier report\n")
+    before = (kept / "metrics.jsonl").read_bytes()
+    assert len(before.splitlines()) == 5  # evaluation 0, batch 0, evaluation 1, batch 1, evaluation 2
+    argv = ["--run-root", str(root), "--archive", str(archive), "--seeds", "0", "--arms", "tree-fixed-steps"]
+    calls = chunks_by_copy(monkeypatch, bench_root)
+    for mode in (["--table-only"], ["--train-tasks", str(tmp_path), "--lock", ""]):
+        assert se.main([*argv, *mode, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert (
+            f"the archived copy {kept} (2 of 2 outer batches, 3 evaluation(s), finished) is further than the run "
+            f"directory's {root / 'tree-fixed-steps' / 'seed0'} (1 of 2 outer batches, 1 evaluation(s), NOT FINISHED)"
+        ) in err
+        assert calls == [] and (kept / "metrics.jsonl").read_bytes() == before
+        assert out.read_text() == "an earlier report\n"
+    # the run directory's copy ahead of the archived one: read, and still not archived by --table-only
+    (kept / "metrics.jsonl").write_bytes(b"".join(before.splitlines(keepends=True)[:1]))
+    (root / "tree-fixed-steps" / "seed0" / "metrics.jsonl").write_bytes(before)
+    assert se.main([*argv, "--table-only", "--out", str(out)]) == 0
+    assert "PARTIAL" not in out.read_text() and len((kept / "metrics.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_an_archived_run_is_never_replaced_by_a_copy_behind_it(bench_root, tmp_path, monkeypatch, capsys):
+    """An unfinished archived run with no run directory is run again from its start; its archived
+    copy stays until the new run is as far, then follows it."""
+    root, archive = tmp_path / "runs", tmp_path / "archive"
+    kept = copy_run(bench_root, archive, "linear-fixed-steps", lines=3)  # 1 outer batch, 2 evaluations
+    calls = chunks_by_copy(monkeypatch, bench_root)
+    argv = ["--run-root", str(root), "--archive", str(archive), "--seeds", "0", "--arms", "linear-fixed-steps",
+            "--train-tasks", str(tmp_path), "--lock", ""]  # fmt: skip
+    full = (
+        (bench_root / "linear-fixed-steps" / "seed0" / "metrics.jsonl").read_text().splitlines(keepends=True)
+    )
+    assert se.main([*argv, "--max-chunks", "1"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "the archived copy" in err
+        and "is unfinished and has no run directory: run again from its start" in err
+    )
+    assert f"note: {kept} (1 of 2 outer batches, 2 evaluation(s), NOT FINISHED) kept: " in err
+    assert (kept / "metrics.jsonl").read_text() == "".join(full[:3])  # the new run has 1 evaluation
+    assert se.main([*argv, "--max-chunks", "1"]) == 0  # 2 outer batches, 2 evaluations: as far, and further
+    assert (kept / "metrics.jsonl").read_text() == "".join(full[:4])
+    assert "# PARTIAL: 0 of 1 runs finished" in capsys.readouterr().out
+    assert se.main(argv) == 0
+    assert (kept / "metrics.jsonl").read_text() == "".join(full) and calls == [("linear-fixed-steps", 0)] * 3
+    assert "PARTIAL" not in capsys.readouterr().out
+
+
+def test_copies_of_a_run_with_other_settings_are_refused(bench_root, tmp_path, capsys):
+    import seed_archive
+
+    root, archive = tmp_path / "runs", tmp_path / "archive"
+    here = copy_run(bench_root, root, "tree-fixed-steps")
+    kept = copy_run(bench_root, archive, "tree-fixed-steps", lines=2)
+    (kept / "train.json").write_text(json.dumps({**json.loads((kept / "train.json").read_text()), "lr": 0.5}))
+    with pytest.raises(
+        ValueError, match=f"{here} not archived: its archived copy {kept} differs in lr \\(0.01 vs 0.5\\)"
+    ):
+        seed_archive.archive_runs({}, root, archive, [("tree-fixed-steps", 0)])
+    assert se.main(["--run-root", str(root), "--archive", str(archive), "--seeds", "0", "--table-only"]) == 2
+    assert (
+        f"{here} and its archived copy {kept} differ in lr (0.01 vs 0.5): two runs, not one"
+        in capsys.readouterr().err
+    )
+
+
+def test_a_run_whose_torn_last_line_may_be_its_final_evaluation_is_not_run_again(
+    bench_root, tmp_path, monkeypatch, capsys
+):
+    root, archive, out = tmp_path / "runs", tmp_path / "archive", tmp_path / "report.txt"
+    here = copy_run(bench_root, root, "linear-fixed-steps")
+    text = (here / "metrics.jsonl").read_text()
+    (here / "metrics.jsonl").write_text(
+        text[: text.rindex("\n", 0, -1) + 20]
+    )  # the final evaluation cut short
+    argv = ["--run-root", str(root), "--seeds", "0", "--arms", "linear-fixed-steps", "--out", str(out)]
+    assert se.main([*argv, "--table-only"]) == 0
+    report = out.read_text()
+    assert "linear-fixed-steps seed 0: 2/2 (UNSURE: metrics.jsonl's last line, 5, is cut short" in report
+    assert "# UNSURE runs (see their lines)" in report and "NOT FINISHED" not in report
+    assert f"warning: {here / 'metrics.jsonl'}:5: the last line has no newline" in capsys.readouterr().err
+    calls = chunks_by_copy(monkeypatch, bench_root)
+    assert se.main([*argv, "--train-tasks", str(tmp_path), "--lock", "", "--archive", str(archive)]) == 2
+    assert (
+        f"{here / 'metrics.jsonl'}:5: the last line is cut short and every outer batch trained"
+        in capsys.readouterr().err
+    )
+    assert calls == [] and not archive.exists()
+    # the same torn copy archived, no run directory: not run again from its start either
+    archive.mkdir()
+    (root / "linear-fixed-steps").rename(archive / "linear-fixed-steps")
+    assert se.main([*argv, "--train-tasks", str(tmp_path), "--lock", "", "--archive", str(archive)]) == 2
+    assert calls == [] and not any(root.iterdir())
+
+
+@pytest.mark.parametrize("mode", ["table-only", "run"])
+def test_run_files_that_cannot_be_read_exit_2_naming_file_and_line(
+    bench_root, tmp_path, monkeypatch, capsys, mode
+):
+    root, archive = tmp_path / "runs", tmp_path / "archive"
+    copy_run(bench_root, root, "tree-fixed-steps")
+    kept = copy_run(bench_root, archive, "linear-fixed-steps")
+    lines = (kept / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (kept / "metrics.jsonl").write_text(
+        "".join([*lines[:2], '{"kind": "eval", "outer_batch": 1}\n', *lines[3:]])
+    )
+    calls = chunks_by_copy(monkeypatch, bench_root)
+    argv = ["--run-root", str(root), "--archive", str(archive), "--seeds", "0", "--lock", ""]
+    argv += ["--table-only"] if mode == "table-only" else ["--train-tasks", str(tmp_path)]
+    assert se.main(argv) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"seed_experiments.py: {kept / 'metrics.jsonl'}:3 (eval record): 'val_reward' must be a number (no such key)\n"
+    )
+    assert calls == [] and not (root / "tree-fixed-rows").exists()
+    (kept / "train.json").write_text('{"seed": 0,')
+    assert se.main(argv) == 2
+    assert f"{kept / 'train.json'}:1: not JSON" in capsys.readouterr().err and calls == []
+
+
+def test_an_extra_other_than_the_runs_is_refused(tmp_path, capsys):
+    from strands_art.training.settings import DEFAULTS
+
+    extra = "--max-turns 4 --outer-batches 3"
+    given = se.given_settings(
+        [*se.FLAGS.split(), *extra.split(), *se.ARM_FLAGS["tree-fixed-steps"], "--seed", "0"]
+    )
+    assert (given["max_turns"], given["outer_batches"], given["lr"], given["batching"]) == (
+        4,
+        3,
+        3e-4,
+        "fixed-steps",
+    )
+    run = tmp_path / "runs" / "tree-fixed-steps" / "seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(
+        json.dumps({"env": "migrationbench", **DEFAULTS, **given, "run_dir": str(run)})
+    )
+    argv = ["--run-root", str(tmp_path / "runs"), "--seeds", "0", "--arms", "tree-fixed-steps", "--lock", "",
+            "--train-tasks", str(tmp_path), "--max-chunks", "0", "--out", str(tmp_path / "r.txt")]  # fmt: skip
+    assert se.main([*argv, "--extra", extra]) == 0  # the run's own settings: nothing refused
+    assert "max_turns=4 " in (tmp_path / "r.txt").read_text()
+    assert se.main([*argv, "--extra", "--max-turns 5 --outer-batches 3"]) == 2
+    assert capsys.readouterr().err == (
+        f"seed_experiments.py: --extra '--max-turns 5 --outer-batches 3': {run} was started with other settings: "
+        "--max-turns 4 (FLAGS and --extra give 5); pass the --extra it was started with (its train.json holds every "
+        "setting), or another --run-root and --archive\n"
+    )
+    assert se.main(argv) == 2  # FLAGS alone: 12 turns, 6 outer batches
+    err = capsys.readouterr().err
+    assert (
+        "--outer-batches 3 (FLAGS and --extra give 6)" in err
+        and "--max-turns 4 (FLAGS and --extra give 12)" in err
+    )
+    with pytest.raises(SystemExit):
+        se.parse_args([*argv, "--extra=--no-such-flag"])
+    assert "--extra '--no-such-flag': not `strands-art train` flags" in capsys.readouterr().err
+    # --table-only reads what the runs used: the line does not follow --extra
+    assert (
+        se.main([*argv[:6], "--table-only", "--extra", "--max-turns 9", "--out", str(tmp_path / "r.txt")])
+        == 0
+    )
+    assert (
+        "max_turns=4 " in (tmp_path / "r.txt").read_text()
+        and "max_turns=9" not in (tmp_path / "r.txt").read_text()
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--seeds", "0,0"], "--seeds '0,0': a seed given twice"),
+        (["--seeds", "1,2,1"], "--seeds '1,2,1': a seed given twice"),
+        (["--arms", "tree-fixed-steps,tree-fixed-steps"], "--arms 'tree-fixed-steps,tree-fixed-steps': an arm given twice"),
+        (["--arms", "tree-fixed-steps,linear"], "--arms: unknown ['linear']"),
+        (["--seeds", "0,x"], "--seeds '0,x': comma-separated non-negative integers"),
+    ],
+)  # fmt: skip
+def test_seeds_and_arms_given_twice_are_refused(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exc:
+        se.parse_args(["--run-root", str(tmp_path), "--table-only", *flags])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_result_line_counts_the_seeds_finished_in_every_arm_asked_for(bench_root, tmp_path, capsys):
+    root = tmp_path / "runs"
+    for arm in ("tree-fixed-steps", "linear-fixed-steps"):
+        copy_run(bench_root, root, arm)
+    copy_run(bench_root, root, "tree-fixed-rows", lines=2)
+    argv = ["--run-root", str(root), "--seeds", "0", "--table-only"]
+
+    def result(arms: str) -> dict[str, str]:
+        assert se.main([*argv, "--arms", arms]) == 0
+        return dict(re.findall(r" (\w+)=(\S+)", capsys.readouterr().out.strip().splitlines()[-1]))
+
+    pair = result("tree-fixed-steps,linear-fixed-steps")
+    assert pair["seeds"] == "1" and pair["outer_batches"] == "2"
+    assert pair["best_fixed_rows"] == pair["steps_per_batch_fixed_rows"] == "n/a"
+    assert (
+        re.fullmatch(r"-?\d+\.\d\d%", pair["rows_reduction"]) and pair["steps_per_batch_fixed_steps"] == "1"
+    )
+    assert re.fullmatch(r"[\d.]+\+-0\.000", pair["best_tree"]) and re.fullmatch(
+        r"[\d.]+\+-0\.000", pair["best_linear"]
+    )
+    alone = result("tree-fixed-steps")
+    assert alone["seeds"] == "1" and alone["best_fixed_steps"] == pair["best_tree"]
+    assert [
+        alone[k] for k in ("rows_reduction", "tokens_reduction", "actor_s_reduction", "e2e_reduction")
+    ] == ["n/a"] * 4
+    assert (
+        alone["best_tree"] == pair["best_tree"] and alone["best_linear"] == alone["best_fixed_rows"] == "n/a"
+    )
+    everything = result(",".join(seed_tables.ARMS))  # tree-fixed-rows: 1 of 2 outer batches
+    assert everything["seeds"] == "0" and everything["outer_batches"] == "1"
+    assert (
+        everything["steps_per_batch_fixed_rows"] != "n/a"
+        and everything["rows_reduction"] == pair["rows_reduction"]
+    )
+
+
+def test_nothing_to_report_and_bad_paths_are_refused_before_anything_runs(tmp_path, capsys):
+    out = tmp_path / "report.txt"
+    out.write_text("the last report\n")
+    typo = tmp_path / "runz"
+    assert se.main(["--run-root", str(typo), "--seeds", "0", "--table-only", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"seed_experiments.py: no run of --seeds 0 --arms {','.join(seed_tables.ARMS)} in {typo}: nothing to report "
+        f"(--out {out} left as it is)\n"
+    )
+    assert out.read_text() == "the last report\n" and not typo.exists()
+    run = ["--run-root", str(typo), "--train-tasks", str(tmp_path), "--lock", ""]
+    for flags, message in (
+        (["--notes", str(tmp_path / "NOTES.txt")], f"--notes {tmp_path / 'NOTES.txt'}: no such file"),
+        (["--out", str(tmp_path / "no" / "r.txt")], f"--out {tmp_path / 'no' / 'r.txt'}: not a file in a writable directory"),
+        (["--out", str(tmp_path)], f"--out {tmp_path}: not a file in a writable directory"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit):
+            se.main([*run, *flags])
+        assert message in capsys.readouterr().err and not typo.exists()

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench imports its siblings
 _spec = importlib.util.spec_from_file_location("update_cost", ROOT / "bench" / "update_cost.py")
@@ -64,12 +66,11 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
     )
 
 
-def test_arms_alternate_and_each_run_takes_the_lock(tmp_path: Path, monkeypatch) -> None:
+def test_arms_alternate_and_each_run_takes_the_lock(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("STRANDS_ART_EVAL_CACHE", "off")
     monkeypatch.setenv("STRANDS_ART_MAVEN_MEMO", "off")
-    args = uc.parse_args(
-        ["--run-root", str(tmp_path), "--train-tasks", "T", "--eval-tasks", "E", "--lock", "L"]
-    )
+    tasks = ["--train-tasks", str(tmp_path), "--eval-tasks", str(tmp_path)]
+    args = uc.parse_args(["--run-root", str(tmp_path), *tasks, "--lock", "L"])
     cmd, env = uc.command(args, "before", 0, tmp_path / "before-seed0")
     assert cmd[:2] == ["flock", "L"] and "--max-draws" not in cmd
     assert env["STRANDS_ART_EVAL_CACHE"] == env["STRANDS_ART_MAVEN_MEMO"] == "off"
@@ -79,3 +80,151 @@ def test_arms_alternate_and_each_run_takes_the_lock(tmp_path: Path, monkeypatch)
         and "STRANDS_ART_MAVEN_MEMO" not in env
         and cmd[cmd.index("--max-draws") + 1] == "4"
     )
+    # the heavy lock by default, as bench/seed_experiments.py; '' for none
+    cmd, _ = uc.command(uc.parse_args(["--run-root", str(tmp_path), *tasks]), "before", 0, tmp_path / "b")
+    assert cmd[:2] == ["flock", "/tmp/strands-art-heavy.lock"]
+    cmd, _ = uc.command(
+        uc.parse_args(["--run-root", str(tmp_path), *tasks, "--lock", ""]), "before", 0, tmp_path / "b"
+    )
+    assert cmd[1:3] == ["train", "--env"] and "flock" not in cmd
+    with pytest.raises(SystemExit):
+        uc.parse_args(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for text in (
+        "--seeds SEEDS comma-separated seeds, each once; one run per arm and seed (default: 0,1,2)",
+        "--train-tasks TRAIN_TASKS training task directories",
+        "--eval-tasks EVAL_TASKS held-out task directories",
+        "('' for none) (default: /tmp/strands-art-heavy.lock)",
+    ):
+        assert text in help_text
+
+
+def two_runs(root: Path) -> None:
+    """before-seed0 finished (2 outer batches, evaluations before and after), after-seed0 one
+    outer batch in."""
+    step = {"optimizer_steps": 1, "rows": 8, "zero_gradient_steps": 0}
+    _run(root / "before-seed0", [{**step, "rollout_s": 500, "train_s": 100}, {**step, "rollout_s": 300, "train_s": 100}],
+         [(0, 0.1, 900), (2, 0.5, 700)], [True])  # fmt: skip
+    _run(root / "after-seed0", [{**step, "rollout_s": 200, "train_s": 100}], [(0, 0.1, 300)], [False, True])
+    (root / "after-seed0" / "train.json").write_text(json.dumps({"outer_batches": 2}))
+
+
+def test_table_only_needs_no_tasks_and_creates_nothing(tmp_path: Path, capsys) -> None:
+    root, out = tmp_path / "runs", tmp_path / "summary.json"
+    two_runs(root)
+    assert uc.main(["--run-root", str(root), "--seeds", "0", "--table-only", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "before-seed0: finished; updates 600 s (rollouts 500 + training 100), 400 s" in text
+    assert "after-seed0: NOT FINISHED; updates 300 s" in text
+    assert text.strip().splitlines()[-1].startswith("RESULT s_per_update_before=500 s_per_update_after=300 ")
+    assert json.loads(out.read_text())["runs"]["after-seed0"]["finished"] is False
+    out.write_text("the last summary\n")
+    typo = tmp_path / "runz"
+    assert uc.main(["--run-root", str(typo), "--seeds", "0", "--table-only", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"update_cost.py: no run directory ARM-seedS (before, after; seeds 0) with a train.json in {typo}: "
+        "nothing to summarize\n"
+    )
+    assert not typo.exists() and out.read_text() == "the last summary\n"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--seeds", "0,x", "--table-only"], "--seeds '0,x': comma-separated non-negative integers"),
+        (["--seeds", "0,0", "--table-only"], "--seeds '0,0': a seed given twice"),
+        ([], "--train-tasks is needed to run (--table-only runs nothing)"),
+        (["--train-tasks", "T", "--eval-tasks", "E"], "--train-tasks T: not a directory"),
+    ],
+)
+def test_bad_arguments_are_argparse_errors(tmp_path: Path, capsys, argv, message) -> None:
+    with pytest.raises(SystemExit) as exc:
+        uc.main(["--run-root", str(tmp_path / "runs"), *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def runs_by_script(monkeypatch, tmp_path: Path) -> list[tuple[str, int]]:
+    """Each run a process that exits 3 (no training); the runs started are listed."""
+    calls: list[tuple[str, int]] = []
+
+    def command(args, arm, seed, run_dir):
+        calls.append((arm, seed))
+        return [sys.executable, "-c", "raise SystemExit(3)"], {}
+
+    monkeypatch.setattr(uc, "command", command)
+    return calls
+
+
+def seed0_argv(root: Path, tasks: Path) -> list[str]:
+    """The bench's arguments for seed 0 of the runs under ``root`` (``tasks`` for both task flags)."""
+    return ["--run-root", str(root), "--seeds", "0", "--train-tasks", str(tasks), "--eval-tasks", str(tasks)]
+
+
+def test_only_the_unfinished_run_is_run(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "runs"
+    two_runs(root)
+    calls = runs_by_script(monkeypatch, tmp_path)
+    argv = seed0_argv(root, tmp_path)
+    assert uc.main([*argv, "--lock", "", "--out", str(tmp_path / "s.json")]) == 3  # the script's exit
+    assert (
+        calls == [("after", 0)]
+        and json.loads((tmp_path / "s.json").read_text())["arms"]["before"]["runs"] == 1
+    )
+
+
+@pytest.mark.parametrize(
+    "where, edit, message",
+    [
+        ("metrics.jsonl", lambda ls: [ls[0], ls[1].replace('"rollout_s": 500, ', ""), *ls[2:]],
+         "metrics.jsonl:2 (train record): 'rollout_s' must be a number (no such key)"),
+        ("metrics.jsonl", lambda ls: [ls[0], '{"kind": "eval", "outer_batch": 1, "eval_s": 3.0}', *ls[1:]],
+         "metrics.jsonl:2 (eval record): 'val_reward' must be a number (no such key)"),
+        ("metrics.jsonl", lambda ls: [ls[0], "not json", *ls[1:]],
+         "metrics.jsonl:2: not a JSON line (Expecting value: line 1 column 1 (char 0)); only the last line may be cut short"),
+        ("env/rollouts/results.jsonl", lambda ls: ['{"eval_cache_hit": true}', *ls],
+         "env/rollouts/results.jsonl:1: 'rollout_id' must be a string (no such key)"),
+        ("env/rollouts/results.jsonl", lambda ls: ["{", *ls],
+         "env/rollouts/results.jsonl:1: not a JSON line (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)); only the last line may be cut short"),
+        ("train.json", lambda ls: ['{"outer_batches": "2"}'], "train.json: 'outer_batches' must be an integer ('2')"),
+    ],
+)  # fmt: skip
+def test_run_files_that_cannot_be_read_exit_2_before_any_run(
+    tmp_path, monkeypatch, capsys, where, edit, message
+):
+    root = tmp_path / "runs"
+    two_runs(root)
+    path = root / "before-seed0" / where
+    path.write_text("\n".join(edit(path.read_text().splitlines())) + "\n")
+    calls = runs_by_script(monkeypatch, tmp_path)
+    tasks = ["--train-tasks", str(tmp_path), "--eval-tasks", str(tmp_path), "--lock", ""]
+    for mode in (["--table-only"], tasks):
+        assert uc.main(["--run-root", str(root), "--seeds", "0", *mode]) == 2
+        assert capsys.readouterr().err == f"update_cost.py: {root / 'before-seed0'}/{message}\n"
+    assert calls == []
+
+
+def test_a_torn_last_line_is_skipped_and_a_possibly_finished_run_not_run_again(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "runs"
+    two_runs(root)
+    results = root / "after-seed0" / "env" / "rollouts" / "results.jsonl"
+    results.write_text(results.read_text() + '{"rollout_id": "r9", "eval_')
+    metrics = root / "before-seed0" / "metrics.jsonl"
+    full = metrics.read_text()
+    metrics.write_text(full[: full.rindex("\n", 0, -1) + 15])  # the final evaluation cut short
+    assert uc.main(["--run-root", str(root), "--seeds", "0", "--table-only"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        f"warning: {metrics}:4: the last line has no newline (a write the process did not finish): skipped"
+        in err
+    )
+    assert f"warning: {results}:3: the last line has no newline" in err
+    assert "before-seed0: UNSURE (the last line of metrics.jsonl is cut short); updates 600 s" in out
+    assert "eval cache 1/2" in out  # after-seed0's two whole results, the torn third left out
+    calls = runs_by_script(monkeypatch, tmp_path)
+    argv = seed0_argv(root, tmp_path)
+    assert uc.main([*argv, "--lock", ""]) == 2
+    assert (
+        f"update_cost.py: {metrics}:4: the last line is cut short and every outer batch trained"
+        in capsys.readouterr().err
+    )
+    assert calls == []

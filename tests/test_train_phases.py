@@ -82,3 +82,39 @@ def test_the_panel_clock_runs_between_events_and_says_where_a_resume_started() -
     assert out.splitlines()[0] == "resumed at outer batch 3 (of 5): batches before it are kept"
     assert "[    0s] sampling outer batch 3: 0 / 2 rollouts done, 1 in flight" in out
     assert live.done == {"b3": 1} and live.in_flight == set()
+
+
+def test_without_a_terminal_a_phase_line_is_repeated_as_its_rollouts_end() -> None:
+    """``every`` (``train --no-progress`` or a pipe): a phase's line again when one of its
+    rollouts ends, at most once in ``every`` seconds and for its last one (before: a log of long
+    rollouts read ``0 / N rollouts done, 1 in flight`` for the whole phase)."""
+    clock, lines = Clock(), []
+    phases = Phases(2, 4, eval_total=2, clock=clock, on_change=lines.append, every=30)
+    for k in range(4):
+        phases.on_event("start", f"b0-key1-r{k}")
+    for dt, k in ((10, 0), (25, 1), (5, 2), (100, 3)):  # 10 s: too soon; 35 s: due; 40 s: too soon
+        clock.t += dt
+        phases.on_event("end", f"b0-key1-r{k}")
+    phases.on_rollouts(0)
+    phases.on_event("start", "b1-key1-r0")  # launched ahead, ends during the update: no line
+    clock.t += 40
+    phases.on_event("end", "b1-key1-r0")
+    phases.on_record({"kind": "train", "outer_batch": 0, "reward_mean": 0.5, "step": 2})
+    for k in range(2):
+        phases.on_event("start", f"eval-b1-key{k}-r0")
+    clock.t += 31
+    phases.on_event("end", "eval-b1-key0-r0")
+    phases.on_event("end", "eval-b1-key1-r0")  # the last: always, though just after a line
+    assert lines == [
+        "[    0s] sampling outer batch 0: 0 / 4 rollouts done, 1 in flight",
+        "[   35s] sampling outer batch 0: 2 / 4 rollouts done, 2 in flight",
+        "[  140s] sampling outer batch 0: 4 / 4 rollouts done, 0 in flight",
+        "[  140s] updating outer batch 0: 0 / 2 trained",
+        "[  180s] checkpointing after 1 outer batch: 1 / 2 trained",
+        "[  180s] evaluating after 1 outer batch: 0 / 2 held-out rollouts done, 1 in flight",
+        "[  211s] evaluating after 1 outer batch: 1 / 2 held-out rollouts done, 1 in flight",
+        "[  211s] evaluating after 1 outer batch: 2 / 2 held-out rollouts done, 0 in flight",
+    ]
+    quiet, plain = Clock(), []  # no every: at phase changes only, as the live panel's lines
+    drive(Phases(2, 2, eval_total=2, checkpoint_every=2, clock=quiet, on_change=plain.append), quiet)
+    assert len(plain) == 8

@@ -145,6 +145,9 @@ def test_a_damaged_run_directory_is_one_line_and_exit_2(
             first = sorted(weights)[0]
             weights[first] = torch.full_like(weights[first], float("nan"))
         save_file(weights, str(ck / "adapter_model.safetensors"))
+        if damage != "adapter-nan":  # checked against the model: only a run with work left loads it
+            settings = json.loads((run / "train.json").read_text())
+            (run / "train.json").write_text(json.dumps({**settings, "outer_batches": 2}))
     elif damage == "state-another-batch":  # believed, the run resumed "at outer batch 5 (of 1)"
         state = json.loads((ck / "state.json").read_text())
         (ck / "state.json").write_text(json.dumps({**state, "outer_batch": 5}))

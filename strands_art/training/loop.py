@@ -227,6 +227,52 @@ async def evaluate(
     return out
 
 
+def check_schedule(
+    trainer: LocalTrainer,
+    gateway: Any,
+    tasks: Sequence[Any],
+    *,
+    max_staleness: int = 0,
+    launch_after_step: int = 0,
+    max_draws: int | None = None,
+    skip_tied: float = 0.0,
+) -> None:
+    """Refuse what :func:`train` cannot run (its arguments of the same names), before anything
+    is sampled or written: :func:`train` calls it first, ``strands-art train`` before the run
+    directory holds a run.
+
+    Raises:
+        ValueError: the gateway does not sample from the trainer's backend; fewer ``tasks`` than
+            the prompt batch; ``max_staleness`` negative; ``launch_after_step`` not in
+            ``[0, optimizer steps per update)``, or set with ``max_staleness`` 0 or a trainer
+            without a weight sync; ``max_draws`` below the prompt batch; ``skip_tied`` not in [0, 1].
+    """
+    if max_staleness < 0:
+        raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
+    if gateway.backend is not trainer.backend:
+        raise ValueError("the gateway must sample from trainer.backend (the model being trained)")
+    cfg = trainer.config
+    if len(tasks) < cfg.prompt_batch_size:
+        raise ValueError(f"prompt_batch_size={cfg.prompt_batch_size} but only {len(tasks)} tasks")
+    steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
+    if not 0 <= launch_after_step < steps_per_update:
+        raise ValueError(
+            f"launch_after_step must be in [0, {steps_per_update}) (the optimizer steps of one update), "
+            f"got {launch_after_step}"
+        )
+    if max_draws is not None and max_draws < cfg.prompt_batch_size:
+        raise ValueError(f"max_draws must be >= the prompt batch ({cfg.prompt_batch_size}), got {max_draws}")
+    if not 0.0 <= skip_tied <= 1.0:
+        raise ValueError(f"skip_tied must be a probability in [0, 1], got {skip_tied}")
+    if launch_after_step and not max_staleness:
+        raise ValueError(f"launch_after_step {launch_after_step} needs max_staleness >= 1 (0: synchronous)")
+    if launch_after_step and trainer.weight_sync is None:
+        raise ValueError(
+            "launch_after_step needs a trainer with a weight_sync (a sampler of its own): a sampler "
+            "sharing the trainer's model would wait for the whole update"
+        )
+
+
 async def train(
     trainer: LocalTrainer,
     gateway: Any,
@@ -284,39 +330,19 @@ async def train(
         All metrics records of the run (including those from before a resume).
 
     Raises:
-        ValueError: if the gateway does not sample from the trainer's backend, ``max_staleness``
-            is negative, or ``launch_after_step`` is not in ``[0, optimizer steps per update)``
-            or is set with ``max_staleness`` 0.
+        ValueError: arguments :func:`check_schedule` refuses, before anything is sampled.
         SamplerUnavailable: a rollout failed because the sampler stopped answering; nothing of
             that batch was trained, the run stands at its last checkpoint.
         CheckpointError: a checkpoint that cannot be loaded or written (damaged, outside the
             run, a full disk).
         MetricsError: ``metrics.jsonl`` holds a record the loop cannot have written.
     """
-    if max_staleness < 0:
-        raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
-    if gateway.backend is not trainer.backend:
-        raise ValueError("the gateway must sample from trainer.backend (the model being trained)")
+    check_schedule(trainer, gateway, tasks, max_staleness=max_staleness, launch_after_step=launch_after_step,
+                   max_draws=max_draws, skip_tied=skip_tied)  # fmt: skip
     cfg = trainer.config
     steps_per_update = plan(cfg.prompt_batch_size * cfg.rollouts_per_prompt, trainer.batching).optimizer_steps
-    if not 0 <= launch_after_step < steps_per_update:
-        raise ValueError(
-            f"launch_after_step must be in [0, {steps_per_update}) (the optimizer steps of one update), "
-            f"got {launch_after_step}"
-        )
     max_draws = cfg.prompt_batch_size if max_draws is None else max_draws
-    if max_draws < cfg.prompt_batch_size:
-        raise ValueError(f"max_draws must be >= the prompt batch ({cfg.prompt_batch_size}), got {max_draws}")
-    if not 0.0 <= skip_tied <= 1.0:
-        raise ValueError(f"skip_tied must be a probability in [0, 1], got {skip_tied}")
     dynamic = max_draws > cfg.prompt_batch_size or skip_tied > 0
-    if launch_after_step and not max_staleness:
-        raise ValueError(f"launch_after_step {launch_after_step} needs max_staleness >= 1 (0: synchronous)")
-    if launch_after_step and trainer.weight_sync is None:
-        raise ValueError(
-            "launch_after_step needs a trainer with a weight_sync (a sampler of its own): a sampler "
-            "sharing the trainer's model would wait for the whole update"
-        )
     run_dir = Path(run_dir)
     log = MetricsLog(run_dir / "metrics.jsonl")
     state = trainer.resume(run_dir)

@@ -16,3 +16,11 @@ of the update (no extra pass)."""
 AUTO_ASYNC_OLD_LOGPROBS = "first-pass"
 """What ``--old-logprobs auto`` (the default) means with ``--max-staleness`` >= 1; with 0 it
 means ``rollout``. ``TrainSettings.resolve`` saves the resolved value in ``train.json``."""
+
+
+def resolve_old_logprobs(value: str, max_staleness: int) -> str:
+    """``value``, with ``auto`` replaced by what it means at ``max_staleness``: ``rollout`` when
+    synchronous (0), else :data:`AUTO_ASYNC_OLD_LOGPROBS`."""
+    if value != "auto":
+        return value
+    return "rollout" if max_staleness == 0 else AUTO_ASYNC_OLD_LOGPROBS

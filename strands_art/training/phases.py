@@ -15,7 +15,11 @@ the loop already makes, and names one phase at a time:
 With ``max_staleness`` >= 1 the next batch's rollouts run during an update; the phase shown is
 the update (the rollouts ahead are counted in ``ahead``). Every phase has its own clock
 (``since``); ``on_change`` is called with :meth:`Phases.line` each time the phase changes, which
-is what ``train --no-progress`` (or a pipe) prints from the first phase on.
+is what ``train --no-progress`` (or a pipe) prints from the first phase on. Given ``every``
+(seconds), it is also called when a rollout of the sampling or evaluating phase under way ends,
+at most once in ``every`` seconds and always for the phase's last rollout, so a log of long
+rollouts counts them as they finish (a phase's first line is written as its first rollout
+starts: ``0 / N done, 1 in flight``). The live panel redraws itself and passes no ``every``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from strands_art.training.run_store import parse_rollout_id
+
+PROGRESS_EVERY_S = 30.0
+"""``--no-progress`` (or a pipe): the most often a phase's progress line is repeated as its
+rollouts end (:class:`Phases`' ``every``)."""
 
 
 class Phases:
@@ -38,6 +46,8 @@ class Phases:
         clock: seconds, monotonic (tests pass their own).
         on_change: called with the new phase's line.
         started: ``clock()`` when the run started (its clock counts from there; default: now).
+        every: also call ``on_change`` as the phase's rollouts end, at most once in ``every``
+            seconds and for its last rollout (None: at phase changes only).
     """
 
     def __init__(
@@ -50,6 +60,7 @@ class Phases:
         clock: Callable[[], float] = time.monotonic,
         on_change: Callable[[str], None] | None = None,
         started: float | None = None,
+        every: float | None = None,
     ) -> None:
         self.outer_batches = outer_batches
         self.per_batch = per_batch
@@ -65,6 +76,8 @@ class Phases:
         self.in_flight: set[str] = set()
         self.done: dict[tuple[str, int], int] = {}
         self.trained = resumed_at or 0
+        self.every = every
+        self.last_line = self.t0  # clock() of the last on_change call
 
     # ------------------------------------------------------------------ the loop's callbacks
     def on_event(self, kind: str, rid: str) -> None:
@@ -79,6 +92,20 @@ class Phases:
                 self.done[parsed] = self.done.get(parsed, 0) + 1
                 if parsed[0] == "train" and self.phase in ("checkpointing", "between phases"):
                     self._enter("sampling", parsed[1])  # rollouts launched ahead, still running
+                else:
+                    self._tick(parsed)
+
+    def _tick(self, ended: tuple[str, int]) -> None:
+        """A rollout of ``ended`` (split, outer batch) ended: repeat the line of the phase it
+        belongs to when ``every`` seconds have passed since the last line, or it was the last."""
+        if self.every is None or self.on_change is None or ended[1] != self.batch:
+            return
+        split = {"sampling": "train", "evaluating": "eval"}.get(self.phase)
+        if split != ended[0]:
+            return
+        total = self.per_batch if split == "train" else self.eval_total
+        if self.clock() - self.last_line >= self.every or self.done[ended] == total:
+            self._emit()
 
     def on_rollouts(self, outer_batch: int) -> None:
         self._enter("updating", outer_batch)
@@ -99,7 +126,11 @@ class Phases:
         if (phase, batch) == (self.phase, self.batch):
             return
         self.phase, self.batch, self.since = phase, batch, self.clock()
+        self._emit()
+
+    def _emit(self) -> None:
         if self.on_change is not None:
+            self.last_line = self.clock()
             self.on_change(self.line())
 
     # ------------------------------------------------------------------ what is shown

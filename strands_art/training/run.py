@@ -3,7 +3,9 @@
 :func:`run_training` is what the command and ``examples/train.ipynb`` call. It
 
 1. refuses a run directory that already holds a run unless ``resume`` (then reads the run's own
-   ``train.json``: a resumed run trains with the settings it started with);
+   ``train.json``: a resumed run trains with the settings it started with), builds the
+   environment and checks its tasks against the settings (:func:`check_tasks`); a resumed run
+   with nothing left to do returns its result here, without a model (:func:`finished_result`);
 2. seeds torch with ``seed`` (the LoRA initialization), loads the model and tokenizer
    (:mod:`strands_art.registry`), builds the sampler (``transformers``: the trainer's own model;
    with ``max_staleness`` >= 1 a second in-process copy, :class:`~strands_art.training.local_sync.CopySync`;
@@ -28,27 +30,26 @@ The run directory::
     RUN_DIR/checkpoints/       LoRA adapter + optimizer + RNG (resume point)
     RUN_DIR/env/               the environment's own files (workspaces, logs)
     RUN_DIR/.lock              held (``flock``) while a process trains the run: a second
-                               ``train`` on it stops at once (:func:`hold_run_dir`)
+                               ``train`` on it stops at once (:func:`.run_files.hold_run_dir`)
 
 This module never imports the gateway or an environment: the environment's ``gateway`` factory
 builds the gateway, its ``rollout`` drives the agent.
 
-Over 450 lines as one job: a training run directory's life (lock, prepare, resume, rows, result)
-around :func:`run_training`; each helper is short and used here only.
+Over 450 lines as one job: a training run's life (setup, resume, rows, result) around
+:func:`run_training`; each helper is short and used here only. The run directory's own files,
+lock and checks are :mod:`.run_files`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
-import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,70 +57,22 @@ from typing import Any
 from strands_art.store import open_new
 from strands_art.training import checkpoint
 from strands_art.training.environment import EnvOptions, TrainEnvironment, resolve_environment
-from strands_art.training.loop import train
+from strands_art.training.loop import check_schedule, train
 from strands_art.training.metrics import MetricsLog
-from strands_art.training.phases import Phases
+from strands_art.training.phases import PROGRESS_EVERY_S, Phases
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
+from strands_art.training.run_files import (  # noqa: F401  (RunDirError: what arun_training raises)
+    RunDirError,
+    forget_start,
+    hold_run_dir,
+    prepare_run_dir,
+)
 from strands_art.training.run_store import RunStore
 from strands_art.training.settings import TrainSettings
 from strands_art.trajectory import Trajectory
+from strands_art.validation import UsageError
 
 logger = logging.getLogger(__name__)
-
-
-class RunDirError(ValueError):
-    """The run directory holds a run and ``--resume`` was not given, or ``--resume`` found none,
-    or another process is training it."""
-
-
-LOCK_FILE = ".lock"
-RUN_FILES = ("train.json", "command.txt", "metrics.jsonl", "checkpoints", "rows", "trajectories", "tensorboard", "env",
-             "adapters", "vllm-server.log", LOCK_FILE)  # fmt: skip
-"""What a run writes in its directory (a symlink in their place is refused: :func:`prepare_run_dir`)."""
-RUN_DIRS = frozenset({"checkpoints", "rows", "trajectories", "tensorboard", "env", "adapters"})
-"""The entries of :data:`RUN_FILES` that are directories; the others are regular files."""
-
-
-def _wrong_type(path: Path, name: str) -> str | None:
-    """Why ``path`` (an existing entry named ``name`` of :data:`RUN_FILES`, not a symlink) is not
-    what a run writes there, or None."""
-    want_dir = name in RUN_DIRS
-    if path.is_dir() == want_dir and (want_dir or path.is_file()):
-        return None
-    if path.is_dir():
-        return "is a directory, not a regular file"
-    if path.is_file():
-        return "is a regular file, not a directory"
-    return f"is not a {'directory' if want_dir else 'regular file'} (a FIFO, socket or device)"
-
-
-@contextlib.contextmanager
-def hold_run_dir(run_dir: Path) -> Iterator[None]:
-    """Hold the run directory's lock (``fcntl.flock`` on ``RUN_DIR/.lock``, which holds the
-    holder's pid) for the block, as ``strands-art migrate`` does: a second ``train`` on the same
-    directory — a second ``--resume`` of a run still training — stops before it reads anything.
-    The kernel releases the lock when the process ends, however it ends.
-
-    Raises:
-        RunDirError: another live process holds the lock (its pid named).
-        OSError: the lock file cannot be created (``.lock`` a symlink, no permission).
-    """
-    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip() or "?"
-        os.close(fd)
-        raise RunDirError(
-            f"{run_dir} is being trained by another process (pid {holder}): wait for it to end or stop it "
-            "before resuming"
-        ) from None
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
 
 
 @dataclass
@@ -149,55 +102,40 @@ def env_options(settings: TrainSettings) -> EnvOptions:
     )
 
 
-def check_run_entries(run_dir: Path) -> None:
-    """Refuse a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write
-    elsewhere) or not of its type (a directory where a file belongs, a file, FIFO or socket where a
-    directory does). The command checks this before the environment makes ``env/`` (a symlinked
-    ``env`` was written through), :func:`prepare_run_dir` again.
+def check_tasks(settings: TrainSettings, env: TrainEnvironment) -> None:
+    """``--prompt-batch`` within the environment's training tasks: each outer batch trains on that
+    many distinct tasks (:func:`~strands_art.training.loop.sample_tasks`). Checked once the
+    environment is built, before a model loads.
 
     Raises:
-        RunDirError: naming the entry and what it is.
+        UsageError: naming ``--prompt-batch`` and where the tasks come from.
     """
-    for name in RUN_FILES:  # a run's own files are in it: none may lead elsewhere
-        path = run_dir / name
-        if path.is_symlink():
-            raise RunDirError(f"{path} is a symlink: a run directory's files must be inside it")
-        why = _wrong_type(path, name) if path.exists() else None
-        if why:  # e.g. a .lock directory, a rows file: what the run writes there would fail mid-run
-            raise RunDirError(f"{path} {why}: move it out of the run directory")
-
-
-def prepare_run_dir(run_dir: Path, resume: bool) -> None:
-    """Refuse to overwrite a run (lose nothing); refuse ``resume`` where there is no run; refuse
-    a run directory where one of :data:`RUN_FILES` is a symlink (it would read or write elsewhere)
-    or not of its type (a directory where a file belongs, a file or FIFO where a directory does).
-
-    Raises:
-        RunDirError: see the class.
-    """
-    check_run_entries(run_dir)
-    has_run = (run_dir / "train.json").exists() or (run_dir / "metrics.jsonl").exists()
-    if resume and not (run_dir / "train.json").exists():
-        raise RunDirError(f"--resume: {run_dir} holds no run (no train.json)")
-    if not resume and has_run:
-        raise RunDirError(
-            f"{run_dir} already holds a run: pass --resume to continue it, or another --run-dir"
+    have = len(env.train_tasks)
+    if settings.prompt_batch > have:
+        where = f"--train-tasks {settings.train_tasks}" if settings.train_tasks else f"--env {settings.env}"
+        raise UsageError(
+            f"--prompt-batch {settings.prompt_batch} but {where} has only {have} training "
+            f"task{'' if have == 1 else 's'}: each outer batch trains on --prompt-batch distinct tasks; "
+            f"pass --prompt-batch {have} or fewer"
         )
-    run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def forget_start(run_dir: Path) -> None:
-    """Remove what a fresh run wrote before its model, sampler or gateway failed to start
-    (``train.json``, ``command.txt``, ``tensorboard/``, the empty ``trajectories/``), so the same command runs again once the
-    cause is fixed; the environment's ``env/`` files stay (a fresh run reuses them).
-
-    Raises:
-        OSError: a file that exists but cannot be removed (``tensorboard/`` errors are ignored).
-    """
-    for name in ("train.json", "command.txt", LOCK_FILE):
-        (run_dir / name).unlink(missing_ok=True)
-    for name in ("tensorboard", "trajectories"):  # the store: empty, nothing has sampled yet
-        shutil.rmtree(run_dir / name, ignore_errors=True)
+def finished_result(
+    run_dir: Path, settings: TrainSettings, kept: list[dict[str, Any]], env: TrainEnvironment
+) -> RunResult | None:
+    """The result of a resumed run that has nothing left to do (its newest checkpoint covers every
+    outer batch and, with held-out tasks, the last evaluation is in ``kept``), read from its files
+    without loading a model; None when the run has work left."""
+    ck = checkpoint.latest_checkpoint(run_dir)
+    if ck is None:
+        return None
+    state = checkpoint.read_state(ck)
+    done = state["outer_batch"]
+    if done < settings.outer_batches:
+        return None
+    if env.eval_tasks and not any(r.get("kind") == "eval" and r.get("outer_batch") == done for r in kept):
+        return None
+    return RunResult(run_dir=run_dir, records=kept, step=state["step"], outer_batch=done)
 
 
 def print_line(record: dict[str, Any]) -> None:
@@ -380,8 +318,8 @@ async def arun_training(
         resume: continue the run in ``settings.run_dir`` from its newest checkpoint.
         env: the environment (default: resolved from ``settings.env``).
         progress: the rich live panel (stderr, when it is a terminal; on a pipe one line per
-            phase change, :mod:`strands_art.training.phases`); off, one line per phase change
-            and per metrics record on stderr
+            phase change and, at most every 30 s, as the phase's rollouts end,
+            :mod:`strands_art.training.phases`); off, the same lines and one per metrics record on stderr
             (:func:`~strands_art.training.progress.record_line`) unless ``on_batch`` is given.
         stop_after: stop after this many outer batches in this call (as a crash would).
         on_batch: also called with each metrics record.
@@ -391,11 +329,14 @@ async def arun_training(
 
     Raises:
         RunDirError, EnvironmentSpecError, ValueError: before any model is loaded (``--ray``
-            settings it cannot run: before anything is written).
+            settings it cannot run: before anything is written); ``--prompt-batch`` above the
+            environment's training tasks (:func:`check_tasks`).
         RuntimeError: ``--wandb`` without wandb installed.
-        ModelNotFound, OSError, …: the model, sampler or gateway failed to start; a fresh run's
-            ``train.json``, ``command.txt`` and ``tensorboard/`` are removed first
-            (:func:`forget_start`), so the corrected command runs into the same directory.
+        ModelNotFound, OSError, …: the model, sampler or gateway failed to start, or the loop
+            refused them (:func:`~strands_art.training.loop.check_schedule`). A fresh run that
+            stops with any of these before the loop starts has its ``train.json``,
+            ``command.txt``, ``.lock`` and ``tensorboard/`` removed first (:func:`forget_start`),
+            so the corrected command runs into the same directory.
     """
     if settings.ray is not None:  # refused before anything is written
         from strands_art.training.ray_rollouts import check_settings
@@ -419,32 +360,37 @@ async def _run_locked(
     on_batch: Callable[[dict[str, Any]], None] | None,
     loaded: tuple[Any, Any] | None,
 ) -> RunResult:
-    """:func:`arun_training` once the run directory's lock is held."""
+    """:func:`arun_training` once the run directory's lock is held. Everything up to the loop's
+    start is checked or built first; a fresh run that stops there is forgotten (:func:`forget_start`)."""
     # a damaged checkpoint or metrics.jsonl: refused here, before anything is written
     kept = kept_records(run_dir) if resume else []
-    env = env or resolve_environment(settings.env, env_options(settings))
-    sinks: list[Any] = [TensorBoardSink(run_dir)]
-    if settings.wandb:
-        sinks.append(WandbSink(run_dir, settings.to_dict()))
-    if not resume:
-        settings.save(run_dir)
-        (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
-    elif settings.outer_batches > TrainSettings.load(run_dir).outer_batches:
-        settings.save(run_dir)  # extended (--outer-batches): what a later --resume continues
-    sinks[0].replay(kept)
-    store = RunStore(run_dir)  # every rollout, for the viewer; a resume drops what it redoes
-    store.reconcile(
-        _done(run_dir) if resume else 0, {r["outer_batch"] for r in kept if r.get("kind") == "eval"}
-    )
     batches: dict[int, list[Trajectory]] = {}
     with contextlib.ExitStack() as stack:
-        for sink in sinks:
-            stack.callback(sink.close)
-        started = time.monotonic()
-        lines = not (progress and sys.stderr.isatty()) and (progress or on_batch is None)
-        if lines:  # the first phase, before the minutes a model takes to load
-            print_phase(f"[    0s] starting: loading {settings.model} and the {settings.backend} sampler")
         try:
+            env = env or resolve_environment(settings.env, env_options(settings))
+            check_tasks(settings, env)
+            finished = finished_result(run_dir, settings, kept, env) if resume else None
+            if finished is not None:  # nothing to train or evaluate: no model to load
+                return finished
+            sinks: list[Any] = [TensorBoardSink(run_dir)]
+            stack.callback(sinks[0].close)
+            if settings.wandb:
+                sinks.append(WandbSink(run_dir, settings.to_dict()))
+                stack.callback(sinks[-1].close)
+            if not resume:
+                settings.save(run_dir)
+                (run_dir / "command.txt").write_text(settings.command() + "\n", encoding="utf-8")
+            elif settings.outer_batches > TrainSettings.load(run_dir).outer_batches:
+                settings.save(run_dir)  # extended (--outer-batches): what a later --resume continues
+            sinks[0].replay(kept)
+            store = RunStore(run_dir)  # every rollout, for the viewer; a resume drops what it redoes
+            store.reconcile(
+                _done(run_dir) if resume else 0, {r["outer_batch"] for r in kept if r.get("kind") == "eval"}
+            )
+            started = time.monotonic()
+            lines = not (progress and sys.stderr.isatty()) and (progress or on_batch is None)
+            if lines:  # the first phase, before the minutes a model takes to load
+                print_phase(f"[    0s] starting: loading {settings.model} and the {settings.backend} sampler")
             rollout = store.wrap(_rollout_fn(settings, env, stack))  # --ray: the cluster first
             tok, trainer = loaded or _load(settings, run_dir, stack, env.max_context_tokens)
             if loaded is not None and trainer.config != settings.trainer_config():
@@ -454,6 +400,11 @@ async def _run_locked(
                 await check_server(settings.vllm_url, trainer.backend)
             gateway = env.gateway(tok, trainer.backend)
             check_history_mode(settings.history_mode, gateway)
+            check_schedule(
+                trainer, gateway, env.train_tasks, max_staleness=settings.max_staleness,
+                launch_after_step=settings.launch_after_step, max_draws=settings.max_draws,
+                skip_tied=settings.skip_tied,
+            )  # fmt: skip
             store.history_mode = gateway.config.get("history_mode")
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
@@ -466,8 +417,8 @@ async def _run_locked(
         watcher: LiveProgress | Phases | None = None
         if progress and sys.stderr.isatty():
             watcher = stack.enter_context(LiveProgress(*size, **kw))
-        elif lines:  # a pipe, or --no-progress: one line per phase change
-            watcher = Phases(*size, **kw, on_change=print_phase)
+        elif lines:  # a pipe, or --no-progress: a line per phase change and as its rollouts end
+            watcher = Phases(*size, **kw, on_change=print_phase, every=PROGRESS_EVERY_S)
             if watcher.resumed_line():
                 print_phase(watcher.resumed_line())
             if on_batch is None:  # and per record (a caller with on_batch shows records its way)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from strands_art.backends.base import SamplingParams
-from strands_art.training.old_logprobs import AUTO_ASYNC_OLD_LOGPROBS, OLD_LOGPROBS_CHOICES
+from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES, resolve_old_logprobs
 from strands_art.training.precision import AUTOCAST_CHOICES
 from strands_art.validation import (
     UsageError,
@@ -237,8 +237,8 @@ class TrainSettings:
                     "(its actor's FSDP mixed-precision settings)"
                 )
             values["max_staleness"] = 0  # what the launch does, whatever the default
-        if values["old_logprobs"] == "auto":  # saved resolved: a resumed run keeps what it trained with
-            values["old_logprobs"] = "rollout" if values["max_staleness"] == 0 else AUTO_ASYNC_OLD_LOGPROBS
+        # saved resolved: a resumed run keeps what it trained with
+        values["old_logprobs"] = resolve_old_logprobs(values["old_logprobs"], values["max_staleness"])
         if values["batching"] == "fixed-rows" and values["rows_per_mini_batch"] is None:
             # verl's ppo_mini_batch_size * rollout.n, saved resolved (train.json says what ran)
             values["rows_per_mini_batch"] = values["ppo_mini_batch"] * values["rollouts_per_prompt"]

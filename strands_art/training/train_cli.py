@@ -2,8 +2,9 @@
 
 Options left out take the environment's recommended value, then the default of
 :data:`strands_art.training.settings.DEFAULTS`. ``--resume`` continues the run in ``--run-dir``
-with the settings saved there (``train.json``); other options must then be left out or agree,
-except a larger ``--outer-batches``, which extends the run (``train.json`` is updated).
+with the settings saved there (``train.json``); other options must then be left out or say what
+the run used (:mod:`strands_art.training.resume_settings`), except a larger ``--outer-batches``,
+which extends the run (``train.json`` is updated).
 At the end the command prints where the run is (metrics, TensorBoard, checkpoints).
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 from strands_art.invocation import strands_art_command
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
 from strands_art.training.precision import AUTOCAST_CHOICES
-from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS, FLAG_OF
+from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
@@ -226,58 +227,19 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
 
 
-# addresses a run directory's train.json may name but a resume uses only when the command restates
-# them (a local Ray cluster, "local" or "auto", needs no restating): (setting, what it is, why)
-_NAMED_BY_RUN_DIR = (
-    ("ray", "Ray cluster", "a cluster's answers are unpickled here: this command connects to one"),
-    ("vllm_url", "vLLM server", "prompts and adapters go to that server: this command sends them"),
-)
-
-
 def _settings(args: argparse.Namespace) -> Any:
+    """A resumed run's settings (:func:`~strands_art.training.resume_settings.resume_settings`), or
+    for a new run the settings the command line gives (resolved once the environment is built)."""
+    from strands_art.training.resume_settings import resume_settings
     from strands_art.training.settings import TrainSettings
 
     given = _given(args)
     if args.resume:
-        saved = TrainSettings.load(args.run_dir)
-        for key, what, why in _NAMED_BY_RUN_DIR:
-            value = getattr(saved, key)
-            if value not in (None, "local", "auto") and given.get(key) != value:
-                raise ValueError(
-                    f"--resume: the run's train.json names the {what} {value!r}; {why} only when told to: "
-                    f"pass {FLAG_OF[key]} {value} to resume with it"[:400]
-                )
-        more = given.get("outer_batches")
-        if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
-            import dataclasses
-
-            saved = dataclasses.replace(saved, outer_batches=more)
-        clash = [
-            f"{FLAG_OF[k]} {v!r} (the run has {getattr(saved, k)!r})"
-            for k, v in given.items()
-            if v != getattr(saved, k)
-        ]
-        if args.env not in (None, saved.env):
-            clash.append(f"--env {args.env!r} (the run has {saved.env!r})")
-        if clash:
-            raise ValueError("--resume trains with the run's own settings; these differ: " + "; ".join(clash))
-        return saved  # an extension is saved once the run's lock is held (run_training)
+        # an extension is saved once the run's lock is held (run_training)
+        return resume_settings(TrainSettings.load(args.run_dir), given, args.env)
     if args.env is None:
         raise ValueError("--env is required (capitals, lookup, migrationbench or module:function)")
     return given
-
-
-def _forget_created(run_dir: str, had: tuple[bool, bool]) -> None:
-    """Remove what this command created under ``run_dir`` (``had``: whether ``run_dir`` and its
-    ``env/`` existed when it started): the environment's ``env/`` work directories, then
-    ``run_dir`` itself if it is left empty."""
-    import shutil
-
-    root = Path(run_dir)
-    if not had[1]:
-        shutil.rmtree(root / "env", ignore_errors=True)
-    if not had[0] and root.is_dir() and not any(root.iterdir()):
-        root.rmdir()
 
 
 def warmup_warning(settings: Any) -> str | None:
@@ -309,36 +271,42 @@ def run_train(args: argparse.Namespace) -> int:
     from strands_art.training.checkpoint import CheckpointWriteError
     from strands_art.training.environment import EnvironmentSpecError, resolve_environment
     from strands_art.training.loop import SamplerUnavailable
-    from strands_art.training.run import RunDirError, check_run_entries, env_options, run_training
+    from strands_art.training.run import check_tasks, env_options, run_training
+    from strands_art.training.run_files import (
+        RunDirError,
+        before,
+        check_run_dir,
+        check_run_entries,
+        undo_start,
+    )
     from strands_art.training.settings import TrainSettings
     from strands_art.validation import check_int
 
-    had = (Path(args.run_dir).exists(), (Path(args.run_dir) / "env").exists())
+    run_dir = Path(args.run_dir)
+    was = before(run_dir)
     try:
-        check_run_entries(Path(args.run_dir))  # before the environment writes env/ (through a symlink)
+        if args.stop_after is not None:
+            check_int("--stop-after", args.stop_after, 1, 10**6)
+        check_run_entries(run_dir)  # before the environment writes env/ (through a symlink)
         got = _settings(args)
         if isinstance(got, TrainSettings):
             settings, env = got, None
         else:
+            check_run_dir(run_dir, resume=False)  # a run there: refused before env/ is written into it
             # the environment's options; sizes are checked once its recommended values are in
             probe = TrainSettings.resolve(args.env, args.run_dir, got, cross_checks=False)
             env = resolve_environment(args.env, env_options(probe))
             settings = TrainSettings.resolve(args.env, args.run_dir, got, env.defaults)
+            check_tasks(settings, env)
         if settings.trainer == "verl":
             from strands_art.training.verl_launch import write_verl_launch
 
-            try:
-                path = write_verl_launch(settings)
-            except BaseException:  # a refusal leaves nothing behind
-                _forget_created(args.run_dir, had)
-                raise
+            path = write_verl_launch(settings)
             print(f"verl launch written: {path} (run it on the cluster: bash {path})")
             return 0
         warning = warmup_warning(settings)
         if warning:
             print(f"strands-art train: warning: {warning}", file=sys.stderr)
-        if args.stop_after is not None:
-            check_int("--stop-after", args.stop_after, 1, 10**6)
         result = run_training(
             settings, resume=args.resume, env=env, progress=not args.no_progress, stop_after=args.stop_after
         )
@@ -355,6 +323,8 @@ def run_train(args: argparse.Namespace) -> int:
         )
         return 2
     except (ValueError, OSError, RunDirError, EnvironmentSpecError, RuntimeError) as exc:
+        if not args.resume:  # a refused start leaves the directory as it was (a resume: untouched)
+            undo_start(run_dir, was)
         print(f"strands-art train: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

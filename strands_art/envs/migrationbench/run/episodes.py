@@ -59,7 +59,8 @@ def migrationbench_rollout(
         run_dir: where the runner writes evaluation logs, its trajectory store and
             ``results.jsonl`` (one record per rollout, training and held-out, as ``migrate``
             writes it; a resumed training run redoes the outer batch it was killed in and appends
-            those rollouts again: the last line of a rollout id is the one trained on; default: a
+            those rollouts again: the last line of a rollout id is the one trained on; made by
+            the first rollout, so building a training environment writes nothing; default: a
             fresh temporary directory, made now).
 
     The returned ``async (gateway, task, rollout_id, group_id, sampling) -> Trajectory`` opens the
@@ -74,11 +75,12 @@ def migrationbench_rollout(
     if not isinstance(config, RolloutConfig):
         raise TypeError(f"migrationbench_rollout takes a RolloutConfig, got {type(config).__name__}")
     where = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="strands-art-mb-"))
-    where.mkdir(parents=True, exist_ok=True)
 
     async def rollout(
         gateway: Any, task: Any, rollout_id: str, group_id: str, sampling: SamplingParams
     ) -> Trajectory:
+        where.mkdir(parents=True, exist_ok=True)
+
         def make_model(spec: RolloutSpec) -> Any:
             gateway.open_session(spec.rollout_id, group_id, sampling)
             return ARTModel(gateway=gateway, session_id=spec.rollout_id, group_id=group_id, model_id=model_id)

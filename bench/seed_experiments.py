@@ -62,6 +62,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import seed_figures
 import seed_tables
 from seed_archive import TASK_KEYS, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
@@ -344,9 +345,9 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
         Path(args.out).write_text(text, encoding="utf-8")
         stem = str(Path(args.out).with_suffix(""))
         if any(r.evals for r in runs):  # held-out reward curves (none without --eval-tasks)
-            seed_tables.figure1(runs, f"{stem}-figure1.png")
+            seed_figures.figure1(runs, f"{stem}-figure1.png")
         if t2["pairs"]:
-            seed_tables.figure2(t2, f"{stem}-figure2.png")
+            seed_figures.figure2(t2, f"{stem}-figure2.png")
     return text
 
 

@@ -269,8 +269,10 @@ def table1(runs: list[Run]) -> tuple[list[str], dict[str, Any]]:
         best = [r.best for r in mine if r.best is not None]
         final = [r.final for r in mine if r.final is not None]
         rows_text = f"{min(rows)}-{max(rows)}" if rows else "n/a"
+        done = sum(1 for r in mine if r.finished)
+        seeds = f"{done}" + (f" (+{len(mine) - done} unfinished)" if len(mine) > done else "")
         lines.append(
-            f"| {arm} | {len(mine)} | {rows_text} | {text} | {pm(best)} ({len(best)}) | {pm(final)} ({len(final)}) "
+            f"| {arm} | {seeds} | {rows_text} | {text} | {pm(best)} ({len(best)}) | {pm(final)} ({len(final)}) "
             f"| {DESIGN_STEPS[arm]} | {DESIGN_BEST[arm]:.2f}% |"
         )
         data[arm] = {"steps": steps, "best": best, "final": final, "rows": rows}
@@ -373,14 +375,14 @@ def result_line(
     """``RESULT seeds=... outer_batches=... rows_reduction=... ...`` (the issue's keys, in its order).
 
     ``seeds``: the seeds finished in every arm of ``arms`` (the arms asked for); ``outer_batches``:
-    the fewest outer batches a run has. A key that needs an arm not in ``arms`` is ``n/a``: the
+    the fewest outer batches a finished run of those arms has (0 with none finished). A key that needs an arm not in ``arms`` is ``n/a``: the
     reductions and ``best_tree`` / ``best_linear`` need tree-fixed-steps and linear-fixed-steps,
     ``best_fixed_rows`` and ``steps_per_batch_fixed_rows`` tree-fixed-rows, ``best_fixed_steps`` and
     ``steps_per_batch_fixed_steps`` tree-fixed-steps.
     """
     done = {(r.arm, r.seed) for r in runs if r.finished}
     seeds = sum(1 for s in sorted({r.seed for r in runs}) if all((a, s) in done for a in arms))
-    batches = min((len(r.trains) for r in runs), default=0)
+    batches = min((len(r.trains) for r in runs if r.finished and r.arm in arms), default=0)
     red = t2["reduction"]
     history = "tree-fixed-steps" in arms and "linear-fixed-steps" in arms
 

@@ -253,8 +253,16 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
     text = out.read_text()
     assert text.startswith("# PARTIAL: 5 of 6 runs finished")
-    # seeds=: the seeds finished in every arm (seed 1's linear run is not)
-    assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=1 outer_batches=1 " in text
+    # seeds=: the seeds finished in every arm (seed 1's linear run is not); outer_batches=: the
+    # fewest of a finished run (the unfinished one's 1 is not a run's length)
+    assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=1 outer_batches=2 " in text
+    assert "| tree-fixed-steps | 2 |" in text  # both finished
+    partial = bench_root / "tree-fixed-steps" / "seed1" / "metrics.jsonl"
+    partial.write_text(
+        "\n".join(x for x in partial.read_text().splitlines() if json.loads(x)["outer_batch"] == 0) + "\n"
+    )
+    assert se.main(["--run-root", str(bench_root), "--seeds", "0,1", "--table-only", "--out", str(out)]) == 0
+    assert "| tree-fixed-steps | 1 (+1 unfinished) |" in out.read_text()
 
 
 def tables(text: str) -> str:
@@ -724,7 +732,8 @@ def test_the_result_line_counts_the_seeds_finished_in_every_arm_asked_for(bench_
         alone["best_tree"] == pair["best_tree"] and alone["best_linear"] == alone["best_fixed_rows"] == "n/a"
     )
     everything = result(",".join(seed_tables.ARMS))  # tree-fixed-rows: 1 of 2 outer batches
-    assert everything["seeds"] == "0" and everything["outer_batches"] == "1"
+    # no seed finished in every arm; outer_batches= is the finished runs' length, not the unfinished one's
+    assert everything["seeds"] == "0" and everything["outer_batches"] == "2"
     assert (
         everything["steps_per_batch_fixed_rows"] != "n/a"
         and everything["rows_reduction"] == pair["rows_reduction"]

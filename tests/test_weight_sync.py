@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import socketserver
+import threading
 from pathlib import Path
 
 import httpx
@@ -359,3 +361,46 @@ def test_an_adapter_name_never_stands_for_other_weights(tmp_path):
     assert names[0] != names[1] and names[1] == names[2]
     paths = [body["lora_path"] for route, body in routes.calls if route == "/v1/load_lora_adapter"]
     assert paths[0] != paths[1] and paths[1] == paths[2]
+
+
+class DropsReusedConnections(socketserver.BaseRequestHandler):
+    """Answers the first request of a connection with 200 and keeps the connection open, then drops
+    a second request on it unanswered: what a server that closes idle keep-alive connections does
+    to a request racing its close (uvicorn's 5 s; seen on the real server in the test suite)."""
+
+    dropped = 0
+
+    def handle(self) -> None:
+        stream = self.request.makefile("rb")
+        for n in range(2):
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                byte = stream.read(1)
+                if not byte:
+                    return  # the client closed the connection: nothing to drop
+                head += byte
+            length = int(re.search(rb"content-length: (\d+)", head.lower()).group(1))
+            stream.read(length)
+            if n == 1:
+                type(self).dropped += 1
+                return  # closed without an answer
+            body = b"Success"
+            self.request.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n%s"
+                % (len(body), body)
+            )
+
+
+def test_each_load_and_unload_goes_on_a_new_connection(tmp_path, peft_model):
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), DropsReusedConnections)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        backend = VLLMBackend(f"http://127.0.0.1:{server.server_address[1]}", "smollm2")
+        sync = LoRASync(backend, tmp_path / "adapters", run="t")  # its own client, as train makes it
+        names = [sync.sync(peft_model, v) for v in (1, 2, 3)]  # load, then load + unload twice
+        assert backend.policy_version == 3 and backend.model == names[-1]
+        assert DropsReusedConnections.dropped == 0
+        sync.close()
+    finally:
+        server.shutdown()
+        server.server_close()

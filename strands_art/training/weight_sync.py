@@ -224,7 +224,11 @@ class LoRASync:
         self.max_lora_rank = max_lora_rank
         self.timeout_s = timeout_s
         headers = dict(getattr(backend, "_headers", {}) or {})
-        self._client = client or httpx.Client(timeout=timeout_s, headers=headers)
+        # a new connection per request: syncs are minutes apart, and a pooled connection the
+        # server closed when idle (uvicorn: 5 s) can take the next request and drop it unanswered
+        # ("Server disconnected without sending a response"), failing a sync the server would take
+        no_reuse = httpx.Limits(max_keepalive_connections=0)
+        self._client = client or httpx.Client(timeout=timeout_s, headers=headers, limits=no_reuse)
         self.current: str | None = None
         self.version = 0
         self.sync_s = 0.0

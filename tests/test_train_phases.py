@@ -118,3 +118,32 @@ def test_without_a_terminal_a_phase_line_is_repeated_as_its_rollouts_end() -> No
     quiet, plain = Clock(), []  # no every: at phase changes only, as the live panel's lines
     drive(Phases(2, 2, eval_total=2, checkpoint_every=2, clock=quiet, on_change=plain.append), quiet)
     assert len(plain) == 8
+
+
+def test_an_update_line_is_repeated_every_so_often() -> None:
+    """An update or a checkpoint has no rollout events: :meth:`Phases.heartbeat` (a timer calls
+    it) repeats its line once ``every`` seconds have passed, never in a rollout phase or without
+    ``every`` (a newcomer's log showed nothing for a 10-minute update)."""
+    clock, lines = Clock(), []
+    phases = Phases(2, 1, clock=clock, on_change=lines.append, every=30)
+    phases.on_event("start", "b0-key1-r0")
+    clock.t += 40
+    phases.heartbeat()  # sampling: its rollouts' ends say how it goes
+    phases.on_event("end", "b0-key1-r0")
+    phases.on_rollouts(0)
+    for dt in (10, 25, 5, 31):  # 10 s: too soon; 35 s: due; 40 s: too soon; 71 s: due
+        clock.t += dt
+        phases.heartbeat()
+    assert lines == [
+        "[    0s] sampling outer batch 0: 0 / 1 rollouts done, 1 in flight",
+        "[   40s] sampling outer batch 0: 1 / 1 rollouts done, 0 in flight",
+        "[   40s] updating outer batch 0: 0 / 2 trained",
+        "[   75s] updating outer batch 0: 0 / 2 trained",
+        "[  111s] updating outer batch 0: 0 / 2 trained",
+    ]
+    quiet, plain = Clock(), []
+    silent = Phases(2, 1, clock=quiet, on_change=plain.append)
+    silent.on_rollouts(0)
+    quiet.t += 100
+    silent.heartbeat()
+    assert plain == ["[    0s] updating outer batch 0: 0 / 2 trained"]

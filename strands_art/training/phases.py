@@ -19,7 +19,8 @@ is what ``train --no-progress`` (or a pipe) prints from the first phase on. Give
 (seconds), it is also called when a rollout of the sampling or evaluating phase under way ends,
 at most once in ``every`` seconds and always for the phase's last rollout, so a log of long
 rollouts counts them as they finish (a phase's first line is written as its first rollout
-starts: ``0 / N done, 1 in flight``). The live panel redraws itself and passes no ``every``.
+starts: ``0 / N done, 1 in flight``), and :meth:`Phases.heartbeat` repeats an update's or a
+checkpoint's line every ``every`` seconds. The live panel redraws itself and passes no ``every``.
 """
 
 from __future__ import annotations
@@ -105,6 +106,15 @@ class Phases:
             return
         total = self.per_batch if split == "train" else self.eval_total
         if self.clock() - self.last_line >= self.every or self.done[ended] == total:
+            self._emit()
+
+    def heartbeat(self) -> None:
+        """For the phases no rollout ends in (updating, checkpointing: minutes on a CPU): the line
+        again once ``every`` seconds have passed since the last one. A timer calls it
+        (:func:`strands_art.training.run.run_train`); without ``every`` it does nothing."""
+        if self.every is None or self.on_change is None or self.phase not in ("updating", "checkpointing"):
+            return
+        if self.clock() - self.last_line >= self.every:
             self._emit()
 
     def on_rollouts(self, outer_batch: int) -> None:

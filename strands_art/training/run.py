@@ -48,6 +48,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,6 +143,19 @@ def print_line(record: dict[str, Any]) -> None:
     """Print :func:`~strands_art.training.progress.record_line` of a metrics record to stderr
     (``progress=False`` without ``on_batch``: the command's ``--no-progress``)."""
     print(record_line(record), file=sys.stderr, flush=True)
+
+
+def heartbeats(phases: Phases) -> threading.Event:
+    """Call ``phases.heartbeat()`` from a daemon thread every few seconds (an update blocks the
+    loop that carries the rollout events) until the returned event is set."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(PROGRESS_EVERY_S / 6):
+            phases.heartbeat()
+
+    threading.Thread(target=beat, daemon=True, name="strands-art-progress").start()
+    return stop
 
 
 def print_phase(line: str) -> None:
@@ -419,6 +433,7 @@ async def _run_locked(
             watcher = stack.enter_context(LiveProgress(*size, **kw))
         elif lines:  # a pipe, or --no-progress: a line per phase change and as its rollouts end
             watcher = Phases(*size, **kw, on_change=print_phase, every=PROGRESS_EVERY_S)
+            stack.callback(heartbeats(watcher).set)
             if watcher.resumed_line():
                 print_phase(watcher.resumed_line())
             if on_batch is None:  # and per record (a caller with on_batch shows records its way)

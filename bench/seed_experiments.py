@@ -67,7 +67,8 @@ import seed_tables
 from seed_archive import TASK_KEYS, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
 
-from strands_art.training.settings import DEFAULTS, FLAG_OF
+from strands_art.training.resume_settings import resume_settings
+from strands_art.training.settings import DEFAULTS, TrainSettings
 from strands_art.training.train_cli import add_train_parser
 
 FLAGS = (
@@ -181,6 +182,9 @@ def given_settings(flags: list[str]) -> dict[str, Any]:
 def check_extra(args: argparse.Namespace, run: Run) -> None:
     """Refuse an existing run that ``FLAGS``, ``--extra`` and its arm's flags would not have
     started: ``strands-art train --resume`` trains with the run's ``train.json`` and ignores them.
+    The comparison is the one ``--resume`` makes (by meaning:
+    :func:`~strands_art.training.resume_settings.resume_settings`), except that a larger
+    ``--outer-batches`` is a change here too (the bench resumes without restating it).
 
     Raises:
         ValueError: naming the run and each setting that differs.
@@ -188,11 +192,15 @@ def check_extra(args: argparse.Namespace, run: Run) -> None:
     given = given_settings(
         [*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[run.arm], "--seed", str(run.seed)]
     )
-    clash = [
-        f"{FLAG_OF[k]} {run.settings.get(k)!r} (FLAGS and --extra give {v!r})"
-        for k, v in given.items()
-        if k not in (*TASK_KEYS, "run_dir") and run.settings.get(k) != v
-    ]
+    given = {k: v for k, v in given.items() if k not in TASK_KEYS}
+    saved = TrainSettings.from_dict({**run.settings, "run_dir": str(run.dir)})
+    clash = []
+    if given.get("outer_batches", saved.outer_batches) != saved.outer_batches:
+        clash.append(f"--outer-batches {given.pop('outer_batches')!r} (the run has {saved.outer_batches!r})")
+    try:
+        resume_settings(saved, given, saved.env)
+    except ValueError as e:
+        clash.append(str(e).split("these differ: ", 1)[-1])
     if clash:
         raise ValueError(
             f"--extra {args.extra!r}: {run.dir} was started with other settings: {'; '.join(clash)}; "

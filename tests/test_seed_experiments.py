@@ -661,18 +661,21 @@ def test_an_extra_other_than_the_runs_is_refused(tmp_path, capsys):
             "--train-tasks", str(tmp_path), "--max-chunks", "0", "--out", str(tmp_path / "r.txt")]  # fmt: skip
     assert se.main([*argv, "--extra", extra]) == 0  # the run's own settings: nothing refused
     assert "max_turns=4 " in (tmp_path / "r.txt").read_text()
+    # compared by meaning, as --resume compares: --max-draws equal to --prompt-batch is the default
+    # the run left unset, and --old-logprobs auto is what auto resolves to at --max-staleness 0
+    assert given.get("max_draws") is None
+    assert se.main([*argv, "--extra", f"{extra} --max-draws 2 --old-logprobs rollout"]) == 0
+    assert se.main([*argv, "--extra", f"{extra} --max-draws 3"]) == 2
+    assert "--max-draws 3 (the run has 2)" in capsys.readouterr().err
     assert se.main([*argv, "--extra", "--max-turns 5 --outer-batches 3"]) == 2
     assert capsys.readouterr().err == (
         f"seed_experiments.py: --extra '--max-turns 5 --outer-batches 3': {run} was started with other settings: "
-        "--max-turns 4 (FLAGS and --extra give 5); pass the --extra it was started with (its train.json holds every "
+        "--max-turns 5 (the run has 4); pass the --extra it was started with (its train.json holds every "
         "setting), or another --run-root and --archive\n"
     )
     assert se.main(argv) == 2  # FLAGS alone: 12 turns, 6 outer batches
     err = capsys.readouterr().err
-    assert (
-        "--outer-batches 3 (FLAGS and --extra give 6)" in err
-        and "--max-turns 4 (FLAGS and --extra give 12)" in err
-    )
+    assert "--outer-batches 6 (the run has 3)" in err and "--max-turns 12 (the run has 4)" in err
     with pytest.raises(SystemExit):
         se.parse_args([*argv, "--extra=--no-such-flag"])
     assert "--extra '--no-such-flag': not `strands-art train` flags" in capsys.readouterr().err

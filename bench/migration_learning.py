@@ -65,6 +65,8 @@ from migration_transfer import (  # --transfer-tasks
     transfer_kinds,
     transfer_label,
 )
+from run_reader import read_settings
+from run_settings import differences
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
 from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
@@ -222,6 +224,7 @@ def summarize_seed(run_dir: Path, transfer: frozenset[str] = frozenset({HELDOUT_
         "trains": trains,
         "per_kind": per_kind,
         "rollouts": rollouts,
+        "rollout_file": (run_dir / "env" / "rollouts" / "results.jsonl").exists(),
     }
 
 
@@ -312,6 +315,15 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"seed {seed} is in {path} and has a run directory, {root / f'seed{seed}'}")
             recorded[seed] = s
     seeds = [s for s in seeds if s not in recorded]  # a recorded seed is not run again
+    for seed in seeds:  # a run started with other flags would be resumed or reported as these
+        run_dir = root / f"seed{seed}"
+        if (run_dir / "train.json").exists():
+            clash = differences([*settings.split(), "--seed", str(seed)], read_settings(run_dir, {}), run_dir)
+            if clash:
+                raise ValueError(
+                    f"{run_dir} was started with other settings than FLAGS and --extra: {'; '.join(clash)}; "
+                    "pass the --extra it was started with (its train.json holds every setting)"
+                )
     root.mkdir(parents=True, exist_ok=True)
     if args.transfer_tasks and not args.table_only:
         args.eval_tasks = str(
@@ -381,6 +393,11 @@ def run(args: argparse.Namespace) -> int:
             lasts.append(s["evals"][-1][1])
             updates.append(s["evals"][-1][0])
         if "recorded" in s:
+            continue
+        if not s["rollout_file"]:  # an archived copy may keep metrics.jsonl alone: no zeros made up
+            print(
+                f"  per kind and audit: no rollout records ({s['dir']}/env/rollouts/results.jsonl is not there)"
+            )
             continue
         seen = sorted({k for b in s["per_kind"].values() for k in b})
         if s["evals"]:

@@ -2,7 +2,7 @@
 
 A run ``(ARM, seed S)`` lives in ``RUN_ROOT/ARM/seedS`` while it trains; ``--archive DIR`` keeps
 what the tables read of it (``train.json`` with this machine's paths as ``$RUN_ROOT`` / ``$TASKS``,
-and ``metrics.jsonl``) in ``DIR/ARM/seedS`` (:func:`archive_runs`), so a machine without the run
+``metrics.jsonl`` and the rollout records) in ``DIR/ARM/seedS`` (:func:`archive_runs`), so a machine without the run
 root reads finished runs back. Which copy is read (:func:`pick`), and what the archive takes, follow
 one rule: a copy never gives way to one that is behind it (fewer outer batches or evaluations, or
 not finished where it is), and copies with other settings are never mixed.
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
+from run_settings import TASK_KEYS  # train.json's task directories, shown as $TASKS/…
 from seed_tables import Run, read_run
 
-TASK_KEYS = ("train_tasks", "eval_tasks")
-"""``train.json``'s task directories: paths of the machine that ran, shown as ``$TASKS/…``."""
+LOGS = ("metrics.jsonl", "env/rollouts/results.jsonl")
+"""A run directory's logs the archive keeps beside ``train.json``: what the tables read, and the
+rollout records (``bench/migration_learning.py``'s per-kind rewards and audit read them)."""
 
 
 def portable(names: dict[str, str], arm: str, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
@@ -118,15 +119,15 @@ def locate(root: Path, archive: Path | None, arm: str, seed: int, names: dict[st
 def archive_runs(names: dict[str, str], root: Path, archive: Path, runs: list[tuple[str, int]]) -> list[str]:
     """Copy what the tables read of each run directory of ``runs`` under ``root`` into
     ``archive/ARM/seedS``: ``train.json`` as :func:`portable` (no path of this machine in a
-    committed file), and ``metrics.jsonl`` (refused if it names the run root: it would carry a path
-    of this machine). An archived copy the run directory's is behind (:func:`behind`) is kept as it
+    committed file), and the logs of :data:`LOGS` it has (refused if one names the run root: it
+    would carry a path of this machine). An archived copy the run directory's is behind (:func:`behind`) is kept as it
     is. Each file is written whole (a temporary file renamed over it).
 
     Returns:
         A note per archived copy kept.
 
     Raises:
-        ValueError: a ``metrics.jsonl`` that holds the run root's absolute path; a run directory
+        ValueError: a log that holds the run root's absolute path; a run directory
             and its archived copy with other settings (:func:`differ`); a run file that cannot be
             read (``run_reader.RunFileError``).
     """
@@ -142,15 +143,23 @@ def archive_runs(names: dict[str, str], root: Path, archive: Path, runs: list[tu
             if behind(here, kept):
                 notes.append(f"note: {where(kept)} kept: {where(here)} is behind it")
                 continue
-        metrics = here.dir / "metrics.jsonl"
-        text = metrics.read_text(encoding="utf-8") if metrics.exists() else None
-        if text is not None and os.path.abspath(root) in text:
-            raise ValueError(f"{metrics} names the run root {root}: not archived (a path of this machine)")
+        texts = {}
+        for name in LOGS:
+            path = here.dir / name
+            if path.exists():
+                texts[name] = path.read_text(encoding="utf-8")
+                for place in (os.path.abspath(root), *(os.path.abspath(k) for k in names)):
+                    if place in texts[name]:
+                        what = "the run root" if place == os.path.abspath(root) else "the directory"
+                        raise ValueError(
+                            f"{path} names {what} {place}: not archived (a path of this machine)"
+                        )
         dest = archive / arm / f"seed{seed}"
+        for name, text in texts.items():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / f"{name}.tmp").write_text(text, encoding="utf-8")
+            os.replace(dest / f"{name}.tmp", dest / name)
         dest.mkdir(parents=True, exist_ok=True)
-        if text is not None:
-            shutil.copyfile(metrics, dest / "metrics.jsonl.tmp")
-            os.replace(dest / "metrics.jsonl.tmp", dest / "metrics.jsonl")
         (dest / "train.json.tmp").write_text(json.dumps(here.settings, indent=2) + "\n", encoding="utf-8")
         os.replace(dest / "train.json.tmp", dest / "train.json")
     return notes

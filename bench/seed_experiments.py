@@ -64,12 +64,9 @@ from typing import Any
 
 import seed_figures
 import seed_tables
-from seed_archive import TASK_KEYS, archive_runs, locate, pick, read_copy
+from run_settings import differences, given_settings
+from seed_archive import archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
-
-from strands_art.training.resume_settings import resume_settings
-from strands_art.training.settings import DEFAULTS, TrainSettings
-from strands_art.training.train_cli import add_train_parser
 
 FLAGS = (
     "--model qwen2.5-coder-0.5b --backend vllm --prompt compact-no-recipe --max-turns 12 "
@@ -166,19 +163,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def given_settings(flags: list[str]) -> dict[str, Any]:
-    """The settings ``strands-art train FLAGS`` names (parsed by the command's own parser), by
-    ``train.json`` key; those left out are not in it.
-
-    Raises:
-        SystemExit: flags the command refuses (its usage message on stderr).
-    """
-    parser = argparse.ArgumentParser(prog="strands-art")
-    add_train_parser(parser.add_subparsers())
-    ns = parser.parse_args(["train", "--run-dir", "RUN_DIR", *flags])  # the run directory is not compared
-    return {k: getattr(ns, k) for k in DEFAULTS if getattr(ns, k, None) is not None}
-
-
 def check_extra(args: argparse.Namespace, run: Run) -> None:
     """Refuse an existing run that ``FLAGS``, ``--extra`` and its arm's flags would not have
     started: ``strands-art train --resume`` trains with the run's ``train.json`` and ignores them.
@@ -189,18 +173,11 @@ def check_extra(args: argparse.Namespace, run: Run) -> None:
     Raises:
         ValueError: naming the run and each setting that differs.
     """
-    given = given_settings(
-        [*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[run.arm], "--seed", str(run.seed)]
+    clash = differences(
+        [*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[run.arm], "--seed", str(run.seed)],
+        run.settings,
+        run.dir,
     )
-    given = {k: v for k, v in given.items() if k not in TASK_KEYS}
-    saved = TrainSettings.from_dict({**run.settings, "run_dir": str(run.dir)})
-    clash = []
-    if given.get("outer_batches", saved.outer_batches) != saved.outer_batches:
-        clash.append(f"--outer-batches {given.pop('outer_batches')!r} (the run has {saved.outer_batches!r})")
-    try:
-        resume_settings(saved, given, saved.env)
-    except ValueError as e:
-        clash.append(str(e).split("these differ: ", 1)[-1])
     if clash:
         raise ValueError(
             f"--extra {args.extra!r}: {run.dir} was started with other settings: {'; '.join(clash)}; "

@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from strands_art.training.settings import DEFAULTS
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench imports its sibling train_lookup
 _spec = importlib.util.spec_from_file_location("migration_learning", ROOT / "bench" / "migration_learning.py")
 ml = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ml)
+import run_settings as rs  # noqa: E402  (a bench module: importable once bench/ is on the path)
 
+ONE = "--extra=--outer-batches 1"  # the runs _run_with_transfer writes have one outer batch
 RECORDED = ROOT / "bench" / "results" / "migration-learning-2026-12-02-c.txt"
 
 
@@ -126,7 +130,11 @@ def _run_with_transfer(run_dir: Path, transfer: tuple[str, ...] = ("base64-20000
     """A finished 1-update run whose evaluations held 2 trained-kind tasks and the ``transfer`` tasks
     (2 rollouts each; the transfer set's rewards 0,0 then 0.5,0 in all)."""
     run_dir.mkdir(parents=True)
-    (run_dir / "train.json").write_text(json.dumps({"outer_batches": 1}))
+    seed = run_dir.name.removeprefix("seed")
+    flags = [*ml.FLAGS.split(), "--outer-batches", "1", "--seed", seed]  # what the bench starts it with
+    (run_dir / "train.json").write_text(
+        json.dumps({**DEFAULTS, "env": "migrationbench", **rs.given_settings(flags), "run_dir": str(run_dir)})
+    )
     before, after = [0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]
     rewards = {  # eval batch -> task -> rewards of its 2 rollouts
         0: {"profile-1000003": [0.0, 1.0], "release-flag-1000004": [0.0, 0.0]},
@@ -167,7 +175,7 @@ def test_the_held_out_kind_is_reported_apart_and_reads_back(tmp_path, capsys):
     # held-out counts the trained kinds only: (0+1+0+0)/4 and (1+1+0.5+1)/4; base64 apart
     assert [(b, r) for b, r, *_ in s["evals"]] == [(0, 0.25), (1, 0.875)]
     assert s["transfer"] == [(0, 0.0, 2), (1, 0.25, 2)]
-    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 0
     out = capsys.readouterr().out
     assert "  held-out after 1 updates: reward 0.875 (failed rollouts 0, 10 s)" in out
     assert "  held-out kind base64 after 1 updates: reward 0.250 (2 rollouts)" in out
@@ -194,7 +202,7 @@ def test_real_repositories_as_the_transfer_set_are_reported_apart_and_read_back(
     ml.combined_eval_tasks(ev, tr, root / "eval-tasks")
     assert ml.transfer_kinds(root) == frozenset(real)
     _run_with_transfer(root / "seed1", real)
-    assert ml.main(["--run-root", str(root), "--seeds", "1", "--table-only"]) == 0
+    assert ml.main(["--run-root", str(root), "--seeds", "1", "--table-only", ONE]) == 0
     out = capsys.readouterr().out
     assert "  held-out after 1 updates: reward 0.875 (failed rollouts 0, 10 s)" in out
     # poetix 0.5,0 after; alt236 0,0: 0.5 / 4 rollouts
@@ -262,7 +270,7 @@ def test_a_run_whose_records_are_missing_is_refused_not_split_wrong(tmp_path, ca
         match=r"after 1 updates logged 6 rollouts, results.jsonl holds 4 \(held-out kind base64: 2\)",
     ):
         ml.summarize_seed(root / "seed2")
-    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 2
     assert "cannot be split by kind" in capsys.readouterr().err
 
 
@@ -279,7 +287,7 @@ def test_the_over_seed_transfer_line_names_the_transfer_set(tmp_path, capsys):
     list of the last seed's kinds shadowed the run root's transfer kinds)."""
     root = tmp_path / "root"
     _run_with_transfer(root / "seed2")
-    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 0
     out = capsys.readouterr().out
     assert (
         "\nheld-out kind base64 (no training task of these kinds) before 0.000 +- 0.000, after 0.250" in out
@@ -295,7 +303,7 @@ def test_a_damaged_transfer_kinds_file_is_refused_not_read_as_no_transfer(tmp_pa
     (root / "transfer-kinds.json").write_text(text)
     with pytest.raises(ValueError, match="transfer-kinds.json"):
         ml.transfer_kinds(root)
-    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 2
     err = capsys.readouterr().err
     assert (
         err.startswith("migration_learning.py: ")
@@ -328,9 +336,10 @@ def test_recorded_seeds_of_another_transfer_set_are_not_averaged_in(tmp_path, ca
     repositories: the over-seed transfer mean mixed the two sets under the root's label."""
     root = tmp_path / "root"
     _run_with_transfer(root / "seed2")
-    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 0
-    (tmp_path / "rec.txt").write_text(f"settings: {ml.FLAGS}\n" + capsys.readouterr().out)
-    assert ml.recorded_seeds(tmp_path / "rec.txt", ml.FLAGS)[2]["transfer_label"] == "held-out kind base64"
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 0
+    (tmp_path / "rec.txt").write_text(capsys.readouterr().out)  # its settings line: FLAGS --outer-batches 1
+    one = f"{ml.FLAGS} --outer-batches 1"
+    assert ml.recorded_seeds(tmp_path / "rec.txt", one)[2]["transfer_label"] == "held-out kind base64"
     real_root = tmp_path / "real"
     _run_with_transfer(real_root / "seed1", ("poetix__ambivalence", "alt236__jacocoxmlparser"))
     (real_root / "transfer-kinds.json").write_text('["alt236__jacocoxmlparser", "poetix__ambivalence"]\n')
@@ -342,9 +351,47 @@ def test_recorded_seeds_of_another_transfer_set_are_not_averaged_in(tmp_path, ca
         "--table-only",
         "--recorded",
         str(tmp_path / "rec.txt"),
+        ONE,
     ]
     assert ml.main(argv) == 2
     assert (
         "seeds with different transfer sets (held-out kind base64, transfer tasks (2 kinds))"
         in capsys.readouterr().err
     )
+
+
+def test_a_run_of_other_settings_is_refused_and_missing_rollout_records_are_said(tmp_path, capsys):
+    """--table-only of runs started with other flags printed this bench's FLAGS as their settings;
+    a run directory without rollout records printed empty per-kind rows and "0 successful"."""
+    root = tmp_path / "root"
+    _run_with_transfer(root / "seed2")
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
+    assert capsys.readouterr().err == (
+        f"migration_learning.py: {root / 'seed2'} was started with other settings than FLAGS and --extra: "
+        "--outer-batches 3 (the run has 1); pass the --extra it was started with (its train.json holds every "
+        "setting)\n"
+    )
+    assert (
+        ml.main(
+            [
+                "--run-root",
+                str(root),
+                "--seeds",
+                "2",
+                "--table-only",
+                "--extra",
+                "--outer-batches 1 --lr 1e-3",
+            ]
+        )
+        == 2
+    )
+    assert "--lr 0.001 (the run has 0.0003)" in capsys.readouterr().err
+    (root / "seed2" / "env" / "rollouts" / "results.jsonl").unlink()
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"  per kind and audit: no rollout records ({root / 'seed2'}/env/rollouts/results.jsonl is not there)"
+        in out
+    )
+    assert "successful rollouts" not in out and "per kind, held-out" not in out
+    assert out.splitlines()[1] == f"settings: {ml.FLAGS} --outer-batches 1"

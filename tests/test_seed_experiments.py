@@ -278,6 +278,12 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     for arm in seed_tables.ARMS:  # seed 0: finished in every arm (the test above cuts seed 1 short)
         shutil.copytree(bench_root / arm / "seed0", root / arm / "seed0")
     (tasks / "train").mkdir(parents=True)
+    records = root / "tree-fixed-steps" / "seed0" / "env" / "rollouts" / "results.jsonl"
+    records.parent.mkdir(parents=True, exist_ok=True)  # the rollout records migration_learning.py reads
+    records.write_text(
+        json.dumps({"rollout_id": "eval-b0-profile-0000001-r0", "task": "profile-0000001", "reward": 1.0})
+        + "\n"
+    )
     archive, out = tmp_path / "archive", tmp_path / "report.txt"
     base = ["--seeds", "0", "--archive", str(archive), "--lock", "", "--out", str(out)]
     assert se.main(["--run-root", str(root), *base, "--table-only"]) == 0
@@ -288,13 +294,21 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     assert tables(out.read_text()) == tables(before)
     for arm in seed_tables.ARMS:
         kept = archive / arm / "seed0"
-        assert sorted(p.name for p in kept.iterdir()) == ["metrics.jsonl", "train.json"]
+        logs = (
+            ["env", "metrics.jsonl", "train.json"]
+            if arm == "tree-fixed-steps"
+            else ["metrics.jsonl", "train.json"]
+        )
+        assert sorted(p.name for p in kept.iterdir()) == logs
         saved = json.loads((kept / "train.json").read_text())
         assert (
             saved["run_dir"] == f"$RUN_ROOT/{arm}/seed0"
             and str(tmp_path) not in (kept / "train.json").read_text()
         )
         assert (kept / "metrics.jsonl").read_bytes() == (root / arm / "seed0" / "metrics.jsonl").read_bytes()
+    assert (
+        archive / "tree-fixed-steps" / "seed0" / "env" / "rollouts" / "results.jsonl"
+    ).read_bytes() == records.read_bytes()
     # a fresh machine: no run root; the finished runs are read back, none is run again (a run would
     # fail: the task directory is empty)
     shutil.rmtree(root)
@@ -335,6 +349,15 @@ def test_an_archive_is_refused_a_metrics_log_that_names_the_run_root(
     assert se.main([*argv, "--archive", str(tmp_path / "a"), "--train-tasks", str(tmp_path)]) == 2
     assert f"{run / 'metrics.jsonl'} names the run root" in capsys.readouterr().err
     assert not (tmp_path / "a" / "linear-fixed-steps" / "seed0" / "metrics.jsonl").exists()
+    # the rollout records too, and a task directory's path as well as the run root's
+    shutil.copy(bench_root / "linear-fixed-steps" / "seed0" / "metrics.jsonl", run / "metrics.jsonl")
+    records = run / "env" / "rollouts" / "results.jsonl"
+    records.parent.mkdir(parents=True, exist_ok=True)
+    records.write_text(json.dumps({"workspace": str(tmp_path / "tasks" / "profile-0000001")}) + "\n")
+    (tmp_path / "tasks").mkdir()
+    assert se.main([*argv, "--archive", str(tmp_path / "a"), "--train-tasks", str(tmp_path / "tasks")]) == 2
+    assert f"{records} names the directory {tmp_path / 'tasks'}: not archived" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "linear-fixed-steps" / "seed0" / "env").exists()
 
 
 def test_runs_with_other_settings_are_refused(bench_root, tmp_path):

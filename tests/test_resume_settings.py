@@ -169,3 +169,25 @@ def test_the_starting_command_resumes_and_a_change_is_refused(given: dict, chang
         with pytest.raises(ValueError, match="these differ: ") as exc:
             resume(run, *argv_of({change: value}))
         assert str(exc.value).split("these differ: ")[1].startswith(f"{FLAG_OF[change]} ")
+
+
+def test_threads_left_to_torch_and_the_environments_prompt_restate_the_run(tmp_path: Path) -> None:
+    """A newcomer's resume with ``--threads N`` (torch's default here) or ``--prompt full`` (the
+    migration environment's default) was refused: the run's train.json held None for both."""
+    import torch
+
+    from strands_art.envs.migrationbench.run.train_env import DEFAULTS as MIGRATIONBENCH
+
+    args = PARSER.parse_args(["train", "--env", "migrationbench", "--run-dir", str(tmp_path / "run")])
+    saved = TrainSettings.resolve("migrationbench", args.run_dir, _settings(args), MIGRATIONBENCH)
+    assert (saved.threads, saved.prompt) == (None, "full")
+    (tmp_path / "run").mkdir()
+    saved.save(tmp_path / "run")
+    here = torch.get_num_threads()
+    assert resume(tmp_path / "run", "--threads", str(here), "--prompt", "full") == saved
+    with pytest.raises(ValueError) as exc:
+        resume(tmp_path / "run", "--threads", str(here + 1), "--prompt", "compact")
+    assert str(exc.value) == (
+        "--resume trains with the run's own settings; these differ: "
+        f"--threads {here + 1} (the run has {here}); --prompt 'compact' (the run has 'full')"
+    )

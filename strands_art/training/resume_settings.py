@@ -11,9 +11,11 @@ train records in ``metrics.jsonl``); a tasks directory is its absolute path. Any
 change, refused with every differing flag listed; the one change a resume accepts is a larger
 ``--outer-batches``, which extends the run.
 
-Not resolved here (the environment decides them when it is built, after this check): a
-``--max-turns`` or ``--prompt`` the run left to the environment, and ``--threads`` left to
-torch; restating those is refused as a change.
+``--threads`` the run left to torch is torch's default here (what a resume trains with).
+
+Not resolved here (the environment decides it when it is built, after this check): a
+``--max-turns`` or ``--prompt`` the run left to an environment that recommends none (the bundled
+environments recommend theirs, and ``train.json`` records it); restating one is refused as a change.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def meaning(key: str, value: Any, settings: TrainSettings, history_mode: str | N
         return settings.prompt_batch
     if key == "history_mode" and value is None:
         return history_mode
+    if key == "threads" and value is None:  # torch's default on this machine (imported only here)
+        import torch
+
+        return torch.get_num_threads()
     if key in ("train_tasks", "eval_tasks") and isinstance(value, str):
         return Path(value).absolute()
     return value

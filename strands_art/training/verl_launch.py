@@ -148,7 +148,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
 
     Raises:
         ValueError: an environment other than migrationbench, no ``--train-tasks``, or a
-            ``--prompt`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only),
+            ``--prompt`` other than ``full`` (verl's agent loop runs the full prompt; its ``episode_kwargs`` set limits only),
             ``--old-logprobs first-pass``; ``RUN_DIR/verl/launch.sh`` exists already;
             ``--train-truncated`` without the published agent-loop file (an installed wheel: run
             from the checkout).
@@ -159,7 +159,7 @@ def write_verl_launch(s: TrainSettings) -> Path:
         )
     if not s.train_tasks:
         raise ValueError("--trainer verl needs --train-tasks DIR (the verl dataset is made from it)")
-    if s.prompt is not None:
+    if s.prompt not in (None, "full"):  # "full": the environment's default, recorded in train.json
         raise ValueError(
             "--trainer verl: verl's agent loop runs the full prompt (the episode_kwargs of "
             "examples/migrationbench/verl_agent_loops.yaml set rollout limits only); "

@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "temperature": 0.7,
     "max_new_tokens": 512,
     "max_turns": 20,
+    "prompt": "full",  # recorded in train.json: a resume that restates --prompt full is the run's
     "micro_batch_tokens": 8192,
     "concurrency": 2,
 }

@@ -112,3 +112,39 @@ def test_undo_start_removes_only_what_the_start_made(tmp_path):
         (d / standing).write_text("")
         undo_start(d, was)
         assert sorted(p.name for p in d.iterdir()) == sorted(["env", standing])
+
+
+def test_ctrl_c_while_a_fresh_run_loads_its_model_leaves_the_run_dir_as_it_was(tmp_path, capsys, monkeypatch):
+    """A newcomer's Ctrl-C during the minutes a model loads left train.json behind and told them to
+    ``--resume`` a run that never began; now the directory is as the command found it and the
+    same command starts it again. A resumed run's Ctrl-C keeps every file and names --resume."""
+    import strands_art.training.run as run_mod
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_mod, "_load", interrupted)
+    base = ["train", "--env", "migrationbench", "--no-progress"]
+    new = tmp_path / "new"
+    assert main([*base, "--run-dir", str(new)]) == 130
+    assert capsys.readouterr().err.endswith(
+        "strands-art train: interrupted before the run began; nothing of it is kept: the same command starts it again\n"
+    )
+    assert not new.exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    assert main([*base, "--run-dir", str(mine)]) == 130
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    capsys.readouterr()
+    run = tmp_path / "run"  # a resumed run: its settings stay, the resume command named
+    shutil.copytree(ROOT / "tests" / "data" / "train-migrationbench", run)
+    saved = json.loads((run / "train.json").read_text())
+    (run / "train.json").write_text(json.dumps({**saved, "train_tasks": None, "eval_tasks": None}))
+    was = _snapshot(run)
+    assert main(["train", "--resume", "--run-dir", str(run), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert f"strands-art train: interrupted; {run} keeps every outer batch up to its newest checkpoint" in err
+    assert "--resume" in err
+    now = _snapshot(run)
+    assert [now[k] for k in ("train.json", "command.txt")] == [was[k] for k in ("train.json", "command.txt")]

@@ -328,7 +328,15 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"strands-art train: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        run_dir = Path(args.run_dir)
+        if not args.resume:  # stopped before it trained: leave the directory as the command found it
+            undo_start(run_dir, was)
+        if not args.resume and not (run_dir / "train.json").exists():
+            print(
+                "strands-art train: interrupted before the run began; nothing of it is kept: "
+                "the same command starts it again",
+                file=sys.stderr,
+            )
+            return 130
         print(
             f"strands-art train: interrupted; {run_dir} keeps every outer batch up to its newest checkpoint: "
             f"{_resume_command(run_dir)}",

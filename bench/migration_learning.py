@@ -66,7 +66,7 @@ from migration_transfer import (  # --transfer-tasks
     transfer_label,
 )
 from run_reader import read_settings
-from run_settings import differences
+from run_settings import differences, given_settings
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
 from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
@@ -114,6 +114,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "or in two files, is refused",
     )  # fmt: skip
     args = p.parse_args(argv)
+    try:
+        given_settings(args.extra.split())
+    except SystemExit:
+        p.error(f"--extra {args.extra!r}: not `strands-art train` flags (its message above)")
     if not args.table_only and not (args.train_tasks and args.eval_tasks):
         p.error("--train-tasks and --eval-tasks are required unless --table-only")
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
@@ -378,6 +382,8 @@ def run(args: argparse.Namespace) -> int:
                 f"  {s.get('transfer_label', transfer_label(kinds))} after {b} updates: reward {reward:.3f} ({n} rollouts)"
             )
         for r in s["trains"]:
+            if "sampled_tokens" not in r and r["rows"] == 0:  # an outer batch with no row trained nothing
+                r = {**r, "sampled_tokens": 0}
             print(
                 f"  update {r['outer_batch'] + 1}: training reward {r['reward_mean']:.3f} +- {r['reward_std']:.3f}, "
                 f"tied groups {r['zero_advantage_groups']}, rows {r['rows']}, sampled tokens {r['sampled_tokens']}, "

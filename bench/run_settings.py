@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from strands_art.training.resume_settings import resume_settings
-from strands_art.training.settings import DEFAULTS, TrainSettings
+from strands_art.training.resume_settings import recorded_history_mode, resume_settings
+from strands_art.training.settings import DEFAULTS, FLAG_OF, TrainSettings
 from strands_art.training.train_cli import add_train_parser
 
 TASK_KEYS = ("train_tasks", "eval_tasks")
@@ -32,23 +32,61 @@ def given_settings(flags: list[str]) -> dict[str, Any]:
     return {k: getattr(ns, k) for k in DEFAULTS if getattr(ns, k, None) is not None}
 
 
-def differences(flags: list[str], settings: Mapping[str, Any], run_dir: str | Path) -> list[str]:
-    """The settings in which ``flags`` differ from a run's ``train.json`` (``settings``, the run at
-    ``run_dir``), one ``--flag VALUE (the run has VALUE)`` each; empty when the flags say what the
-    run used. Task directories are not compared; a larger ``--outer-batches`` is a difference
-    (``--resume`` would extend the run, a bench that resumes without restating it would not).
+def differences(
+    flags: list[str], settings: Mapping[str, Any], run_dir: str | Path, every: bool = True
+) -> list[str]:
+    """The settings in which a run started as ``strands-art train --env ENV FLAGS`` would differ
+    from a run's ``train.json`` (``settings``, the run at ``run_dir``), one ``--flag VALUE (the run
+    has VALUE)`` each; empty when the flags start the run it is. With ``every``, every setting is
+    compared, those ``flags`` leave out at their defaults (the environment's, then
+    :data:`DEFAULTS`); else only those ``flags`` name (a bench whose report shows the runs' own
+    ``train.json``). Compared by meaning, as ``--resume`` compares them; task directories and the
+    environment are not compared. Beyond ``--resume``'s rules, two are differences here, because a
+    bench resumes a run without restating its flags: a larger ``--outer-batches`` (``--resume``
+    would extend the run) and a ``--history-mode`` the run left to its environment before it
+    captured anything (``--resume`` would adopt it); with ``every``, a ``--history-mode`` the flags
+    leave to the environment where the run stated one.
 
     Raises:
         SystemExit: ``flags`` the command refuses.
         ValueError: ``settings`` that are not a ``train.json`` of valid settings.
     """
-    given = {k: v for k, v in given_settings(flags).items() if k not in TASK_KEYS}
     saved = TrainSettings.from_dict({**settings, "run_dir": str(run_dir)})
+    given = given_settings(flags)
+    if every:
+        defaults = env_defaults(saved.env)
+        given = TrainSettings.resolve(saved.env, str(run_dir), given, defaults, cross_checks=False).to_dict()
+    want = {k: v for k, v in given.items() if k not in (*TASK_KEYS, "run_dir", "env")}
     clash = []
-    if given.get("outer_batches", saved.outer_batches) != saved.outer_batches:
-        clash.append(f"--outer-batches {given.pop('outer_batches')!r} (the run has {saved.outer_batches!r})")
-    try:
-        resume_settings(saved, given, saved.env)
-    except ValueError as e:
-        clash.append(str(e).split("these differ: ", 1)[-1])
+    if want.get("outer_batches", saved.outer_batches) != saved.outer_batches:
+        clash.append(f"--outer-batches {want.pop('outer_batches')!r} (the run has {saved.outer_batches!r})")
+    mode = want.get("history_mode")
+    if every and mode is None and saved.history_mode is not None:  # unset: the environment's, not the run's
+        clash.append(
+            f"--history-mode left unset (the run has {want.pop('history_mode') or saved.history_mode!r})"
+        )
+    elif mode is not None and saved.history_mode is None and recorded_history_mode(run_dir) is None:
+        clash.append(
+            f"--history-mode {mode!r} (the run left it to its environment and has captured nothing yet)"
+        )
+    for key, value in want.items():  # one at a time: each difference named, --resume's refusals included
+        try:
+            resume_settings(saved, {key: value}, saved.env)
+        except ValueError as e:
+            said = str(e).split("these differ: ", 1)[-1]
+            clash.append(said.replace(f"{FLAG_OF[key]} None (", f"{FLAG_OF[key]} left unset (", 1))
     return clash
+
+
+def env_defaults(env: str) -> Mapping[str, Any]:
+    """The settings a bundled environment recommends (its ``TrainEnvironment.defaults``, read
+    without building it); an environment of the user's (``module:function``): none."""
+    if env == "migrationbench":
+        from strands_art.envs.migrationbench.run.train_env import DEFAULTS
+    elif env == "lookup":
+        from strands_art.envs.lookup import TRAIN_DEFAULTS as DEFAULTS
+    elif env == "capitals":
+        from strands_art.envs.capitals import DEFAULTS
+    else:
+        return {}
+    return DEFAULTS

@@ -177,6 +177,7 @@ def check_extra(args: argparse.Namespace, run: Run) -> None:
         [*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[run.arm], "--seed", str(run.seed)],
         run.settings,
         run.dir,
+        every=False,  # the report's settings line is the runs' own train.json
     )
     if clash:
         raise ValueError(

@@ -365,27 +365,40 @@ def test_a_run_of_other_settings_is_refused_and_missing_rollout_records_are_said
     a run directory without rollout records printed empty per-kind rows and "0 successful"."""
     root = tmp_path / "root"
     _run_with_transfer(root / "seed2")
+
+    def table(extra: str) -> int:
+        return ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", "--extra", extra])
+
     assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only"]) == 2
     assert capsys.readouterr().err == (
         f"migration_learning.py: {root / 'seed2'} was started with other settings than FLAGS and --extra: "
         "--outer-batches 3 (the run has 1); pass the --extra it was started with (its train.json holds every "
         "setting)\n"
     )
-    assert (
-        ml.main(
-            [
-                "--run-root",
-                str(root),
-                "--seeds",
-                "2",
-                "--table-only",
-                "--extra",
-                "--outer-batches 1 --lr 1e-3",
-            ]
-        )
-        == 2
-    )
+    assert table("--outer-batches 1 --lr 1e-3") == 2
     assert "--lr 0.001 (the run has 0.0003)" in capsys.readouterr().err
+    # a setting the flags leave out is compared at its default: a run started with more flags is
+    # not these settings (the review's case: --autocast bf16 and --history-mode tree went unnoticed)
+    saved = json.loads((root / "seed2" / "train.json").read_text())
+    (root / "seed2" / "train.json").write_text(
+        json.dumps({**saved, "autocast": "bf16", "history_mode": "tree"})
+    )
+    assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "--autocast 'off' (the run has 'bf16')" in err
+        and "--history-mode left unset (the run has 'tree')" in err
+    )
+    assert table("--outer-batches 1 --autocast bf16 --history-mode tree") == 0
+    capsys.readouterr()
+    # a --history-mode stated for a run that left it to its environment and captured nothing yet:
+    # a bench's bare --resume would not adopt it
+    (root / "seed2" / "train.json").write_text(json.dumps(saved))
+    assert table("--outer-batches 1 --history-mode tree") == 2
+    assert (
+        "--history-mode 'tree' (the run left it to its environment and has captured nothing yet)"
+        in capsys.readouterr().err
+    )
     (root / "seed2" / "env" / "rollouts" / "results.jsonl").unlink()
     assert ml.main(["--run-root", str(root), "--seeds", "2", "--table-only", ONE]) == 0
     out = capsys.readouterr().out

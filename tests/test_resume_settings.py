@@ -189,5 +189,5 @@ def test_threads_left_to_torch_and_the_environments_prompt_restate_the_run(tmp_p
         resume(tmp_path / "run", "--threads", str(here + 1), "--prompt", "compact")
     assert str(exc.value) == (
         "--resume trains with the run's own settings; these differ: "
-        f"--threads {here + 1} (the run has {here}); --prompt 'compact' (the run has 'full')"
+        f"--threads {here + 1} (the run left it to torch: {here} here); --prompt 'compact' (the run has 'full')"
     )

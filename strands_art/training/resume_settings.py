@@ -93,7 +93,10 @@ def resume_settings(saved: TrainSettings, given: Mapping[str, Any], env: str | N
         if theirs == mine or (key == "history_mode" and mine is None):
             continue
         here = f" (= {theirs!r} in this run)" if key == "old_logprobs" and theirs != value else ""
-        clash.append(f"{FLAG_OF[key]} {value!r}{here} (the run has {mine if raw is None else raw!r})")
+        has = f"the run left it to torch: {mine} here" if key == "threads" and raw is None else None
+        clash.append(
+            f"{FLAG_OF[key]} {value!r}{here} ({has or f'the run has {mine if raw is None else raw!r}'})"
+        )
     if env not in (None, saved.env):
         clash.append(f"--env {env!r} (the run has {saved.env!r})")
     if clash:

@@ -43,7 +43,9 @@ Each --env's default sizes, and what they cost on a 2-core CPU with no GPU (benc
                   default --backend transformers samples on the trainer's model: not measured
   migrationbench  Qwen2.5-Coder-0.5B; 4 x 1 task x 4 rollouts of up to 20 turns x 512 tokens,
                   real Maven builds: not measured; 3 updates of 2 tasks x 4 rollouts took
-                  ~1.5 h with two evaluations (migration-learning-2026-12-02-e.txt)
+                  ~1.5 h with two evaluations (migration-learning-2026-12-02-e.txt); 6 updates of
+                  1 task x 4 rollouts of up to 4 turns with --autocast bf16 --max-draws 2 took
+                  ~1 h with two 28-rollout evaluations (seed-experiments-2026-12-04-r2.txt)
 Quick try (the smallest run that trains and evaluates):
   strands-art train --env capitals --outer-batches 2 --eval-samples 1 --run-dir runs/try
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from strands_art.training.resume_settings import recorded_history_mode, resume_settings
-from strands_art.training.settings import DEFAULTS, FLAG_OF, TrainSettings
+from strands_art.training.resume_settings import differing, recorded_history_mode
+from strands_art.training.settings import DEFAULTS, TrainSettings
 from strands_art.training.train_cli import add_train_parser
 
 TASK_KEYS = ("train_tasks", "eval_tasks")
@@ -40,7 +40,8 @@ def differences(
     has VALUE)`` each; empty when the flags start the run it is. With ``every``, every setting is
     compared, those ``flags`` leave out at their defaults (the environment's, then
     :data:`DEFAULTS`); else only those ``flags`` name (a bench whose report shows the runs' own
-    ``train.json``). Compared by meaning, as ``--resume`` compares them; task directories and the
+    ``train.json``). Compared by meaning, as ``--resume`` compares them
+    (:func:`~strands_art.training.resume_settings.differing`); task directories and the
     environment are not compared. Beyond ``--resume``'s rules, two are differences here, because a
     bench resumes a run without restating its flags: a larger ``--outer-batches`` (``--resume``
     would extend the run) and a ``--history-mode`` the run left to its environment before it
@@ -60,22 +61,15 @@ def differences(
     clash = []
     if want.get("outer_batches", saved.outer_batches) != saved.outer_batches:
         clash.append(f"--outer-batches {want.pop('outer_batches')!r} (the run has {saved.outer_batches!r})")
-    mode = want.get("history_mode")
+    mode, captured = want.get("history_mode"), recorded_history_mode(run_dir)
     if every and mode is None and saved.history_mode is not None:  # unset: the environment's, not the run's
-        clash.append(
-            f"--history-mode left unset (the run has {want.pop('history_mode') or saved.history_mode!r})"
-        )
-    elif mode is not None and saved.history_mode is None and recorded_history_mode(run_dir) is None:
+        want.pop("history_mode")
+        clash.append(f"--history-mode left unset (the run has {saved.history_mode!r})")
+    elif mode is not None and saved.history_mode is None and captured is None:
         clash.append(
             f"--history-mode {mode!r} (the run left it to its environment and has captured nothing yet)"
         )
-    for key, value in want.items():  # one at a time: each difference named, --resume's refusals included
-        try:
-            resume_settings(saved, {key: value}, saved.env)
-        except ValueError as e:
-            said = str(e).split("these differ: ", 1)[-1]
-            clash.append(said.replace(f"{FLAG_OF[key]} None (", f"{FLAG_OF[key]} left unset (", 1))
-    return clash
+    return clash + differing(saved, want, saved.history_mode or captured)
 
 
 def env_defaults(env: str) -> Mapping[str, Any]:

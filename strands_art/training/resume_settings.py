@@ -65,6 +65,27 @@ def meaning(key: str, value: Any, settings: TrainSettings, history_mode: str | N
     return value
 
 
+def differing(saved: TrainSettings, given: Mapping[str, Any], history_mode: str | None) -> list[str]:
+    """The settings of ``given`` (by ``train.json`` key; None: left unset) that differ in meaning
+    (:func:`meaning`) from the run's ``saved`` ones, ``history_mode`` the mode it captured in; one
+    ``--flag VALUE (the run has VALUE)`` each, in ``given``'s order. A history mode the run left
+    unset and has not captured in yet differs from none."""
+    clash = []
+    for key, value in given.items():
+        raw = getattr(saved, key)
+        mine = meaning(key, raw, saved, history_mode)
+        theirs = meaning(key, value, saved, history_mode)
+        if theirs == mine or (key == "history_mode" and mine is None):
+            continue
+        stated = "left unset" if value is None else repr(value)
+        here = f" (= {theirs!r} in this run)" if key == "old_logprobs" and theirs != value else ""
+        has = f"the run left it to torch: {mine} here" if key == "threads" and raw is None else None
+        clash.append(
+            f"{FLAG_OF[key]} {stated}{here} ({has or f'the run has {mine if raw is None else raw!r}'})"
+        )
+    return clash
+
+
 def resume_settings(saved: TrainSettings, given: Mapping[str, Any], env: str | None) -> TrainSettings:
     """The settings to resume ``saved`` (the run's ``train.json``) with, ``given`` the settings
     the command line restates and ``env`` its ``--env`` (None: not given).
@@ -85,18 +106,7 @@ def resume_settings(saved: TrainSettings, given: Mapping[str, Any], env: str | N
     if more is not None and more > saved.outer_batches:  # extend a run (finished or not)
         saved = dataclasses.replace(saved, outer_batches=more)
     history = saved.history_mode or recorded_history_mode(saved.run_dir)
-    clash = []
-    for key, value in given.items():
-        raw = getattr(saved, key)
-        mine = meaning(key, raw, saved, history)
-        theirs = meaning(key, value, saved, history)
-        if theirs == mine or (key == "history_mode" and mine is None):
-            continue
-        here = f" (= {theirs!r} in this run)" if key == "old_logprobs" and theirs != value else ""
-        has = f"the run left it to torch: {mine} here" if key == "threads" and raw is None else None
-        clash.append(
-            f"{FLAG_OF[key]} {value!r}{here} ({has or f'the run has {mine if raw is None else raw!r}'})"
-        )
+    clash = differing(saved, given, history)
     if env not in (None, saved.env):
         clash.append(f"--env {env!r} (the run has {saved.env!r})")
     if clash:

@@ -175,21 +175,45 @@ def test_failed_rollouts_are_left_out(tok):
     assert m["failed_rollouts"] == 2 and m["rollouts"] == 4 and m["optimizer_steps"] == 2
 
 
-def test_an_outer_batch_without_a_usable_rollout_is_recorded_like_an_update(tok):
-    trainer, gateway = make(tok, ppo_epochs=1)
+def crashed_rollouts(gateway) -> list[Trajectory]:
+    """Two tasks x 2 rollouts, every one failed: an outer batch that leaves no row."""
 
     async def crashed(gw, task, rid, gid, sampling):
         gw.open_session(rid, gid, sampling)
         raise RuntimeError("environment crashed")
 
     tasks = loop.sample_tasks(TASKS, 2, 0, 0)
-    trajs = asyncio.run(
+    return asyncio.run(
         loop.collect_rollouts(gateway, tasks, crashed, SAMPLING, 2, seed=0, outer_batch=0, progress=False)
     )
-    m = trainer.update(trajs)
-    assert m["skipped"] == 1 and m["optimizer_steps"] == 0 and m["rows"] == 0 and trainer.step == 0
+
+
+def test_an_outer_batch_without_a_usable_rollout_still_takes_the_configured_steps(tok):
+    """Fixed-step batching: no row arrived, yet the step count advances by mini-batches x epochs
+    (2 x 2 here), each a zero-gradient step: no weight moves and AdamW's state stays empty."""
+    trainer, gateway = make(tok, ppo_epochs=2)
+    before = {k: v.detach().clone() for k, v in trainer.model.named_parameters() if v.requires_grad}
+    seen: list[int] = []
+    m = trainer.update(crashed_rollouts(gateway), on_step=seen.append)
+    assert m["skipped"] == 1 and m["rows"] == 0 and m["failed_rollouts"] == 4
+    assert m["optimizer_steps"] == m["zero_gradient_steps"] == 4 and trainer.step == m["step"] == 4
+    assert seen == [1, 2, 3, 4] and trainer.backend.policy_version == 4 and trainer.outer_batch == 1
+    assert not trainer.optimizer.state  # optimizer.step() never ran
+    for k, v in trainer.model.named_parameters():
+        if v.requires_grad:
+            assert torch.equal(v, before[k]), k
     # the keys a trained update has (the notebook's progress line and the benches read train_s)
     assert m["train_s"] >= 0 and m["fwd_bwd_s"] == m["optimizer_s"] == m["actor_update_s"] == 0.0
+    # the next real update starts its warmup at its own first nonzero gradient, not before
+    assert trainer.warmup_offset is None
+
+
+def test_an_outer_batch_without_a_row_takes_no_step_with_fixed_row_batching(tok):
+    """Fixed-row batching: zero rows are zero mini-batches, so zero steps (its steps follow rows)."""
+    trainer, gateway = make(tok, ppo_epochs=2, batching_mode="fixed_rows", rows_per_mini_batch=3)
+    m = trainer.update(crashed_rollouts(gateway))
+    assert m["skipped"] == 1 and m["optimizer_steps"] == m["zero_gradient_steps"] == 0 and trainer.step == 0
+    assert trainer.outer_batch == 1
 
 
 # ---------------------------------------------------------------- checkpoints, resume, metrics

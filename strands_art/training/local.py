@@ -118,7 +118,7 @@ import torch
 from strands_art.backends.base import SamplingParams
 from strands_art.training import checkpoint, precision, shared_prefix, token_trace
 from strands_art.training.batching import BatchRow, MiniBatch, build_batch
-from strands_art.training.grpo import compute_advantages
+from strands_art.training.grpo import Advantages, compute_advantages
 from strands_art.training.logprobs import (
     RAW,
     Kept,
@@ -262,8 +262,12 @@ class LocalTrainer:
         """Train on one outer batch of finished trajectories (rewards attached); returns metrics.
 
         Takes :attr:`lock` for the whole update, then (vLLM) syncs the new adapter. The step count is
-        ``num_mini_batches * ppo_epochs`` (or the ``fixed_rows`` plan) whatever the rows; an
-        outer batch without a single usable rollout takes no step (logged, ``skipped=1``).
+        ``num_mini_batches * ppo_epochs`` (or the ``fixed_rows`` plan) whatever the rows. An
+        outer batch without a single row (every rollout failed, or every turn was left out of the
+        loss) is logged with ``skipped=1``: in ``fixed_steps`` mode it still takes the configured
+        steps, as zero-gradient steps (no ``optimizer.step()``; the step count, the policy version,
+        ``on_step`` and the weight sync as after any update), so the schedule does not depend on
+        what arrived; in ``fixed_rows`` mode zero rows are zero mini-batches, so no step.
         ``on_step(k)`` is called after the ``k``-th optimizer step of this update (1-based), in the
         thread that runs the update, holding :attr:`lock` (the asynchronous loop syncs the adapter
         with :meth:`sync_weights` there and launches the next rollouts). An exception it raises
@@ -281,17 +285,7 @@ class LocalTrainer:
         metrics: dict[str, float] = dict(adv.metrics)
         metrics.update(policy_lag(adv.rows, self.step))
         if not adv.rows:
-            logger.warning(
-                "outer batch %d: no row to train (%d rollouts failed, %d left with no token to train: "
-                "truncated answers are out of the loss unless --train-truncated), no optimizer step",
-                self.outer_batch, len(adv.excluded), adv.metrics["untrained_rollouts"],
-            )  # fmt: skip
-            metrics.update(  # the keys of a trained update (train_s, ...), so every record reads alike
-                optimizer_steps=0, skipped=1, step=self.step, rows=0, actor_update_s=0.0, processed_tokens=0,
-                train_s=time.perf_counter() - t0, fwd_bwd_s=0.0, optimizer_s=0.0,
-            )  # fmt: skip
-            self.outer_batch += 1
-            return metrics
+            return self._update_without_rows(metrics, adv, on_step, t0)
         batch = build_batch(adv.rows, self.batching, self.pad_token_id)
         metrics.update(batch.metrics)
         self._phase_s = {"fwd_bwd_s": 0.0, "optimizer_s": 0.0}  # wall seconds of this update's steps (_step)
@@ -355,6 +349,33 @@ class LocalTrainer:
         )
         if cfg.share_prefix:  # what the same steps would have run without sharing
             metrics["processed_tokens_unshared"] = unshared
+        self.outer_batch += 1
+        return metrics
+
+    def _update_without_rows(
+        self, metrics: dict[str, float], adv: Advantages, on_step: Callable[[int], None] | None, t0: float
+    ) -> dict[str, float]:
+        """An outer batch that left no row (:meth:`update`): the configured steps in ``fixed_steps``
+        mode, each a zero-gradient step; none in ``fixed_rows`` mode (zero mini-batches)."""
+        b = self.batching
+        steps = b.num_mini_batches * b.ppo_epochs if b.mode == "fixed_steps" else 0
+        logger.warning(
+            "outer batch %d: no row to train (%d rollouts failed, %d left with no token to train: "
+            "truncated answers are out of the loss unless --train-truncated); %d zero-gradient step(s)",
+            self.outer_batch, len(adv.excluded), adv.metrics["untrained_rollouts"], steps,
+        )  # fmt: skip
+        with self.lock:
+            for k in range(steps):
+                self._advance(zero=True)
+                if on_step is not None:
+                    on_step(k + 1)
+        if steps and self.weight_sync is not None:
+            metrics["sync_s"] = self.sync_weights()
+        metrics.update(  # the keys of a trained update (train_s, ...), so every record reads alike
+            optimizer_steps=steps, zero_gradient_steps=steps, skipped=1, step=self.step, rows=0,
+            actor_update_s=0.0, processed_tokens=0, train_s=time.perf_counter() - t0, fwd_bwd_s=0.0, optimizer_s=0.0,
+            lr=self.optimizer.param_groups[0]["lr"],
+        )  # fmt: skip
         self.outer_batch += 1
         return metrics
 
@@ -471,7 +492,14 @@ class LocalTrainer:
                 "batch applied; resume from the last checkpoint to drop them); lower the learning rate or "
                 "kl_coef, or check the rows' logprobs"
             )
-        zero = norm == 0.0  # every row skipped (a tied group, padding): not one parameter has a gradient
+        self._advance(zero=norm == 0.0)  # every row skipped (a tied group, padding): no gradient at all
+        self._phase_s["optimizer_s"] += time.perf_counter() - t_opt
+        return total, stats, filtered, norm
+
+    def _advance(self, zero: bool) -> None:
+        """The end of one optimizer step: the learning rate set, ``optimizer.step()`` unless the
+        gradient is exactly ``zero`` (module doc), the step count and the policy version advanced."""
+        cfg = self.config
         if self.warmup_offset is None and not zero:  # recorded with warmup off too (W may change on resume)
             self.warmup_offset = self.step
         waiting = cfg.lr_warmup_steps > 0 and self.warmup_offset is None
@@ -479,11 +507,9 @@ class LocalTrainer:
             group["lr"] = 0.0 if waiting else self.learning_rate_at(self.step + 1 - (self.warmup_offset or 0))
         if not zero:  # a zero gradient steps nothing: AdamW's momentum would move every weight (module doc)
             self.optimizer.step()
-        self._phase_s["optimizer_s"] += time.perf_counter() - t_opt
         self.step += 1
         if self.weight_sync is None:  # the shared model now holds policy version `step`
             self.backend.policy_version = self.step
-        return total, stats, filtered, norm
 
     def _trains(self, br: BatchRow) -> bool:
         """Whether ``br``'s passes run. A row with advantage 0 (a group whose rewards are all

@@ -18,7 +18,10 @@ other work can run between two runs; a finished run directory is not run again a
 is resumed, so the same command continues an interrupted bench. After every run the summary so
 far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
 ``--table-only`` summarizes the run directories under ``--run-root`` (no task directories needed)
-and creates nothing; with no run there it is an error.
+and creates nothing; with no run there it is an error. ``--archive DIR`` keeps each finished run's
+``train.json`` (its paths as ``$RUN_ROOT`` / ``$TASKS``), ``metrics.jsonl`` and rollout records in
+``DIR/ARM-seedS`` (:func:`archive_run`), and a finished archived run is read back instead of run
+again: a bench spread over sessions survives a machine that loses its run root.
 
 Run files are read strictly (:mod:`run_reader`, the reader of ``bench/seed_tables.py`` too): only a
 torn last line of ``metrics.jsonl`` or ``results.jsonl`` is skipped (said on stderr); any other
@@ -36,7 +39,7 @@ heldout_before=... heldout_after=...`` (``heldout_*``: the last evaluation of ea
 over its seeds).
 
     STRANDS_ART_VLLM_PYTHON=.venv-vllm/bin/python python bench/update_cost.py --run-root $ROOT \\
-        --train-tasks $TASKS/train --eval-tasks $TASKS/eval --seeds 0,1,2 --lock /tmp/strands-art-heavy.lock
+        --train-tasks $TASKS/train --eval-tasks $TASKS/eval --seeds 0,1,2 --archive bench/results/update-cost-runs
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from typing import Any
 
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
+from run_settings import TASK_KEYS
 
 AFTER_FLAGS = "--max-draws 4 --skip-tied 0.5"
 """The new settings: up to 4 groups drawn to find 2 with signal, a task whose last group tied
@@ -96,6 +100,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--table-only", action="store_true", help="summarize the run directories; run nothing, create nothing"
     )
     p.add_argument("--out", help="write the summary here (JSON), after every run")
+    p.add_argument(
+        "--archive",
+        help="keep each finished run's train.json, metrics.jsonl and rollout records in ARCHIVE/ARM-seedS; "
+        "finished archived runs are read back instead of run again",
+    )
     args = p.parse_args(argv)
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
         p.error(f"--seeds {args.seeds!r}: comma-separated non-negative integers, e.g. 0,1,2")
@@ -106,6 +115,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parent = Path(args.out).parent
         if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
             p.error(f"--out {args.out}: not a file in a writable directory")
+    if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
+        p.error(f"--archive {args.archive}: not a directory")
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
@@ -223,8 +234,31 @@ def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summarize(root: Path, seeds: list[int]) -> dict[str, Any]:
-    """Per run (``ARM-seedS`` holding a ``train.json``) :func:`run_summary`, per arm :func:`arm_summary`.
+ARCHIVED = ("metrics.jsonl", "env/rollouts/results.jsonl")
+"""The logs :func:`archive_run` keeps beside ``train.json``: everything :func:`run_summary` reads."""
+
+
+def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, Any] | None:
+    """:func:`run_summary` of run ``name`` (``ARM-seedS``): the run root's copy, or the archived one
+    when the run root has none or an unfinished one (archived runs are finished); None if neither
+    holds a ``train.json``. ``where`` says which was read.
+
+    Raises:
+        RunFileError: see :func:`run_summary`.
+    """
+    here = run_summary(root / name) if (root / name / "train.json").exists() else None
+    if here is not None and (here["finished"] or archive is None):
+        return {**here, "where": "run root"}
+    if archive is not None and (archive / name / "train.json").exists():
+        kept = run_summary(archive / name)
+        if kept["finished"]:
+            return {**kept, "where": "archive"}
+    return None if here is None else {**here, "where": "run root"}
+
+
+def summarize(root: Path, seeds: list[int], archive: Path | None = None) -> dict[str, Any]:
+    """Per run (``ARM-seedS`` holding a ``train.json``, :func:`read_run`) :func:`run_summary`, per
+    arm :func:`arm_summary`.
 
     Raises:
         RunFileError: see :func:`run_summary`.
@@ -233,20 +267,50 @@ def summarize(root: Path, seeds: list[int]) -> dict[str, Any]:
     for arm in ARMS:
         runs = []
         for seed in seeds:
-            d = root / f"{arm}-seed{seed}"
-            if (d / "train.json").exists():
-                s = run_summary(d)
+            s = read_run(root, f"{arm}-seed{seed}", archive)
+            if s is not None:
                 out["runs"][f"{arm}-seed{seed}"] = s
                 runs.append(s)
         out["arms"][arm] = arm_summary(runs)
     return out
 
 
+def archive_run(root: Path, name: str, archive: Path, places: list[str]) -> None:
+    """Copy what :func:`run_summary` reads of the finished run ``root/name`` into ``archive/name``:
+    ``train.json`` with ``run_dir`` as ``$RUN_ROOT/name`` and the task directories as
+    ``$TASKS/<name>``, and the logs of :data:`ARCHIVED`. Each file is written whole (a temporary
+    file renamed over it).
+
+    Raises:
+        ValueError: a log names the run root or one of ``places`` (the task directories: a path of
+            this machine in a committed file); nothing of the run is written then.
+        RunFileError: ``train.json`` cannot be read.
+    """
+    src, dest = root / name, archive / name
+    settings = read_settings(src, {"outer_batches": "int"})
+    settings["run_dir"] = f"$RUN_ROOT/{name}"
+    for key in TASK_KEYS:
+        if settings.get(key):
+            settings[key] = "$TASKS/" + Path(settings[key]).name
+    texts = {"train.json": json.dumps(settings, indent=2) + "\n"}
+    for log in ARCHIVED:
+        if (src / log).exists():
+            text = (src / log).read_text(encoding="utf-8")
+            for place in (os.path.abspath(root), *places):
+                if place in text:
+                    raise ValueError(f"{src / log} names {place}: not archived (a path of this machine)")
+            texts[log] = text
+    for log, text in texts.items():
+        (dest / log).parent.mkdir(parents=True, exist_ok=True)
+        (dest / f"{log}.tmp").write_text(text, encoding="utf-8")
+        os.replace(dest / f"{log}.tmp", dest / log)
+
+
 def report(summary: dict[str, Any]) -> str:
     lines = []
     for name, s in summary["runs"].items():
         lines.append(
-            f"{name}: {'finished' if s['finished'] else 'UNSURE (the last line of metrics.jsonl is cut short)' if s['unsure'] else 'NOT FINISHED'}; updates "
+            f"{name}{' (archived)' if s.get('where') == 'archive' else ''}: {'finished' if s['finished'] else 'UNSURE (the last line of metrics.jsonl is cut short)' if s['unsure'] else 'NOT FINISHED'}; updates "
             + ", ".join(f"{u:.0f} s (rollouts {r:.0f} + training {t:.0f})" for u, r, t in zip(s["update_s"], s["rollout_s"], s["train_s"], strict=True))
             + f"; evaluations {', '.join(f'{x:.0f} s' for x in s['eval_s'])}; held-out "
             + ", ".join(f"{v:.3f} after {b}" for b, v in s["heldout"])
@@ -277,16 +341,27 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def keep(summary: dict[str, Any], root: Path, archive: Path | None, places: list[str]) -> None:
+    """:func:`archive_run` every finished run of ``summary`` read from the run root (none without
+    ``archive``)."""
+    for name, s in summary["runs"].items():
+        if archive is not None and s["finished"] and s["where"] == "run root":
+            archive_run(root, name, archive, places)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     root = Path(args.run_root)
+    archive = Path(args.archive) if args.archive else None
+    places = [os.path.abspath(t) for t in (args.train_tasks, args.eval_tasks) if t]
     order = [(seed, arm) for i, seed in enumerate(seeds) for arm in (ARMS if i % 2 == 0 else ARMS[::-1])]
     try:
-        summary = summarize(root, seeds)  # every run file read before anything runs or is written
+        summary = summarize(root, seeds, archive)  # every run file read before anything runs or is written
         if args.table_only and not summary["runs"]:
             raise RunFileError(
-                f"no run directory ARM-seedS ({', '.join(ARMS)}; seeds {args.seeds}) with a train.json in {root}: "
+                f"no run directory ARM-seedS ({', '.join(ARMS)}; seeds {args.seeds}) with a train.json in {root}"
+                f"{f' or {archive}' if archive else ''}: "
                 "nothing to summarize"
             )
         unsure = [name for name, s in summary["runs"].items() if s["unsure"]]
@@ -298,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not args.table_only:
             root.mkdir(parents=True, exist_ok=True)
+            keep(summary, root, archive, places)  # runs finished before --archive was given
         for seed, arm in order if not args.table_only else []:
             run_dir = root / f"{arm}-seed{seed}"
             if summary["runs"].get(f"{arm}-seed{seed}", {}).get("finished"):
@@ -310,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{arm} seed {seed}: exit {rc} after {time.monotonic() - t0:.0f} s, load {os.getloadavg()}",
                 flush=True,
             )
-            summary = summarize(root, seeds)
+            summary = summarize(root, seeds, archive)
+            keep(summary, root, archive, places)
             print(report(summary), flush=True)
             if args.out:
                 Path(args.out).write_text(json.dumps(summary, indent=2))

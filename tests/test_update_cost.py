@@ -228,3 +228,48 @@ def test_a_torn_last_line_is_skipped_and_a_possibly_finished_run_not_run_again(t
         in capsys.readouterr().err
     )
     assert calls == []
+
+
+def test_finished_runs_are_archived_and_read_back_without_the_run_root(tmp_path: Path, monkeypatch, capsys):
+    root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
+    tasks.mkdir()
+    two_runs(root)
+    (root / "before-seed0" / "train.json").write_text(
+        json.dumps({"outer_batches": 2, "run_dir": str(root / "before-seed0"), "train_tasks": str(tasks)})
+    )
+    calls = runs_by_script(monkeypatch, tmp_path)
+    argv = [*seed0_argv(root, tasks), "--lock", "", "--archive", str(archive)]
+    assert uc.main(argv) == 3  # after-seed0 run (the script exits 3); before-seed0 archived first
+    assert calls == [("after", 0)] and not (archive / "after-seed0").exists()
+    kept = archive / "before-seed0"
+    assert json.loads((kept / "train.json").read_text()) == {
+        "outer_batches": 2, "run_dir": "$RUN_ROOT/before-seed0", "train_tasks": "$TASKS/tasks"
+    }  # fmt: skip
+    for log in ("metrics.jsonl", "env/rollouts/results.jsonl"):
+        assert (kept / log).read_text() == (root / "before-seed0" / log).read_text()
+    table = uc.report(uc.summarize(root, [0]))
+    capsys.readouterr()
+    # another machine: no run root; the archived run is read back, not run again
+    other = tmp_path / "elsewhere"
+    calls.clear()
+    assert uc.main([*seed0_argv(other, tasks), "--lock", "", "--archive", str(archive)]) == 3
+    assert calls == [("after", 0)]
+    out = capsys.readouterr().out
+    assert "before-seed0 (archived): finished; updates 600 s (rollouts 500 + training 100), 400 s" in out
+    assert table.splitlines()[0].replace("before-seed0:", "before-seed0 (archived):") in out
+    assert uc.main(["--run-root", str(other), "--seeds", "0", "--table-only", "--archive", str(archive)]) == 0
+    assert "before-seed0 (archived): finished" in capsys.readouterr().out
+
+
+def test_a_log_naming_a_path_of_this_machine_is_not_archived(tmp_path: Path, monkeypatch, capsys):
+    root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
+    tasks.mkdir()
+    two_runs(root)
+    results = root / "before-seed0" / "env" / "rollouts" / "results.jsonl"
+    results.write_text(results.read_text() + json.dumps({"rollout_id": "r7", "log": f"{tasks}/x"}) + "\n")
+    runs_by_script(monkeypatch, tmp_path)
+    assert uc.main([*seed0_argv(root, tasks), "--lock", "", "--archive", str(archive)]) == 2
+    assert capsys.readouterr().err == (
+        f"update_cost.py: {results} names {tasks}: not archived (a path of this machine)\n"
+    )
+    assert not archive.exists()

@@ -52,7 +52,10 @@ def differences(
         SystemExit: ``flags`` the command refuses.
         ValueError: ``settings`` that are not a ``train.json`` of valid settings.
     """
-    saved = TrainSettings.from_dict({**settings, "run_dir": str(run_dir)})
+    try:
+        saved = TrainSettings.from_dict({**settings, "run_dir": str(run_dir)})
+    except TypeError as exc:  # a required setting missing (env, ...)
+        raise ValueError(f"{Path(run_dir) / 'train.json'}: not the settings of a run ({exc})") from None
     given = given_settings(flags)
     if every:
         defaults = env_defaults(saved.env)

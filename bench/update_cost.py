@@ -17,11 +17,14 @@ default the machine's heavy-job lock, as ``bench/seed_experiments.py``; ``--lock
 other work can run between two runs; a finished run directory is not run again and a stopped one
 is resumed, so the same command continues an interrupted bench. After every run the summary so
 far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
-``--table-only`` summarizes the run directories under ``--run-root`` (no task directories needed)
-and creates nothing; with no run there it is an error. ``--archive DIR`` keeps each finished run's
+``--table-only`` summarizes the run directories under ``--run-root`` and the finished runs of
+``--archive`` (no task directories needed) and creates nothing; with no run there it is an error.
+To run, every existing run must be one this bench's flags start (``FLAGS``, ``--extra``, ``--after``,
+the seed; compared as ``bench/migration_learning.py`` compares them), else exit 2 naming the settings. ``--archive DIR`` keeps each finished run's
 ``train.json`` (its paths as ``$RUN_ROOT`` / ``$TASKS``), ``metrics.jsonl`` and rollout records in
 ``DIR/ARM-seedS`` (:func:`archive_run`), and a finished archived run is read back instead of run
-again: a bench spread over sessions survives a machine that loses its run root.
+again (also over an unfinished copy in the run root; copies with other settings are refused, never
+mixed): a bench spread over sessions survives a machine that loses its run root.
 
 Run files are read strictly (:mod:`run_reader`, the reader of ``bench/seed_tables.py`` too): only a
 torn last line of ``metrics.jsonl`` or ``results.jsonl`` is skipped (said on stderr); any other
@@ -57,7 +60,8 @@ from typing import Any
 
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
-from run_settings import TASK_KEYS
+from run_settings import TASK_KEYS, differences
+from seed_archive import comparable
 
 AFTER_FLAGS = "--max-draws 4 --skip-tied 0.5"
 """The new settings: up to 4 groups drawn to find 2 with signal, a task whose last group tied
@@ -97,7 +101,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="take this lock (flock) around each run ('' for none)",
     )
     p.add_argument(
-        "--table-only", action="store_true", help="summarize the run directories; run nothing, create nothing"
+        "--table-only",
+        action="store_true",
+        help="summarize the run directories (and the archive); run nothing, create nothing",
     )
     p.add_argument("--out", help="write the summary here (JSON), after every run")
     p.add_argument(
@@ -117,6 +123,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--out {args.out}: not a file in a writable directory")
     if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
         p.error(f"--archive {args.archive}: not a directory")
+    if args.archive:
+        a, r = Path(args.archive).resolve(), Path(args.run_root).resolve()
+        if a == r or a.is_relative_to(r) or r.is_relative_to(a):
+            p.error(
+                f"--archive {args.archive}: the run root, or a folder in or around it (its copies would replace the runs' own files)"
+            )
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
@@ -144,11 +156,38 @@ def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tup
             del env[var]  # after: the per-run cache / the memo on (or the cache directory the caller set)
     if (run_dir / "train.json").exists():
         return [*head, "--resume", "--run-dir", str(run_dir), "--no-progress"], env
-    own = args.after.split() if arm == "after" else []
     return [
         *head, "--env", "migrationbench", "--train-tasks", args.train_tasks, "--eval-tasks", args.eval_tasks,
-        *FLAGS.split(), *args.extra.split(), *own, "--seed", str(seed), "--run-dir", str(run_dir), "--no-progress",
+        *run_flags(args, arm, seed), "--run-dir", str(run_dir), "--no-progress",
     ], env  # fmt: skip
+
+
+def run_flags(args: argparse.Namespace, arm: str, seed: int) -> list[str]:
+    """The ``strands-art train`` flags that start run ``(arm, seed)``: :data:`FLAGS`, ``--extra``,
+    the after arm's ``--after``, the seed."""
+    own = args.after.split() if arm == "after" else []
+    return [*FLAGS.split(), *args.extra.split(), *own, "--seed", str(seed)]
+
+
+def check_settings(
+    args: argparse.Namespace, summary: dict[str, Any], root: Path, archive: Path | None
+) -> None:
+    """Refuse a run (run root or archive) that this bench's flags would not have started: it is
+    resumed or read back, never restarted, so other flags would be ignored quietly.
+
+    Raises:
+        RunFileError: the run's ``train.json`` and every setting in which it differs.
+        SystemExit: ``--extra`` / ``--after`` that ``strands-art train`` refuses (argparse's message).
+    """
+    for name, s in summary["runs"].items():
+        arm, seed = name.rsplit("-seed", 1)
+        d = (archive if s["where"] == "archive" else root) / name
+        clash = differences(run_flags(args, arm, int(seed)), read_settings(d, {}), d)
+        if clash:
+            raise RunFileError(
+                f"{d / 'train.json'}: this bench's flags would start another run: {'; '.join(clash)}. "
+                "Pass the --extra / --after it was started with, or another --run-root / --archive"
+            )
 
 
 def run_summary(run_dir: Path) -> dict[str, Any]:
@@ -244,15 +283,24 @@ def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, An
     holds a ``train.json``. ``where`` says which was read.
 
     Raises:
-        RunFileError: see :func:`run_summary`.
+        RunFileError: see :func:`run_summary`; both copies there with other settings (``seed_archive.comparable``).
     """
     here = run_summary(root / name) if (root / name / "train.json").exists() else None
-    if here is not None and (here["finished"] or archive is None):
-        return {**here, "where": "run root"}
-    if archive is not None and (archive / name / "train.json").exists():
-        kept = run_summary(archive / name)
-        if kept["finished"]:
-            return {**kept, "where": "archive"}
+    if archive is None or not (archive / name / "train.json").exists():
+        return None if here is None else {**here, "where": "run root"}
+    if here is not None:
+        mine, kept = (comparable(read_settings(d / name, {})) for d in (root, archive))
+        if mine != kept:
+            keys = sorted(k for k in mine.keys() | kept.keys() if mine.get(k) != kept.get(k))
+            raise RunFileError(
+                f"{root / name} and its archived copy {archive / name} differ in {', '.join(keys)}: "
+                "not mixed; remove the one that is not this bench's"
+            )
+        if here["finished"]:
+            return {**here, "where": "run root"}
+    kept_run = run_summary(archive / name)
+    if kept_run["finished"]:
+        return {**kept_run, "where": "archive"}
     return None if here is None else {**here, "where": "run root"}
 
 
@@ -282,25 +330,34 @@ def archive_run(root: Path, name: str, archive: Path, places: list[str]) -> None
     file renamed over it).
 
     Raises:
-        ValueError: a log names the run root or one of ``places`` (the task directories: a path of
-            this machine in a committed file); nothing of the run is written then.
+        ValueError: a log names the run root, one of ``places`` (today's task directories) or the
+            run's own task directories (a path of this machine in a committed file); nothing of the
+            run is written then.
         RunFileError: ``train.json`` cannot be read.
     """
     src, dest = root / name, archive / name
     settings = read_settings(src, {"outer_batches": "int"})
+    own = [os.path.abspath(settings[k]) for k in TASK_KEYS if settings.get(k)]  # the run's, maybe not today's
     settings["run_dir"] = f"$RUN_ROOT/{name}"
     for key in TASK_KEYS:
         if settings.get(key):
             settings[key] = "$TASKS/" + Path(settings[key]).name
-    texts = {"train.json": json.dumps(settings, indent=2) + "\n"}
+    texts: dict[str, str | None] = {}
     for log in ARCHIVED:
+        texts[log] = None
         if (src / log).exists():
             text = (src / log).read_text(encoding="utf-8")
-            for place in (os.path.abspath(root), *places):
+            for place in dict.fromkeys((os.path.abspath(root), os.path.realpath(root), *places, *own)):
                 if place in text:
                     raise ValueError(f"{src / log} names {place}: not archived (a path of this machine)")
             texts[log] = text
+    # the logs first, train.json last: a copy cut short has no train.json, so it is never read back
+    (dest / "train.json").unlink(missing_ok=True)
+    texts["train.json"] = json.dumps(settings, indent=2) + "\n"
     for log, text in texts.items():
+        if text is None:
+            (dest / log).unlink(missing_ok=True)  # not left over from an older copy
+            continue
         (dest / log).parent.mkdir(parents=True, exist_ok=True)
         (dest / f"{log}.tmp").write_text(text, encoding="utf-8")
         os.replace(dest / f"{log}.tmp", dest / log)
@@ -343,7 +400,11 @@ def report(summary: dict[str, Any]) -> str:
 
 def keep(summary: dict[str, Any], root: Path, archive: Path | None, places: list[str]) -> None:
     """:func:`archive_run` every finished run of ``summary`` read from the run root (none without
-    ``archive``)."""
+    ``archive``).
+
+    Raises:
+        ValueError, RunFileError: see :func:`archive_run`.
+    """
     for name, s in summary["runs"].items():
         if archive is not None and s["finished"] and s["where"] == "run root":
             archive_run(root, name, archive, places)
@@ -372,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 "not run again over it. Remove that line to have the final evaluation run again"
             )
         if not args.table_only:
+            check_settings(args, summary, root, archive)
             root.mkdir(parents=True, exist_ok=True)
             keep(summary, root, archive, places)  # runs finished before --archive was given
         for seed, arm in order if not args.table_only else []:
@@ -387,10 +449,10 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             summary = summarize(root, seeds, archive)
-            keep(summary, root, archive, places)
             print(report(summary), flush=True)
             if args.out:
                 Path(args.out).write_text(json.dumps(summary, indent=2))
+            keep(summary, root, archive, places)  # after the report: a refused copy loses no result
             if rc != 0:
                 return rc
         if args.out:

@@ -188,7 +188,7 @@ def crashed_rollouts(gateway) -> list[Trajectory]:
     )
 
 
-def test_an_outer_batch_without_a_usable_rollout_still_takes_the_configured_steps(tok):
+def test_an_outer_batch_without_a_usable_rollout_still_takes_the_configured_steps(tok, tmp_path):
     """Fixed-step batching: no row arrived, yet the step count advances by mini-batches x epochs
     (2 x 2 here), each a zero-gradient step: no weight moves and AdamW's state stays empty."""
     trainer, gateway = make(tok, ppo_epochs=2)
@@ -206,14 +206,38 @@ def test_an_outer_batch_without_a_usable_rollout_still_takes_the_configured_step
     assert m["train_s"] >= 0 and m["fwd_bwd_s"] == m["optimizer_s"] == m["actor_update_s"] == 0.0
     # the next real update starts its warmup at its own first nonzero gradient, not before
     assert trainer.warmup_offset is None
+    # every key a trained update's record has (the plots read tokens, rows_per_rollout, ...)
+    trained = trainer.update(rollouts(trainer, gateway, b=1))
+    assert trained["optimizer_steps"] == 4 and trainer.step == 8 and trained["grad_norm"] > 0
+    assert set(trained) - set(m) == set() and m["tokens"] == m["loss"] == 0 and m["lr"] == 5e-2
+    records = [{"kind": "train", "outer_batch": i, **r} for i, r in enumerate((m, trained))]
+    plot_training(records, tmp_path / "rowless.png")
+    assert (tmp_path / "rowless.png").stat().st_size > 0
+
+
+def test_a_rowless_outer_batch_syncs_its_version_and_waits_with_warmup(tok):
+    """The sampler follows the step count (its next rollouts record version 2), and the warmup
+    has not started: the record's lr is the 0 of a waiting warmup."""
+    from strands_art.training.local_sync import CopySync
+    from strands_art.training.lora import lora_model
+
+    cfg = config(ppo_epochs=1, lr_warmup_steps=3)
+    model = lora_model(tiny_llama(), cfg)
+    sync = CopySync(model, tok)
+    trainer = LocalTrainer(model, tok, cfg, weight_sync=sync)
+    m = trainer.update(crashed_rollouts(RolloutGateway(tok, trainer.backend)))
+    assert m["optimizer_steps"] == 2 and "sync_s" in m and m["lr"] == 0.0 and trainer.warmup_offset is None
+    assert sync.publish() and sync.version == 2 and sync.backend.policy_version == 2
 
 
 def test_an_outer_batch_without_a_row_takes_no_step_with_fixed_row_batching(tok):
     """Fixed-row batching: zero rows are zero mini-batches, so zero steps (its steps follow rows)."""
     trainer, gateway = make(tok, ppo_epochs=2, batching_mode="fixed_rows", rows_per_mini_batch=3)
-    m = trainer.update(crashed_rollouts(gateway))
+    seen: list[int] = []
+    m = trainer.update(crashed_rollouts(gateway), on_step=seen.append)
     assert m["skipped"] == 1 and m["optimizer_steps"] == m["zero_gradient_steps"] == 0 and trainer.step == 0
-    assert trainer.outer_batch == 1
+    assert trainer.outer_batch == 1 and seen == [] and trainer.backend.policy_version == 0
+    assert m["lr"] == 0.0 and m["mini_batches"] == 0
 
 
 # ---------------------------------------------------------------- checkpoints, resume, metrics

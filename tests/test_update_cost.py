@@ -14,11 +14,24 @@ sys.path.insert(0, str(ROOT / "bench"))  # the bench imports its siblings
 _spec = importlib.util.spec_from_file_location("update_cost", ROOT / "bench" / "update_cost.py")
 uc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(uc)
+import run_settings as rs  # noqa: E402  (a bench module: importable once bench/ is on the path)
+
+from strands_art.training.settings import DEFAULTS  # noqa: E402
+
+
+def settings(d: Path, outer_batches: int) -> dict:
+    """The train.json the bench's flags (``--extra "--outer-batches N"``) give run ``d`` (ARM-seedS)."""
+    arm, seed = d.name.rsplit("-seed", 1)
+    ns = uc.parse_args(
+        ["--run-root", str(d.parent), "--table-only", "--extra", f"--outer-batches {outer_batches}"]
+    )
+    given = rs.given_settings(uc.run_flags(ns, arm, int(seed)))
+    return {**DEFAULTS, "env": "migrationbench", **given, "run_dir": str(d)}
 
 
 def _run(d: Path, trains: list[dict], evals: list[tuple[int, float, float]], hits: list[bool]) -> None:
     d.mkdir(parents=True)
-    (d / "train.json").write_text(json.dumps({"outer_batches": len(trains)}))
+    (d / "train.json").write_text(json.dumps(settings(d, len(trains))))
     recs = [{"kind": "eval", "outer_batch": b, "val_reward": v, "eval_s": s} for b, v, s in evals[:1]]
     recs += [{"kind": "train", "outer_batch": i, **t} for i, t in enumerate(trains)]
     recs += [{"kind": "eval", "outer_batch": b, "val_reward": v, "eval_s": s} for b, v, s in evals[1:]]
@@ -106,7 +119,7 @@ def two_runs(root: Path) -> None:
     _run(root / "before-seed0", [{**step, "rollout_s": 500, "train_s": 100}, {**step, "rollout_s": 300, "train_s": 100}],
          [(0, 0.1, 900), (2, 0.5, 700)], [True])  # fmt: skip
     _run(root / "after-seed0", [{**step, "rollout_s": 200, "train_s": 100}], [(0, 0.1, 300)], [False, True])
-    (root / "after-seed0" / "train.json").write_text(json.dumps({"outer_batches": 2}))
+    (root / "after-seed0" / "train.json").write_text(json.dumps(settings(root / "after-seed0", 2)))
 
 
 def test_table_only_needs_no_tasks_and_creates_nothing(tmp_path: Path, capsys) -> None:
@@ -157,7 +170,10 @@ def runs_by_script(monkeypatch, tmp_path: Path) -> list[tuple[str, int]]:
 
 def seed0_argv(root: Path, tasks: Path) -> list[str]:
     """The bench's arguments for seed 0 of the runs under ``root`` (``tasks`` for both task flags)."""
-    return ["--run-root", str(root), "--seeds", "0", "--train-tasks", str(tasks), "--eval-tasks", str(tasks)]
+    return [
+        "--run-root", str(root), "--seeds", "0", "--train-tasks", str(tasks), "--eval-tasks", str(tasks),
+        "--extra", "--outer-batches 2",
+    ]  # fmt: skip
 
 
 def test_only_the_unfinished_run_is_run(tmp_path: Path, monkeypatch) -> None:
@@ -234,16 +250,15 @@ def test_finished_runs_are_archived_and_read_back_without_the_run_root(tmp_path:
     root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
     tasks.mkdir()
     two_runs(root)
-    (root / "before-seed0" / "train.json").write_text(
-        json.dumps({"outer_batches": 2, "run_dir": str(root / "before-seed0"), "train_tasks": str(tasks)})
-    )
+    saved = {**settings(root / "before-seed0", 2), "train_tasks": str(tasks), "eval_tasks": str(tasks)}
+    (root / "before-seed0" / "train.json").write_text(json.dumps(saved))
     calls = runs_by_script(monkeypatch, tmp_path)
     argv = [*seed0_argv(root, tasks), "--lock", "", "--archive", str(archive)]
     assert uc.main(argv) == 3  # after-seed0 run (the script exits 3); before-seed0 archived first
     assert calls == [("after", 0)] and not (archive / "after-seed0").exists()
     kept = archive / "before-seed0"
     assert json.loads((kept / "train.json").read_text()) == {
-        "outer_batches": 2, "run_dir": "$RUN_ROOT/before-seed0", "train_tasks": "$TASKS/tasks"
+        **saved, "run_dir": "$RUN_ROOT/before-seed0", "train_tasks": "$TASKS/tasks", "eval_tasks": "$TASKS/tasks"
     }  # fmt: skip
     for log in ("metrics.jsonl", "env/rollouts/results.jsonl"):
         assert (kept / log).read_text() == (root / "before-seed0" / log).read_text()
@@ -273,3 +288,101 @@ def test_a_log_naming_a_path_of_this_machine_is_not_archived(tmp_path: Path, mon
         f"update_cost.py: {results} names {tasks}: not archived (a path of this machine)\n"
     )
     assert not archive.exists()
+
+
+def test_copies_with_other_settings_are_refused_never_mixed(tmp_path: Path, monkeypatch, capsys):
+    root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
+    tasks.mkdir()
+    two_runs(root)
+    calls = runs_by_script(monkeypatch, tmp_path)
+    argv = [*seed0_argv(root, tasks), "--lock", "", "--archive", str(archive)]
+    assert uc.main(argv) == 3 and (archive / "before-seed0" / "train.json").exists()
+    capsys.readouterr()
+    # another --extra: a run it would not start is refused, wherever it lies
+    calls.clear()
+    other = [*argv[:-4], "--extra", "--outer-batches 2 --lr 1e-3", "--lock", "", "--archive", str(archive)]
+    assert uc.main(other) == 2 and calls == []
+    assert "before-seed0/train.json: this bench's flags would start another run: --lr 0.001 (the run has" in (
+        capsys.readouterr().err
+    )
+    # the archived copy edited: the run root's copy is neither overwritten nor mixed with it
+    saved = json.loads((archive / "before-seed0" / "train.json").read_text())
+    (archive / "before-seed0" / "train.json").write_text(json.dumps({**saved, "lr": 1.0}))
+    for mode in (argv, ["--run-root", str(root), "--seeds", "0", "--table-only", "--archive", str(archive)]):
+        assert uc.main(mode) == 2
+        assert capsys.readouterr().err == (
+            f"update_cost.py: {root / 'before-seed0'} and its archived copy {archive / 'before-seed0'} differ in lr: "
+            "not mixed; remove the one that is not this bench's\n"
+        )
+    assert json.loads((archive / "before-seed0" / "train.json").read_text())["lr"] == 1.0 and calls == []
+
+
+def test_a_finished_archived_copy_wins_over_an_unfinished_run_root_copy(tmp_path: Path, monkeypatch, capsys):
+    root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
+    tasks.mkdir()
+    two_runs(archive)  # before-seed0 finished there, after-seed0 not (never archived by the bench)
+    (archive / "after-seed0").rename(tmp_path / "gone")
+    two_runs(root)
+    metrics = root / "before-seed0" / "metrics.jsonl"
+    metrics.write_text(
+        "".join(metrics.read_text().splitlines(keepends=True)[:-1])
+    )  # its final evaluation gone
+    summary = uc.summarize(root, [0], archive)
+    assert (
+        summary["runs"]["before-seed0"]["where"] == "archive" and summary["runs"]["before-seed0"]["finished"]
+    )
+    assert summary["runs"]["after-seed0"]["where"] == "run root"
+    calls = runs_by_script(monkeypatch, tmp_path)
+    assert uc.main([*seed0_argv(root, tasks), "--lock", "", "--archive", str(archive)]) == 3
+    assert calls == [("after", 0)]  # before-seed0 is read back, not run again
+
+
+def test_an_archive_cut_short_is_not_read_back_and_stale_logs_go(tmp_path: Path, monkeypatch) -> None:
+    root, archive, tasks = tmp_path / "runs", tmp_path / "archive", tmp_path / "tasks"
+    tasks.mkdir()
+    two_runs(root)
+    replace = uc.os.replace
+
+    def dies_at_results(src, dst):
+        if str(dst).endswith("results.jsonl"):
+            raise OSError("the disk is full")
+        return replace(src, dst)
+
+    monkeypatch.setattr(uc.os, "replace", dies_at_results)
+    with pytest.raises(OSError, match="the disk is full"):
+        uc.archive_run(root, "before-seed0", archive, [])
+    monkeypatch.setattr(uc.os, "replace", replace)
+    assert not (archive / "before-seed0" / "train.json").exists()  # so never read back as finished
+    assert uc.summarize(tmp_path / "none", [0], archive)["runs"] == {}
+    uc.archive_run(root, "before-seed0", archive, [])
+    assert uc.read_run(tmp_path / "none", "before-seed0", archive)["cache_lookups"] == 1
+    (root / "before-seed0" / "env" / "rollouts" / "results.jsonl").unlink()
+    uc.archive_run(root, "before-seed0", archive, [])
+    assert not (archive / "before-seed0" / "env" / "rollouts" / "results.jsonl").exists()
+
+
+def test_the_run_s_own_task_directories_are_not_archived_either(tmp_path: Path, monkeypatch, capsys):
+    root, archive, old = tmp_path / "runs", tmp_path / "archive", tmp_path / "old-tasks"
+    two_runs(root)
+    saved = {**settings(root / "before-seed0", 2), "train_tasks": str(old)}
+    (root / "before-seed0" / "train.json").write_text(json.dumps(saved))
+    results = root / "before-seed0" / "env" / "rollouts" / "results.jsonl"
+    results.write_text(results.read_text() + json.dumps({"rollout_id": "r8", "log": f"{old}/t1"}) + "\n")
+    with pytest.raises(ValueError, match=f"names {old}: not archived"):
+        uc.archive_run(root, "before-seed0", archive, [])
+    assert not archive.exists()
+
+
+@pytest.mark.parametrize("where", ["runs", "runs/kept", "."])
+def test_an_archive_in_or_around_the_run_root_is_refused(tmp_path: Path, capsys, where) -> None:
+    with pytest.raises(SystemExit):
+        uc.parse_args(
+            ["--run-root", str(tmp_path / "runs"), "--table-only", "--archive", str(tmp_path / where)]
+        )
+    assert "the run root, or a folder in or around it" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        uc.parse_args(
+            ["--run-root", str(tmp_path / "runs"), "--table-only", "--archive", str(tmp_path / "file")]
+        )
+    assert f"--archive {tmp_path / 'file'}: not a directory" in capsys.readouterr().err

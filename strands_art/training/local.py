@@ -163,6 +163,16 @@ def policy_lag(rows: Sequence[BatchRow], step: int) -> dict[str, float]:
     }
 
 
+ROWLESS_ZEROS = (
+    "rows", "padding_rows", "tokens", "sampled_tokens", "max_mini_batch_tokens", "min_mini_batch_tokens",
+    "micro_batches", "padded_token_fraction", "loss", "grad_norm", "approx_kl", "clip_fraction",
+    "tis_capped_fraction", "kl_ref", "logprob_gap", "logprob_abs_gap", "filtered_tokens",
+    "zero_advantage_rows_skipped", "tokens_per_s", "actor_update_s", "processed_tokens", "fwd_bwd_s", "optimizer_s",
+)  # fmt: skip
+"""The keys of a trained update's record that an outer batch without a row has as 0 (its
+``rollouts``, rewards and exclusions come from GRPO as in any update)."""
+
+
 class LocalTrainer:
     """GRPO on LoRA for one machine, sharing its model with the sampling backend.
 
@@ -356,7 +366,13 @@ class LocalTrainer:
         self, metrics: dict[str, float], adv: Advantages, on_step: Callable[[int], None] | None, t0: float
     ) -> dict[str, float]:
         """An outer batch that left no row (:meth:`update`): the configured steps in ``fixed_steps``
-        mode, each a zero-gradient step; none in ``fixed_rows`` mode (zero mini-batches)."""
+        mode, each a zero-gradient step; none in ``fixed_rows`` mode (zero mini-batches). The
+        record has the keys of a trained update, its counts and losses 0 (:data:`ROWLESS_ZEROS`).
+
+        Raises:
+            WeightSyncError: the server did not take the adapter (vLLM backend), as :meth:`update`.
+            Exception: what ``on_step`` raises, with the steps before it applied (as :meth:`update`).
+        """
         b = self.batching
         steps = b.num_mini_batches * b.ppo_epochs if b.mode == "fixed_steps" else 0
         logger.warning(
@@ -371,10 +387,11 @@ class LocalTrainer:
                     on_step(k + 1)
         if steps and self.weight_sync is not None:
             metrics["sync_s"] = self.sync_weights()
-        metrics.update(  # the keys of a trained update (train_s, ...), so every record reads alike
-            optimizer_steps=steps, zero_gradient_steps=steps, skipped=1, step=self.step, rows=0,
-            actor_update_s=0.0, processed_tokens=0, train_s=time.perf_counter() - t0, fwd_bwd_s=0.0, optimizer_s=0.0,
-            lr=self.optimizer.param_groups[0]["lr"],
+        metrics.update(dict.fromkeys(ROWLESS_ZEROS, 0))  # the keys of a trained update: records read alike
+        metrics.update(
+            optimizer_steps=steps, zero_gradient_steps=steps, mini_batches=b.num_mini_batches if steps else 0,
+            skipped=1, step=self.step, train_s=time.perf_counter() - t0,
+            lr=self.optimizer.param_groups[0]["lr"] if steps else 0.0,  # no step: no rate applied
         )  # fmt: skip
         self.outer_batch += 1
         return metrics

@@ -319,7 +319,7 @@ async def train(
         launch_after_step: ``J``: with ``max_staleness`` >= 1, launch the rollouts ahead after the
             J-th optimizer step of the update (its adapter synced to the sampler first with
             :meth:`LocalTrainer.sync_weights`); 0: before the update. An update that takes fewer
-            steps (no usable rollout) launches them when it ends.
+            steps (``fixed_rows`` batching with fewer rows, or none) launches them when it ends.
         train_executor: where :meth:`LocalTrainer.update` runs (default: asyncio's thread pool;
             bench/async.py passes a thread pinned to its own cores).
         max_draws: the most groups rolled out for one update (dynamic sampling,

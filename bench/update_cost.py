@@ -7,8 +7,8 @@ seed with the recorded settings (:data:`migration_learning.FLAGS`, then ``--extr
 
 - ``before``: the recorded settings, every rollout's evaluation afresh (``STRANDS_ART_EVAL_CACHE=off``)
   and every agent build run (``STRANDS_ART_MAVEN_MEMO=off``);
-- ``after``: the recorded settings plus :data:`AFTER_FLAGS` (dynamic sampling and the tied-task
-  skip, :mod:`strands_art.training.dynamic_sampling`), the per-run evaluation cache on
+- ``after``: the recorded settings plus :data:`AFTER_FLAGS` (bf16 autocast, dynamic sampling and the
+  tied-task skip, :mod:`strands_art.training.dynamic_sampling`), the per-run evaluation cache on
   (:mod:`strands_art.envs.migrationbench.evaluate.evalcache`) and the agent's Maven memo on
   (:mod:`strands_art.envs.migrationbench.agent.mavenmemo`).
 
@@ -63,9 +63,10 @@ from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, re
 from run_settings import TASK_KEYS, differences
 from seed_archive import comparable
 
-AFTER_FLAGS = "--max-draws 4 --skip-tied 0.5"
-"""The new settings: up to 4 groups drawn to find 2 with signal, a task whose last group tied
-skipped with probability 0.5."""
+AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
+"""The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
+with signal, a task whose last group tied skipped with probability 0.5 (the cuts of
+bench/results/update-profile-2026-12-04.txt)."""
 ARMS = ("before", "after")
 TRAIN_NEEDS = {
     "rollout_s": "number",

@@ -47,6 +47,22 @@ def test_bare_call_is_recovered() -> None:
     assert out.text == "" and out.recovered == ["bare_json"]
 
 
+def test_bare_calls_then_an_unclosed_one_are_ill_formed_not_content() -> None:
+    """A bare call cut off after complete ones is a broken call, never the turn's text: the
+    output is ill-formed (no call), so the gateway's cut keeps the complete ones."""
+    for tail in (
+        '{"name": "file_editor", "arguments": {"',
+        '{"name": "shell", "arguments": {"command": "ls"}',
+    ):
+        out = P.parse(f"{CALL}\n{CALL}\n{tail}", TOOLS)
+        assert out.ill_formed and out.tool_calls == [] and out.text == f"{CALL}\n{CALL}\n{tail}", tail
+        assert out.problems[-1].startswith("bare tool call 3: invalid JSON after 2 complete call(s) (")
+    prose = P.parse(f"{CALL}\n{{ not a call, a brace in prose", TOOLS)  # no "name": text, as before
+    assert [c.name for c in prose.tool_calls] == ["shell"] and "text after the tool calls" in prose.problems[
+        0
+    ]
+
+
 def test_numbered_list_of_calls_is_recovered() -> None:
     other = '{"name": "shell", "arguments": {"command": "mvn -q clean verify"}}'
     out = P.parse(f"1. {CALL}\n2. {other}<|im_end|>", TOOLS)

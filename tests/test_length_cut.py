@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,11 +18,15 @@ from support.family_cases import WRITERS, one_turn
 from support.serve_helpers import TOOLS, gateway, running_front
 from support.strands_tools import add
 
+from strands_art.backends.scripted import ScriptedBackend
+from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
+from strands_art.registry import family_of, load_tokenizer
 
 CALL = '<tool_call>\n{{"name": "add", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
 CUT = "\n".join([CALL.format(a=1, b=2), CALL.format(a=3, b=4), '<tool_call>\n{"name": "add", "argu'])
 USER = [{"role": "user", "content": "Add 1+2 and 3+4."}]
+BARE = Path(__file__).parent / "data" / "turn_cut" / "r2-linear-s2-bare-json-length-cut.json"
 
 
 def _length(text: str) -> dict:
@@ -111,3 +116,36 @@ async def test_the_http_front_returns_the_calls_of_a_cut_turn(qwen3):
     assert choice["finish_reason"] == "tool_calls"
     args = [json.loads(c["function"]["arguments"]) for c in choice["message"]["tool_calls"]]
     assert args == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+
+
+def test_a_bare_json_turn_cut_inside_its_next_call_keeps_its_complete_calls():
+    """The recorded turn (Qwen2.5-Coder-0.5B, the r2 seed experiments): 7 bare JSON calls, then
+    ``{"name": "file_editor", "arguments": {"`` at the 512-token limit. The parser kept that tail
+    as the turn's content and the cut found an empty tail (``[512, 512]``), so the broken call
+    went into the history and was trained; 58 turns of the r2 runs, both capture modes. Now the
+    unclosed bare call makes the whole output ill-formed and the cut keeps the 7 calls."""
+    rec = json.loads(BARE.read_text())
+    tok = load_tokenizer("qwen2.5-coder-0.5b")
+    item = {
+        "token_ids": rec["output_ids"],
+        "logprobs": rec["logprobs"],
+        "finish_reason": rec["finish_reason"],
+    }
+    gw = RolloutGateway(tok, ScriptedBackend(tok, [item]), family=family_of("qwen2.5-coder-0.5b"))
+    gw.open_session("r")
+    result = asyncio.run(gw.generate("r", rec["messages"], rec["tools"]))
+    assert result.finish_reason == "tool_calls" and not result.ill_formed and len(result.tool_calls) == 7
+    assert result.text == ""  # no broken call left as content
+    traj = gw.trajectory("r")
+    [event] = [e for e in traj.events if e["kind"] == "length_cut_at_calls"]
+    start, end = event["tail"]
+    assert (
+        end == 512
+        and start < end
+        and tok.decode(rec["output_ids"][start:]).strip() == ('{"name": "file_editor", "arguments": {"')
+    )
+    assert event["problems"] == [
+        "bare tool call 8: invalid JSON after 7 complete call(s) (Unterminated string starting at; output cut off?)"
+    ]
+    [row] = traj.rows
+    assert sum(row.loss_mask) == 512  # every sampled token kept in the row; the trainer masks the tail

@@ -220,9 +220,14 @@ class Qwen25JsonParser(HermesParser):
             try:
                 obj, end = _DECODER.raw_decode(content, pos)
                 call = _call_from_obj(obj, names, content[pos:end])
-            except (json.JSONDecodeError, NotACall):
+            except (json.JSONDecodeError, NotACall) as exc:
                 if not calls:
                     return None  # does not start with a call: leave it as text
+                if isinstance(exc, json.JSONDecodeError) and _looks_like_call(content[pos:], names):
+                    # an unclosed or broken call after complete ones (cut at the token limit): the
+                    # gateway's cut keeps the complete ones (strands_art.toolcalls.cut), never as content
+                    problem = f"bare tool call {len(calls) + 1}: invalid JSON after {len(calls)} complete call(s) ({exc.msg}; output cut off?)"
+                    return replace(out, ill_formed=True, problems=[*out.problems, problem])
                 break
             calls.append(call)
             pos = _WS.match(content, end).end()

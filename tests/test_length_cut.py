@@ -15,13 +15,10 @@ from hypothesis import strategies as st
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from support.family_cases import WRITERS, one_turn
-from support.serve_helpers import TOOLS, gateway, running_front
+from support.serve_helpers import TOOLS, gateway, replay_recorded_turn, running_front
 from support.strands_tools import add
 
-from strands_art.backends.scripted import ScriptedBackend
-from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
-from strands_art.registry import family_of, load_tokenizer
 
 CALL = '<tool_call>\n{{"name": "add", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
 CUT = "\n".join([CALL.format(a=1, b=2), CALL.format(a=3, b=4), '<tool_call>\n{"name": "add", "argu'])
@@ -124,16 +121,7 @@ def test_a_bare_json_turn_cut_inside_its_next_call_keeps_its_complete_calls():
     as the turn's content and the cut found an empty tail (``[512, 512]``), so the broken call
     went into the history and was trained; 58 turns of the r2 runs, both capture modes. Now the
     unclosed bare call makes the whole output ill-formed and the cut keeps the 7 calls."""
-    rec = json.loads(BARE.read_text())
-    tok = load_tokenizer("qwen2.5-coder-0.5b")
-    item = {
-        "token_ids": rec["output_ids"],
-        "logprobs": rec["logprobs"],
-        "finish_reason": rec["finish_reason"],
-    }
-    gw = RolloutGateway(tok, ScriptedBackend(tok, [item]), family=family_of("qwen2.5-coder-0.5b"))
-    gw.open_session("r")
-    result = asyncio.run(gw.generate("r", rec["messages"], rec["tools"]))
+    rec, tok, gw, result = replay_recorded_turn(BARE)
     assert result.finish_reason == "tool_calls" and not result.ill_formed and len(result.tool_calls) == 7
     assert result.text == ""  # no broken call left as content
     traj = gw.trajectory("r")

@@ -18,14 +18,13 @@ from hypothesis import strategies as st
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from support.family_cases import WRITERS, one_turn
-from support.serve_helpers import TOOLS, gateway, running_front
+from support.serve_helpers import TOOLS, gateway, replay_recorded_turn, running_front
 from support.strands_tools import add
 
-from strands_art.backends.scripted import ScriptedBackend
 from strands_art.families.select import FAMILIES
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
-from strands_art.registry import family_of, load_tokenizer
+from strands_art.registry import family_of
 
 RECORDED = Path(__file__).parent / "data" / "turn_cut" / "before-b1-compiler-props-r0.json"
 CALL = '<tool_call>\n{{"name": "add", "arguments": {{"a": {a}, "b": {b}}}}}\n</tool_call>'
@@ -45,16 +44,7 @@ def _cut_events(gw: RolloutGateway, sid: str) -> list[dict]:
 def test_the_recorded_turn_keeps_its_three_calls():
     """The measured turn: 3 recipe calls, a 4th without </tool_call>, a 5th "<tool_call>", then
     <|im_end|> (finish "stop", 149 tokens); on main it parsed to 0 calls and scored 0.0."""
-    rec = json.loads(RECORDED.read_text())
-    tok = load_tokenizer("qwen2.5-coder-0.5b")  # the 1.5b model's tokenizer (same GGUF vocabulary)
-    item = {
-        "token_ids": rec["output_ids"],
-        "logprobs": rec["logprobs"],
-        "finish_reason": rec["finish_reason"],
-    }
-    gw = RolloutGateway(tok, ScriptedBackend(tok, [item]), family=family_of("qwen2.5-coder-0.5b"))
-    gw.open_session("r")
-    result = asyncio.run(gw.generate("r", rec["messages"], rec["tools"]))
+    rec, tok, gw, result = replay_recorded_turn(RECORDED)  # the 1.5b model's tokenizer (same GGUF vocabulary)
     assert result.finish_reason == "tool_calls" and not result.ill_formed
     assert [c.arguments["command"] for c in result.tool_calls] == [
         "find . -name pom.xml | xargs sed -i 's#>1[.]8<#>17<#g'",

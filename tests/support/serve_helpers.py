@@ -14,6 +14,7 @@ from strands_art.backends.scripted import ScriptedBackend
 from strands_art.conversion.strands import tool_specs_to_openai
 from strands_art.gateway import RolloutGateway
 from strands_art.model import ARTModel
+from strands_art.registry import family_of, load_tokenizer
 from strands_art.serve import create_app, start
 
 from .strands_tools import add
@@ -38,6 +39,26 @@ def run_tool(name: str, arguments: str) -> str:
     assert name == "add"
     args = json.loads(arguments)
     return str(args["a"] + args["b"])
+
+
+def replay_recorded_turn(
+    path: Any, model: str = "qwen2.5-coder-0.5b"
+) -> tuple[dict, Any, RolloutGateway, Any]:
+    """A recorded turn (JSON: ``output_ids``, ``logprobs``, ``finish_reason``, ``messages``,
+    ``tools``) played back through a gateway of ``model``'s tokenizer and family, in session "r":
+    ``(record, tokenizer, gateway, generate's result)``."""
+    import asyncio
+
+    rec = json.loads(path.read_text())
+    tok = load_tokenizer(model)
+    item = {
+        "token_ids": rec["output_ids"],
+        "logprobs": rec["logprobs"],
+        "finish_reason": rec["finish_reason"],
+    }
+    gw = RolloutGateway(tok, ScriptedBackend(tok, [item]), family=family_of(model))
+    gw.open_session("r")
+    return rec, tok, gw, asyncio.run(gw.generate("r", rec["messages"], rec["tools"]))
 
 
 def gateway(tok: Any, script: list[dict[str, Any]] | None = None, **config: Any) -> RolloutGateway:

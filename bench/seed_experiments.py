@@ -147,10 +147,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--out {args.out}: not a file in a writable directory")
     if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
         p.error(f"--archive {args.archive}: not a directory")
+    if args.archive:
+        a, r = Path(args.archive).resolve(), Path(args.run_root).resolve()
+        if a == r or a.is_relative_to(r) or r.is_relative_to(a):
+            p.error(
+                f"--archive {args.archive}: the run root, or a folder in or around it (its copies would replace the runs' own files)"
+            )
     if not args.table_only:
+        if not args.train_tasks:
+            p.error("--train-tasks is needed to run (--table-only runs nothing)")
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
-            if (value or flag == "train_tasks") and not (value and Path(value).is_dir()):
+            if value and not Path(value).is_dir():
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )

@@ -729,6 +729,21 @@ def test_seeds_and_arms_given_twice_are_refused(tmp_path, capsys, flags, message
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--table-only", "--archive", "{root}"], "the run root, or a folder in or around it"),
+        (["--table-only", "--archive", "{root}/kept"], "the run root, or a folder in or around it"),
+        ([], "--train-tasks is needed to run (--table-only runs nothing)"),
+    ],
+)
+def test_an_archive_around_the_run_root_and_a_run_without_tasks_are_refused(tmp_path, capsys, argv, message):
+    root = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exc:
+        se.parse_args(["--run-root", str(root), *(a.format(root=root) for a in argv)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err and not root.exists()
+
+
 def test_the_result_line_counts_the_seeds_finished_in_every_arm_asked_for(bench_root, tmp_path, capsys):
     root = tmp_path / "runs"
     for arm in ("tree-fixed-steps", "linear-fixed-steps"):

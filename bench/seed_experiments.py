@@ -235,8 +235,8 @@ def preflight(
     names: dict[str, str],
 ) -> None:
     """Before anything is written: read every existing run, both copies (:func:`seed_archive.pick`:
-    errors, and a note on stderr when the archived copy is further); to run, also check its
-    settings against ``FLAGS`` and ``--extra`` (:func:`check_extra`), refuse a run whose torn last
+    errors, and a note on stderr when the archived copy is further); check its settings against
+    ``FLAGS`` and ``--extra`` (:func:`check_extra`: with ``--table-only`` a note on stderr, else refused), refuse a run whose torn last
     line may be its final evaluation (:attr:`seed_tables.Run.unsure`), and say which archived runs
     are run again from their start.
 
@@ -248,7 +248,13 @@ def preflight(
         run, note = pick(here, kept)
         if note:
             print(note, file=sys.stderr)
-        if run is None or args.table_only:
+        if run is None:
+            continue
+        if args.table_only:  # the report reads the runs' own settings; say when --extra is not theirs
+            try:
+                check_extra(args, run)
+            except ValueError as exc:
+                print(f"note (--table-only reports the runs' own settings): {exc}", file=sys.stderr)
             continue
         check_extra(args, run)
         if run.unsure:

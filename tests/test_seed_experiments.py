@@ -711,6 +711,9 @@ def test_an_extra_other_than_the_runs_is_refused(tmp_path, capsys):
         "max_turns=4 " in (tmp_path / "r.txt").read_text()
         and "max_turns=9" not in (tmp_path / "r.txt").read_text()
     )
+    assert "note (--table-only reports the runs' own settings): --extra '--max-turns 9': " in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize(

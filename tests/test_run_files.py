@@ -148,3 +148,13 @@ def test_ctrl_c_while_a_fresh_run_loads_its_model_leaves_the_run_dir_as_it_was(t
     assert "--resume" in err
     now = _snapshot(run)
     assert [now[k] for k in ("train.json", "command.txt")] == [was[k] for k in ("train.json", "command.txt")]
+
+
+def test_a_run_dir_that_is_a_file_is_refused_and_kept(tmp_path, capsys):
+    file = tmp_path / "notes.txt"
+    file.write_text("mine\n")
+    assert main(["train", "--env", "capitals", "--no-progress", "--run-dir", str(file)]) == 2
+    assert capsys.readouterr().err == (
+        f"strands-art train: --run-dir {file}: not a directory (a file is there); give a new or existing directory\n"
+    )
+    assert file.read_text() == "mine\n"

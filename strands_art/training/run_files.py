@@ -81,8 +81,12 @@ def check_run_entries(run_dir: Path) -> None:
     ``env`` was written through), :func:`prepare_run_dir` again.
 
     Raises:
-        RunDirError: naming the entry and what it is.
+        RunDirError: naming the entry and what it is; ``run_dir`` itself not a directory.
     """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(
+            f"--run-dir {run_dir}: not a directory (a file is there); give a new or existing directory"
+        )
     for name in RUN_FILES:  # a run's own files are in it: none may lead elsewhere
         path = run_dir / name
         if path.is_symlink():

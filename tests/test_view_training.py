@@ -275,6 +275,9 @@ def test_the_trainers_totals_are_also_compared_where_both_runs_ran_a_pass() -> N
     assert other["trained_pct"]["actor_update_s"] == pytest.approx(-60.0)
     assert other["total_pct"]["processed_tokens"] == pytest.approx(100 * (700 - 1800) / 1800)  # all batches
     assert base["trained_batches"] == 2 and base["trained_pct"]["processed_tokens"] == 0.0  # itself
+    # per batch: no ratio of the trainer's keys where either run ran no pass (0.02 s / 0.01 s is no +100 %)
+    assert [b["pct"]["actor_update_s"] for b in other["batches"]] == [pytest.approx(-60.0), None, None]
+    assert [b["pct"]["rows"] for b in other["batches"]] == [None, None, None]  # no rows key given here
     none = compare([("a", run_records(tree[1:2], [])), ("b", run_records(linear[1:2], []))])["runs"][1]
     assert none["trained_batches"] == 0 and none["trained_pct"] == {
         "processed_tokens": None,

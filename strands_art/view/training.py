@@ -293,6 +293,9 @@ def compare(runs: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
             for r in run["batches"]:
                 f = first.get(r["outer_batch"], {})
                 r["pct"] = {k: _pct(r.get(k), f.get(k)) for k in (*COMPARE_KEYS, "val_reward")}
+                if not ((r.get("processed_tokens") or 0) > 0 and (f.get("processed_tokens") or 0) > 0):
+                    # a batch without a pass in either run: its actor seconds are bookkeeping, no ratio
+                    r["pct"].update(dict.fromkeys(TRAINED_KEYS))
             # the trainer's totals where both runs ran a pass (bench/seed_tables.py's rule): a batch
             # whose kept group tied trains nothing, by the rollouts' luck, not the capture's
             both = [(r, first[r["outer_batch"]]) for r in run["batches"] if r["outer_batch"] in first

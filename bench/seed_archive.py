@@ -23,6 +23,20 @@ LOGS = ("metrics.jsonl", "env/rollouts/results.jsonl")
 rollout records (``bench/migration_learning.py``'s per-kind rewards and audit read them)."""
 
 
+def archive_problem(archive: str | None, run_root: str) -> str | None:
+    """Why ``--archive`` cannot be used with ``--run-root`` (the error's text after ``--archive
+    ARCHIVE: ``), or None: a file is there, or it is the run root or a folder in or around it (its
+    copies would replace the runs' own files). Used by both benches' argument checks."""
+    if not archive:
+        return None
+    if Path(archive).exists() and not Path(archive).is_dir():
+        return "not a directory"
+    a, r = Path(archive).resolve(), Path(run_root).resolve()
+    if a == r or a.is_relative_to(r) or r.is_relative_to(a):
+        return "the run root, or a folder in or around it (its copies would replace the runs' own files)"
+    return None
+
+
 def portable(names: dict[str, str], arm: str, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
     """``settings`` with ``run_dir`` as ``$RUN_ROOT/ARM/seedS`` and the task directories as their
     ``$TASKS/…`` names (``names``: the placeholders of ``seed_experiments.placeholders``; else

@@ -65,7 +65,7 @@ from typing import Any
 import seed_figures
 import seed_tables
 from run_settings import differences, given_settings
-from seed_archive import archive_runs, locate, pick, read_copy
+from seed_archive import archive_problem, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
 
 FLAGS = (
@@ -145,14 +145,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parent = Path(args.out).parent
         if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
             p.error(f"--out {args.out}: not a file in a writable directory")
-    if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
-        p.error(f"--archive {args.archive}: not a directory")
-    if args.archive:
-        a, r = Path(args.archive).resolve(), Path(args.run_root).resolve()
-        if a == r or a.is_relative_to(r) or r.is_relative_to(a):
-            p.error(
-                f"--archive {args.archive}: the run root, or a folder in or around it (its copies would replace the runs' own files)"
-            )
+    if (why := archive_problem(args.archive, args.run_root)) is not None:
+        p.error(f"--archive {args.archive}: {why}")
     if not args.table_only:
         if not args.train_tasks:
             p.error("--train-tasks is needed to run (--table-only runs nothing)")

@@ -61,7 +61,7 @@ from typing import Any
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, differences
-from seed_archive import comparable
+from seed_archive import archive_problem, comparable
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
 """The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
@@ -122,14 +122,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parent = Path(args.out).parent
         if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
             p.error(f"--out {args.out}: not a file in a writable directory")
-    if args.archive and Path(args.archive).exists() and not Path(args.archive).is_dir():
-        p.error(f"--archive {args.archive}: not a directory")
-    if args.archive:
-        a, r = Path(args.archive).resolve(), Path(args.run_root).resolve()
-        if a == r or a.is_relative_to(r) or r.is_relative_to(a):
-            p.error(
-                f"--archive {args.archive}: the run root, or a folder in or around it (its copies would replace the runs' own files)"
-            )
+    if (why := archive_problem(args.archive, args.run_root)) is not None:
+        p.error(f"--archive {args.archive}: {why}")
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)

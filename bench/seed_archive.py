@@ -168,12 +168,24 @@ def archive_runs(names: dict[str, str], root: Path, archive: Path, runs: list[tu
                         raise ValueError(
                             f"{path} names {what} {place}: not archived (a path of this machine)"
                         )
-        dest = archive / arm / f"seed{seed}"
-        for name, text in texts.items():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            (dest / f"{name}.tmp").write_text(text, encoding="utf-8")
-            os.replace(dest / f"{name}.tmp", dest / name)
-        dest.mkdir(parents=True, exist_ok=True)
-        (dest / "train.json.tmp").write_text(json.dumps(here.settings, indent=2) + "\n", encoding="utf-8")
-        os.replace(dest / "train.json.tmp", dest / "train.json")
+        write_copy(archive / arm / f"seed{seed}", texts, here.settings)
     return notes
+
+
+def write_copy(dest: Path, logs: dict[str, str | None], settings: dict[str, Any]) -> None:
+    """Write an archived copy into ``dest``: each log of ``logs`` (name -> text; None removes a
+    copy left from before), then ``train.json`` from ``settings`` last, so a copy cut short has no
+    ``train.json`` and is never read back. Each file is written whole (a temporary file renamed
+    over it).
+
+    Raises:
+        OSError: a file that cannot be written; what was written before it stays.
+    """
+    (dest / "train.json").unlink(missing_ok=True)
+    for name, text in {**logs, "train.json": json.dumps(settings, indent=2) + "\n"}.items():
+        if text is None:
+            (dest / name).unlink(missing_ok=True)
+            continue
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / f"{name}.tmp").write_text(text, encoding="utf-8")
+        os.replace(dest / f"{name}.tmp", dest / name)

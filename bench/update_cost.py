@@ -61,7 +61,7 @@ from typing import Any
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, differences
-from seed_archive import archive_problem, comparable
+from seed_archive import archive_problem, comparable, write_copy
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
 """The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
@@ -346,16 +346,7 @@ def archive_run(root: Path, name: str, archive: Path, places: list[str]) -> None
                 if place in text:
                     raise ValueError(f"{src / log} names {place}: not archived (a path of this machine)")
             texts[log] = text
-    # the logs first, train.json last: a copy cut short has no train.json, so it is never read back
-    (dest / "train.json").unlink(missing_ok=True)
-    texts["train.json"] = json.dumps(settings, indent=2) + "\n"
-    for log, text in texts.items():
-        if text is None:
-            (dest / log).unlink(missing_ok=True)  # not left over from an older copy
-            continue
-        (dest / log).parent.mkdir(parents=True, exist_ok=True)
-        (dest / f"{log}.tmp").write_text(text, encoding="utf-8")
-        os.replace(dest / f"{log}.tmp", dest / log)
+    write_copy(dest, texts, settings)  # a log the run lacks: an older copy's removed
 
 
 def report(summary: dict[str, Any]) -> str:

@@ -38,7 +38,19 @@ def test_every_held_run_is_covered():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("run", "rollout_id"), FIXTURES, ids=[f"{r.name}/{i}" for r, i in FIXTURES])
+# Rollouts recorded under a rule changed since, on purpose (CHANGELOG), replayed in their own test
+# below: train-lookup's b1-lookup-marble-r0 ended its first turn with a Qwen2.5 bare call and a
+# second one broken by the end token (`{"name": "code", "arguments": {"value": "science"}`); the
+# gateway kept the broken call as the turn's text then, and cuts the turn at its complete call now.
+SUPERSEDED = {("train-lookup", "b1-lookup-marble-r0")}
+CURRENT = [(r, i) for r, i in FIXTURES if (r.name, i) not in SUPERSEDED]
+
+
+def test_superseded_rollouts_are_held():
+    assert {(r.name, i) for r, i in FIXTURES} >= SUPERSEDED
+
+
+@pytest.mark.parametrize(("run", "rollout_id"), CURRENT, ids=[f"{r.name}/{i}" for r, i in CURRENT])
 def test_replay_gives_the_stored_rows(run: Path, rollout_id: str):
     store = TrajectoryStore(run / "trajectories")
     [stored] = [t for t in store if t.rollout_id == rollout_id]
@@ -56,3 +68,37 @@ def test_replay_gives_the_stored_rows(run: Path, rollout_id: str):
     part = store.read_part(rollout_id).to_pylist()  # what a trainer reads
     assert [(p["input_ids"], p["loss_mask"], p["logprobs"]) for p in part] == replayed
     assert sum(sum(m) for _, m, _ in replayed) > 0  # sampled tokens to compare, not empty rows
+
+
+def test_a_turn_ended_inside_a_bare_call_replays_under_the_cut_rule():
+    """b1-lookup-marble-r0 under today's rule: the same sampled tokens, the broken second call
+    (output tokens 16-32, the end token included) marked as the cut tail, and the next turn, whose
+    stored history holds the broken call as the assistant's text, starting a new row (the stored
+    row healed it into one)."""
+    run = DATA / "train-lookup"
+    [stored] = [t for t in TrajectoryStore(run / "trajectories") if t.rollout_id == "b1-lookup-marble-r0"]
+    result = asyncio.run(replay(spec_from_run(run, "b1-lookup-marble-r0")))
+
+    first, second = result["turns"]
+    assert (first["prompt_ids"], first["output_ids"]) == (
+        stored.turns[0].prompt_ids,
+        stored.turns[0].output_ids,
+    )
+    assert second["output_ids"] == stored.turns[1].output_ids
+    assert [c["name"] for c in first["tool_calls"]] == ["lookup"] and first["finish_reason"] == "tool_calls"
+    [cut] = [e for e in result["events"] if e["kind"] == "length_cut_at_calls"]
+    assert (cut["turn"], cut["tail"], cut["finish_reason"]) == (0, [16, 32], "stop")
+    [reset] = [e for e in result["events"] if e["kind"] == "reset"]
+    assert (reset["turn"], reset["reason"], reset["role"]) == (1, "message_edited", "assistant")
+    assert [e["kind"] for e in stored.events] == ["heal"]
+
+    [row] = stored.rows
+    assert [r["turns"] for r in result["rows"]] == [[0], [1]] and row.turns == [0, 1]
+    head = result["rows"][0]
+    n = len(head["input_ids"])
+    assert (head["input_ids"], head["loss_mask"], head["logprobs"]) == (
+        row.input_ids[:n],
+        row.loss_mask[:n],
+        row.logprobs[:n],
+    )
+    assert sum(head["loss_mask"]) == len(first["output_ids"])  # the tail stays in the row and the loss

@@ -11,6 +11,7 @@ import threading
 import time
 import zlib
 
+import httpx
 import pytest
 from aiohttp import web
 
@@ -189,6 +190,8 @@ def test_a_stream_split_anywhere_gives_the_same_lines():
 class _Raw:
     """A streamed response's raw side: the pieces as they came off the wire, and its coding."""
 
+    is_stream_consumed = False
+
     def __init__(self, parts, coding=""):
         self.parts = parts
         self.headers = {"content-encoding": coding} if coding else {}
@@ -296,3 +299,49 @@ def test_dripped_headers_are_held_to_the_deadline(header_drip, caplog):
 
     with pytest.raises(BackendTimeout, match="within 1 s"):
         asyncio.run(go())
+
+
+def _answered_bytes(body: bytes, headers: dict | None = None) -> httpx.MockTransport:
+    """A transport answering with bytes (httpx reads them before the caller sees the response)."""
+    return httpx.MockTransport(lambda request: httpx.Response(200, headers=headers, content=body))
+
+
+@pytest.mark.parametrize("size", [10, 100])
+def test_an_answer_httpx_already_read_is_taken_under_the_cap(size):
+    """``httpx.MockTransport`` (or an event hook that read the body) leaves the raw stream spent:
+    the body httpx decoded is taken, held to the same cap."""
+    from strands_art.backends.http_limits import iter_lines, read_body, read_body_sync
+
+    body = b"data: " + b"x" * size + b"\n\ndata: [DONE]\n\n"
+    with httpx.Client(transport=_answered_bytes(body)) as client, client.stream("GET", "http://u/") as r:
+        if size > 50:
+            with pytest.raises(ResponseTooLarge, match="larger than 50 bytes"):
+                read_body_sync(r, 50, "u", 5.0)
+        else:
+            assert read_body_sync(r, 50, "u", 5.0) == body
+
+    async def go():
+        async with httpx.AsyncClient(transport=_answered_bytes(body)) as client:
+            async with client.stream("GET", "http://u/") as r:
+                whole = await read_body(r, 1000, "u")
+            async with client.stream("GET", "http://u/") as r:
+                lines = [line async for line in iter_lines(r, "u", 1000, 1000) if line]
+            async with client.stream("GET", "http://u/") as r:
+                if size > 50:
+                    with pytest.raises(ResponseTooLarge, match="a stream larger than 50 bytes"):
+                        [line async for line in iter_lines(r, "u", 1000, 50)]
+                else:
+                    assert [line async for line in iter_lines(r, "u", 1000, 50) if line] == lines
+            return whole, lines
+
+    whole, lines = asyncio.run(go())
+    assert whole == body and lines == ["data: " + "x" * size, "data: [DONE]"]
+
+
+def test_a_gzip_answer_httpx_already_read_is_taken_decoded():
+    from strands_art.backends.http_limits import read_body_sync
+
+    body = b'{"ok": true}' * 100
+    transport = _answered_bytes(zlib.compress(body, wbits=31), {"content-encoding": "gzip"})
+    with httpx.Client(transport=transport) as client, client.stream("GET", "http://u/") as r:
+        assert read_body_sync(r, 10_000, "u", 5.0) == body

@@ -29,13 +29,18 @@ URL = "http://127.0.0.1:8000"
 class RuntimeLoRARoutes:
     """vLLM's ``/v1/load_lora_adapter`` and ``/v1/unload_lora_adapter`` with their real answers."""
 
-    def __init__(self, enabled: bool = True, refuse: str | None = None, hang: bool = False) -> None:
-        self.enabled, self.refuse, self.hang = enabled, refuse, hang
+    def __init__(
+        self, enabled: bool = True, refuse: str | None = None, hang: bool = False, streamed: bool = True
+    ) -> None:
+        self.enabled, self.refuse, self.hang, self.streamed = enabled, refuse, hang, streamed
         self.loaded: dict[str, str] = {}
         self.calls: list[tuple[str, dict]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        answer = self.answer(request)  # its body streamed, as a server's arrives
+        answer = self.answer(request)
+        if not self.streamed:  # bytes, as a user's httpx.MockTransport answers: httpx has read them
+            return answer
+        # its body streamed, as a server's arrives
         return httpx.Response(answer.status_code, headers=answer.headers, content=iter([answer.content]))
 
     def answer(self, request: httpx.Request) -> httpx.Response:
@@ -108,6 +113,21 @@ def test_sync_loads_each_version_and_unloads_the_previous(tmp_path, peft_model):
     sync.close(unload=True)
     assert routes.loaded == {} and (backend.model, backend.policy_version) == ("smollm2", 0)
     assert routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": n4})
+
+
+def test_a_client_whose_transport_answers_bytes_syncs(tmp_path, peft_model):
+    """A client of the user's (``client=``) whose transport answers with bytes httpx has already
+    read (``httpx.MockTransport`` as usually written): the answers are taken, refusals too; the
+    bounded reader raised httpx.StreamConsumed on them."""
+    routes = RuntimeLoRARoutes(streamed=False)
+    sync, backend = make_sync(tmp_path, routes)
+    n1 = sync.sync(peft_model, 1)
+    n2 = sync.sync(peft_model, 2)
+    assert list(routes.loaded) == [n2] and routes.calls[-1] == ("/v1/unload_lora_adapter", {"lora_name": n1})
+    assert (backend.model, backend.policy_version) == (n2, 2)
+    refusing, _ = make_sync(tmp_path / "other", RuntimeLoRARoutes(refuse="rank 64 > max 16", streamed=False))
+    with pytest.raises(WeightSyncError, match="rank 64 > max 16"):
+        refusing.sync(peft_model, 1)
 
 
 def test_the_server_is_sent_absolute_adapter_paths(tmp_path, peft_model, monkeypatch):

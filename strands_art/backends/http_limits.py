@@ -17,6 +17,10 @@ itself, at most as many bytes as the cap leaves (``zlib``'s ``max_length``,
 Requests say ``Accept-Encoding: gzip, deflate`` (:data:`ACCEPT_ENCODING`); an answer in another
 coding (``br``, ``zstd``, two codings) is refused with a BackendError naming it.
 
+An answer httpx has already read (a transport that answers with bytes, such as
+``httpx.MockTransport`` in a user's tests, or an event hook that read it: its raw stream is spent,
+``iter_raw`` would raise ``StreamConsumed``) is taken as httpx decoded it, under the same caps.
+
 The defaults are far above what vLLM sends for one request (a 128K-token prompt echoed as
 ``prompt_token_ids`` is about 1 MB; 32K sampled tokens with their logprobs about 5 MB).
 """
@@ -92,12 +96,33 @@ class BoundedDecoder:
             raise BackendError(f"{self.url} sent a body that does not decompress: {exc}") from exc
 
 
+def already_read(resp: httpx.Response, url: str, what: str, limit: int) -> bytes | None:
+    """The body httpx has already read and decoded (see the module's docstring), or None for one
+    still to stream.
+
+    Raises:
+        ResponseTooLarge: an already-read body over ``limit`` bytes (``what`` in the message).
+    """
+    if not resp.is_stream_consumed:
+        return None
+    try:
+        content = resp.content
+    except httpx.ResponseNotRead:
+        return None  # streamed through by someone else: iter_raw says so (StreamConsumed)
+    if len(content) > limit:
+        raise _too_large(url, what, limit)
+    return content
+
+
 async def read_body(resp: httpx.Response, limit: int, url: str) -> bytes:
     """The decoded body of a streamed ``resp`` (``client.stream(...)``), at most ``limit`` bytes.
 
     Raises:
         ResponseTooLarge: more than ``limit`` bytes (after decompression).
     """
+    content = already_read(resp, url, "an answer", limit)
+    if content is not None:
+        return content
     decoder, body = BoundedDecoder(resp, url), bytearray()
     async for raw in resp.aiter_raw():
         decoder.feed(raw, body, limit, "an answer", limit)
@@ -112,6 +137,9 @@ def read_body_sync(resp: httpx.Response, limit: int, url: str, deadline_s: float
         BackendTimeout: the body took longer than ``deadline_s`` (checked as each piece arrives;
             the client's read timeout bounds the wait for one piece).
     """
+    content = already_read(resp, url, "an answer", limit)
+    if content is not None:
+        return content
     end = time.monotonic() + deadline_s
     decoder, body = BoundedDecoder(resp, url), bytearray()
     for raw in resp.iter_raw():
@@ -130,10 +158,14 @@ async def iter_lines(resp: httpx.Response, url: str, max_line: int, limit: int) 
     """
     buffer = bytearray()
     total = 0
-    decoder = BoundedDecoder(resp, url)
-    async for raw in resp.aiter_raw():
+    content = already_read(resp, url, "a stream", limit)
+    decoder = None if content is not None else BoundedDecoder(resp, url)
+    async for raw in _pieces(resp, content):
         part = bytearray()
-        decoder.feed(raw, part, limit - total, "a stream", limit)
+        if decoder is None:
+            part += raw  # decoded by httpx, within the cap (already_read)
+        else:
+            decoder.feed(raw, part, limit - total, "a stream", limit)
         total += len(part)
         buffer += part.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if b"\n" in buffer:
@@ -147,3 +179,12 @@ async def iter_lines(resp: httpx.Response, url: str, max_line: int, limit: int) 
             raise _too_large(url, "a stream line", max_line)
     if buffer:
         yield bytes(buffer).decode("utf-8", "replace")
+
+
+async def _pieces(resp: httpx.Response, content: bytes | None) -> AsyncIterator[bytes]:
+    """The raw pieces of a streamed ``resp``, or ``content`` (already read) as one piece."""
+    if content is not None:
+        yield content
+        return
+    async for raw in resp.aiter_raw():
+        yield raw

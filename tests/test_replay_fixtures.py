@@ -101,4 +101,6 @@ def test_a_turn_ended_inside_a_bare_call_replays_under_the_cut_rule():
         row.loss_mask[:n],
         row.logprobs[:n],
     )
-    assert sum(head["loss_mask"]) == len(first["output_ids"])  # the tail stays in the row and the loss
+    assert sum(head["loss_mask"]) == len(
+        first["output_ids"]
+    )  # the row keeps the tail (GRPO leaves it out: train_cut_tails)

@@ -66,7 +66,7 @@ from migration_transfer import (  # --transfer-tasks
     transfer_label,
 )
 from run_reader import read_settings
-from run_settings import differences, given_settings
+from run_settings import differences, flag_problem
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
 from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
@@ -114,10 +114,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "or in two files, is refused",
     )  # fmt: skip
     args = p.parse_args(argv)
-    try:
-        given_settings(args.extra.split())
-    except SystemExit:
-        p.error(f"--extra {args.extra!r}: not `strands-art train` flags (its message above)")
+    if (why := flag_problem([*FLAGS.split(), *args.extra.split()])) is not None:
+        p.error(f"--extra {args.extra!r}: {why}")
+    if Path(args.run_root).exists() and not Path(args.run_root).is_dir():
+        p.error(f"--run-root {args.run_root}: not a directory (a file is there)")
     if not args.table_only and not (args.train_tasks and args.eval_tasks):
         p.error("--train-tasks and --eval-tasks are required unless --table-only")
     if not re.fullmatch(r"\d+(,\d+)*", args.seeds):

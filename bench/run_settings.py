@@ -32,6 +32,22 @@ def given_settings(flags: list[str]) -> dict[str, Any]:
     return {k: getattr(ns, k) for k in DEFAULTS if getattr(ns, k, None) is not None}
 
 
+def flag_problem(flags: list[str], env: str = "migrationbench") -> str | None:
+    """Why ``strands-art train --env ENV FLAGS`` would stop before loading anything, or None: a
+    flag its parser refuses (its usage message is on stderr), or a value out of range or sizes
+    that do not fit together (the command's own checks: :meth:`TrainSettings.resolve`, after the
+    environment's recommended settings)."""
+    try:
+        given = given_settings(flags)
+    except SystemExit:
+        return "not `strands-art train` flags (its message above)"
+    try:
+        TrainSettings.resolve(env, "RUN_DIR", given, env_defaults(env))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def differences(
     flags: list[str], settings: Mapping[str, Any], run_dir: str | Path, every: bool = True
 ) -> list[str]:

@@ -22,7 +22,8 @@ to it (``--out`` with ``.png`` suffixes). ``--table-only`` writes the report fro
 directories (and the archive) as they are.
 
 ``--archive DIR`` keeps what the tables read (``train.json``, its paths replaced by ``$RUN_ROOT`` and
-``$TASKS``, and ``metrics.jsonl``) of every run in ``DIR/ARM/seedS`` after each chunk, so a machine
+``$TASKS``, ``metrics.jsonl``, and the rollout records ``env/rollouts/results.jsonl`` that
+``migration_learning.py --table-only`` reads) of every run in ``DIR/ARM/seedS`` after each chunk, so a machine
 that starts without the run root (checkpoints and trajectories are not archived) reads the
 finished runs back from it instead of running them again; only a run writes it (``--table-only``
 reads it). A run found in both places (:func:`seed_archive.pick`): the run directory's copy is read
@@ -64,7 +65,7 @@ from typing import Any
 
 import seed_figures
 import seed_tables
-from run_settings import differences, given_settings
+from run_settings import differences, flag_problem
 from seed_archive import archive_problem, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
 
@@ -110,7 +111,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--lock", default="/tmp/strands-art-heavy.lock", help="flock file held per chunk ('' for none)"
     )
-    p.add_argument("--max-chunks", type=int, default=None, help="stop after this many chunks (then continue)")
+    p.add_argument(
+        "--max-chunks",
+        type=int,
+        default=None,
+        help="stop after this many chunks (the same command continues); 0: check the runs and the flags and "
+        "write the report, run nothing",
+    )
     p.add_argument(
         "--table-only",
         action="store_true",
@@ -121,8 +128,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--archive",
-        help="keep each run's train.json (paths as $RUN_ROOT/$TASKS) and metrics.jsonl in ARCHIVE/ARM/seedS "
-        "after every chunk; finished archived runs are read back instead of run again",
+        help="keep each run's train.json (paths as $RUN_ROOT/$TASKS), metrics.jsonl and rollout records "
+        "(env/rollouts/results.jsonl) in ARCHIVE/ARM/seedS after every chunk; finished archived runs are "
+        "read back instead of run again",
     )
     p.add_argument(
         "--notes", help="a text file whose lines go into the report's header (how the tasks were made, ...)"
@@ -145,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parent = Path(args.out).parent
         if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
             p.error(f"--out {args.out}: not a file in a writable directory")
+    if Path(args.run_root).exists() and not Path(args.run_root).is_dir():
+        p.error(f"--run-root {args.run_root}: not a directory (a file is there)")
     if (why := archive_problem(args.archive, args.run_root)) is not None:
         p.error(f"--archive {args.archive}: {why}")
     if not args.table_only:
@@ -156,12 +166,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
-        try:
-            given_settings(args.extra.split())
-        except SystemExit:
-            p.error(f"--extra {args.extra!r}: not `strands-art train` flags (its message above)")
+        if (why := flag_problem([*FLAGS.split(), *args.extra.split()])) is not None:
+            p.error(f"--extra {args.extra!r}: {why}")
+        for arm in arms:  # with an arm's own flags (fixed-rows needs --max-staleness 0, ...)
+            if (why := flag_problem([*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[arm]])) is not None:
+                p.error(f"--extra {args.extra!r} with arm {arm}: {why}")
     if args.chunk < 1:
         p.error("--chunk must be >= 1")
+    if args.max_chunks is not None and args.max_chunks < 0:
+        p.error("--max-chunks must be >= 0 (0: check the runs and write the report, run nothing)")
     return args
 
 

@@ -60,7 +60,7 @@ from typing import Any
 
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
-from run_settings import TASK_KEYS, differences
+from run_settings import TASK_KEYS, differences, flag_problem
 from seed_archive import archive_problem, comparable, write_copy
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
@@ -122,6 +122,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parent = Path(args.out).parent
         if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
             p.error(f"--out {args.out}: not a file in a writable directory")
+    if Path(args.run_root).exists() and not Path(args.run_root).is_dir():
+        p.error(f"--run-root {args.run_root}: not a directory (a file is there)")
     if (why := archive_problem(args.archive, args.run_root)) is not None:
         p.error(f"--archive {args.archive}: {why}")
     if not args.table_only:
@@ -133,6 +135,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
+        # what `strands-art train` would refuse, before any run root, lock or run
+        if (why := flag_problem(run_flags(args, "before", 0))) is not None:
+            p.error(f"--extra {args.extra!r}: {why}")
+        if (why := flag_problem(run_flags(args, "after", 0))) is not None:
+            p.error(f"--after {args.after!r} (with --extra {args.extra!r}): {why}")
     return args
 
 

@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 _spec = importlib.util.spec_from_file_location("seed_experiments", ROOT / "bench" / "seed_experiments.py")
 se = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(se)
-import seed_tables  # noqa: E402  (bench/, on the path above)
+import run_settings as rs  # noqa: E402  (bench/, on the path above)
+import seed_tables  # noqa: E402
 
 MODEL = "qwen2.5-coder-0.5b"
 GIVEN = {
@@ -272,7 +273,9 @@ def tables(text: str) -> str:
 def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_root, tmp_path, monkeypatch):
     import shutil
 
-    monkeypatch.setattr(se, "FLAGS", "")  # the miniature's runs: their settings are not FLAGS'
+    monkeypatch.setattr(
+        se, "FLAGS", "--max-staleness 0"
+    )  # the miniature's runs: their settings are not FLAGS'
 
     root, tasks = tmp_path / "runs", tmp_path / "tasks"
     for arm in seed_tables.ARMS:  # seed 0: finished in every arm (the test above cuts seed 1 short)
@@ -330,7 +333,7 @@ def test_an_archive_is_refused_a_metrics_log_that_names_the_run_root(
 ):
     import shutil
 
-    monkeypatch.setattr(se, "FLAGS", "")  # the miniature's run: its settings are not FLAGS'
+    monkeypatch.setattr(se, "FLAGS", "--max-staleness 0")  # the miniature's run: its settings are not FLAGS'
 
     run = tmp_path / "runs" / "linear-fixed-steps" / "seed0"
     shutil.copytree(bench_root / "linear-fixed-steps" / "seed0", run)
@@ -515,7 +518,9 @@ def chunks_by_copy(monkeypatch, source: Path) -> list[tuple[str, int]]:
     emptied: the runs were made with the miniature's settings, which a run's --extra check compares;
     held-out task directories are named, as in copy_run."""
     calls: list[tuple[str, int]] = []
-    monkeypatch.setattr(se, "FLAGS", "")  # the runs copied were made with the miniature's settings
+    monkeypatch.setattr(
+        se, "FLAGS", "--max-staleness 0"
+    )  # the runs copied were made with the miniature's settings
     code = (
         "import json, pathlib, sys; src, dst = map(pathlib.Path, sys.argv[1:]); dst.mkdir(parents=True, exist_ok=True)\n"
         "settings = json.loads((src / 'train.json').read_text()); settings['eval_tasks'] = str(dst / 'eval')\n"
@@ -666,7 +671,7 @@ def test_an_extra_other_than_the_runs_is_refused(tmp_path, capsys):
     from strands_art.training.settings import DEFAULTS
 
     extra = "--max-turns 4 --outer-batches 3"
-    given = se.given_settings(
+    given = rs.given_settings(
         [*se.FLAGS.split(), *extra.split(), *se.ARM_FLAGS["tree-fixed-steps"], "--seed", "0"]
     )
     assert (given["max_turns"], given["outer_batches"], given["lr"], given["batching"]) == (
@@ -803,3 +808,40 @@ def test_nothing_to_report_and_bad_paths_are_refused_before_anything_runs(tmp_pa
         with pytest.raises(SystemExit):
             se.main([*run, *flags])
         assert message in capsys.readouterr().err and not typo.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "--lr -1",
+            "--extra '--lr -1': --lr must be a finite number in (0, 1000], got -1.0",
+        ),
+        ("--max-draws 0", "--max-draws"),
+        ("--bogus 1", "not `strands-art train` flags"),
+        ("--max-staleness 1", "--extra '--max-staleness 1' with arm tree-fixed-rows: --batching fixed-rows"),
+    ],
+)
+def test_flags_train_would_refuse_are_refused_before_anything_runs(tmp_path, capsys, extra, message):
+    """Values out of range or sizes that do not fit are refused as `strands-art train` refuses
+    them, before the run root, a lock or a run (it used to parse the flags only)."""
+    (tmp_path / "tasks").mkdir()
+    root = tmp_path / "runs"
+    argv = ["--run-root", str(root), "--train-tasks", str(tmp_path / "tasks"), "--lock", "", "--extra", extra]
+    with pytest.raises(SystemExit) as exc:
+        se.main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err and not root.exists()
+
+
+def test_a_file_as_run_root_and_negative_max_chunks_are_refused(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    for argv, message in (
+        (["--run-root", str(tmp_path / "f"), "--table-only"], "not a directory (a file is there)"),
+        (
+            ["--run-root", str(tmp_path / "r"), "--train-tasks", str(tmp_path), "--max-chunks", "-1"],
+            "--max-chunks must be >= 0",
+        ),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            se.main(argv)
+        assert exc.value.code == 2 and message in capsys.readouterr().err

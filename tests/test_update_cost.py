@@ -148,11 +148,24 @@ def test_table_only_needs_no_tasks_and_creates_nothing(tmp_path: Path, capsys) -
         (["--seeds", "0,0", "--table-only"], "--seeds '0,0': a seed given twice"),
         ([], "--train-tasks is needed to run (--table-only runs nothing)"),
         (["--train-tasks", "T", "--eval-tasks", "E"], "--train-tasks T: not a directory"),
+        (
+            ["--train-tasks", ".", "--eval-tasks", ".", "--extra", "--bogus 1"],
+            "--extra '--bogus 1': not `strands-art train` flags",
+        ),
+        (
+            ["--train-tasks", ".", "--eval-tasks", ".", "--extra", "--lr -1"],
+            "--extra '--lr -1': --lr must be a finite number",
+        ),
+        (
+            ["--train-tasks", ".", "--eval-tasks", ".", "--after", "--max-draws 1"],
+            "--after '--max-draws 1' (with --extra ''): --max-draws must be at least --prompt-batch (2)",
+        ),
     ],
 )
 def test_bad_arguments_are_argparse_errors(tmp_path: Path, capsys, argv, message) -> None:
+    """Refused before the run root, the lock or a run (flags `strands-art train` would refuse too)."""
     with pytest.raises(SystemExit) as exc:
-        uc.main(["--run-root", str(tmp_path / "runs"), *argv])
+        uc.main(["--run-root", str(tmp_path / "runs"), "--lock", "", *argv])
     assert exc.value.code == 2 and message in capsys.readouterr().err and not (tmp_path / "runs").exists()
 
 

@@ -374,7 +374,9 @@ def result_line(
 ) -> str:
     """``RESULT seeds=... outer_batches=... rows_reduction=... ...`` (the issue's keys, in its order).
 
-    ``seeds``: the seeds finished in every arm of ``arms`` (the arms asked for); ``outer_batches``:
+    ``seeds``: the seeds finished in every arm of ``arms`` (the arms asked for); ``seeds_per_arm``
+    (last, beyond the issue's keys): the seeds finished in each arm of ``arms``, ``ARM:N`` joined by
+    ``/``, the count each arm's ``best_*`` is over; ``outer_batches``:
     the fewest outer batches a finished run of those arms has (0 with none finished). A key that needs an arm not in ``arms`` is ``n/a``: the
     reductions and ``best_tree`` / ``best_linear`` need tree-fixed-steps and linear-fixed-steps,
     ``best_fixed_rows`` and ``steps_per_batch_fixed_rows`` tree-fixed-rows, ``best_fixed_steps`` and
@@ -404,7 +406,8 @@ def result_line(
         f"best_fixed_rows={when('tree-fixed-rows', pm(t1['tree-fixed-rows']['best']))} "
         f"best_fixed_steps={when('tree-fixed-steps', pm(t1['tree-fixed-steps']['best']))} "
         f"steps_per_batch_fixed_rows={when('tree-fixed-rows', f'{mean_rows}({rows_span})')} "
-        f"steps_per_batch_fixed_steps={when('tree-fixed-steps', '/'.join(map(str, steps_fixed)) or 'n/a')}"
+        f"steps_per_batch_fixed_steps={when('tree-fixed-steps', '/'.join(map(str, steps_fixed)) or 'n/a')} "
+        f"seeds_per_arm={'/'.join(f'{a}:{sum(1 for arm, _ in done if arm == a)}' for a in arms)}"
     )
 
 

@@ -245,8 +245,9 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     assert keys == [
         "seeds", "outer_batches", "rows_reduction", "tokens_reduction", "actor_s_reduction", "e2e_reduction",
         "best_tree", "best_linear", "best_fixed_rows", "best_fixed_steps", "steps_per_batch_fixed_rows",
-        "steps_per_batch_fixed_steps",
+        "steps_per_batch_fixed_steps", "seeds_per_arm",
     ]  # fmt: skip
+    assert line.endswith(" seeds_per_arm=tree-fixed-rows:2/tree-fixed-steps:2/linear-fixed-steps:2")
     # a run still going is reported as such, over the outer batches both runs of its seed have
     partial = bench_root / "linear-fixed-steps" / "seed1" / "metrics.jsonl"
     kept = [x for x in partial.read_text().splitlines() if json.loads(x)["outer_batch"] == 0]
@@ -257,6 +258,7 @@ def test_the_tables_add_up_to_the_run_directories(bench_root, capsys):
     # seeds=: the seeds finished in every arm (seed 1's linear run is not); outer_batches=: the
     # fewest of a finished run (the unfinished one's 1 is not a run's length)
     assert "2 seed(s) x 2/1 outer batches" in text and "RESULT seeds=1 outer_batches=2 " in text
+    assert "seeds_per_arm=tree-fixed-rows:2/tree-fixed-steps:2/linear-fixed-steps:1" in text
     assert "| tree-fixed-steps | 2 |" in text  # both finished
     partial = bench_root / "tree-fixed-steps" / "seed1" / "metrics.jsonl"
     partial.write_text(

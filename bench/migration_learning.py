@@ -66,7 +66,7 @@ from migration_transfer import (  # --transfer-tasks
     transfer_label,
 )
 from run_reader import read_settings
-from run_settings import differences, flag_problem
+from run_settings import HelpFormatter, differences, flag_problem
 from train_lookup import finished  # a run whose log has the evaluation after its last outer batch
 
 from strands_art.envs.migrationbench.generate.generate import HELDOUT_KIND
@@ -93,7 +93,11 @@ TEST_SOURCE = re.compile(r"(^|/)src/test/")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=HelpFormatter,
+        epilog=f"Each seed: strands-art train --env migrationbench FLAGS, --extra, --seed S, where\nFLAGS = {FLAGS}",
+    )
     p.add_argument("--run-root", required=True, help="one run directory per seed goes here: seedS")
     p.add_argument("--train-tasks", help="training task directories (make-tasks); not with --table-only")
     p.add_argument("--eval-tasks", help="held-out task directories (make-tasks); not with --table-only")

@@ -19,6 +19,17 @@ TASK_KEYS = ("train_tasks", "eval_tasks")
 """``train.json``'s task directories: paths of the machine that ran, not compared."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The benches' ``--help``: the epilog's lines as written, a default shown where there is one
+    (not for None, False or an empty string or list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" not in text and action.default not in (None, False, "", [], argparse.SUPPRESS):
+            text += " (default: %(default)s)"
+        return text
+
+
 def given_settings(flags: list[str]) -> dict[str, Any]:
     """The settings ``strands-art train FLAGS`` names (parsed by the command's own parser), by
     ``train.json`` key; those left out are not in it.

@@ -30,6 +30,20 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+def archived_bench_parser(doc: str, epilog: str, layout: str) -> argparse.ArgumentParser:
+    """The parser of a bench whose runs an ``--archive`` can hold: the docstring's first paragraph,
+    ``epilog`` (its lines kept), and ``--run-root`` (``layout``: the run directories under it)."""
+    p = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0], formatter_class=HelpFormatter, epilog=epilog
+    )
+    p.add_argument(
+        "--run-root",
+        required=True,
+        help=f"{layout} (made when missing; with --table-only it may be missing when --archive holds the runs)",
+    )
+    return p
+
+
 def given_settings(flags: list[str]) -> dict[str, Any]:
     """The settings ``strands-art train FLAGS`` names (parsed by the command's own parser), by
     ``train.json`` key; those left out are not in it.

@@ -65,7 +65,7 @@ from typing import Any
 
 import seed_figures
 import seed_tables
-from run_settings import HelpFormatter, differences, flag_problem
+from run_settings import archived_bench_parser, differences, flag_problem
 from seed_archive import archive_problem, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
 
@@ -89,16 +89,12 @@ ARM_FLAGS = {
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     arms = "\n".join(f"  {arm}: {' '.join(flags)}" for arm, flags in ARM_FLAGS.items())
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=HelpFormatter,
-        epilog=f"Each run: strands-art train --env migrationbench FLAGS, --extra, the arm's flags, --seed S, where\n"
+    p = archived_bench_parser(
+        __doc__,
+        f"Each run: strands-art train --env migrationbench FLAGS, --extra, the arm's flags, --seed S, where\n"
         f"FLAGS = {FLAGS}\n{arms}\nThe report: docs/seed-experiments.md.",
+        "run directories go here: ARM/seedS",
     )
-    p.add_argument(
-        "--run-root", required=True, help="run directories go here: ARM/seedS (made when missing; with --table-only "
-        "it may be missing when --archive holds the runs)",
-    )  # fmt: skip
     p.add_argument("--train-tasks", help="training task directories (make-tasks --split train)")
     p.add_argument(
         "--eval-tasks",

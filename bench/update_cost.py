@@ -60,7 +60,7 @@ from typing import Any
 
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
-from run_settings import TASK_KEYS, HelpFormatter, differences, flag_problem
+from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
 from seed_archive import archive_problem, comparable, write_copy
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
@@ -79,16 +79,12 @@ EVAL_NEEDS = {"val_reward": "number", "eval_s": "number"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=HelpFormatter,
-        epilog=f"Each run: strands-art train --env migrationbench FLAGS, --extra, (after arm) --after, --seed S, where\n"
+    p = archived_bench_parser(
+        __doc__,
+        f"Each run: strands-art train --env migrationbench FLAGS, --extra, (after arm) --after, --seed S, where\n"
         f"FLAGS = {FLAGS}\nThe before arm runs with the evaluation cache and the Maven memo off.",
+        "one run directory per arm and seed: ARM-seedS",
     )
-    p.add_argument(
-        "--run-root", required=True, help="one run directory per arm and seed: ARM-seedS (made when missing; with "
-        "--table-only it may be missing when --archive holds the runs)",
-    )  # fmt: skip
     p.add_argument(
         "--train-tasks",
         help="training task directories (strands-art make-tasks --split train); needed to run, not with --table-only",

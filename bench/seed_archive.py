@@ -18,9 +18,10 @@ from typing import Any
 from run_settings import TASK_KEYS  # train.json's task directories, shown as $TASKS/…
 from seed_tables import Run, read_run
 
-LOGS = ("metrics.jsonl", "env/rollouts/results.jsonl")
-"""A run directory's logs the archive keeps beside ``train.json``: what the tables read, and the
-rollout records (``bench/migration_learning.py``'s per-kind rewards and audit read them)."""
+LOGS = ("metrics.jsonl", "code.jsonl", "env/rollouts/results.jsonl")
+"""A run directory's logs the archive keeps beside ``train.json``: what the tables read (the
+code that trained it too), and the rollout records (``bench/migration_learning.py``'s per-kind
+rewards and audit read them)."""
 
 
 def archive_problem(archive: str | None, run_root: str) -> str | None:

@@ -34,6 +34,8 @@ from typing import Any
 
 from run_reader import RunFileError, read_metrics, read_settings
 
+from strands_art.training.provenance import read_code
+
 ARMS: dict[str, dict[str, str]] = {
     "tree-fixed-rows": {"history_mode": "tree", "batching": "fixed-rows"},
     "tree-fixed-steps": {"history_mode": "tree", "batching": "fixed-steps"},
@@ -108,6 +110,8 @@ class Run:
         unsure: not finished, but only because of the torn last line: every outer batch trained
             and the line cut short may be the final evaluation's record. Such a run is neither
             finished nor to be resumed (``seed_experiments.py`` refuses to run it).
+        code: ``code.jsonl``'s lines, one per process that trained the run
+            (:mod:`strands_art.training.provenance`); [] for a run from before it.
     """
 
     dir: Path
@@ -117,6 +121,18 @@ class Run:
     trains: list[dict[str, Any]] = field(default_factory=list)
     evals: list[tuple[int, float, int, float]] = field(default_factory=list)
     torn: int | None = None
+    code: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def commits(self) -> list[str]:
+        """The commits that trained the run, in order, each once (its first 12 hex digits, ``+dirty``
+        when its tracked files differed, ``?`` for a process that found no commit)."""
+        out: list[str] = []
+        for line in self.code:
+            c = str(line.get("commit") or "?")[:12] + ("+dirty" if line.get("dirty") else "")
+            if c not in out:
+                out.append(c)
+        return out
 
     @property
     def finished(self) -> bool:
@@ -204,7 +220,9 @@ def read_run(run_dir: Path) -> Run:
         raise RunFileError(f"{run_dir / 'train.json'}: {exc}") from None
     path = run_dir / "metrics.jsonl"
     metrics = read_metrics(path, TRAIN_NEEDS, EVAL_NEEDS)
-    run = Run(run_dir, arm, settings["seed"], settings, metrics.trains, torn=metrics.torn)
+    run = Run(
+        run_dir, arm, settings["seed"], settings, metrics.trains, torn=metrics.torn, code=read_code(run_dir)
+    )
     run.evals = [
         (r["outer_batch"], float(r["val_reward"]), int(r.get("val_rollouts", 0)), float(r.get("eval_s", 0.0)))
         for r in metrics.evals
@@ -421,7 +439,8 @@ def report(
     for run in sorted(runs, key=lambda r: (list(ARMS).index(r.arm), r.seed)):
         evals = ", ".join(f"after {b}: {v:.3f} ({n} rollouts)" for b, v, n, _ in run.evals)
         lines.append(
-            f"  {run.arm} seed {run.seed}: {len(run.trains)}/{run.settings['outer_batches']} ({run.state}); {evals}"
+            f"  {run.arm} seed {run.seed}: {len(run.trains)}/{run.settings['outer_batches']} ({run.state}); {evals}; "
+            f"code {', '.join(run.commits) or 'not recorded'}"
         )
         for r in run.trains:
             lines.append(
@@ -439,3 +458,15 @@ def report(
     l1, t1 = table1(runs)
     l2, t2 = table2(runs)
     return [*lines, "", *l1, "", *l2, "", result_line(runs, t1, t2, arms)], t1, t2
+
+
+def code_note(runs: list[Run]) -> str | None:
+    """A header line when the runs did not all run one clean commit: more than one commit (or a
+    checkout with changed files), or runs that did not record their code; None when they did."""
+    unrecorded = sum(1 for r in runs if not r.commits)
+    commits = sorted({c for r in runs for c in r.commits})
+    if len(commits) > 1 or any(c.endswith("+dirty") or c == "?" for c in commits):
+        return f"# CODE: the runs ran {len(commits)} commit(s): {', '.join(commits)} (each run's line names its own)"
+    if unrecorded and commits:
+        return f"# CODE: {unrecorded} run(s) did not record their code (started before code.jsonl); the others ran {commits[0]}"
+    return None

@@ -61,7 +61,7 @@ from typing import Any
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
-from seed_archive import archive_problem, comparable, write_copy
+from seed_archive import LOGS, archive_problem, comparable, write_copy
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
 """The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
@@ -277,8 +277,9 @@ def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-ARCHIVED = ("metrics.jsonl", "env/rollouts/results.jsonl")
-"""The logs :func:`archive_run` keeps beside ``train.json``: everything :func:`run_summary` reads."""
+ARCHIVED = LOGS
+"""The logs :func:`archive_run` keeps beside ``train.json``: everything :func:`run_summary` reads,
+and the code that trained the run (``code.jsonl``), as ``seed_experiments.py``'s archive."""
 
 
 def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, Any] | None:

@@ -153,6 +153,9 @@ def test_the_runs_record_what_the_tables_need(bench_root):
             assert saved["rows_per_mini_batch"] == (2 if arm == "tree-fixed-rows" else None)
             run = seed_tables.read_run(run_dir)
             assert run.finished and [e[0] for e in run.evals] == [0, 1, 2]
+            # the code that trained it: one process, a fresh start (code.jsonl)
+            [code] = run.code
+            assert code["resume"] is False and code["python"] and len(run.commits) == 1
             assert all(e[2] == 8 for e in run.evals)  # 8 held-out keys x 1 rollout
             for rec, rollouts in zip(run.trains, rows_files(run_dir), strict=True):
                 assert rec["history_mode"] == seed_tables.ARMS[arm]["history_mode"]
@@ -300,11 +303,12 @@ def test_archived_runs_are_read_back_on_a_machine_without_the_run_root(bench_roo
     for arm in seed_tables.ARMS:
         kept = archive / arm / "seed0"
         logs = (
-            ["env", "metrics.jsonl", "train.json"]
+            ["code.jsonl", "env", "metrics.jsonl", "train.json"]
             if arm == "tree-fixed-steps"
-            else ["metrics.jsonl", "train.json"]
+            else ["code.jsonl", "metrics.jsonl", "train.json"]
         )
         assert sorted(p.name for p in kept.iterdir()) == logs
+        assert (kept / "code.jsonl").read_text() == (root / arm / "seed0" / "code.jsonl").read_text()
         saved = json.loads((kept / "train.json").read_text())
         assert (
             saved["run_dir"] == f"$RUN_ROOT/{arm}/seed0"
@@ -847,3 +851,23 @@ def test_a_file_as_run_root_and_negative_max_chunks_are_refused(tmp_path, capsys
         with pytest.raises(SystemExit) as exc:
             se.main(argv)
         assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_runs_of_more_than_one_commit_are_marked():
+    """A series whose runs ran other code (or did not record it) says so in the report's header."""
+
+    def run(*code: dict) -> seed_tables.Run:
+        return seed_tables.Run(Path("r"), "tree-fixed-steps", 0, {"outer_batches": 1}, code=list(code))
+
+    a, b = {"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": False}
+    assert seed_tables.code_note([run(a), run(a, a)]) is None
+    assert run(a, b, a).commits == ["a" * 12, "b" * 12]
+    assert seed_tables.code_note([run(a), run(a, b)]) == (
+        f"# CODE: the runs ran 2 commit(s): {'a' * 12}, {'b' * 12} (each run's line names its own)"
+    )
+    assert seed_tables.code_note([run(a), run()]) == (
+        f"# CODE: 1 run(s) did not record their code (started before code.jsonl); the others ran {'a' * 12}"
+    )
+    assert "+dirty" in seed_tables.code_note([run({**a, "dirty": True})])
+    assert seed_tables.code_note([run(), run()]) is None  # nothing recorded: each line says "not recorded"
+    assert run({"commit": None, "dirty": None}).commits == ["?"]

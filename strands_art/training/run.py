@@ -21,6 +21,7 @@ The run directory::
 
     RUN_DIR/train.json         the resolved settings (TrainSettings)
     RUN_DIR/command.txt        the command line that reproduces them
+    RUN_DIR/code.jsonl         the code each process that trained it ran (:mod:`.provenance`)
     RUN_DIR/metrics.jsonl      one record per outer batch and per evaluation
     RUN_DIR/tensorboard/       event files (tensorboard --logdir RUN_DIR/tensorboard)
     RUN_DIR/rows/              the trained rows, one file per outer batch (with ``--ray``, each
@@ -62,6 +63,7 @@ from strands_art.training.loop import check_schedule, train
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.phases import PROGRESS_EVERY_S, Phases
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
+from strands_art.training.provenance import record_start
 from strands_art.training.run_files import (  # noqa: F401  (RunDirError: what arun_training raises)
     RunDirError,
     forget_start,
@@ -424,6 +426,7 @@ async def _run_locked(
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
                 forget_start(run_dir)
             raise
+        record_start(run_dir, resume)  # the code that trains from here (code.jsonl)
         size = (settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         kw = dict(eval_total=len(env.eval_tasks or []) * settings.eval_samples,
                   checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None,

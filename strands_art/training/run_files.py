@@ -25,8 +25,8 @@ class RunDirError(ValueError):
 
 
 LOCK_FILE = ".lock"
-RUN_FILES = ("train.json", "command.txt", "metrics.jsonl", "checkpoints", "rows", "trajectories", "tensorboard", "env",
-             "adapters", "vllm-server.log", LOCK_FILE)  # fmt: skip
+RUN_FILES = ("train.json", "command.txt", "code.jsonl", "metrics.jsonl", "checkpoints", "rows", "trajectories",
+             "tensorboard", "env", "adapters", "vllm-server.log", LOCK_FILE)  # fmt: skip
 """What a run writes in its directory (a symlink in their place is refused: :func:`prepare_run_dir`)."""
 RUN_DIRS = frozenset({"checkpoints", "rows", "trajectories", "tensorboard", "env", "adapters"})
 """The entries of :data:`RUN_FILES` that are directories; the others are regular files."""
@@ -127,14 +127,14 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
 
 def forget_start(run_dir: Path) -> None:
     """Remove what a fresh run wrote before its model, sampler or gateway failed to start
-    or a setting was refused (``train.json``, ``command.txt``, ``.lock``, ``tensorboard/``, the empty
+    or a setting was refused (``train.json``, ``command.txt``, ``code.jsonl``, ``.lock``, ``tensorboard/``, the empty
     ``trajectories/``), so the same command runs again once the cause is fixed. The environment's
     ``env/`` stays here; the command removes it when it made it (:func:`undo_start`).
 
     Raises:
         OSError: a file that exists but cannot be removed (``tensorboard/`` errors are ignored).
     """
-    for name in ("train.json", "command.txt", LOCK_FILE):
+    for name in ("train.json", "command.txt", "code.jsonl", LOCK_FILE):
         (run_dir / name).unlink(missing_ok=True)
     for name in ("tensorboard", "trajectories"):  # the store: empty, nothing has sampled yet
         shutil.rmtree(run_dir / name, ignore_errors=True)

@@ -1,0 +1,98 @@
+"""Which code trained a run: ``RUN_DIR/code.jsonl``, one line per process that trained it.
+
+``train.json`` holds a run's settings, not the code that ran them, and a resumed run may
+continue under other code (a checkout moved on, a package upgraded). So every process that
+starts training a run (a fresh start or a ``--resume``, once its model and sampler are up)
+appends one JSON line::
+
+    {"at": "2026-12-05T07:13:16Z", "resume": true, "strands_art": "0.1.0",
+     "commit": "adcf6e1...", "dirty": false, "python": "3.11.7", "torch": "2.13.0"}
+
+``commit`` / ``dirty``: the git commit of the checkout strands-art was imported from and whether
+its tracked files differ from it (``git status --porcelain --untracked-files=no``); both None
+for an installed package (no ``.git`` beside it) or when git is missing or slow (:data:`GIT_TIMEOUT_S`).
+A bench that reads runs back (``bench/seed_experiments.py``) reports the commits, so runs of
+different code never join one table unmarked.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+CODE_FILE = "code.jsonl"
+GIT_TIMEOUT_S = 10.0
+#: the checkout strands-art is imported from, when it is one (``strands_art/..``)
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """``git -C root ARGS``'s output (stripped), or None when it fails, is missing or times out."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def code_provenance(root: Path = SOURCE_ROOT) -> dict[str, Any]:
+    """The code this process runs: strands-art's version, the git commit of ``root`` and whether
+    its tracked files differ from it (None / None when ``root`` has no ``.git``), and the Python
+    and torch versions (None when torch is not installed)."""
+    commit = dirty = None
+    if (root / ".git").exists():
+        commit = _git(root, "rev-parse", "HEAD")
+        status = _git(root, "status", "--porcelain", "--untracked-files=no") if commit else None
+        dirty = None if status is None else bool(status)
+    return {
+        "strands_art": _version("strands-art"),
+        "commit": commit,
+        "dirty": dirty,
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+    }
+
+
+def record_start(run_dir: Path, resume: bool, root: Path = SOURCE_ROOT) -> dict[str, Any]:
+    """Append this process's line to ``run_dir/code.jsonl`` (see the module) and return it.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    line = {"at": now, "resume": resume, **code_provenance(root)}
+    with open(run_dir / CODE_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    return line
+
+
+def read_code(run_dir: Path) -> list[dict[str, Any]]:
+    """The lines of ``run_dir/code.jsonl`` that parse as JSON objects ([] when there is no such
+    file: a run started before strands-art recorded its code); a line that does not parse (a
+    write cut short) is skipped."""
+    path = run_dir / CODE_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out

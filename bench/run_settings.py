@@ -25,7 +25,11 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "%(default)" not in text and action.default not in (None, False, "", [], argparse.SUPPRESS):
+        if (
+            "%(default)" not in text
+            and not any(action.default is x for x in (None, False, argparse.SUPPRESS))
+            and (action.default not in ("", []))
+        ):
             text += " (default: %(default)s)"
         return text
 
@@ -57,11 +61,19 @@ def given_settings(flags: list[str]) -> dict[str, Any]:
     return {k: getattr(ns, k) for k in DEFAULTS if getattr(ns, k, None) is not None}
 
 
+BENCH_OWN = ("--env", "--train-tasks", "--eval-tasks", "--run-dir", "--resume", "--seed")
+"""Flags a bench that starts runs gives each run itself (:func:`flag_problem` refuses them in
+the flags it checks): the environment, the task and run directories, the seed."""
+
+
 def flag_problem(flags: list[str], env: str = "migrationbench") -> str | None:
     """Why ``strands-art train --env ENV FLAGS`` would stop before loading anything, or None: a
     flag its parser refuses (its usage message is on stderr), or a value out of range or sizes
     that do not fit together (the command's own checks: :meth:`TrainSettings.resolve`, after the
     environment's recommended settings)."""
+    own = sorted({f.split("=")[0] for f in flags} & set(BENCH_OWN))
+    if own:
+        return f"{', '.join(own)}: the bench sets these itself"
     try:
         given = given_settings(flags)
     except SystemExit:

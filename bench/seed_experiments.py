@@ -169,9 +169,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 p.error(
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
-        if (why := flag_problem([*FLAGS.split(), *args.extra.split()])) is not None:
-            p.error(f"--extra {args.extra!r}: {why}")
-        for arm in arms:  # with an arm's own flags (fixed-rows needs --max-staleness 0, ...)
+        for arm in arms:  # with the arm's own flags (fixed-rows needs --max-staleness 0, ...)
             if (why := flag_problem([*FLAGS.split(), *args.extra.split(), *ARM_FLAGS[arm]])) is not None:
                 p.error(f"--extra {args.extra!r} with arm {arm}: {why}")
     if args.chunk < 1:

@@ -126,10 +126,19 @@ class Run:
     @property
     def commits(self) -> list[str]:
         """The commits that trained the run, in order, each once (its first 12 hex digits, ``+dirty``
-        when its tracked files differed, ``?`` for a process that found no commit)."""
+        when its tracked files differed, ``+dirty?`` when that is not known, ``?`` for a process
+        that found no commit, and ``?`` first when the first recorded process started after
+        outer batch 0: the batches before it ran code not recorded)."""
         out: list[str] = []
+        if self.code and (self.code[0].get("from_batch") or self.code[0].get("resume")):
+            out.append("?")
         for line in self.code:
-            c = str(line.get("commit") or "?")[:12] + ("+dirty" if line.get("dirty") else "")
+            commit = line.get("commit")
+            c = (
+                "?"
+                if not commit
+                else str(commit)[:12] + {True: "+dirty", None: "+dirty?"}.get(line.get("dirty"), "")
+            )
             if c not in out:
                 out.append(c)
         return out
@@ -393,8 +402,9 @@ def result_line(
     """``RESULT seeds=... outer_batches=... rows_reduction=... ...`` (the issue's keys, in its order).
 
     ``seeds``: the seeds finished in every arm of ``arms`` (the arms asked for); ``seeds_per_arm``
-    (last, beyond the issue's keys): the seeds finished in each arm of ``arms``, ``ARM:N`` joined by
-    ``/``, the count each arm's ``best_*`` is over; ``outer_batches``:
+    (last, beyond the issue's keys): per arm of ``arms`` the runs with a held-out evaluation after
+    training (finished or not), ``ARM:N`` joined by ``/``: the count each arm's ``best_*`` is over;
+    ``outer_batches``:
     the fewest outer batches a finished run of those arms has (0 with none finished). A key that needs an arm not in ``arms`` is ``n/a``: the
     reductions and ``best_tree`` / ``best_linear`` need tree-fixed-steps and linear-fixed-steps,
     ``best_fixed_rows`` and ``steps_per_batch_fixed_rows`` tree-fixed-rows, ``best_fixed_steps`` and
@@ -425,7 +435,7 @@ def result_line(
         f"best_fixed_steps={when('tree-fixed-steps', pm(t1['tree-fixed-steps']['best']))} "
         f"steps_per_batch_fixed_rows={when('tree-fixed-rows', f'{mean_rows}({rows_span})')} "
         f"steps_per_batch_fixed_steps={when('tree-fixed-steps', '/'.join(map(str, steps_fixed)) or 'n/a')} "
-        f"seeds_per_arm={'/'.join(f'{a}:{sum(1 for arm, _ in done if arm == a)}' for a in arms)}"
+        f"seeds_per_arm={'/'.join(f'{a}:{sum(1 for r in runs if r.arm == a and r.best is not None)}' for a in arms)}"
     )
 
 
@@ -465,7 +475,7 @@ def code_note(runs: list[Run]) -> str | None:
     checkout with changed files), or runs that did not record their code; None when they did."""
     unrecorded = sum(1 for r in runs if not r.commits)
     commits = sorted({c for r in runs for c in r.commits})
-    if len(commits) > 1 or any(c.endswith("+dirty") or c == "?" for c in commits):
+    if len(commits) > 1 or any("+dirty" in c or c == "?" for c in commits):
         return f"# CODE: the runs ran {len(commits)} commit(s): {', '.join(commits)} (each run's line names its own)"
     if unrecorded and commits:
         return f"# CODE: {unrecorded} run(s) did not record their code (started before code.jsonl); the others ran {commits[0]}"

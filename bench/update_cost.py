@@ -138,9 +138,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     f"--{flag.replace('_', '-')} {value}: not a directory (make it with strands-art make-tasks)"
                 )
         # what `strands-art train` would refuse, before any run root, lock or run
-        if (why := flag_problem(run_flags(args, "before", 0))) is not None:
+        if (why := flag_problem(arm_flags(args, "before"))) is not None:
             p.error(f"--extra {args.extra!r}: {why}")
-        if (why := flag_problem(run_flags(args, "after", 0))) is not None:
+        if (why := flag_problem(arm_flags(args, "after"))) is not None:
             p.error(f"--after {args.after!r} (with --extra {args.extra!r}): {why}")
     return args
 
@@ -166,11 +166,15 @@ def command(args: argparse.Namespace, arm: str, seed: int, run_dir: Path) -> tup
     ], env  # fmt: skip
 
 
+def arm_flags(args: argparse.Namespace, arm: str) -> list[str]:
+    """The ``strands-art train`` flags of ``arm``'s runs but the seed: :data:`FLAGS`, ``--extra``,
+    the after arm's ``--after``."""
+    return [*FLAGS.split(), *args.extra.split(), *(args.after.split() if arm == "after" else [])]
+
+
 def run_flags(args: argparse.Namespace, arm: str, seed: int) -> list[str]:
-    """The ``strands-art train`` flags that start run ``(arm, seed)``: :data:`FLAGS`, ``--extra``,
-    the after arm's ``--after``, the seed."""
-    own = args.after.split() if arm == "after" else []
-    return [*FLAGS.split(), *args.extra.split(), *own, "--seed", str(seed)]
+    """The ``strands-art train`` flags that start run ``(arm, seed)``: :func:`arm_flags`, the seed."""
+    return [*arm_flags(args, arm), "--seed", str(seed)]
 
 
 def check_settings(

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from strands_art.training.provenance import CODE_FILE, SOURCE_ROOT, code_provenance, read_code, record_start
+from strands_art.training.provenance import (
+    CODE_FILE,
+    SOURCE_ROOT,
+    code_provenance,
+    read_code,
+    record_start,
+    start_line,
+)
 
 
 def git(root: Path, *args: str) -> str:
@@ -49,12 +56,17 @@ def test_each_start_appends_a_line_and_a_torn_line_is_skipped(checkout: Path, tm
     run = tmp_path / "run"
     run.mkdir()
     assert read_code(run) == []  # a run from before code.jsonl
-    first = record_start(run, False, checkout)
+    first = start_line(False, 0, checkout)
+    record_start(run, first)
     (checkout / "a.py").write_text("x = 3\n")
-    second = record_start(run, True, checkout)
+    second = start_line(True, 2, checkout)
+    record_start(run, second)
     lines = (run / CODE_FILE).read_text().splitlines()
     assert [json.loads(x) for x in lines] == [first, second]
-    assert [(x["resume"], x["dirty"]) for x in (first, second)] == [(False, False), (True, True)]
+    assert [(x["resume"], x["from_batch"], x["dirty"]) for x in (first, second)] == [
+        (False, 0, False),
+        (True, 2, True),
+    ]
     assert first["at"].endswith("Z") and first["commit"] == git(checkout, "rev-parse", "HEAD")
     with open(run / CODE_FILE, "a") as f:
         f.write('{"at": "2026-')  # a write cut short
@@ -67,3 +79,21 @@ def test_this_checkout_is_found_where_there_is_one() -> None:
     out = subprocess.run(["git", "-C", str(SOURCE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     # git may refuse a checkout another user owns ("dubious ownership"): then no commit, not a wrong one
     assert code_provenance()["commit"] == (out.stdout.strip() if out.returncode == 0 else None)
+
+
+def test_a_git_that_answers_the_commit_but_not_the_status_leaves_dirty_unknown(
+    checkout, tmp_path, monkeypatch
+):
+    """Not "clean": a status that failed is None, and GIT_DIR of the caller names no other repository."""
+    head = git(checkout, "rev-parse", "HEAD")
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = status ] && exit 1; done\nexec {real} "$@"\n'
+    )
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    got = code_provenance(checkout)
+    assert (got["commit"], got["dirty"]) == (head, None)

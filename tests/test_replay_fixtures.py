@@ -101,6 +101,12 @@ def test_a_turn_ended_inside_a_bare_call_replays_under_the_cut_rule():
         row.loss_mask[:n],
         row.logprobs[:n],
     )
-    assert sum(head["loss_mask"]) == len(
-        first["output_ids"]
-    )  # the row keeps the tail (GRPO leaves it out: train_cut_tails)
+    # the row keeps the tail (GRPO leaves it out: train_cut_tails)
+    assert sum(head["loss_mask"]) == len(first["output_ids"])
+    tail = result["rows"][1]  # the next turn's row: its sampled tokens and their logprobs, as stored
+    out = stored.turns[1].output_ids
+    assert sum(tail["loss_mask"]) == len(out) and tail["input_ids"][-len(out) :] == out
+    assert [lp for lp, m in zip(tail["logprobs"], tail["loss_mask"], strict=True) if m] == stored.turns[
+        1
+    ].logprobs
+    assert row.input_ids[-len(out) :] == out and row.logprobs[-len(out) :] == stored.turns[1].logprobs

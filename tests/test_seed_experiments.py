@@ -712,7 +712,10 @@ def test_an_extra_other_than_the_runs_is_refused(tmp_path, capsys):
     assert "--outer-batches 6 (the run has 3)" in err and "--max-turns 12 (the run has 4)" in err
     with pytest.raises(SystemExit):
         se.parse_args([*argv, "--extra=--no-such-flag"])
-    assert "--extra '--no-such-flag': not `strands-art train` flags" in capsys.readouterr().err
+    assert (
+        "--extra '--no-such-flag' with arm tree-fixed-steps: not `strands-art train` flags"
+        in capsys.readouterr().err
+    )
     # --table-only reads what the runs used: the line does not follow --extra
     assert (
         se.main([*argv[:6], "--table-only", "--extra", "--max-turns 9", "--out", str(tmp_path / "r.txt")])
@@ -821,11 +824,12 @@ def test_nothing_to_report_and_bad_paths_are_refused_before_anything_runs(tmp_pa
     [
         (
             "--lr -1",
-            "--extra '--lr -1': --lr must be a finite number in (0, 1000], got -1.0",
+            "--extra '--lr -1' with arm tree-fixed-rows: --lr must be a finite number in (0, 1000], got -1.0",
         ),
         ("--max-draws 0", "--max-draws"),
         ("--bogus 1", "not `strands-art train` flags"),
         ("--max-staleness 1", "--extra '--max-staleness 1' with arm tree-fixed-rows: --batching fixed-rows"),
+        ("--seed 5 --env lookup", "--env, --seed: the bench sets these itself"),
     ],
 )
 def test_flags_train_would_refuse_are_refused_before_anything_runs(tmp_path, capsys, extra, message):
@@ -859,7 +863,7 @@ def test_runs_of_more_than_one_commit_are_marked():
     def run(*code: dict) -> seed_tables.Run:
         return seed_tables.Run(Path("r"), "tree-fixed-steps", 0, {"outer_batches": 1}, code=list(code))
 
-    a, b = {"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": False}
+    a, b = {"commit": "a" * 40, "dirty": False, "from_batch": 0}, {"commit": "b" * 40, "dirty": False}
     assert seed_tables.code_note([run(a), run(a, a)]) is None
     assert run(a, b, a).commits == ["a" * 12, "b" * 12]
     assert seed_tables.code_note([run(a), run(a, b)]) == (
@@ -871,3 +875,9 @@ def test_runs_of_more_than_one_commit_are_marked():
     assert "+dirty" in seed_tables.code_note([run({**a, "dirty": True})])
     assert seed_tables.code_note([run(), run()]) is None  # nothing recorded: each line says "not recorded"
     assert run({"commit": None, "dirty": None}).commits == ["?"]
+    # a run resumed under recorded code after batches that ran unrecorded code: not one known commit
+    resumed = run({**a, "resume": True, "from_batch": 2})
+    assert resumed.commits == ["?", "a" * 12] and seed_tables.code_note([resumed]).startswith(
+        "# CODE: the runs ran 2"
+    )
+    assert run({**a, "dirty": None}).commits == ["a" * 12 + "+dirty?"]  # status unknown: not clean

@@ -157,6 +157,10 @@ def test_table_only_needs_no_tasks_and_creates_nothing(tmp_path: Path, capsys) -
             "--extra '--lr -1': --lr must be a finite number",
         ),
         (
+            ["--train-tasks", ".", "--eval-tasks", ".", "--extra=--lr 1e-4 --seed=3"],
+            "--extra '--lr 1e-4 --seed=3': --seed: the bench sets these itself",
+        ),
+        (
             ["--train-tasks", ".", "--eval-tasks", ".", "--after", "--max-draws 1"],
             "--after '--max-draws 1' (with --extra ''): --max-draws must be at least --prompt-batch (2)",
         ),

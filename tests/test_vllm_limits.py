@@ -345,3 +345,26 @@ def test_a_gzip_answer_httpx_already_read_is_taken_decoded():
     transport = _answered_bytes(zlib.compress(body, wbits=31), {"content-encoding": "gzip"})
     with httpx.Client(transport=transport) as client, client.stream("GET", "http://u/") as r:
         assert read_body_sync(r, 10_000, "u", 5.0) == body
+
+
+def test_an_already_read_answer_in_another_coding_or_streamed_elsewhere_is_refused():
+    from strands_art.backends.base import BackendError
+    from strands_art.backends.http_limits import read_body_sync
+
+    with httpx.Client(transport=_answered_bytes(b"abc", {"content-encoding": "zstd-x"})) as client:
+        with (
+            client.stream("GET", "http://u/") as r,
+            pytest.raises(BackendError, match="accepted: gzip, deflate"),
+        ):
+            read_body_sync(r, 100, "u", 5.0)
+
+    def hook(response: httpx.Response) -> None:  # takes the first piece and leaves the rest unread
+        next(response.iter_raw())
+
+    stream = httpx.MockTransport(lambda request: httpx.Response(200, content=iter([b"ab", b"cd"])))
+    with httpx.Client(transport=stream, event_hooks={"response": [hook]}) as client:
+        with (
+            client.stream("GET", "http://u/") as r,
+            pytest.raises(BackendError, match="streamed by someone else"),
+        ):
+            read_body_sync(r, 100, "u", 5.0)

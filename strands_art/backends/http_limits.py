@@ -19,7 +19,10 @@ coding (``br``, ``zstd``, two codings) is refused with a BackendError naming it.
 
 An answer httpx has already read (a transport that answers with bytes, such as
 ``httpx.MockTransport`` in a user's tests, or an event hook that read it: its raw stream is spent,
-``iter_raw`` would raise ``StreamConsumed``) is taken as httpx decoded it, under the same caps.
+``iter_raw`` would raise ``StreamConsumed``) is taken as httpx decoded it: the same codings are
+accepted and the same caps refuse it, but httpx holds it whole in memory already (the cap cannot
+stop that read; it is the caller's transport or hook that made it). One streamed part-way by
+someone else is a BackendError.
 
 The defaults are far above what vLLM sends for one request (a 128K-token prompt echoed as
 ``prompt_token_ids`` is about 1 MB; 32K sampled tokens with their logprobs about 5 MB).
@@ -102,13 +105,18 @@ def already_read(resp: httpx.Response, url: str, what: str, limit: int) -> bytes
 
     Raises:
         ResponseTooLarge: an already-read body over ``limit`` bytes (``what`` in the message).
+        BackendError: a coding a streamed answer could not have (:class:`BoundedDecoder`), or a
+            body streamed part-way by someone else.
     """
     if not resp.is_stream_consumed:
         return None
+    BoundedDecoder(resp, url)  # the codings a streamed answer may have, no others
     try:
         content = resp.content
     except httpx.ResponseNotRead:
-        return None  # streamed through by someone else: iter_raw says so (StreamConsumed)
+        raise BackendError(
+            f"{url}: the answer was streamed by someone else before it could be read (an httpx event hook?)"
+        ) from None
     if len(content) > limit:
         raise _too_large(url, what, limit)
     return content

@@ -5,20 +5,25 @@ continue under other code (a checkout moved on, a package upgraded). So every pr
 starts training a run (a fresh start or a ``--resume``, once its model and sampler are up)
 appends one JSON line::
 
-    {"at": "2026-12-05T07:13:16Z", "resume": true, "strands_art": "0.1.0",
+    {"at": "2026-12-05T07:13:16Z", "resume": true, "from_batch": 2, "strands_art": "0.1.0",
      "commit": "adcf6e1...", "dirty": false, "python": "3.11.7", "torch": "2.13.0"}
 
-``commit`` / ``dirty``: the git commit of the checkout strands-art was imported from and whether
-its tracked files differ from it (``git status --porcelain --untracked-files=no``); both None
-for an installed package (no ``.git`` beside it) or when git is missing or slow (:data:`GIT_TIMEOUT_S`).
-A bench that reads runs back (``bench/seed_experiments.py``) reports the commits, so runs of
-different code never join one table unmarked.
+``from_batch``: the outer batch the process starts training at (0 for a fresh run; a run whose
+first line starts later trained its earlier batches before it recorded its code). ``commit`` /
+``dirty``: the git commit of the checkout strands-art was imported from and whether its tracked
+files differ from it (``git --no-optional-locks status --porcelain --untracked-files=no``), read
+when the process starts the run, before its model loads; both None for an installed package (no
+``.git`` beside it) or when git is missing, refuses the checkout or is slow (:data:`GIT_TIMEOUT_S`),
+and ``dirty`` alone None when only the status failed (unknown, not clean). A bench that reads
+runs back (``bench/seed_experiments.py``) reports the commits, so runs of different code never
+join one table unmarked.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -32,11 +37,16 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _git(root: Path, *args: str) -> str | None:
-    """``git -C root ARGS``'s output (stripped), or None when it fails, is missing or times out."""
+    """``git -C root ARGS``'s output (stripped), or None when it fails, is missing or times out.
+    Takes no optional lock (a ``git commit`` beside it never finds ``index.lock`` taken) and
+    ignores ``GIT_DIR`` / ``GIT_WORK_TREE`` of the caller's environment (they would name another
+    repository)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
     try:
         out = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=True
-        )
+            ["git", "--no-optional-locks", "-C", str(root), *args],
+            capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=True, env=env,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -67,17 +77,21 @@ def code_provenance(root: Path = SOURCE_ROOT) -> dict[str, Any]:
     }
 
 
-def record_start(run_dir: Path, resume: bool, root: Path = SOURCE_ROOT) -> dict[str, Any]:
-    """Append this process's line to ``run_dir/code.jsonl`` (see the module) and return it.
+def start_line(resume: bool, from_batch: int, root: Path = SOURCE_ROOT) -> dict[str, Any]:
+    """This process's line of ``code.jsonl`` (see the module), read now: call it when the process
+    starts a run, before its model loads (a checkout can move on meanwhile)."""
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"at": now, "resume": resume, "from_batch": from_batch, **code_provenance(root)}
+
+
+def record_start(run_dir: Path, line: dict[str, Any]) -> None:
+    """Append ``line`` (:func:`start_line`) to ``run_dir/code.jsonl``.
 
     Raises:
         OSError: the file cannot be written.
     """
-    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    line = {"at": now, "resume": resume, **code_provenance(root)}
     with open(run_dir / CODE_FILE, "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")
-    return line
 
 
 def read_code(run_dir: Path) -> list[dict[str, Any]]:

@@ -63,7 +63,7 @@ from strands_art.training.loop import check_schedule, train
 from strands_art.training.metrics import MetricsLog
 from strands_art.training.phases import PROGRESS_EVERY_S, Phases
 from strands_art.training.progress import LiveProgress, TensorBoardSink, WandbSink, record_line
-from strands_art.training.provenance import record_start
+from strands_art.training.provenance import record_start, start_line
 from strands_art.training.run_files import (  # noqa: F401  (RunDirError: what arun_training raises)
     RunDirError,
     forget_start,
@@ -351,7 +351,7 @@ async def arun_training(
         ModelNotFound, OSError, …: the model, sampler or gateway failed to start, or the loop
             refused them (:func:`~strands_art.training.loop.check_schedule`). A fresh run that
             stops with any of these before the loop starts has its ``train.json``,
-            ``command.txt``, ``.lock`` and ``tensorboard/`` removed first (:func:`forget_start`),
+            ``command.txt``, ``code.jsonl``, ``.lock`` and ``tensorboard/`` removed first (:func:`forget_start`),
             so the corrected command runs into the same directory.
     """
     if settings.ray is not None:  # refused before anything is written
@@ -381,6 +381,8 @@ async def _run_locked(
     # a damaged checkpoint or metrics.jsonl: refused here, before anything is written
     kept = kept_records(run_dir) if resume else []
     batches: dict[int, list[Trajectory]] = {}
+    # the code that trains from here, read before the model loads (code.jsonl; git off the loop)
+    code = await asyncio.to_thread(start_line, resume, _done(run_dir) if resume else 0)
     with contextlib.ExitStack() as stack:
         try:
             env = env or resolve_environment(settings.env, env_options(settings))
@@ -422,11 +424,14 @@ async def _run_locked(
                 skip_tied=settings.skip_tied,
             )  # fmt: skip
             store.history_mode = gateway.config.get("history_mode")
+            try:
+                record_start(run_dir, code)
+            except OSError as exc:  # advisory: a loaded run is not given up for it
+                logger.warning("%s not written: %s", run_dir / "code.jsonl", exc)
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
                 forget_start(run_dir)
             raise
-        record_start(run_dir, resume)  # the code that trains from here (code.jsonl)
         size = (settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         kw = dict(eval_total=len(env.eval_tasks or []) * settings.eval_samples,
                   checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None,

@@ -346,7 +346,7 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     if any(r.unsure for r in runs):
         head.insert(1, "# UNSURE runs (see their lines): the last line of metrics.jsonl is cut short; "
                        "the bench does not run them again")  # fmt: skip
-    if (note := seed_tables.code_note(runs)) is not None:
+    if (note := seed_tables.code_note([r.commits for r in runs])) is not None:
         head.append(note)
     if args.notes:
         head += ["#", *(f"# {x}".rstrip() for x in Path(args.notes).read_text(encoding="utf-8").splitlines())]

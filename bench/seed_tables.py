@@ -125,23 +125,8 @@ class Run:
 
     @property
     def commits(self) -> list[str]:
-        """The commits that trained the run, in order, each once (its first 12 hex digits, ``+dirty``
-        when its tracked files differed, ``+dirty?`` when that is not known, ``?`` for a process
-        that found no commit, and ``?`` first when the first recorded process started after
-        outer batch 0: the batches before it ran code not recorded)."""
-        out: list[str] = []
-        if self.code and (self.code[0].get("from_batch") or self.code[0].get("resume")):
-            out.append("?")
-        for line in self.code:
-            commit = line.get("commit")
-            c = (
-                "?"
-                if not commit
-                else str(commit)[:12] + {True: "+dirty", None: "+dirty?"}.get(line.get("dirty"), "")
-            )
-            if c not in out:
-                out.append(c)
-        return out
+        """:func:`commits_of` the run's ``code.jsonl``."""
+        return commits_of(self.code)
 
     @property
     def finished(self) -> bool:
@@ -470,11 +455,32 @@ def report(
     return [*lines, "", *l1, "", *l2, "", result_line(runs, t1, t2, arms)], t1, t2
 
 
-def code_note(runs: list[Run]) -> str | None:
-    """A header line when the runs did not all run one clean commit: more than one commit (or a
-    checkout with changed files), or runs that did not record their code; None when they did."""
-    unrecorded = sum(1 for r in runs if not r.commits)
-    commits = sorted({c for r in runs for c in r.commits})
+def commits_of(code: list[dict[str, Any]]) -> list[str]:
+    """The commits that trained a run, from its ``code.jsonl`` lines (:attr:`Run.code`), in order,
+    each once: its first 12 hex digits, ``+dirty`` when its tracked files differed, ``+dirty?`` when
+    that is not known; ``?`` for a process that found no commit, and ``?`` first when the first
+    recorded process started after outer batch 0 (the batches before it ran code not recorded)."""
+    out: list[str] = []
+    if code and (code[0].get("from_batch") or code[0].get("resume")):
+        out.append("?")
+    for line in code:
+        commit = line.get("commit")
+        c = (
+            "?"
+            if not commit
+            else str(commit)[:12] + {True: "+dirty", None: "+dirty?"}.get(line.get("dirty"), "")
+        )
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def code_note(per_run: list[list[str]]) -> str | None:
+    """A header line when the runs (each its :func:`commits_of`) did not all run one clean commit:
+    more than one commit (or a checkout with changed files), or runs that did not record their
+    code; None when they did."""
+    unrecorded = sum(1 for c in per_run if not c)
+    commits = sorted({c for run in per_run for c in run})
     if len(commits) > 1 or any("+dirty" in c or c == "?" for c in commits):
         return f"# CODE: the runs ran {len(commits)} commit(s): {', '.join(commits)} (each run's line names its own)"
     if unrecorded and commits:

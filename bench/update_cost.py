@@ -39,7 +39,8 @@ held-out evaluation, the agent builds the Maven memo answered and their seconds 
 deviation over seeds). Ends with ``RESULT s_per_update_before=... s_per_update_after=...
 s_per_eval_before=... s_per_eval_after=... useful_steps_per_hour_ratio=... cache_hit_rate=...
 heldout_before=... heldout_after=...`` (``heldout_*``: the last evaluation of each arm, mean +- std
-over its seeds).
+over its seeds). Each run's line names the commit(s) that trained it (its ``code.jsonl``,
+``seed_tables.commits_of``); a first line ``CODE: ...`` says when the runs ran more than one.
 
     STRANDS_ART_VLLM_PYTHON=.venv-vllm/bin/python python bench/update_cost.py --run-root $ROOT \\
         --train-tasks $TASKS/train --eval-tasks $TASKS/eval --seeds 0,1,2 --archive bench/results/update-cost-runs
@@ -62,6 +63,9 @@ from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
 from seed_archive import LOGS, archive_problem, comparable, write_copy
+from seed_tables import code_note, commits_of
+
+from strands_art.training.provenance import read_code
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
 """The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
@@ -244,6 +248,7 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         "memo_hits": memo_hits,
         "memo_saved_s": memo_saved,
         "metrics_torn": metrics.torn,
+        "commits": commits_of(read_code(run_dir)),
     }
 
 
@@ -373,7 +378,10 @@ def report(summary: dict[str, Any]) -> str:
             + ", ".join(f"{v:.3f} after {b}" for b, v in s["heldout"])
             + f"; useful steps {sum(s['useful_steps'])} of {sum(s['optimizer_steps'])}; rollouts per update "
             + f"{s['rollouts']}; groups with signal {s['groups_with_signal']}; eval cache {s['cache_hits']}/{s['cache_lookups']}"
+            + f"; code {', '.join(s.get('commits') or []) or 'not recorded'}"
         )  # fmt: skip
+    if (note := code_note([s.get("commits") or [] for s in summary["runs"].values()])) is not None:
+        lines.insert(0, note.lstrip("# "))
     b, a = summary["arms"]["before"], summary["arms"]["after"]
     for arm, s in (("before", b), ("after", a)):
         lines.append(

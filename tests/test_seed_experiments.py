@@ -864,20 +864,22 @@ def test_runs_of_more_than_one_commit_are_marked():
         return seed_tables.Run(Path("r"), "tree-fixed-steps", 0, {"outer_batches": 1}, code=list(code))
 
     a, b = {"commit": "a" * 40, "dirty": False, "from_batch": 0}, {"commit": "b" * 40, "dirty": False}
-    assert seed_tables.code_note([run(a), run(a, a)]) is None
+    assert seed_tables.code_note([r.commits for r in [run(a), run(a, a)]]) is None
     assert run(a, b, a).commits == ["a" * 12, "b" * 12]
-    assert seed_tables.code_note([run(a), run(a, b)]) == (
+    assert seed_tables.code_note([r.commits for r in [run(a), run(a, b)]]) == (
         f"# CODE: the runs ran 2 commit(s): {'a' * 12}, {'b' * 12} (each run's line names its own)"
     )
-    assert seed_tables.code_note([run(a), run()]) == (
+    assert seed_tables.code_note([r.commits for r in [run(a), run()]]) == (
         f"# CODE: 1 run(s) did not record their code (started before code.jsonl); the others ran {'a' * 12}"
     )
-    assert "+dirty" in seed_tables.code_note([run({**a, "dirty": True})])
-    assert seed_tables.code_note([run(), run()]) is None  # nothing recorded: each line says "not recorded"
+    assert "+dirty" in seed_tables.code_note([r.commits for r in [run({**a, "dirty": True})]])
+    assert (
+        seed_tables.code_note([r.commits for r in [run(), run()]]) is None
+    )  # nothing recorded: each line says "not recorded"
     assert run({"commit": None, "dirty": None}).commits == ["?"]
     # a run resumed under recorded code after batches that ran unrecorded code: not one known commit
     resumed = run({**a, "resume": True, "from_batch": 2})
-    assert resumed.commits == ["?", "a" * 12] and seed_tables.code_note([resumed]).startswith(
-        "# CODE: the runs ran 2"
-    )
+    assert resumed.commits == ["?", "a" * 12] and seed_tables.code_note(
+        [r.commits for r in [resumed]]
+    ).startswith("# CODE: the runs ran 2")
     assert run({**a, "dirty": None}).commits == ["a" * 12 + "+dirty?"]  # status unknown: not clean

@@ -70,6 +70,15 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
     assert summary["runs"]["after-seed0"]["finished"] is True
     assert (a["memo_hits"], a["memo_saved_s"], b["memo_hits"]) == (0 + 1 + 2 + 3, 60.0, 0)
     assert "Maven memo 6 builds / 60 s saved" in uc.report(summary)
+    assert uc.report(summary).splitlines()[0].endswith("; code not recorded")  # no code.jsonl
+    code = {"resume": False, "from_batch": 0, "dirty": False}
+    (tmp_path / "before-seed0" / "code.jsonl").write_text(json.dumps({**code, "commit": "a" * 40}) + "\n")
+    (tmp_path / "after-seed0" / "code.jsonl").write_text(json.dumps({**code, "commit": "b" * 40}) + "\n")
+    text = uc.report(uc.summarize(tmp_path, [0])).splitlines()
+    assert (
+        text[0] == f"CODE: the runs ran 2 commit(s): {'a' * 12}, {'b' * 12} (each run's line names its own)"
+    )
+    assert text[1].endswith(f"; code {'a' * 12}") and text[2].endswith(f"; code {'b' * 12}")
     line = uc.report(summary).splitlines()[-1]
     ratio = (3 / (500 / 3600)) / (1 / (1300 / 3600))
     assert line == (

@@ -147,6 +147,10 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
         assert [s for s, _ in tags["eval/val_reward"]] == [0, 3]
     settings = json.loads((killed / "train.json").read_text())
     assert settings["outer_batches"] == 3 and settings["max_staleness"] == 0
+    # code.jsonl: one line per process that trained the run, the resume's naming where it went on
+    code = [json.loads(x) for x in (killed / "code.jsonl").read_text().splitlines()]
+    assert [(c["resume"], c["from_batch"]) for c in code] == [(False, 0), (True, k)]
+    assert [json.loads(x)["resume"] for x in (whole / "code.jsonl").read_text().splitlines()] == [False]
 
 
 def test_train_refuses_to_overwrite_or_change_a_run(tmp_path, capsys):

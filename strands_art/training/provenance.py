@@ -2,8 +2,8 @@
 
 ``train.json`` holds a run's settings, not the code that ran them, and a resumed run may
 continue under other code (a checkout moved on, a package upgraded). So every process that
-starts training a run (a fresh start or a ``--resume``, once its model and sampler are up)
-appends one JSON line::
+trains a run (a fresh start or a ``--resume``, once it has its first rollouts or record: one
+refused before that, a damaged checkpoint say, leaves the run as it was) appends one JSON line::
 
     {"at": "2026-12-05T07:13:16Z", "resume": true, "from_batch": 2, "strands_art": "0.1.0",
      "commit": "adcf6e1...", "dirty": false, "python": "3.11.7", "torch": "2.13.0"}

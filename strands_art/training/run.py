@@ -381,7 +381,8 @@ async def _run_locked(
     # a damaged checkpoint or metrics.jsonl: refused here, before anything is written
     kept = kept_records(run_dir) if resume else []
     batches: dict[int, list[Trajectory]] = {}
-    # the code that trains from here, read before the model loads (code.jsonl; git off the loop)
+    # the code that trains from here, read before the model loads (code.jsonl, written once the
+    # process has rollouts or a record: a resume refused on its checkpoint leaves the run as it was)
     code = await asyncio.to_thread(start_line, resume, _done(run_dir) if resume else 0)
     with contextlib.ExitStack() as stack:
         try:
@@ -424,10 +425,6 @@ async def _run_locked(
                 skip_tied=settings.skip_tied,
             )  # fmt: skip
             store.history_mode = gateway.config.get("history_mode")
-            try:
-                record_start(run_dir, code)
-            except OSError as exc:  # advisory: a loaded run is not given up for it
-                logger.warning("%s not written: %s", run_dir / "code.jsonl", exc)
         except BaseException:
             if not resume:  # nothing was trained: leave the directory as a fresh run can use it
                 forget_start(run_dir)
@@ -447,7 +444,17 @@ async def _run_locked(
             if on_batch is None:  # and per record (a caller with on_batch shows records its way)
                 on_batch = print_line
 
+        unrecorded = [code]  # written with the process's first rollouts or record: it trained the run
+
+        def note_code() -> None:
+            if unrecorded:
+                try:
+                    record_start(run_dir, unrecorded.pop())
+                except OSError as exc:  # advisory: a loaded run is not given up for it
+                    logger.warning("%s not written: %s", run_dir / "code.jsonl", exc)
+
         def on_rollouts(b: int, trajs: list[Trajectory]) -> None:
+            note_code()
             if watcher is not None:
                 watcher.on_rollouts(b)
             write_rows(run_dir, b, trajs)
@@ -455,6 +462,7 @@ async def _run_locked(
             batches[b] = trajs
 
         def emit(record: dict[str, Any]) -> None:
+            note_code()
             if record.get("kind") == "train" and record.get("outer_batch") in batches:
                 try:
                     store.write_trained(record["outer_batch"], batches.pop(record["outer_batch"]),

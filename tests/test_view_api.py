@@ -248,3 +248,28 @@ def test_view_command_warns_about_a_directory_that_holds_no_run(tmp_path: Path, 
         busy.listen()
         assert main(["view", str(tmp_path), "--port", str(busy.getsockname()[1])]) == 2
     assert "holds no run" not in capsys.readouterr().err
+
+
+async def test_the_code_that_trained_a_run_is_sent_with_the_run(
+    client: TestClient, run_dir: Path, tmp_path: Path
+) -> None:
+    """``code.jsonl`` (strands_art/training/provenance.py) reaches the page line by line; a line
+    cut short is skipped, a symlinked file is named under problems and read as no lines."""
+    assert (await get(client, "/api/run"))["code"] == []  # a run of an older strands-art
+    lines = [
+        {"at": "2026-12-05T07:13:16Z", "resume": False, "from_batch": 0, "commit": "a" * 40, "dirty": False},
+        {"at": "2026-12-05T09:13:16Z", "resume": True, "from_batch": 2, "commit": "b" * 40, "dirty": True,
+         "python": "3.11.7", "torch": "x" * 500},
+    ]  # fmt: skip
+    (run_dir / "code.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"at": "2026-')
+    d = await get(client, "/api/run")
+    assert [c["commit"] for c in d["code"]] == ["a" * 40, "b" * 40]
+    assert [c["from_batch"] for c in d["code"]] == [0, 2] and d["code"][1]["dirty"] is True
+    assert d["code"][1]["torch"] == {"truncated": True, "head": "x" * 200, "size": 500}  # clipped
+    assert "code.jsonl" not in d["problems"].get("unreadable_files", {})
+    (run_dir / "code.jsonl").unlink()
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(json.dumps(lines[0]) + "\n")
+    (run_dir / "code.jsonl").symlink_to(outside)
+    d = await get(client, "/api/run")
+    assert d["code"] == [] and "code.jsonl" in d["problems"]["unreadable_files"]

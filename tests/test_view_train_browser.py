@@ -320,3 +320,52 @@ def test_the_compare_page_pairs_every_rollout_of_runs_over_a_thousand(page, tmp_
         page.wait_for_selector("#pairs-table")
         assert page.locator("#pairs-table tbody tr").first.get_attribute("data-rollout") == "t1000"
         assert "first 300 of 1001" in page.locator("#pairs").inner_text()
+
+
+def test_the_code_that_trained_the_run_is_shown_with_a_mixed_series_said(
+    server: str, runs: list[Path], page
+) -> None:
+    """RUN_DIR/code.jsonl on the run page: one row per process, and a run two commits trained is
+    said above them (its numbers are not one code's)."""
+    lines = [
+        {"at": "2026-12-05T07:13:16Z", "resume": False, "from_batch": 0, "commit": "a" * 40, "dirty": False,
+         "strands_art": "0.1.0", "python": "3.11.7", "torch": "2.13.0"},
+        {"at": "2026-12-05T09:13:16Z", "resume": True, "from_batch": 2, "commit": "b" * 40, "dirty": True,
+         "strands_art": "0.1.0", "python": "3.11.7", "torch": None},
+    ]  # fmt: skip
+    (runs[0] / "code.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    try:
+        page.goto(f"{server}?run=0")
+        page.wait_for_selector("table.code")
+        cells = page.locator("table.code tr").evaluate_all(
+            "rs => rs.slice(1).map(r => [...r.cells].map(c => c.textContent))"
+        )
+        assert cells == [
+            ["2026-12-05T07:13:16Z", "0", "aaaaaaaaaa", "0.1.0", "3.11.7", "2.13.0"],
+            [
+                "2026-12-05T09:13:16Z (resume)",
+                "2",
+                "bbbbbbbbbb + uncommitted changes",
+                "0.1.0",
+                "3.11.7",
+                "unknown",
+            ],
+        ]
+        said = page.locator("#config .banner").all_text_contents()
+        assert said == [
+            "trained by 2 different commits: read its numbers per process",
+            "a process ran with uncommitted changes",
+        ]
+        if len(runs) > 1:  # the compare page says the runs ran different code (the other: none recorded)
+            page.goto(server + "compare")
+            page.wait_for_selector("body[data-ready='1']")
+            note = page.locator("#code-note").inner_text()
+            assert f"{runs[0].name}: aaaaaaaaaa then bbbbbbbbbb; {runs[1].name}: not recorded" in note
+            (runs[1] / "code.jsonl").write_text(json.dumps(lines[0]) + "\n")
+            (runs[0] / "code.jsonl").write_text(json.dumps(lines[0]) + "\n")
+            page.goto(server + "compare")
+            page.wait_for_selector("body[data-ready='1']")
+            assert page.locator("#code-note").inner_text() == "Every run was trained by commit aaaaaaaaaa."
+    finally:
+        for run in runs:
+            (run / "code.jsonl").unlink(missing_ok=True)

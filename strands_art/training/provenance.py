@@ -94,19 +94,24 @@ def record_start(run_dir: Path, line: dict[str, Any]) -> None:
         f.write(json.dumps(line) + "\n")
 
 
-def read_code(run_dir: Path) -> list[dict[str, Any]]:
-    """The lines of ``run_dir/code.jsonl`` that parse as JSON objects ([] when there is no such
-    file: a run started before strands-art recorded its code); a line that does not parse (a
-    write cut short) is skipped."""
-    path = run_dir / CODE_FILE
-    if not path.is_file():
-        return []
+def parse_code(data: bytes) -> list[dict[str, Any]]:
+    """The lines of a ``code.jsonl`` (its bytes) that parse as JSON objects, in order; a line that
+    does not (a write cut short, not UTF-8, not an object) is skipped."""
     out = []
-    for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for text in data.decode("utf-8", errors="replace").splitlines():
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             out.append(obj)
     return out
+
+
+def read_code(run_dir: Path) -> list[dict[str, Any]]:
+    """:func:`parse_code` of ``run_dir/code.jsonl`` ([] when there is no such file: a run started
+    before strands-art recorded its code)."""
+    path = run_dir / CODE_FILE
+    if not path.is_file():
+        return []
+    return parse_code(path.read_bytes())

@@ -38,6 +38,7 @@ from strands_art.envs.migrationbench.run.rundir import (
 from strands_art.store import ROW_SCHEMA, StoredLine, part_name, read_line, scan_lines
 from strands_art.training.grpo import GRPOConfig, group_advantages, reward_problem
 from strands_art.training.metrics import MetricsFile, parse_metrics
+from strands_art.training.provenance import CODE_FILE, parse_code
 from strands_art.trajectory import Trajectory
 from strands_art.validation import is_int
 
@@ -53,6 +54,8 @@ RUN_FILE_LIMIT = 4 << 20
 ``problems`` (``too_large``) and not shown."""
 METRICS_LIMIT = 64 << 20
 """Bytes of ``metrics.jsonl`` the viewer parses (about 60,000 outer batches)."""
+CODE_LINES_LIMIT = 200
+"""Lines of ``code.jsonl`` sent to the page (one per process that trained the run)."""
 
 
 def clip(value: Any, limit: int = FIELD_LIMIT) -> Any:
@@ -220,6 +223,20 @@ class RunView:
             if data is not None:
                 return clip(data, 2000) if isinstance(data, dict) else None
         return None
+
+    def code(self) -> list[dict[str, Any]]:
+        """The lines of ``code.jsonl`` (:mod:`strands_art.training.provenance`: the code each
+        process that trained the run ran — commit, dirty, the outer batch it started at), the
+        first :data:`CODE_LINES_LIMIT`, clipped; [] when there is none (a run of an older
+        strands-art, or no training run). A file that cannot be read (a symlink, a FIFO, over
+        :data:`RUN_FILE_LIMIT` bytes) is [] too, named under ``problems["unreadable_files"]``."""
+        try:
+            lines = self.files.cached(CODE_FILE, RUN_FILE_LIMIT, parse_code, "code")
+        except (OSError, TooLarge, ValueError) as exc:
+            self._note(CODE_FILE, exc)
+            return []
+        self._note(CODE_FILE, None)
+        return [clip(line, 200) for line in lines[:CODE_LINES_LIMIT]]
 
     def metrics(self) -> list[dict[str, Any]]:
         """Records of ``metrics.jsonl`` (a training run), [] if there is none. A line that is

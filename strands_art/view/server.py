@@ -257,6 +257,7 @@ async def _run(request: web.Request) -> web.Response:
         {
             "name": view.root.name,
             "config": view.config(),
+            "code": view.code(),
             "problems": view.problems,
             "rollouts": len(rollouts),
             "stored": len(stored),
@@ -385,7 +386,14 @@ async def _compare(request: web.Request) -> web.Response:
     views = request.app[VIEWS]
     names = run_labels([v.root for v in views])
     runs = [(name, await asyncio.to_thread(v.metrics)) for name, v in zip(names, views, strict=True)]
-    return _json(clip(compare(runs), 300))
+    out = compare(runs)
+    for run, view in zip(out["runs"], views, strict=True):
+        # the commits that trained it, in order (code.jsonl; [] for a run of an older strands-art)
+        code = await asyncio.to_thread(view.code)
+        run["commits"] = list(
+            dict.fromkeys(c.get("commit") if isinstance(c.get("commit"), str) else None for c in code)
+        )
+    return _json(clip(out, 300))
 
 
 async def _metrics(request: web.Request) -> web.Response:

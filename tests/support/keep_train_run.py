@@ -1,6 +1,7 @@
 """Keep what the viewer reads of a real ``strands-art train`` run as test data (tests/data/train-*).
 
-Copies ``train.json``, ``command.txt``, ``metrics.jsonl``, ``rows/`` (the rows and the rows as
+Copies ``train.json``, ``command.txt``, ``metrics.jsonl``, ``code.jsonl`` (where the run has
+one: the code that trained it), ``rows/`` (the rows and the rows as
 trained) and ``trajectories/`` (every rollout) of ``SRC`` to ``DEST``, leaving out the model's
 checkpoints, the TensorBoard events and the environment's work files (megabytes the viewer never
 opens), and writes the run directory and task paths of the machine it ran on as the relative ones
@@ -22,6 +23,7 @@ from pathlib import Path
 
 KEPT = ("train.json", "command.txt", "metrics.jsonl")
 KEPT_DIRS = ("rows", "trajectories")
+KEPT_IF_THERE = ("code.jsonl",)  # commits and versions, no path
 
 
 def keep(src: Path, dest: Path, replace: dict[str, str]) -> None:
@@ -34,6 +36,9 @@ def keep(src: Path, dest: Path, replace: dict[str, str]) -> None:
             for old, new in sorted(replace.items(), key=lambda kv: -len(kv[0])):
                 text = text.replace(old, new)
         (dest / name).write_text(text, encoding="utf-8")
+    for name in KEPT_IF_THERE:
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dest / name)
     for name in KEPT_DIRS:
         shutil.copytree(src / name, dest / name, ignore=shutil.ignore_patterns("*.tmp", "*.torn"))
 

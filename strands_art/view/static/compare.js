@@ -29,7 +29,7 @@ async function main() {
     runs.length < 2 ? el("div", { class: "banner" }, "One run only: start the viewer with several, strands-art view RUN_A RUN_B.") : "",
     el("section", { class: "card" }, el("h2", {}, "Totals"),
       el("p", { class: "muted" }, "Sums over the outer batches of each run (a dash where a batch lacks the key); evaluation s: the held-out evaluations after batches, the one before training left out; held-out reward: the last evaluation. % against the first run."),
-      totals(runs, keys), trained(runs)),
+      totals(runs, keys), trained(runs), codeNote(runs)),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch"), el("div", { class: "plots" }, keys.map((k) => plot(runs, k)))),
     el("section", { class: "card" }, el("h2", {}, "Per outer batch, values"), perBatch(runs, keys)),
     el("section", { class: "card" }, el("h2", {}, "Rollout by rollout"),
@@ -53,6 +53,17 @@ function trained(runs) {
   return el("p", { class: "muted", id: "trained-pct" }, runs.slice(1).map((r) => r.trained_batches
     ? `${r.name} against ${runs[0].name}, over the ${r.trained_batches} outer batch(es) where both ran a pass: processed tokens ${pct(r.trained_pct.processed_tokens)}, actor update s ${pct(r.trained_pct.actor_update_s)}. `
     : `${r.name}: no outer batch where both it and ${runs[0].name} ran a pass (their groups tied). `));
+}
+
+function codeNote(runs) {
+  // the commits that trained each run (code.jsonl): runs of different code are said, not hidden
+  const short = (c) => (typeof c === "string" ? c.slice(0, 10) : "unknown");
+  const of = runs.map((r) => (r.commits || []).map(short).join(" then "));
+  if (of.every((c) => !c)) return "";
+  const same = of.every((c) => c === of[0]) && !of[0].includes(" then ");
+  if (same) return el("p", { class: "muted", id: "code-note" }, `Every run was trained by commit ${of[0]}.`);
+  return el("div", { class: "banner", id: "code-note", role: "status" }, "These runs were trained by different code: ",
+    runs.map((r, i) => `${r.name}: ${of[i] || "not recorded"}`).join("; "), ".");
 }
 
 function plot(runs, k) {

@@ -56,7 +56,7 @@ async function main() {
       el("p", { class: "muted" }, "Rollouts of one task form a group; each rollout's advantage is its reward against the group's. A zero-variance group (all rewards equal) gives no learning signal."),
       el("div", { id: "groups" }), el("div", { class: "pager", id: "gpager" })),
   );
-  renderConfig(runInfo.config);
+  renderConfig(runInfo.config, runInfo.code || []);
   renderProblems(runInfo);
   if (runInfo.runs && runInfo.runs.length > 1) slot("problems").after(el("p", {}, link("/compare", { run: "" }, `compare the ${runInfo.runs.length} runs side by side`)));
   if (runInfo.has_metrics) renderMetrics();
@@ -79,8 +79,8 @@ function renderProblems(info) {
   slot("problems").replaceChildren(...out.map((t) => el("div", { class: "banner", role: "status" }, t)));
 }
 
-function renderConfig(cfg) {
-  if (!cfg) return slot("config").replaceChildren(el("p", { class: "muted" }, "no config.json"));
+function renderConfig(cfg, code) {
+  if (!cfg) return slot("config").replaceChildren(el("p", { class: "muted" }, "no config.json"), ...renderCode(code));
   const keys = ["env", "model", "backend", "history_mode", "tasks", "rollouts_per_task", "outer_batches", "prompt_batch", "rollouts_per_prompt", "seed", "lr", "temperature", "max_turns", "max_new_tokens", "max_staleness", "concurrency"];
   const row = (k) => el("tr", {}, el("td", {}, k), el("td", { class: "mono" }, SV.textOf(typeof cfg[k] === "string" ? cfg[k] : JSON.stringify(cfg[k]))));
   const main = keys.filter((k) => k in cfg);
@@ -88,7 +88,22 @@ function renderConfig(cfg) {
   slot("config").replaceChildren(
     el("table", { class: "kv" }, main.map(row)),
     el("details", {}, el("summary", {}, `all ${Object.keys(cfg).length} settings`), el("table", { class: "kv" }, rest.map(row))),
+    ...renderCode(code),
   );
+}
+
+// code.jsonl: one line per process that trained the run (strands_art/training/provenance.py)
+function renderCode(code) {
+  if (!code.length) return [];
+  const str = (v) => (v === null || v === undefined ? "unknown" : SV.textOf(v));
+  const commit = (c) => (typeof c.commit === "string" ? c.commit.slice(0, 10) : "unknown") + (c.dirty === true ? " + uncommitted changes" : c.dirty === null && c.commit ? " (changes unknown)" : "");
+  const commits = new Set(code.map((c) => (typeof c.commit === "string" ? c.commit : null)));
+  const notes = [];
+  if (commits.size > 1) notes.push(`trained by ${commits.size} different commits: read its numbers per process`);
+  if (code.some((c) => c.dirty === true)) notes.push("a process ran with uncommitted changes");
+  const head = el("tr", {}, ["started", "from outer batch", "commit", "strands-art", "python", "torch"].map((h) => el("th", {}, h)));
+  const rows = code.map((c) => el("tr", {}, el("td", {}, str(c.at) + (c.resume ? " (resume)" : "")), el("td", {}, str(c.from_batch)), el("td", { class: "mono" }, commit(c)), el("td", {}, str(c.strands_art)), el("td", {}, str(c.python)), el("td", {}, str(c.torch))));
+  return [el("h3", {}, "Code that trained it"), ...notes.map((t) => el("p", { class: "banner", role: "status" }, t)), el("table", { class: "code" }, head, ...rows)];
 }
 
 async function renderMetrics() {

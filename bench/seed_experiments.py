@@ -65,6 +65,7 @@ from typing import Any
 
 import seed_figures
 import seed_tables
+from command_line import placeholders, shown
 from run_settings import archived_bench_parser, differences, flag_problem
 from seed_archive import archive_problem, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
@@ -277,32 +278,6 @@ def preflight(
                 "run again from its start (the archived copy is kept until the new run is as far)",
                 file=sys.stderr,
             )
-
-
-def placeholders(args: argparse.Namespace) -> dict[str, str]:
-    """This machine's paths among the arguments, each with the variable it is shown as:
-    ``$RUN_ROOT``, ``$TASKS/…`` (the task directories' common parent), ``$NOTES``; ``--out``,
-    ``--archive`` and ``--notes`` under ``bench/results`` from the repository's root. Keys are the arguments as
-    given and their absolute forms."""
-    names = {args.run_root: "$RUN_ROOT", **({args.notes: "$NOTES"} if args.notes else {})}
-    for value in (args.out, args.archive, args.notes):
-        parts = Path(os.path.abspath(value)).parts if value else ()
-        at = [i for i in range(len(parts) - 1) if parts[i : i + 2] == ("bench", "results")]
-        if at:  # in the repository: from its root
-            names[value] = "/".join(parts[at[-1] :])
-    dirs = [d for d in (args.train_tasks, args.eval_tasks) if d]
-    if dirs:
-        parent = os.path.commonpath([os.path.abspath(os.path.join(d, os.pardir)) for d in dirs])
-        for d in dirs:
-            names[d] = "$TASKS/" + os.path.relpath(os.path.abspath(d), parent)
-    names.update({os.path.abspath(k): v for k, v in list(names.items())})
-    return names
-
-
-def shown(args: argparse.Namespace, argv: list[str]) -> str:
-    """``argv`` as a command line with this machine's paths as variables (:func:`placeholders`)."""
-    names = placeholders(args)
-    return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
 
 
 def settings_lines(runs: list[Run]) -> list[str]:

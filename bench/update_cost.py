@@ -16,9 +16,12 @@ Each run takes the heavy lock on its own (``--lock FILE``: ``flock FILE strands-
 default the machine's heavy-job lock, as ``bench/seed_experiments.py``; ``--lock ''`` for none), so
 other work can run between two runs; a finished run directory is not run again and a stopped one
 is resumed, so the same command continues an interrupted bench. After every run the summary so
-far is printed and written (``--out`` JSON), so a bench stopped half-way keeps what it measured.
+far is printed and written (``--out`` JSON; ``--report``: the printed text under a header with the
+date, the command with this machine's paths as ``$RUN_ROOT`` / ``$TASKS``, the settings, ``PARTIAL``
+while runs are missing and the ``--notes`` file's lines), so a bench stopped half-way keeps what it
+measured.
 ``--table-only`` summarizes the run directories under ``--run-root`` and the finished runs of
-``--archive`` (no task directories needed) and creates nothing; with no run there it is an error.
+``--archive`` (no task directories needed) and creates nothing but ``--out`` / ``--report``; with no run there it is an error.
 To run, every existing run must be one this bench's flags start (``FLAGS``, ``--extra``, ``--after``,
 the seed; compared as ``bench/migration_learning.py`` compares them), else exit 2 naming the settings. ``--archive DIR`` keeps each finished run's
 ``train.json`` (its paths as ``$RUN_ROOT`` / ``$TASKS``), ``metrics.jsonl`` and rollout records in
@@ -59,6 +62,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from command_line import shown
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
@@ -110,9 +114,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--table-only",
         action="store_true",
-        help="summarize the run directories (and the archive); run nothing, create nothing",
+        help="summarize the run directories (and the archive); run nothing, write nothing but --out and --report",
     )
     p.add_argument("--out", help="write the summary here (JSON), after every run")
+    p.add_argument(
+        "--report",
+        help="write the printed summary here too, after every run, under a header: date, cores, the command "
+        "(this machine's paths as $RUN_ROOT / $TASKS), the settings, PARTIAL while runs are missing, --notes",
+    )
+    p.add_argument(
+        "--notes", help="a text file whose lines go into --report's header (what ran beside the runs, ...)"
+    )
     p.add_argument(
         "--archive",
         help="keep each finished run's train.json, metrics.jsonl and rollout records in ARCHIVE/ARM-seedS; "
@@ -124,10 +136,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     seeds = args.seeds.split(",")
     if len(set(map(int, seeds))) < len(seeds):
         p.error(f"--seeds {args.seeds!r}: a seed given twice")
-    if args.out:
-        parent = Path(args.out).parent
-        if Path(args.out).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-            p.error(f"--out {args.out}: not a file in a writable directory")
+    for flag in ("out", "report"):
+        value = getattr(args, flag)
+        parent = Path(value).parent if value else None
+        if value and (Path(value).is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK)):
+            p.error(f"--{flag} {value}: not a file in a writable directory")
+    if args.notes and not Path(args.notes).is_file():
+        p.error(f"--notes {args.notes}: no such file")
     if Path(args.run_root).exists() and not Path(args.run_root).is_dir():
         p.error(f"--run-root {args.run_root}: not a directory (a file is there)")
     if (why := archive_problem(args.archive, args.run_root)) is not None:
@@ -380,7 +395,9 @@ def report(summary: dict[str, Any]) -> str:
             + f"{s['rollouts']}; groups with signal {s['groups_with_signal']}; eval cache {s['cache_hits']}/{s['cache_lookups']}"
             + f"; code {', '.join(s.get('commits') or []) or 'not recorded'}"
         )  # fmt: skip
-    if (note := code_note([s.get("commits") or [] for s in summary["runs"].values()])) is not None:
+    # runs with a record only: one still before its first record has neither numbers nor code.jsonl yet
+    recorded = [s for s in summary["runs"].values() if s["heldout"] or s["update_s"]]
+    if (note := code_note([s.get("commits") or [] for s in recorded])) is not None:
         lines.insert(0, note.lstrip("# "))
     b, a = summary["arms"]["before"], summary["arms"]["after"]
     for arm, s in (("before", b), ("after", a)):
@@ -418,7 +435,28 @@ def keep(summary: dict[str, Any], root: Path, archive: Path | None, places: list
             archive_run(root, name, archive, places)
 
 
+def write_report(args: argparse.Namespace, argv: list[str], summary: dict[str, Any], text: str) -> None:
+    """``text`` (:func:`report`) into ``--report`` under its header (see ``--report``'s help); PARTIAL
+    while a run of ``--seeds`` x both arms is unfinished."""
+    wanted = [f"{arm}-seed{seed}" for seed in args.seeds.split(",") for arm in ARMS]
+    done = sum(1 for name in wanted if summary["runs"].get(name, {}).get("finished"))
+    head = [
+        f"# bench/update_cost.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
+        f"# command: python bench/update_cost.py {shown(args, argv)}"
+        + ("   (this report: the same with --table-only)" if args.table_only else ""),
+        f"# settings: FLAGS = {FLAGS} {args.extra}".rstrip() + f"; the after arm adds {args.after}; before: "
+        "STRANDS_ART_EVAL_CACHE=off STRANDS_ART_MAVEN_MEMO=off",
+    ]
+    if done < len(wanted):
+        head.insert(0, f"# PARTIAL: {done} of {len(wanted)} runs finished; the same command continues (finished runs "
+                       "are read back, stopped ones resumed)")  # fmt: skip
+    if args.notes:
+        head += ["#", *(f"# {x}".rstrip() for x in Path(args.notes).read_text(encoding="utf-8").splitlines())]
+    Path(args.report).write_text("\n".join([*head, "", text]) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     root = Path(args.run_root)
@@ -457,15 +495,21 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             summary = summarize(root, seeds, archive)
-            print(report(summary), flush=True)
+            text = report(summary)
+            print(text, flush=True)
             if args.out:
                 Path(args.out).write_text(json.dumps(summary, indent=2))
+            if args.report:
+                write_report(args, argv, summary, text)
             keep(summary, root, archive, places)  # after the report: a refused copy loses no result
             if rc != 0:
                 return rc
         if args.out:
             Path(args.out).write_text(json.dumps(summary, indent=2))
-        print(report(summary))
+        text = report(summary)
+        if args.report:
+            write_report(args, argv, summary, text)
+        print(text)
     except (ValueError, OSError) as exc:
         print(f"update_cost.py: {exc}", file=sys.stderr)
         return 2

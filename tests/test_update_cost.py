@@ -412,3 +412,48 @@ def test_an_archive_in_or_around_the_run_root_is_refused(tmp_path: Path, capsys,
             ["--run-root", str(tmp_path / "runs"), "--table-only", "--archive", str(tmp_path / "file")]
         )
     assert f"--archive {tmp_path / 'file'}: not a directory" in capsys.readouterr().err
+
+
+def test_the_text_report_has_its_header_and_says_partial(tmp_path: Path, capsys) -> None:
+    """--report: the printed summary under a header (command with $RUN_ROOT, settings, PARTIAL
+    while runs are missing, the notes); a run still before its first record is no CODE line."""
+    root = tmp_path / "runs"
+    step = {"optimizer_steps": 2, "rows": 8, "zero_gradient_steps": 0}
+    _run(
+        root / "before-seed0",
+        [{**step, "rollout_s": 500, "train_s": 100}],
+        [(0, 0.1, 900), (1, 0.5, 700)],
+        [],
+    )
+    (root / "before-seed0" / "code.jsonl").write_text(json.dumps({"commit": "a" * 40, "dirty": False}) + "\n")
+    (root / "after-seed0").mkdir()  # started, nothing recorded yet (no code.jsonl either)
+    (root / "after-seed0" / "train.json").write_text(json.dumps(settings(root / "after-seed0", 1)))
+    notes = tmp_path / "NOTES.txt"
+    notes.write_text("what ran beside the runs\n")
+    out = tmp_path / "repo" / "bench" / "results" / "update-cost.txt"  # shown from the repository's root
+    out.parent.mkdir(parents=True)
+    argv = ["--run-root", str(root), "--seeds", "0", "--extra", "--outer-batches 1", "--table-only",
+            "--notes", str(notes), "--report", str(out)]  # fmt: skip
+    assert uc.main(argv) == 0
+    printed = capsys.readouterr().out
+    head, _, body = out.read_text().partition("\n\n")
+    lines = head.splitlines()
+    assert lines[0] == (
+        "# PARTIAL: 1 of 2 runs finished; the same command continues (finished runs are read back, stopped ones resumed)"
+    )
+    assert lines[2].startswith("# command: python bench/update_cost.py --run-root $RUN_ROOT --seeds 0")
+    assert str(tmp_path) not in head and lines[2].endswith(
+        "--notes $NOTES --report bench/results/update-cost.txt   (this report: the same with --table-only)"
+    )
+    assert lines[3].startswith(
+        f"# settings: FLAGS = {uc.FLAGS} --outer-batches 1; the after arm adds {uc.AFTER_FLAGS}"
+    )
+    assert lines[-2:] == ["#", "# what ran beside the runs"]
+    assert body == printed and not body.startswith("CODE")  # one recorded commit: no CODE line
+    (root / "after-seed0" / "train.json").unlink()
+    (root / "after-seed0").rmdir()
+    for name in ("after-seed0", "after-seed1"):  # finished; before-seed1 not started
+        _run(root / name, [{**step, "rollout_s": 200, "train_s": 100}], [(0, 0.1, 300), (1, 0.6, 200)], [])
+    argv[argv.index("0")] = "0,1"
+    assert uc.main(argv) == 0
+    assert out.read_text().startswith("# PARTIAL: 3 of 4 runs finished")

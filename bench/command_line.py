@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import time
 from pathlib import Path
 
 
@@ -42,3 +43,17 @@ def shown(args: argparse.Namespace, argv: list[str]) -> str:
     """``argv`` as a command line with this machine's paths as variables (:func:`placeholders`)."""
     names = placeholders(args)
     return " ".join(names.get(a, shlex.quote(a)) for a in argv if a != "--table-only")
+
+
+def report_head(bench: str, args: argparse.Namespace, argv: list[str], done: int, wanted: int) -> list[str]:
+    """A results file's first lines: ``# PARTIAL: done of wanted runs ...`` while ``done < wanted``,
+    the bench, date (UTC) and cores, and the command (:func:`shown`; ``--table-only`` said)."""
+    head = [
+        f"# {bench}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
+        f"# command: python {bench} {shown(args, argv)}"
+        + ("   (this report: the same with --table-only)" if args.table_only else ""),
+    ]
+    if done < wanted:
+        head.insert(0, f"# PARTIAL: {done} of {wanted} runs finished; the same command continues (finished runs "
+                       "are read back, stopped ones resumed)")  # fmt: skip
+    return head

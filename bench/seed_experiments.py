@@ -65,7 +65,7 @@ from typing import Any
 
 import seed_figures
 import seed_tables
-from command_line import placeholders, shown
+from command_line import placeholders, report_head, shown  # noqa: F401  (shown: the command line the tests read)
 from run_settings import archived_bench_parser, differences, flag_problem
 from seed_archive import archive_problem, archive_runs, locate, pick, read_copy
 from seed_tables import ARM_KEYS, ARMS, Run
@@ -309,15 +309,7 @@ def write_report(args: argparse.Namespace, argv: list[str], runs: list[Run], wan
     """The report text (and the figures when ``--out``); PARTIAL while any run is unfinished."""
     lines, _t1, t2 = seed_tables.report(runs, args.arms.split(","))
     done = sum(1 for r in runs if r.finished)
-    head = [
-        f"# bench/seed_experiments.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
-        f"# command: python bench/seed_experiments.py {shown(args, argv)}"
-        + ("   (this report: the same with --table-only)" if args.table_only else ""),
-        *settings_lines(runs),
-    ]
-    if done < wanted:
-        head.insert(0, f"# PARTIAL: {done} of {wanted} runs finished; the same command continues (finished runs are "
-                       "read back, stopped ones resumed)")  # fmt: skip
+    head = [*report_head("bench/seed_experiments.py", args, argv, done, wanted), *settings_lines(runs)]
     if any(r.unsure for r in runs):
         head.insert(1, "# UNSURE runs (see their lines): the last line of metrics.jsonl is cut short; "
                        "the bench does not run them again")  # fmt: skip

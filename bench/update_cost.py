@@ -62,7 +62,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from command_line import shown
+from command_line import report_head
 from migration_learning import FLAGS
 from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
 from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
@@ -440,16 +440,11 @@ def write_report(args: argparse.Namespace, argv: list[str], summary: dict[str, A
     while a run of ``--seeds`` x both arms is unfinished."""
     wanted = [f"{arm}-seed{seed}" for seed in args.seeds.split(",") for arm in ARMS]
     done = sum(1 for name in wanted if summary["runs"].get(name, {}).get("finished"))
-    head = [
-        f"# bench/update_cost.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores",
-        f"# command: python bench/update_cost.py {shown(args, argv)}"
-        + ("   (this report: the same with --table-only)" if args.table_only else ""),
+    head = report_head("bench/update_cost.py", args, argv, done, len(wanted))
+    head.append(
         f"# settings: FLAGS = {FLAGS} {args.extra}".rstrip() + f"; the after arm adds {args.after}; before: "
-        "STRANDS_ART_EVAL_CACHE=off STRANDS_ART_MAVEN_MEMO=off",
-    ]
-    if done < len(wanted):
-        head.insert(0, f"# PARTIAL: {done} of {len(wanted)} runs finished; the same command continues (finished runs "
-                       "are read back, stopped ones resumed)")  # fmt: skip
+        "STRANDS_ART_EVAL_CACHE=off STRANDS_ART_MAVEN_MEMO=off"
+    )
     if args.notes:
         head += ["#", *(f"# {x}".rstrip() for x in Path(args.notes).read_text(encoding="utf-8").splitlines())]
     Path(args.report).write_text("\n".join([*head, "", text]) + "\n", encoding="utf-8")

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -116,7 +117,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="summarize the run directories (and the archive); run nothing, write nothing but --out and --report",
     )
-    p.add_argument("--out", help="write the summary here (JSON), after every run")
+    p.add_argument(
+        "--out",
+        help="write the summary here (JSON; a number not defined yet, such as an arm with no run, is null), after every run",
+    )
     p.add_argument(
         "--report",
         help="write the printed summary here too, after every run, under a header: date, cores, the command "
@@ -423,6 +427,22 @@ def report(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def write_json(path: str, summary: dict[str, Any]) -> None:
+    """``summary`` as strict JSON into ``path``: a number that is not defined yet (an arm with no
+    update, evaluation or cache lookup: NaN in the summary) is written ``null``."""
+
+    def defined(x: Any) -> Any:
+        if isinstance(x, float) and math.isnan(x):
+            return None
+        if isinstance(x, dict):
+            return {k: defined(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [defined(v) for v in x]
+        return x
+
+    Path(path).write_text(json.dumps(defined(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
 def keep(summary: dict[str, Any], root: Path, archive: Path | None, places: list[str]) -> None:
     """:func:`archive_run` every finished run of ``summary`` read from the run root (none without
     ``archive``).
@@ -493,14 +513,14 @@ def main(argv: list[str] | None = None) -> int:
             text = report(summary)
             print(text, flush=True)
             if args.out:
-                Path(args.out).write_text(json.dumps(summary, indent=2))
+                write_json(args.out, summary)
             if args.report:
                 write_report(args, argv, summary, text)
             keep(summary, root, archive, places)  # after the report: a refused copy loses no result
             if rc != 0:
                 return rc
         if args.out:
-            Path(args.out).write_text(json.dumps(summary, indent=2))
+            write_json(args.out, summary)
         text = report(summary)
         if args.report:
             write_report(args, argv, summary, text)

@@ -68,7 +68,15 @@ async def test_reference_migration_scores_one(mode: str, names: list[str], tmp_p
         assert stats["calls"] == {"shell": 2, "file_editor": n_files} and stats["errors"] == {}
         assert stats["maven_calls"] == 1 and stats["timeouts"] == 0
         times = rec["times"]
-        assert set(times) == {"tools_s", "maven_s", "evaluation_s", "sampling_s", "gateway_s", "setup_s", "wall_s"}
+        assert set(times) == {
+            "tools_s",
+            "maven_s",
+            "evaluation_s",
+            "sampling_s",
+            "gateway_s",
+            "setup_s",
+            "wall_s",
+        }
         assert 0 < times["evaluation_s"] < times["maven_s"] < times["wall_s"]
         assert 0 < times["setup_s"] < times["wall_s"] - times["evaluation_s"]
         assert rec["eval_cache_hit"] is False  # each task's tree once: every verdict evaluated

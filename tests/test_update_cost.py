@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -200,6 +201,18 @@ def seed0_argv(root: Path, tasks: Path) -> list[str]:
         "--run-root", str(root), "--seeds", "0", "--train-tasks", str(tasks), "--eval-tasks", str(tasks),
         "--extra", "--outer-batches 2",
     ]  # fmt: skip
+
+
+def test_summary_json_is_strict_with_null_for_an_arm_without_runs(tmp_path: Path) -> None:
+    root, out = tmp_path / "runs", tmp_path / "summary.json"
+    two_runs(root)
+    shutil.rmtree(root / "after-seed0")
+    assert uc.main(["--run-root", str(root), "--seeds", "0", "--table-only", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "NaN" not in text
+    arms = json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))["arms"]
+    assert arms["after"]["runs"] == 0 and arms["after"]["s_per_update"] is None
+    assert arms["before"]["s_per_update"] == 500.0 and arms["before"]["useful_steps"] == 2
 
 
 def test_only_the_unfinished_run_is_run(tmp_path: Path, monkeypatch) -> None:

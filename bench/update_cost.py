@@ -25,11 +25,11 @@ measured.
 To run, every existing run must be one this bench's flags start (``FLAGS``, ``--extra``, ``--after``,
 the seed; compared as ``bench/migration_learning.py`` compares them), else exit 2 naming the settings. ``--archive DIR`` keeps each finished run's
 ``train.json`` (its paths as ``$RUN_ROOT`` / ``$TASKS``), ``metrics.jsonl`` and rollout records in
-``DIR/ARM-seedS`` (:func:`archive_run`), and a finished archived run is read back instead of run
+``DIR/ARM-seedS`` (:func:`update_cost_runs.archive_run`), and a finished archived run is read back instead of run
 again (also over an unfinished copy in the run root; copies with other settings are refused, never
 mixed): a bench spread over sessions survives a machine that loses its run root.
 
-Run files are read strictly (:mod:`run_reader`, the reader of ``bench/seed_tables.py`` too): only a
+Run files are read strictly (:mod:`update_cost_runs`, with :mod:`run_reader`, the reader of ``bench/seed_tables.py`` too): only a
 torn last line of ``metrics.jsonl`` or ``results.jsonl`` is skipped (said on stderr); any other
 line that cannot be read, a train record without ``rollout_s`` / ``train_s`` or an eval record
 without ``val_reward`` / ``eval_s`` is an error naming the file and line (exit 2), found before
@@ -39,7 +39,9 @@ Per arm (over its runs): seconds per update (rollouts + training, the train reco
 held-out evaluation, the agent builds the Maven memo answered and their seconds (``tool_stats``), optimizer steps with a non-zero gradient per hour of update time
 (``optimizer_steps - zero_gradient_steps``), rollouts per update, the evaluation cache's hit rate
 (``eval_cache_hit`` of the rollout records), held-out reward before and after (mean +- standard
-deviation over seeds). Ends with ``RESULT s_per_update_before=... s_per_update_after=...
+deviation over seeds), and the spread over seeds of each run's seconds; per seed both arms ran, after / before
+of the seconds per update and per evaluation and of the useful steps per hour, with their mean +- std
+(:func:`update_cost_runs.paired`). Ends with ``RESULT s_per_update_before=... s_per_update_after=...
 s_per_eval_before=... s_per_eval_after=... useful_steps_per_hour_ratio=... cache_hit_rate=...
 heldout_before=... heldout_after=...`` (``heldout_*``: the last evaluation of each arm, mean +- std
 over its seeds). Each run's line names the commit(s) that trained it (its ``code.jsonl``,
@@ -52,11 +54,8 @@ over its seeds). Each run's line names the commit(s) that trained it (its ``code
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -65,26 +64,16 @@ from typing import Any
 
 from command_line import report_head
 from migration_learning import FLAGS
-from run_reader import RunFileError, read_jsonl, read_metrics, read_settings, require
-from run_settings import TASK_KEYS, archived_bench_parser, differences, flag_problem
-from seed_archive import LOGS, archive_problem, comparable, write_copy
-from seed_tables import code_note, commits_of
-
-from strands_art.training.provenance import read_code
+from run_reader import RunFileError, read_settings
+from run_settings import archived_bench_parser, differences, flag_problem
+from seed_archive import archive_problem
+from seed_tables import code_note
+from update_cost_runs import ARMS, keep, summarize, write_json
 
 AFTER_FLAGS = "--autocast bf16 --max-draws 4 --skip-tied 0.5"
 """The new settings: the trainer's passes in bfloat16 autocast, up to 4 groups drawn to find 2
 with signal, a task whose last group tied skipped with probability 0.5 (the cuts of
 bench/results/update-profile-2026-12-04.txt)."""
-ARMS = ("before", "after")
-TRAIN_NEEDS = {
-    "rollout_s": "number",
-    "train_s": "number",
-    "optimizer_steps": "int?",
-    "zero_gradient_steps": "int?",
-}
-EVAL_NEEDS = {"val_reward": "number", "eval_s": "number"}
-"""The keys of the train and eval records read (``?``: checked where present; :func:`run_reader.require`)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -221,172 +210,6 @@ def check_settings(
             )
 
 
-def run_summary(run_dir: Path) -> dict[str, Any]:
-    """The numbers of one run directory (finished or not).
-
-    ``finished``: its log has the evaluation after its last outer batch; ``unsure``: not finished,
-    every outer batch trained and the log's last line torn (it may be the final evaluation).
-
-    Raises:
-        RunFileError: see :mod:`run_reader`: ``train.json`` without an integer ``outer_batches``; a
-            line of ``metrics.jsonl`` or ``env/rollouts/results.jsonl`` that cannot be read, a
-            record without :data:`TRAIN_NEEDS` / :data:`EVAL_NEEDS`, a result without a ``rollout_id``.
-    """
-    n = read_settings(run_dir, {"outer_batches": "int"})["outer_batches"]
-    metrics = read_metrics(run_dir / "metrics.jsonl", TRAIN_NEEDS, EVAL_NEEDS)
-    trains, evals = metrics.trains, metrics.evals
-    finished = any(r["outer_batch"] == n for r in evals)
-    hits = lookups = memo_hits = 0
-    memo_saved = 0.0
-    results = read_jsonl(run_dir / "env" / "rollouts" / "results.jsonl")
-    seen: dict[str, Any] = {}
-    for line, rec in results.records:
-        require(f"{results.path}:{line}", rec, {"rollout_id": "str"})
-        seen[rec["rollout_id"]] = rec
-    for rec in seen.values():
-        if "eval_cache_hit" in rec:
-            lookups += 1
-            hits += bool(rec["eval_cache_hit"])
-        stats = rec.get("tool_stats") or {}
-        memo_hits += int(stats.get("maven_memo_hits", 0))
-        memo_saved += float(stats.get("maven_memo_saved_s", 0.0))
-    return {
-        "finished": finished,
-        "unsure": not finished and metrics.torn is not None and len(trains) == n,
-        "update_s": [r["rollout_s"] + r["train_s"] for r in trains],
-        "rollout_s": [r["rollout_s"] for r in trains],
-        "train_s": [r["train_s"] for r in trains],
-        "useful_steps": [r.get("optimizer_steps", 0) - r.get("zero_gradient_steps", 0) for r in trains],
-        "optimizer_steps": [r.get("optimizer_steps", 0) for r in trains],
-        "rollouts": [r.get("rollouts_drawn", r.get("rows", 0)) for r in trains],
-        "groups_with_signal": [r.get("groups_with_signal") for r in trains],
-        "eval_s": [r["eval_s"] for r in evals],
-        "heldout": [(r["outer_batch"], r["val_reward"]) for r in evals],
-        "cache_hits": hits,
-        "cache_lookups": lookups,
-        "memo_hits": memo_hits,
-        "memo_saved_s": memo_saved,
-        "metrics_torn": metrics.torn,
-        "commits": commits_of(read_code(run_dir)),
-    }
-
-
-def mean(xs: list[float]) -> float:
-    return statistics.fmean(xs) if xs else float("nan")
-
-
-def mean_std(xs: list[float]) -> str:
-    if not xs:
-        return "nan"
-    return f"{statistics.fmean(xs):.3f}+-{statistics.stdev(xs) if len(xs) > 1 else 0.0:.3f}"
-
-
-def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    update_s = [x for r in runs for x in r["update_s"]]
-    useful = sum(x for r in runs for x in r["useful_steps"])
-    hours = sum(update_s) / 3600
-    last = [r["heldout"][-1][1] for r in runs if len(r["heldout"]) >= 2]
-    first = [r["heldout"][0][1] for r in runs if len(r["heldout"]) >= 2]
-    return {
-        "runs": len(runs),
-        "updates": len(update_s),
-        "s_per_update": mean(update_s),
-        "s_per_eval": mean([x for r in runs for x in r["eval_s"]]),
-        "useful_steps": useful,
-        "optimizer_steps": sum(x for r in runs for x in r["optimizer_steps"]),
-        "useful_steps_per_hour": useful / hours if hours else float("nan"),
-        "rollouts_per_update": mean([x for r in runs for x in r["rollouts"]]),
-        "cache_hits": sum(r["cache_hits"] for r in runs),
-        "cache_lookups": sum(r["cache_lookups"] for r in runs),
-        "memo_hits": sum(r["memo_hits"] for r in runs),
-        "memo_saved_s": sum(r["memo_saved_s"] for r in runs),
-        "heldout_first": mean_std(first),
-        "heldout_last": mean_std(last),
-    }
-
-
-ARCHIVED = LOGS
-"""The logs :func:`archive_run` keeps beside ``train.json``: everything :func:`run_summary` reads,
-and the code that trained the run (``code.jsonl``), as ``seed_experiments.py``'s archive."""
-
-
-def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, Any] | None:
-    """:func:`run_summary` of run ``name`` (``ARM-seedS``): the run root's copy, or the archived one
-    when the run root has none or an unfinished one (archived runs are finished); None if neither
-    holds a ``train.json``. ``where`` says which was read.
-
-    Raises:
-        RunFileError: see :func:`run_summary`; both copies there with other settings (``seed_archive.comparable``).
-    """
-    here = run_summary(root / name) if (root / name / "train.json").exists() else None
-    if archive is None or not (archive / name / "train.json").exists():
-        return None if here is None else {**here, "where": "run root"}
-    if here is not None:
-        mine, kept = (comparable(read_settings(d / name, {})) for d in (root, archive))
-        if mine != kept:
-            keys = sorted(k for k in mine.keys() | kept.keys() if mine.get(k) != kept.get(k))
-            raise RunFileError(
-                f"{root / name} and its archived copy {archive / name} differ in {', '.join(keys)}: "
-                "not mixed; remove the one that is not this bench's"
-            )
-        if here["finished"]:
-            return {**here, "where": "run root"}
-    kept_run = run_summary(archive / name)
-    if kept_run["finished"]:
-        return {**kept_run, "where": "archive"}
-    return None if here is None else {**here, "where": "run root"}
-
-
-def summarize(root: Path, seeds: list[int], archive: Path | None = None) -> dict[str, Any]:
-    """Per run (``ARM-seedS`` holding a ``train.json``, :func:`read_run`) :func:`run_summary`, per
-    arm :func:`arm_summary`.
-
-    Raises:
-        RunFileError: see :func:`run_summary`.
-    """
-    out: dict[str, Any] = {"arms": {}, "runs": {}}
-    for arm in ARMS:
-        runs = []
-        for seed in seeds:
-            s = read_run(root, f"{arm}-seed{seed}", archive)
-            if s is not None:
-                out["runs"][f"{arm}-seed{seed}"] = s
-                runs.append(s)
-        out["arms"][arm] = arm_summary(runs)
-    return out
-
-
-def archive_run(root: Path, name: str, archive: Path, places: list[str]) -> None:
-    """Copy what :func:`run_summary` reads of the finished run ``root/name`` into ``archive/name``:
-    ``train.json`` with ``run_dir`` as ``$RUN_ROOT/name`` and the task directories as
-    ``$TASKS/<name>``, and the logs of :data:`ARCHIVED`. Each file is written whole (a temporary
-    file renamed over it).
-
-    Raises:
-        ValueError: a log names the run root, one of ``places`` (today's task directories) or the
-            run's own task directories (a path of this machine in a committed file); nothing of the
-            run is written then.
-        RunFileError: ``train.json`` cannot be read.
-    """
-    src, dest = root / name, archive / name
-    settings = read_settings(src, {"outer_batches": "int"})
-    own = [os.path.abspath(settings[k]) for k in TASK_KEYS if settings.get(k)]  # the run's, maybe not today's
-    settings["run_dir"] = f"$RUN_ROOT/{name}"
-    for key in TASK_KEYS:
-        if settings.get(key):
-            settings[key] = "$TASKS/" + Path(settings[key]).name
-    texts: dict[str, str | None] = {}
-    for log in ARCHIVED:
-        texts[log] = None
-        if (src / log).exists():
-            text = (src / log).read_text(encoding="utf-8")
-            for place in dict.fromkeys((os.path.abspath(root), os.path.realpath(root), *places, *own)):
-                if place in text:
-                    raise ValueError(f"{src / log} names {place}: not archived (a path of this machine)")
-            texts[log] = text
-    write_copy(dest, texts, settings)  # a log the run lacks: an older copy's removed
-
-
 def report(summary: dict[str, Any]) -> str:
     lines = []
     for name, s in summary["runs"].items():
@@ -410,8 +233,21 @@ def report(summary: dict[str, Any]) -> str:
             f"{s['s_per_eval']:.0f} s per evaluation, useful steps {s['useful_steps']} of {s['optimizer_steps']} "
             f"({s['useful_steps_per_hour']:.1f} per hour of updates), {s['rollouts_per_update']:.1f} rollouts per "
             f"update, eval cache {s['cache_hits']}/{s['cache_lookups']}, Maven memo {s['memo_hits']} builds / "
-            f"{s['memo_saved_s']:.0f} s saved, held-out {s['heldout_first']} -> {s['heldout_last']}"
+            f"{s['memo_saved_s']:.0f} s saved, held-out {s['heldout_first']} -> {s['heldout_last']}; over its "
+            f"seeds (mean+-std of each run's mean): {s['s_per_update_seeds']} s per update, "
+            f"{s['s_per_eval_seeds']} s per evaluation"
         )  # fmt: skip
+    pairs = summary["paired"]
+    if pairs["per_seed"]:
+        lines.append(
+            "after / before per seed: "
+            + "; ".join(
+                f"seed {seed}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items())
+                for seed, r in pairs["per_seed"].items()
+            )
+            + "; over the seeds: "
+            + ", ".join(f"{k} {v}" for k, v in pairs["spread"].items())
+        )
     ratio = (
         a["useful_steps_per_hour"] / b["useful_steps_per_hour"]
         if b["useful_steps_per_hour"]
@@ -425,34 +261,6 @@ def report(summary: dict[str, Any]) -> str:
         f"heldout_before={b['heldout_last']} heldout_after={a['heldout_last']}"
     )
     return "\n".join(lines)
-
-
-def write_json(path: str, summary: dict[str, Any]) -> None:
-    """``summary`` as strict JSON into ``path``: a number that is not defined yet (an arm with no
-    update, evaluation or cache lookup: NaN in the summary) is written ``null``."""
-
-    def defined(x: Any) -> Any:
-        if isinstance(x, float) and math.isnan(x):
-            return None
-        if isinstance(x, dict):
-            return {k: defined(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [defined(v) for v in x]
-        return x
-
-    Path(path).write_text(json.dumps(defined(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-
-
-def keep(summary: dict[str, Any], root: Path, archive: Path | None, places: list[str]) -> None:
-    """:func:`archive_run` every finished run of ``summary`` read from the run root (none without
-    ``archive``).
-
-    Raises:
-        ValueError, RunFileError: see :func:`archive_run`.
-    """
-    for name, s in summary["runs"].items():
-        if archive is not None and s["finished"] and s["where"] == "run root":
-            archive_run(root, name, archive, places)
 
 
 def write_report(args: argparse.Namespace, argv: list[str], summary: dict[str, Any], text: str) -> None:

@@ -15,7 +15,8 @@ sys.path.insert(0, str(ROOT / "bench"))  # the bench imports its siblings
 _spec = importlib.util.spec_from_file_location("update_cost", ROOT / "bench" / "update_cost.py")
 uc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(uc)
-import run_settings as rs  # noqa: E402  (a bench module: importable once bench/ is on the path)
+import run_settings as rs  # noqa: E402
+import update_cost_runs as ucr  # noqa: E402  (a bench module: importable once bench/ is on the path)
 
 from strands_art.training.settings import DEFAULTS  # noqa: E402
 
@@ -63,7 +64,7 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
          [{**step, "rollout_s": 200, "train_s": 100, "zero_gradient_steps": 0, "rollouts_drawn": 12},
           {**step, "rollout_s": 100, "train_s": 100, "zero_gradient_steps": 1, "rollouts_drawn": 8}],
          [(0, 0.1, 300), (2, 0.6, 200)], [True, False, True, True])  # fmt: skip
-    summary = uc.summarize(tmp_path, [0])
+    summary = ucr.summarize(tmp_path, [0])
     b, a = summary["arms"]["before"], summary["arms"]["after"]
     assert (b["s_per_update"], b["s_per_eval"], b["useful_steps"]) == (650, 800, 1)
     assert b["useful_steps_per_hour"] == 1 / (1300 / 3600)
@@ -75,7 +76,7 @@ def test_summary_and_result_line(tmp_path: Path) -> None:
     code = {"resume": False, "from_batch": 0, "dirty": False}
     (tmp_path / "before-seed0" / "code.jsonl").write_text(json.dumps({**code, "commit": "a" * 40}) + "\n")
     (tmp_path / "after-seed0" / "code.jsonl").write_text(json.dumps({**code, "commit": "b" * 40}) + "\n")
-    text = uc.report(uc.summarize(tmp_path, [0])).splitlines()
+    text = uc.report(ucr.summarize(tmp_path, [0])).splitlines()
     assert (
         text[0] == f"CODE: the runs ran 2 commit(s): {'a' * 12}, {'b' * 12} (each run's line names its own)"
     )
@@ -203,6 +204,41 @@ def seed0_argv(root: Path, tasks: Path) -> list[str]:
     ]  # fmt: skip
 
 
+def test_paired_ratios_per_seed_and_their_spread(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    two_runs(root)  # seed 0: before 600 s + 400 s, evaluations 900 + 700 s; after 300 s, evaluation 300 s
+    step = {"optimizer_steps": 1, "rows": 8}
+    _run(
+        root / "before-seed1",
+        [{**step, "rollout_s": 100, "train_s": 100, "zero_gradient_steps": 1}],
+        [(0, 0.0, 400)],
+        [],
+    )  # fmt: skip  (no useful step: seed 1's useful-step ratio is undefined)
+    _run(root / "after-seed1", [{**step, "rollout_s": 250, "train_s": 50}], [(0, 0.0, 200)], [])
+    _run(root / "before-seed2", [{**step, "rollout_s": 100, "train_s": 100}], [(0, 0.0, 100)], [])  # no pair
+    pairs = ucr.summarize(root, [0, 1, 2])["paired"]
+    assert set(pairs["per_seed"]) == {0, 1}
+    s0, s1 = pairs["per_seed"][0], pairs["per_seed"][1]
+    assert s0["update_s"] == pytest.approx(300 / 500) and s0["eval_s"] == pytest.approx(300 / 800)
+    # useful steps per hour of update time: before 2 in 1,000 s, after 1 in 300 s
+    assert s0["useful_steps_per_hour"] == pytest.approx((1 / 300) / (2 / 1000))
+    assert s1 == {"update_s": pytest.approx(1.5), "eval_s": pytest.approx(0.5)}
+    assert pairs["spread"] == {
+        "update_s": "1.05+-0.64",
+        "eval_s": "0.44+-0.09",
+        "useful_steps_per_hour": "1.67+-0.00",
+    }
+    text = uc.report(ucr.summarize(root, [0, 1, 2]))
+    assert (
+        "after / before per seed: seed 0: update_s 0.60, eval_s 0.38, useful_steps_per_hour 1.67; seed 1: "
+        in text
+    )
+    assert (
+        "before: 3 runs, 4 updates, 350 s per update" in text
+        and "(mean+-std of each run's mean): 300+-173 s" in text
+    )
+
+
 def test_summary_json_is_strict_with_null_for_an_arm_without_runs(tmp_path: Path) -> None:
     root, out = tmp_path / "runs", tmp_path / "summary.json"
     two_runs(root)
@@ -301,7 +337,7 @@ def test_finished_runs_are_archived_and_read_back_without_the_run_root(tmp_path:
     }  # fmt: skip
     for log in ("metrics.jsonl", "env/rollouts/results.jsonl"):
         assert (kept / log).read_text() == (root / "before-seed0" / log).read_text()
-    table = uc.report(uc.summarize(root, [0]))
+    table = uc.report(ucr.summarize(root, [0]))
     capsys.readouterr()
     # another machine: no run root; the archived run is read back, not run again
     other = tmp_path / "elsewhere"
@@ -366,7 +402,7 @@ def test_a_finished_archived_copy_wins_over_an_unfinished_run_root_copy(tmp_path
     metrics.write_text(
         "".join(metrics.read_text().splitlines(keepends=True)[:-1])
     )  # its final evaluation gone
-    summary = uc.summarize(root, [0], archive)
+    summary = ucr.summarize(root, [0], archive)
     assert (
         summary["runs"]["before-seed0"]["where"] == "archive" and summary["runs"]["before-seed0"]["finished"]
     )
@@ -389,14 +425,14 @@ def test_an_archive_cut_short_is_not_read_back_and_stale_logs_go(tmp_path: Path,
 
     monkeypatch.setattr(uc.os, "replace", dies_at_results)
     with pytest.raises(OSError, match="the disk is full"):
-        uc.archive_run(root, "before-seed0", archive, [])
+        ucr.archive_run(root, "before-seed0", archive, [])
     monkeypatch.setattr(uc.os, "replace", replace)
     assert not (archive / "before-seed0" / "train.json").exists()  # so never read back as finished
-    assert uc.summarize(tmp_path / "none", [0], archive)["runs"] == {}
-    uc.archive_run(root, "before-seed0", archive, [])
-    assert uc.read_run(tmp_path / "none", "before-seed0", archive)["cache_lookups"] == 1
+    assert ucr.summarize(tmp_path / "none", [0], archive)["runs"] == {}
+    ucr.archive_run(root, "before-seed0", archive, [])
+    assert ucr.read_run(tmp_path / "none", "before-seed0", archive)["cache_lookups"] == 1
     (root / "before-seed0" / "env" / "rollouts" / "results.jsonl").unlink()
-    uc.archive_run(root, "before-seed0", archive, [])
+    ucr.archive_run(root, "before-seed0", archive, [])
     assert not (archive / "before-seed0" / "env" / "rollouts" / "results.jsonl").exists()
 
 
@@ -408,7 +444,7 @@ def test_the_run_s_own_task_directories_are_not_archived_either(tmp_path: Path, 
     results = root / "before-seed0" / "env" / "rollouts" / "results.jsonl"
     results.write_text(results.read_text() + json.dumps({"rollout_id": "r8", "log": f"{old}/t1"}) + "\n")
     with pytest.raises(ValueError, match=f"names {old}: not archived"):
-        uc.archive_run(root, "before-seed0", archive, [])
+        ucr.archive_run(root, "before-seed0", archive, [])
     assert not archive.exists()
 
 

@@ -66,6 +66,33 @@ def check_bool(flag: str, value: Any) -> bool:
     raise UsageError(f"{flag} must be true or false, got {_show(value)}")
 
 
+OFF_WORDS = ("off", "0", "no", "false")
+ON_WORDS = ("on", "1", "yes", "true")
+"""How a switch given in an environment variable is spelled (any case, spaces around ignored)."""
+
+
+def env_switch(name: str, value: str | None) -> bool | None:
+    """The environment variable ``name``'s ``value`` read as a switch: False for :data:`OFF_WORDS`,
+    True for :data:`ON_WORDS`, None when unset or empty (the caller's default) or anything else
+    (for a variable whose value may also be a path: see :func:`check_env_switch` for one that may not).
+    """
+    word = (value or "").strip().lower()
+    return False if word in OFF_WORDS else True if word in ON_WORDS else None
+
+
+def check_env_switch(name: str, value: str | None, default: bool = True) -> bool:
+    """:func:`env_switch`, ``default`` when unset or empty; anything else is :class:`UsageError`
+    naming the variable (a typo such as ``of`` must not leave a switch silently on)."""
+    got = env_switch(name, value)
+    if got is not None:
+        return got
+    if not (value or "").strip():
+        return default
+    raise UsageError(
+        f"{name} must be one of {', '.join(OFF_WORDS)} (off) or {', '.join(ON_WORDS)} (on), got {value!r}"
+    )
+
+
 def check_http_url(flag: str, value: Any) -> str:
     """``value`` if it is an ``http://`` or ``https://`` URL with a host; else :class:`UsageError`."""
     from urllib.parse import urlsplit

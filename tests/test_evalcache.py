@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -345,3 +347,63 @@ def test_a_tree_the_copy_refuses_is_evaluated_directly_uncached(
     ws = _write_tree(tmp_path / "ws", {"pom.xml": b"<release>17</release>"})
     out = cached_evaluate_command(ws, task_dir, cache=cache, scratch_dir=tmp_path, evaluate=ev)
     assert ev.calls[0][0] == ws and "eval_cache" not in out["details"] and cache.stored == 0
+
+
+def test_a_new_cache_directory_is_made_0700_and_an_on_word_means_the_run_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = EvalCache(tmp_path / "a" / "b" / "cache").directory
+    assert made is not None and stat.S_IMODE(made.stat().st_mode) == 0o700
+    for word in ("on", " TRUE ", "1", "yes", ""):
+        monkeypatch.setenv(evalcache.CACHE_ENV, word)
+        assert evalcache.cache_directory(tmp_path / "run") == tmp_path / "run" / "eval-cache"
+    for word in ("off", "0", "No", "false"):
+        monkeypatch.setenv(evalcache.CACHE_ENV, word)
+        assert evalcache.cache_directory(tmp_path / "run") is None
+
+
+@pytest.mark.parametrize("mode", [0o1777, 0o755, 0o770, 0o701])
+def test_an_existing_directory_open_to_others_is_refused_and_left_as_it_was(
+    tmp_path: Path, mode: int
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    (shared / "theirs.txt").write_text("someone else's file")
+    with pytest.raises(evalcache.CacheDirectoryError, match=rf"open to others \(mode {mode:04o}\)"):
+        EvalCache(shared)
+    assert (
+        stat.S_IMODE(shared.stat().st_mode) == mode
+        and (shared / "theirs.txt").read_text() == "someone else's file"
+    )
+    shared.chmod(0o700)  # the user's own decision: then it is used, and its files stay
+    assert EvalCache(shared).directory == shared and (shared / "theirs.txt").exists()
+
+
+def test_the_setting_is_checked_before_a_run_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)
+    cases = {
+        str(afile): f"{evalcache.CACHE_ENV}={afile}: evaluation cache {afile}: exists and is not a directory",
+        str(afile / "sub"): f"cannot be created: {afile} is not a directory this user can write",
+        str(open_dir): "open to others (mode 0777)",
+    }
+    for setting, message in cases.items():
+        monkeypatch.setenv(evalcache.CACHE_ENV, setting)
+        with pytest.raises(evalcache.CacheDirectoryError, match=re.escape(message)):
+            evalcache.check_cache_setting(tmp_path / "run")
+    monkeypatch.setenv(evalcache.CACHE_ENV, str(tmp_path / "new" / "cache"))
+    evalcache.check_cache_setting(tmp_path / "run")  # creatable: fine, and not created yet
+    assert not (tmp_path / "new").exists() and not (tmp_path / "run").exists()
+    monkeypatch.delenv(evalcache.CACHE_ENV)
+    (tmp_path / "run" / "eval-cache").mkdir(parents=True, mode=0o755)
+    (tmp_path / "run" / "eval-cache").chmod(0o755)
+    with pytest.raises(
+        evalcache.CacheDirectoryError, match=r"^evaluation cache .*open to others \(mode 0755\)"
+    ):
+        evalcache.check_cache_setting(tmp_path / "run")  # the run's own default, no variable named

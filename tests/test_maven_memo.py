@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strands_art.envs.migrationbench.agent import mavenmemo
 from strands_art.envs.migrationbench.agent.mavenmemo import MavenMemo, memoizable
 from strands_art.envs.migrationbench.agent.tools import ToolStats, make_tools
 from strands_art.envs.migrationbench.treedigest import TreeTooLarge, _file_sha256, tree_digest
 from strands_art.envs.migrationbench.workspace import Workspace
+from strands_art.validation import UsageError
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "examples" / "migrationbench" / "tasks"
 
@@ -265,3 +267,24 @@ async def test_a_real_sandboxed_repeat_equals_the_run_and_leaves_the_tree(tmp_pa
             and stats.maven_calls == 2
             and not (w.root / "target" / "classes" / "extra.txt").exists()
         )
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [(None, True), ("", True), ("on", True), (" 1 ", True), ("YES", True), ("off", False),
+                      ("0", False), ("no", False), ("False", False)],
+)  # fmt: skip
+def test_the_switch_reads_the_same_words_as_the_evaluation_cache(monkeypatch, value, on) -> None:
+    if value is None:
+        monkeypatch.delenv(mavenmemo.MEMO_ENV, raising=False)
+    else:
+        monkeypatch.setenv(mavenmemo.MEMO_ENV, value)
+    assert mavenmemo.enabled() is on
+
+
+@pytest.mark.parametrize("typo", ["of", "disable", "offf", "2"])
+def test_a_switch_value_that_is_neither_is_refused(monkeypatch, typo) -> None:
+    monkeypatch.setenv(mavenmemo.MEMO_ENV, typo)
+    with pytest.raises(
+        UsageError, match=rf"STRANDS_ART_MAVEN_MEMO must be one of off, 0, no, false .*got '{typo}'"
+    ):
+        mavenmemo.enabled()

@@ -584,3 +584,32 @@ def test_a_resume_sends_to_the_vllm_server_train_json_names_only_when_told_to(tm
     with pytest.raises(ValueError, match=f"names the vLLM server '{url}'.*pass --vllm-url {url}"):
         _settings(parser.parse_args(resume))
     assert _settings(parser.parse_args([*resume, "--vllm-url", url])).vllm_url == url
+
+
+@pytest.mark.parametrize("command", ["train", "migrate"])
+@pytest.mark.parametrize(
+    ("var", "value", "said"),
+    [
+        ("STRANDS_ART_EVAL_CACHE", "{afile}", "STRANDS_ART_EVAL_CACHE={afile}: evaluation cache {afile}: exists and is not a directory"),
+        ("STRANDS_ART_EVAL_CACHE", "{shared}", "an existing directory open to others (mode 1777)"),
+        ("STRANDS_ART_MAVEN_MEMO", "of", "STRANDS_ART_MAVEN_MEMO must be one of off, 0, no, false (off) or on"),
+    ],
+)  # fmt: skip
+def test_a_bad_cache_or_memo_setting_is_refused_before_a_model_loads(
+    tmp_path, capsys, monkeypatch, command, var, value, said
+):
+    """A bad value would otherwise fail every rollout of the run after its model loaded; the
+    shared directory keeps its mode (nothing is changed)."""
+    (tmp_path / "afile").write_text("x")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    places = {"afile": tmp_path / "afile", "shared": shared}
+    monkeypatch.setenv(var, value.format(**places))
+    argv = [command, "--run-dir", str(tmp_path / "r")] + (
+        ["--env", "migrationbench"] if command == "train" else []
+    )
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said.format(**places) in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists() and oct(shared.stat().st_mode & 0o7777) == oct(0o1777)

@@ -26,7 +26,8 @@ sees the same text it saw last time; the rollout's tool statistics count the rep
 
 Limits, stated: a flaky test's retry on an unchanged tree gets the first run's result (as the
 evaluation cache scores a flaky tree once); trees over :data:`MAX_TREE_BYTES` of files are not
-memoized, nor trees of over :data:`MAX_TREE_ENTRIES` entries. ``STRANDS_ART_MAVEN_MEMO=off`` runs every command.
+memoized, nor trees of over :data:`MAX_TREE_ENTRIES` entries. ``STRANDS_ART_MAVEN_MEMO=off`` (or ``0``, ``no``,
+``false``) runs every command; a value that is neither off nor on is refused (:func:`enabled`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from strands_art.envs.migrationbench.treedigest import tree_digest
+from strands_art.validation import check_env_switch
 
 MEMO_ENV = "STRANDS_ART_MAVEN_MEMO"
 """Environment variable: ``off`` runs every Maven command (default: on)."""
@@ -90,8 +92,13 @@ def memoizable(command: str) -> bool:
 
 
 def enabled() -> bool:
-    """False when ``STRANDS_ART_MAVEN_MEMO=off``."""
-    return os.environ.get(MEMO_ENV, "").strip().lower() != "off"
+    """False when ``STRANDS_ART_MAVEN_MEMO`` is ``off`` (or ``0``, ``no``, ``false``), True when unset
+    or ``on`` (``1``, ``yes``, ``true``).
+
+    Raises:
+        UsageError: any other value, naming the variable (:func:`~strands_art.validation.check_env_switch`).
+    """
+    return check_env_switch(MEMO_ENV, os.environ.get(MEMO_ENV))
 
 
 @dataclass

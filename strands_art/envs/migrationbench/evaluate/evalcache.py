@@ -25,7 +25,10 @@ and whose owner is not a sandbox uid.
 Where the verdicts live: by default one directory per run (``<run_dir>/eval-cache``, so a
 resumed run keeps them); ``STRANDS_ART_EVAL_CACHE=DIR`` shares one directory across runs (the
 opt-in: a verdict is reused only under the same key, evaluator source included);
-``STRANDS_ART_EVAL_CACHE=off`` evaluates every rollout afresh. Two rollouts of one process that
+``STRANDS_ART_EVAL_CACHE=off`` evaluates every rollout afresh. A directory the cache creates has
+mode 0700; an existing one is used only if it is this user's and closed to others, never changed
+(:func:`prepare_directory`), and the setting is checked before a run loads its model
+(:func:`check_cache_setting`). Two rollouts of one process that
 end with the same tree at the same time evaluate it once (the second waits for the first).
 
 A verdict from the cache carries ``details["eval_cache"] = {"hit": true, "key": ...}``; a fresh
@@ -42,6 +45,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
@@ -55,6 +59,7 @@ from strands_art.envs.migrationbench.evaluate.verdict import REASON_BUILD_TIMEOU
 from strands_art.envs.migrationbench.treedigest import tree_digest
 from strands_art.envs.sandbox import Identity
 from strands_art.envs.sandbox.removal import remove_tree
+from strands_art.validation import UsageError, env_switch
 
 logger = logging.getLogger(__name__)
 
@@ -131,8 +136,7 @@ class EvalCache:
     def __post_init__(self) -> None:
         if self.directory is not None:
             self.directory = Path(self.directory)
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(self.directory, 0o700)  # host only: no sandbox uid can list, read or write it
+            prepare_directory(self.directory)
 
     def key_lock(self, key: str) -> threading.Lock:
         """The lock that makes concurrent lookups of ``key`` evaluate once."""
@@ -186,13 +190,106 @@ _RUN_CACHES: dict[str, EvalCache] = {}
 _RUN_CACHES_LOCK = threading.Lock()
 
 
-def cache_for_run(run_dir: str | os.PathLike[str]) -> EvalCache | None:
-    """The cache a run's rollouts share (one object per directory in this process):
-    ``$STRANDS_ART_EVAL_CACHE`` if set to a directory, None if ``off``, else ``run_dir/eval-cache``."""
+class CacheDirectoryError(UsageError):
+    """The evaluation cache's directory cannot be used as it is (nothing of it was changed)."""
+
+
+def prepare_directory(directory: Path) -> None:
+    """Create ``directory`` (and its parents) for the cache, itself with mode 0700 (host only: no
+    sandbox uid can list, read or write it), or check an existing one: a directory of this user
+    that no one else may read or write. An existing directory is never changed: a shared one
+    (``/tmp``, a team directory) given by mistake keeps its mode.
+
+    Raises:
+        CacheDirectoryError: ``directory`` (or a parent) is not a directory, cannot be created, or
+            exists with group/other permissions or another owner.
+    """
+    try:
+        directory.mkdir(parents=True, mode=0o700)
+        return
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise CacheDirectoryError(
+            f"evaluation cache {directory}: cannot be created: {exc.strerror or exc}"
+        ) from exc
+    check_existing_directory(directory)
+
+
+def check_existing_directory(directory: Path) -> None:
+    """See :func:`prepare_directory` (the existing case).
+
+    Raises:
+        CacheDirectoryError: as :func:`prepare_directory`.
+    """
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        raise CacheDirectoryError(f"evaluation cache {directory}: {exc.strerror or exc}") from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheDirectoryError(f"evaluation cache {directory}: exists and is not a directory")
+    wrong = []
+    if st.st_uid != os.getuid():
+        wrong.append(f"owned by uid {st.st_uid}, not this user (uid {os.getuid()})")
+    if st.st_mode & 0o077:
+        wrong.append(f"open to others (mode {stat.S_IMODE(st.st_mode):04o})")
+    if wrong:
+        raise CacheDirectoryError(
+            f"evaluation cache {directory}: an existing directory {' and '.join(wrong)}: the cache's "
+            "directory must be this user's alone (mode 0700), and an existing one is not changed. Give a new "
+            "directory (it is created with mode 0700), or chmod 700 it if it is yours alone"
+        )
+
+
+def cache_directory(run_dir: str | os.PathLike[str]) -> Path | None:
+    """Where a run's verdicts live: ``$STRANDS_ART_EVAL_CACHE`` if set to a directory, None if it is
+    off (:data:`~strands_art.validation.OFF_WORDS`), else ``run_dir/eval-cache`` (also for unset,
+    empty or :data:`~strands_art.validation.ON_WORDS`)."""
     setting = os.environ.get(CACHE_ENV, "").strip()
-    if setting.lower() in ("off", "0", "no", "false"):
+    switch = env_switch(CACHE_ENV, setting)
+    if switch is False:
         return None
-    directory = Path(setting).expanduser() if setting else Path(run_dir) / RUN_CACHE_DIR
+    return Path(setting).expanduser() if setting and switch is None else Path(run_dir) / RUN_CACHE_DIR
+
+
+def check_cache_setting(run_dir: str | os.PathLike[str]) -> None:
+    """Check ``$STRANDS_ART_EVAL_CACHE`` before a run starts (``train --env migrationbench`` and
+    ``migrate`` call it before a model loads), creating nothing: an existing directory as
+    :func:`prepare_directory` wants it; a new one under a directory this user can write.
+
+    Raises:
+        CacheDirectoryError: naming the directory and what is wrong.
+    """
+    directory = cache_directory(run_dir)
+    if directory is None:
+        return
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    given = f"{CACHE_ENV}={setting}: " if directory != Path(run_dir) / RUN_CACHE_DIR else ""
+    try:
+        if os.path.lexists(directory):
+            check_existing_directory(directory)
+            return
+        parent = directory.parent
+        while not os.path.lexists(parent) and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise CacheDirectoryError(
+                f"evaluation cache {directory}: cannot be created: {parent} is not a directory this user can write"
+            )
+    except CacheDirectoryError as exc:
+        raise CacheDirectoryError(f"{given}{exc}") from None
+
+
+def cache_for_run(run_dir: str | os.PathLike[str]) -> EvalCache | None:
+    """The cache a run's rollouts share (one object per directory in this process) in
+    :func:`cache_directory`, or None when the cache is off.
+
+    Raises:
+        CacheDirectoryError: see :func:`prepare_directory`.
+    """
+    directory = cache_directory(run_dir)
+    if directory is None:
+        return None
     where = os.path.realpath(directory)
     with _RUN_CACHES_LOCK:
         if where not in _RUN_CACHES:

@@ -65,6 +65,7 @@ from strands_art.envs.migrationbench.run.runner_args import (
     rollout_config,
     validate_migrate_args,
 )
+from strands_art.envs.migrationbench.run.settings_env import check_env_settings
 from strands_art.envs.migrationbench.tasks.tasks import (
     Task,
     TaskError,
@@ -120,6 +121,7 @@ async def run_migration(
             args.prompt = None
     resolve_defaults(args)
     validate_migrate_args(args)
+    check_env_settings(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--run-dir {run_dir}: exists and is not a directory")
     if not args.resume and cfg_path.is_file():  # its results were made with its own settings

@@ -18,6 +18,7 @@ from strands_art.envs.migrationbench.config import PROMPTS, SMALL_MODEL_LIMITS, 
 from strands_art.envs.migrationbench.evaluate.verify import failed_checks
 from strands_art.envs.migrationbench.run.episodes import migrationbench_rollout
 from strands_art.envs.migrationbench.run.ray_runner import SANDBOX_RESOURCE
+from strands_art.envs.migrationbench.run.settings_env import check_env_settings
 from strands_art.envs.migrationbench.tasks.tasks import TaskError, load_tasks
 from strands_art.gateway import RolloutGateway
 from strands_art.training.environment import EnvOptions, TrainEnvironment
@@ -60,9 +61,11 @@ def train_environment(options: EnvOptions) -> TrainEnvironment:
             :meth:`TrainEnvironment.check` (``resolve_environment`` calls it), as for every
             environment; ``make-tasks --split eval`` draws seeds disjoint from ``--split train``.
         UsageError: ``--max-turns`` out of range (named ``max_turns``), or a ``--prompt`` that is
-            not one of :data:`.config.PROMPTS`.
+            not one of :data:`.config.PROMPTS`; ``STRANDS_ART_EVAL_CACHE`` or
+            ``STRANDS_ART_MAVEN_MEMO`` unusable (:func:`.settings_env.check_env_settings`).
     """
     config = rollout_config(options.max_turns, options.prompt)
+    check_env_settings(options.work_dir / "rollouts")
     train = load_tasks(options.train_tasks)
     held = load_tasks(options.eval_tasks) if options.eval_tasks else []
     failed, unchecked = failed_checks((t.name, t.record) for t in [*train, *held])

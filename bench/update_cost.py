@@ -140,6 +140,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--run-root {args.run_root}: not a directory (a file is there)")
     if (why := archive_problem(args.archive, args.run_root)) is not None:
         p.error(f"--archive {args.archive}: {why}")
+    if args.table_only and args.archive and not Path(args.archive).is_dir():
+        p.error(
+            f"--archive {args.archive}: no such directory (--table-only reads the archive, never makes it)"
+        )
     if not args.table_only:
         for flag in ("train_tasks", "eval_tasks"):
             value = getattr(args, flag)
@@ -219,7 +223,7 @@ def report(summary: dict[str, Any]) -> str:
             + f"; evaluations {', '.join(f'{x:.0f} s' for x in s['eval_s'])}; held-out "
             + ", ".join(f"{v:.3f} after {b}" for b, v in s["heldout"])
             + f"; useful steps {sum(s['useful_steps'])} of {sum(s['optimizer_steps'])}; rollouts per update "
-            + f"{s['rollouts']}; groups with signal {s['groups_with_signal']}; eval cache {s['cache_hits']}/{s['cache_lookups']}"
+            + f"{s['rollouts']}; groups with signal {', '.join('-' if g is None else str(g) for g in s['groups_with_signal'])}; eval cache {s['cache_hits']}/{s['cache_lookups']}"
             + f"; code {', '.join(s.get('commits') or []) or 'not recorded'}"
         )  # fmt: skip
     # runs with a record only: one still before its first record has neither numbers nor code.jsonl yet
@@ -254,6 +258,10 @@ def report(summary: dict[str, Any]) -> str:
         else float("nan")
     )
     hit = a["cache_hits"] / a["cache_lookups"] if a["cache_lookups"] else float("nan")
+    lines.append(
+        "heldout_before / heldout_after: the before arm's and the after arm's last held-out evaluation "
+        "(after training), mean+-std over seeds; held-out before training is each arm's line's first value"
+    )
     lines.append(
         f"RESULT s_per_update_before={b['s_per_update']:.0f} s_per_update_after={a['s_per_update']:.0f} "
         f"s_per_eval_before={b['s_per_eval']:.0f} s_per_eval_after={a['s_per_eval']:.0f} "

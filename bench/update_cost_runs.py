@@ -122,6 +122,8 @@ def arm_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "memo_saved_s": sum(r["memo_saved_s"] for r in runs),
         "heldout_first": mean_std(first),
         "heldout_last": mean_std(last),
+        "heldout_first_values": first,
+        "heldout_last_values": last,
     }
 
 
@@ -165,11 +167,26 @@ def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, An
     holds a ``train.json``. ``where`` says which was read.
 
     Raises:
-        RunFileError: see :func:`run_summary`; both copies there with other settings (``seed_archive.comparable``).
+        RunFileError: see :func:`run_summary`; both copies there with other settings
+            (``seed_archive.comparable``); an archived run that is not a directory, or (with no copy
+            in the run root) has no ``train.json`` or is not finished (only finished runs are
+            archived): damaged, said rather than dropped or run again quietly. With a copy in the
+            run root, an archived copy without ``train.json`` (cut short while written) is the run
+            root's to archive again.
     """
     here = run_summary(root / name) if (root / name / "train.json").exists() else None
-    if archive is None or not (archive / name / "train.json").exists():
+    if archive is None or not os.path.lexists(archive / name):
         return None if here is None else {**here, "where": "run root"}
+    if not (archive / name).is_dir() or (archive / name).is_symlink():
+        raise RunFileError(f"{archive / name}: an archived run must be a directory (not a link or a file)")
+    if not (archive / name / "train.json").is_file():
+        if here is not None:  # a copy cut short (train.json is written last): archived again from here
+            return {**here, "where": "run root"}
+        raise RunFileError(
+            f"{archive / name / 'train.json'}: missing, and the run root has no copy of the run: the archived run "
+            "is damaged or was cut short while written; restore it (git checkout) or remove the directory to run "
+            "it again"
+        )
     if here is not None:
         mine, kept = (comparable(read_settings(d / name, {})) for d in (root, archive))
         if mine != kept:
@@ -181,9 +198,15 @@ def read_run(root: Path, name: str, archive: Path | None = None) -> dict[str, An
         if here["finished"]:
             return {**here, "where": "run root"}
     kept_run = run_summary(archive / name)
-    if kept_run["finished"]:
-        return {**kept_run, "where": "archive"}
-    return None if here is None else {**here, "where": "run root"}
+    if not kept_run["finished"] and here is not None:  # the run root's copy goes on, archived when finished
+        return {**here, "where": "run root"}
+    if not kept_run["finished"]:  # only finished runs are archived (keep): this one lost records
+        raise RunFileError(
+            f"{archive / name / 'metrics.jsonl'}: the archived run has no evaluation after its last outer batch: "
+            "damaged (only finished runs are archived); restore it (git checkout) or remove the directory to run "
+            "it again"
+        )
+    return {**kept_run, "where": "archive"}
 
 
 def summarize(root: Path, seeds: list[int], archive: Path | None = None) -> dict[str, Any]:

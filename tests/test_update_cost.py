@@ -17,6 +17,7 @@ uc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(uc)
 import run_settings as rs  # noqa: E402
 import update_cost_runs as ucr  # noqa: E402  (a bench module: importable once bench/ is on the path)
+from run_reader import RunFileError  # noqa: E402
 
 from strands_art.training.settings import DEFAULTS  # noqa: E402
 
@@ -239,6 +240,33 @@ def test_paired_ratios_per_seed_and_their_spread(tmp_path: Path) -> None:
     )
 
 
+def test_a_damaged_archive_is_said_not_dropped(tmp_path: Path, capsys) -> None:
+    root, archive = tmp_path / "runs", tmp_path / "archive"
+    two_runs(root)
+    ucr.archive_run(root, "before-seed0", archive, [])
+    argv = ["--run-root", str(tmp_path / "none"), "--archive", str(archive), "--seeds", "0", "--table-only"]
+    assert uc.main(argv) == 0 and "before-seed0 (archived): finished" in capsys.readouterr().out
+    metrics = archive / "before-seed0" / "metrics.jsonl"
+    kept = metrics.read_text()
+    metrics.write_text("".join(kept.splitlines(keepends=True)[:-1]))  # its final evaluation lost
+    assert uc.main(argv) == 2
+    assert "the archived run has no evaluation after its last outer batch: damaged" in capsys.readouterr().err
+    metrics.write_text(kept)
+    shutil.move(archive / "before-seed0", tmp_path / "elsewhere")
+    (archive / "before-seed0").symlink_to(tmp_path / "elsewhere")
+    assert uc.main(argv) == 2
+    assert (
+        "before-seed0: an archived run must be a directory (not a link or a file)" in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit) as stop:
+        uc.main([*argv[:2], "--archive", str(tmp_path / "archiv"), *argv[4:]])
+    assert stop.value.code == 2
+    assert (
+        "archiv: no such directory (--table-only reads the archive, never makes it)"
+        in capsys.readouterr().err
+    )
+
+
 def test_summary_json_is_strict_with_null_for_an_arm_without_runs(tmp_path: Path) -> None:
     root, out = tmp_path / "runs", tmp_path / "summary.json"
     two_runs(root)
@@ -249,6 +277,7 @@ def test_summary_json_is_strict_with_null_for_an_arm_without_runs(tmp_path: Path
     arms = json.loads(text, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))["arms"]
     assert arms["after"]["runs"] == 0 and arms["after"]["s_per_update"] is None
     assert arms["before"]["s_per_update"] == 500.0 and arms["before"]["useful_steps"] == 2
+    assert arms["before"]["heldout_first_values"] == [0.1] and arms["before"]["heldout_last_values"] == [0.5]
 
 
 def test_only_the_unfinished_run_is_run(tmp_path: Path, monkeypatch) -> None:
@@ -428,7 +457,9 @@ def test_an_archive_cut_short_is_not_read_back_and_stale_logs_go(tmp_path: Path,
         ucr.archive_run(root, "before-seed0", archive, [])
     monkeypatch.setattr(uc.os, "replace", replace)
     assert not (archive / "before-seed0" / "train.json").exists()  # so never read back as finished
-    assert ucr.summarize(tmp_path / "none", [0], archive)["runs"] == {}
+    assert ucr.summarize(root, [0], archive)["runs"]["before-seed0"]["where"] == "run root"  # archived again
+    with pytest.raises(RunFileError, match="before-seed0/train.json: missing, and the run root has no copy"):
+        ucr.summarize(tmp_path / "none", [0], archive)  # never read back, never dropped quietly
     ucr.archive_run(root, "before-seed0", archive, [])
     assert ucr.read_run(tmp_path / "none", "before-seed0", archive)["cache_lookups"] == 1
     (root / "before-seed0" / "env" / "rollouts" / "results.jsonl").unlink()

@@ -25,6 +25,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from strands_art.registry import tokenizer_aliases
 
@@ -158,8 +159,16 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     return main_from_args(args)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: ``strands-art train: error: ...`` and where the options are
+    listed, not the subcommand's whole usage (``train``'s is over 30 lines) before it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="strands-art",
         description="Token-exact agent RL for Strands agents: rollout gateway, MigrationBench, GRPO.",
     )

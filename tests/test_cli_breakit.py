@@ -151,3 +151,26 @@ def test_evaluate_refuses_an_absurd_test_count(tmp_path, capsys):
     code = main(["evaluate", str(repo), "--task", str(task)])
     _one_line(capsys, code, "num_test_cases must be an integer from 0 to 10,000,000")
     assert list(repo.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["train", "--autocast", "fp16"],
+            "strands-art train: error: argument --autocast: invalid choice: 'fp16'",
+        ),
+        (
+            ["train", "--max-draws", "2.5"],
+            "strands-art train: error: argument --max-draws: invalid int value: '2.5'",
+        ),
+        (["migrate", "--no-such-flag"], "strands-art: error: unrecognized arguments: --no-such-flag"),
+        (["trian"], "strands-art: error: argument command: invalid choice: 'trian'"),
+    ],
+)
+def test_an_argparse_error_is_one_line_not_the_whole_usage(capsys, argv, said) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and err.startswith(said)
+    assert err.rstrip().endswith("--help` lists the options)") and "usage:" not in err

@@ -122,6 +122,9 @@ def test_the_command_resumes_past_the_check(lookup_run: Path, capsys) -> None:
     assert f"--model {lookup_run / 'no-model'}: unknown tokenizer/model" in capsys.readouterr().err
     assert main([*argv, "--history-mode", "tree"]) == 2
     assert "--history-mode 'tree' (the run has 'linear')" in capsys.readouterr().err
+    assert main([*argv, "--skip-tied", "2"]) == 2  # out of range first, not "the run has 0.0"
+    err = capsys.readouterr().err
+    assert "--skip-tied must be a finite number in [0, 1], got 2.0" in err and "these differ" not in err
 
 
 GIVEN = st.fixed_dictionaries(

@@ -237,8 +237,11 @@ def _settings(args: argparse.Namespace) -> Any:
 
     given = _given(args)
     if args.resume:
+        saved = TrainSettings.load(args.run_dir)
+        # each restated value in range first (`--skip-tied 2` is out of range, not a difference)
+        TrainSettings.resolve(saved.env, args.run_dir, given, cross_checks=False)
         # an extension is saved once the run's lock is held (run_training)
-        return resume_settings(TrainSettings.load(args.run_dir), given, args.env)
+        return resume_settings(saved, given, args.env)
     if args.env is None:
         raise ValueError("--env is required (capitals, lookup, migrationbench or module:function)")
     return given

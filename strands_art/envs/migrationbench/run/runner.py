@@ -121,9 +121,9 @@ async def run_migration(
             args.prompt = None
     resolve_defaults(args)
     validate_migrate_args(args)
-    check_env_settings(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--run-dir {run_dir}: exists and is not a directory")
+    check_env_settings(run_dir)
     if not args.resume and cfg_path.is_file():  # its results were made with its own settings
         raise UsageError(
             f"--run-dir {run_dir} holds a migrate run already: `--resume {run_dir}` continues it with its "

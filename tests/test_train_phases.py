@@ -147,3 +147,22 @@ def test_an_update_line_is_repeated_every_so_often() -> None:
     quiet.t += 100
     silent.heartbeat()
     assert plain == ["[    0s] updating outer batch 0: 0 / 2 trained"]
+
+
+def test_with_dynamic_sampling_the_line_never_reads_more_done_than_the_total() -> None:
+    """``--max-draws 4`` with 2 tasks x 4 rollouts: a batch needs 8 rollouts and may draw 16; the
+    line says both (before: ``9 / 8 rollouts done``), and repeats at 8 and at 16 done."""
+    clock, lines = Clock(), []
+    phases = Phases(2, 8, clock=clock, on_change=lines.append, every=30, most_per_batch=16)
+    for k in range(12):
+        phases.on_event("start", f"b0-key{k // 4}-r{k % 4}")
+    for k in range(12):
+        clock.t += 1
+        phases.on_event("end", f"b0-key{k // 4}-r{k % 4}")
+    assert lines == [
+        "[    0s] sampling outer batch 0: 0 rollouts done (8 a batch, up to 16 while groups tie), 1 in flight",
+        "[    8s] sampling outer batch 0: 8 rollouts done (8 a batch, up to 16 while groups tie), 4 in flight",
+    ]
+    plain = Phases(2, 8, clock=clock, most_per_batch=8)  # no dynamic sampling: as before
+    plain.on_event("start", "b0-key0-r0")
+    assert plain.progress() == "0 / 8 rollouts done, 1 in flight"

@@ -4,7 +4,8 @@
 the loop already makes, and names one phase at a time:
 
 - ``sampling`` outer batch ``b``: from its first rollout's start (``on_event("start", "b…")``);
-  progress: rollouts of the batch done / the batch's rollouts, and in flight;
+  progress: rollouts of the batch done / the batch's rollouts, and in flight (with dynamic
+  sampling: done, the batch's rollouts and the most it may draw);
 - ``evaluating`` after ``k`` outer batches: from a held-out rollout's start (``eval-b…``);
   progress: held-out rollouts done / ``eval_total``;
 - ``updating`` outer batch ``b``: from ``on_rollouts(b)`` (the loop calls it right before the
@@ -49,6 +50,9 @@ class Phases:
         started: ``clock()`` when the run started (its clock counts from there; default: now).
         every: also call ``on_change`` as the phase's rollouts end, at most once in ``every``
             seconds and for its last rollout (None: at phase changes only).
+        most_per_batch: the most rollouts one outer batch may draw (``--max-draws`` groups x
+            rollouts per prompt; None: ``per_batch``). Above ``per_batch`` the sampling line says
+            both: ``9 rollouts done (8 a batch, up to 16 while groups tie)``, never ``9 / 8``.
     """
 
     def __init__(
@@ -62,9 +66,11 @@ class Phases:
         on_change: Callable[[str], None] | None = None,
         started: float | None = None,
         every: float | None = None,
+        most_per_batch: int | None = None,
     ) -> None:
         self.outer_batches = outer_batches
         self.per_batch = per_batch
+        self.most_per_batch = max(per_batch, most_per_batch or per_batch)
         self.eval_total = eval_total
         self.checkpoint_every = checkpoint_every
         self.resumed_at = resumed_at
@@ -104,8 +110,8 @@ class Phases:
         split = {"sampling": "train", "evaluating": "eval"}.get(self.phase)
         if split != ended[0]:
             return
-        total = self.per_batch if split == "train" else self.eval_total
-        if self.clock() - self.last_line >= self.every or self.done[ended] == total:
+        last = (self.per_batch, self.most_per_batch) if split == "train" else (self.eval_total,)
+        if self.clock() - self.last_line >= self.every or self.done[ended] in last:
             self._emit()
 
     def heartbeat(self) -> None:
@@ -152,7 +158,13 @@ class Phases:
         """The current phase's own progress, e.g. ``3 / 4 rollouts done, 1 in flight``."""
         b = self.batch
         if self.phase == "sampling" and b is not None:
-            return f"{self.done.get(('train', b), 0)} / {self.per_batch} rollouts done, {self._flying('train')} in flight"
+            done, flying = self.done.get(("train", b), 0), self._flying("train")
+            if self.most_per_batch > self.per_batch:  # dynamic sampling: tied groups draw more
+                return (
+                    f"{done} rollouts done ({self.per_batch} a batch, up to {self.most_per_batch} while groups "
+                    f"tie), {flying} in flight"
+                )
+            return f"{done} / {self.per_batch} rollouts done, {flying} in flight"
         if self.phase == "evaluating" and b is not None:
             total = f" / {self.eval_total}" if self.eval_total else ""
             return f"{self.done.get(('eval', b), 0)}{total} held-out rollouts done, {self._flying('eval')} in flight"

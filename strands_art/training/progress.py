@@ -138,7 +138,8 @@ class LiveProgress:
         outer_batches, rollouts_per_batch: the run's size. eval_total: held-out rollouts per
         evaluation. checkpoint_every: as the run's. resumed_at: the outer batches a resumed run
         had done (a ``resumed at outer batch k`` line), None for a fresh run. started: the
-        ``clock()`` the run started at (default: now).
+        ``clock()`` the run started at (default: now). most_per_batch: see
+        :class:`~strands_art.training.phases.Phases`.
     """
 
     def __init__(
@@ -152,11 +153,12 @@ class LiveProgress:
         resumed_at: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         started: float | None = None,
+        most_per_batch: int | None = None,
     ) -> None:
         self.console = console or Console(stderr=True)
         self.phases = Phases(
             outer_batches, rollouts_per_batch, eval_total, checkpoint_every, resumed_at, clock,
-            on_change=lambda line: self.console.print(line), started=started,
+            on_change=lambda line: self.console.print(line), started=started, most_per_batch=most_per_batch,
         )  # fmt: skip
         self.outer_batches = outer_batches
         self.per_batch = rollouts_per_batch

@@ -432,7 +432,8 @@ async def _run_locked(
         size = (settings.outer_batches, settings.prompt_batch * settings.rollouts_per_prompt)
         kw = dict(eval_total=len(env.eval_tasks or []) * settings.eval_samples,
                   checkpoint_every=trainer.config.checkpoint_every, resumed_at=_done(run_dir) if resume else None,
-                  started=started)  # fmt: skip
+                  started=started,
+                  most_per_batch=(settings.max_draws or settings.prompt_batch) * settings.rollouts_per_prompt)  # fmt: skip
         watcher: LiveProgress | Phases | None = None
         if progress and sys.stderr.isatty():
             watcher = stack.enter_context(LiveProgress(*size, **kw))

@@ -8,7 +8,8 @@ core 0 (the server's log: ``core ids=[0] ... reserved_cpus=[1]``), while the sch
 each step by spinning (``shm_broadcast``: ``sched_yield`` for 1 s after each read). This bench
 measures the same server, flags and requests under two settings of the server's environment:
 
-- ``auto``: vLLM's default (what ``strands-art train --backend vllm`` starts today);
+- ``auto``: vLLM's default (what ``strands-art train --backend vllm`` started before
+  :func:`strands_art.backends.vllm_server.cpu_binding` made ``all`` the default);
 - ``all``: ``VLLM_CPU_OMP_THREADS_BIND=0-N`` (every core of this machine) and
   ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``: the model's OpenMP threads on every core, beside the
   scheduler's spinning.
@@ -60,6 +61,8 @@ SETTINGS = ("auto", "all")
 def setting_env(name: str) -> dict[str, str]:
     """The server's extra environment of ``name`` (see the module doc)."""
     env = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    if name == "auto":  # said, since VLLMServer binds every core unless told (vllm_server.cpu_binding)
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "auto"
     if name == "all":
         env |= {
             "VLLM_CPU_OMP_THREADS_BIND": f"0-{(os.cpu_count() or 1) - 1}",

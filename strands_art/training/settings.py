@@ -139,6 +139,24 @@ FLOAT_RANGES: dict[str, tuple[float, float, bool]] = {
 ``--max-new-tokens`` are checked by :func:`strands_art.validation.check_sampling`, as in ``serve``."""
 
 
+def check_ranges(given: Mapping[str, Any]) -> None:
+    """Each number of ``given`` (settings by key; None: not given) in its range (:data:`INT_RANGES`,
+    :data:`FLOAT_RANGES`), alone: what ``train --resume`` checks of the flags it restates before it
+    compares them with the run's (``--skip-tied 2`` is out of range, not a difference).
+
+    Raises:
+        UsageError: naming the flag, its range and the value.
+    """
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in INT_RANGES:
+            check_int(FLAG_OF[key], value, *INT_RANGES[key])
+        elif key in FLOAT_RANGES:
+            lo, hi, lo_open = FLOAT_RANGES[key]
+            check_float(FLAG_OF[key], value, lo, hi, lo_open=lo_open)
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     """One run's settings (the command's options, ``-`` spelled ``_``). See ``strands-art train --help``."""

@@ -233,13 +233,12 @@ def _settings(args: argparse.Namespace) -> Any:
     """A resumed run's settings (:func:`~strands_art.training.resume_settings.resume_settings`), or
     for a new run the settings the command line gives (resolved once the environment is built)."""
     from strands_art.training.resume_settings import resume_settings
-    from strands_art.training.settings import TrainSettings
+    from strands_art.training.settings import TrainSettings, check_ranges
 
     given = _given(args)
     if args.resume:
         saved = TrainSettings.load(args.run_dir)
-        # each restated value in range first (`--skip-tied 2` is out of range, not a difference)
-        TrainSettings.resolve(saved.env, args.run_dir, given, cross_checks=False)
+        check_ranges(given)  # each restated number in range first: `--skip-tied 2` is not a difference
         # an extension is saved once the run's lock is held (run_training)
         return resume_settings(saved, given, args.env)
     if args.env is None:

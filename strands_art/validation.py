@@ -71,8 +71,8 @@ ON_WORDS = ("on", "1", "yes", "true")
 """How a switch given in an environment variable is spelled (any case, spaces around ignored)."""
 
 
-def env_switch(name: str, value: str | None) -> bool | None:
-    """The environment variable ``name``'s ``value`` read as a switch: False for :data:`OFF_WORDS`,
+def env_switch(value: str | None) -> bool | None:
+    """An environment variable's ``value`` read as a switch: False for :data:`OFF_WORDS`,
     True for :data:`ON_WORDS`, None when unset or empty (the caller's default) or anything else
     (for a variable whose value may also be a path: see :func:`check_env_switch` for one that may not).
     """
@@ -83,7 +83,7 @@ def env_switch(name: str, value: str | None) -> bool | None:
 def check_env_switch(name: str, value: str | None, default: bool = True) -> bool:
     """:func:`env_switch`, ``default`` when unset or empty; anything else is :class:`UsageError`
     naming the variable (a typo such as ``of`` must not leave a switch silently on)."""
-    got = env_switch(name, value)
+    got = env_switch(value)
     if got is not None:
         return got
     if not (value or "").strip():

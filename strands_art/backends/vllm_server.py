@@ -67,22 +67,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cpu_binding(env: dict[str, str], cores: int | None = None) -> dict[str, str]:
-    """The model's CPU cores for a server started with ``env``: every core of this machine
-    (``VLLM_CPU_OMP_THREADS_BIND=0-N``, ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``) unless ``env`` sets
-    ``VLLM_CPU_OMP_THREADS_BIND`` itself (``auto`` is vLLM's own choice); ``{}`` then.
+def cpu_binding(env: dict[str, str]) -> dict[str, str]:
+    """The variables that bind a server started with ``env`` to every core this process may use
+    (``os.sched_getaffinity(0)``): ``VLLM_CPU_OMP_THREADS_BIND`` as a comma list of core ids and
+    ``VLLM_CPU_NUM_OF_RESERVED_CPU=0``; ``{}`` when ``env`` sets ``VLLM_CPU_OMP_THREADS_BIND``
+    itself (``auto`` is vLLM's own choice).
 
     vllm-cpu's ``auto`` reserves one core per rank for its scheduler process, so on a 2-core
-    machine the model ran on one OpenMP thread; every core doubled decode and sped up prefill
-    1.7x here (``bench/vllm_threads.py``, bench/results/vllm-threads-2026-12-05.txt).
-
-    Args:
-        cores: the cores to bind (default ``os.sched_getaffinity(0)``: those this process may use).
+    machine the model ran on one OpenMP thread; every core gave 1.70x the prefill and 1.72x the
+    decode here (``bench/vllm_threads.py``, bench/results/vllm-threads-2026-12-05.txt).
     """
     if "VLLM_CPU_OMP_THREADS_BIND" in env:
         return {}
-    ids = sorted(os.sched_getaffinity(0)) if cores is None else list(range(cores))
-    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(map(str, ids)), "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    ids = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+    return {"VLLM_CPU_OMP_THREADS_BIND": ids, "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
 
 
 class VLLMServer:

@@ -246,7 +246,7 @@ def cache_directory(run_dir: str | os.PathLike[str]) -> Path | None:
     off (:data:`~strands_art.validation.OFF_WORDS`), else ``run_dir/eval-cache`` (also for unset,
     empty or :data:`~strands_art.validation.ON_WORDS`)."""
     setting = os.environ.get(CACHE_ENV, "").strip()
-    switch = env_switch(CACHE_ENV, setting)
+    switch = env_switch(setting)
     if switch is False:
         return None
     return Path(setting).expanduser() if setting and switch is None else Path(run_dir) / RUN_CACHE_DIR

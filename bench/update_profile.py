@@ -115,9 +115,16 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
+def sigint_default() -> None:
+    """In the child before exec: SIGINT's default disposition (Python then installs its
+    KeyboardInterrupt handler), whatever this process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Watcher(threading.Thread):
-    """Polls the run: the server's counters (the last scrape wins: the server dies with the run)
-    and when each metrics record appeared."""
+    """Polls the run: the server's counters (the last scrape wins: the server dies with the run;
+    with ``stop_on_eval``, the scrape as the evaluation's record appeared, not the next outer
+    batch's requests while the run stops) and when each metrics record appeared."""
 
     def __init__(self, proc: subprocess.Popen, run_dir: Path, stop_on_eval: bool) -> None:
         super().__init__(daemon=True)
@@ -126,25 +133,31 @@ class Watcher(threading.Thread):
         self.first: dict[str, float] | None = None
         self.last: dict[str, float] = {}
         self.arrived: dict[str, float] = {}
+        self.frozen = False
+
+    def poll_server(self) -> None:
+        if self.port is None:
+            self.port = server_port(self.proc.pid)
+        if self.port is not None and not self.frozen:
+            try:
+                snap = scrape(self.port)
+                if self.first is None:
+                    self.first = snap
+                self.last = snap
+            except httpx.HTTPError:
+                pass
 
     def run(self) -> None:
         while self.proc.poll() is None:
-            if self.port is None:
-                self.port = server_port(self.proc.pid)
-            if self.port is not None:
-                try:
-                    snap = scrape(self.port)
-                    if self.first is None:
-                        self.first = snap
-                    self.last = snap
-                except httpx.HTTPError:
-                    pass
+            self.poll_server()
             path = self.run_dir / "metrics.jsonl"
             if path.exists():
                 for line in path.read_text().splitlines():
                     rec = json.loads(line)
                     self.arrived.setdefault(rec["kind"], time.monotonic())
                 if self.stop_on_eval and "eval" in self.arrived:
+                    self.poll_server()  # the evaluation's requests all answered before its record
+                    self.frozen = True
                     self.proc.send_signal(signal.SIGINT)  # Ctrl-C: the command stops cleanly
                     self.stop_on_eval = False
             time.sleep(2)
@@ -196,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()
     print(f"$ {' '.join(cmd)}\nstart {time.strftime('%H:%M:%S')} load {load0}", flush=True)
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, start_new_session=True)
+    # SIGINT back to its default in the run: a shell starts a background job (`... &`, nohup) with
+    # SIGINT ignored, the run would inherit that and --phase eval's Ctrl-C would not stop it
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=sigint_default)
     watch = Watcher(proc, run_dir, stop_on_eval=args.phase == "eval")
     watch.start()
     rc = proc.wait()

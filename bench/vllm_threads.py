@@ -139,20 +139,65 @@ async def measure(
     }
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def round_line(r: int, name: str, m: dict[str, float], start_s: float) -> str:
+    """One report line: round ``r``'s measurement ``m`` of setting ``name``."""
+    return (
+        f"round {r} {name:>8}: prefill {m['prefill_tps']:6.1f} tok/s ({m['prefill_s']:.1f} s), decode "
+        f"{m['decode_tps']:5.2f} tok/s ({m['decode_s']:.1f} s after the first tokens at "
+        f"{m['first_token_s']:.1f} s), server start {start_s:.0f} s"
+    )
+
+
+def spread(xs: list[float]) -> str:
+    """``mean+-std`` of ``xs`` (std 0 for one value), two decimals."""
+    return f"{statistics.fmean(xs):.2f}+-{statistics.stdev(xs) if len(xs) > 1 else 0.0:.2f}"
+
+
+def compare(results: dict[str, list[dict[str, float]]], new: str, base: str) -> str:
+    """The RESULT fields of two settings' rounds: each one's mean prefill and decode tokens per
+    second, and ``new / base`` per round as mean +- std."""
+    mean = {
+        s: {k: statistics.fmean(m[k] for m in results[s]) for k in ("prefill_tps", "decode_tps")}
+        for s in (base, new)
+    }
+    ratios = {
+        k: [a[k] / b[k] for a, b in zip(results[new], results[base], strict=True)]
+        for k in ("prefill_tps", "decode_tps")
+    }
+    return (
+        f"prefill_tps_{base}={mean[base]['prefill_tps']:.1f} prefill_tps_{new}={mean[new]['prefill_tps']:.1f} "
+        f"decode_tps_{base}={mean[base]['decode_tps']:.2f} decode_tps_{new}={mean[new]['decode_tps']:.2f} "
+        f"prefill_ratio={spread(ratios['prefill_tps'])} decode_ratio={spread(ratios['decode_tps'])}"
+    )
+
+
+def parser(doc: str, *sizes: tuple[str, int, str]) -> argparse.ArgumentParser:
+    """The request-set arguments of this bench and bench/vllm_dtype.py (``--rounds``, ``--group``,
+    ``--prompt-tokens``, ``--new-tokens``, then ``sizes``: (flag, default, help), ``--out``)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=2, help="rounds of both settings (order alternated)")
     p.add_argument("--group", type=int, default=4, help="concurrent requests (the GRPO group size)")
     p.add_argument(
         "--prompt-tokens", type=int, default=2700, help="tokens of each prompt's user turn (about)"
     )
     p.add_argument("--new-tokens", type=int, default=128, help="tokens each decode request samples")
+    for flag, default, text in sizes:
+        p.add_argument(flag, type=int, default=default, help=text)
     p.add_argument("--out", help="also write the report here")
+    return p
+
+
+def parse_sizes(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``p``'s arguments, every integer one >= 1 (else exit 2 naming it)."""
     args = p.parse_args(argv)
-    for flag in ("rounds", "group", "prompt_tokens", "new_tokens"):
-        if getattr(args, flag) < 1:
+    for flag, value in vars(args).items():
+        if isinstance(value, int) and value < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
     return args
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return parse_sizes(parser(__doc__), argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,31 +231,11 @@ def main(argv: list[str] | None = None) -> int:
                            if "core ids=" in ln or "reserved_cpus=" in ln]  # fmt: skip
                 m = asyncio.run(measure(server.base_url, texts, lengths, args.new_tokens))
             results[name].append(m)
-            line = (
-                f"round {r} {name:>4}: prefill {m['prefill_tps']:6.1f} tok/s ({m['prefill_s']:.1f} s), decode "
-                f"{m['decode_tps']:5.2f} tok/s ({m['decode_s']:.1f} s after the first tokens at "
-                f"{m['first_token_s']:.1f} s), server start {start_s:.0f} s; {'; '.join(binding)}"
-            )
+            line = f"{round_line(r, name, m, start_s)}; {'; '.join(binding)}"
             lines.append(line)
             print(line, flush=True)
-    mean = {
-        s: {k: statistics.fmean(m[k] for m in results[s]) for k in ("prefill_tps", "decode_tps")}
-        for s in SETTINGS
-    }
-    ratios = {
-        k: [a[k] / b[k] for a, b in zip(results["all"], results["auto"], strict=True)]
-        for k in ("prefill_tps", "decode_tps")
-    }
-
-    def spread(xs: list[float]) -> str:
-        return f"{statistics.fmean(xs):.2f}+-{statistics.stdev(xs) if len(xs) > 1 else 0.0:.2f}"
-
     lines.append(f"# loadavg after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    lines.append(
-        f"RESULT prefill_tps_auto={mean['auto']['prefill_tps']:.1f} prefill_tps_all={mean['all']['prefill_tps']:.1f} "
-        f"decode_tps_auto={mean['auto']['decode_tps']:.2f} decode_tps_all={mean['all']['decode_tps']:.2f} "
-        f"prefill_ratio={spread(ratios['prefill_tps'])} decode_ratio={spread(ratios['decode_tps'])}"
-    )
+    lines.append(f"RESULT {compare(results, 'all', 'auto')}")
     print("\n".join(lines[-2:]), flush=True)
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -166,3 +166,39 @@ def test_the_autocast_flag_travels_like_every_setting(tmp_path, capsys):
     assert main(["train", "--resume", "--run-dir", str(run), "--autocast", "bf16"]) == 2
     assert "--autocast 'bf16' (the run has 'off')" in capsys.readouterr().err
     assert (run / "train.json").read_text() == saved
+
+
+def test_the_sampler_dtype_flag_travels_like_every_setting_and_only_where_train_starts_the_server(
+    tmp_path, capsys
+):
+    run = tmp_path / "run"
+    base = ["--env", "capitals", "--run-dir", str(run), "--backend", "vllm"]
+    bf16, f32 = settings_of([*base, "--sampler-dtype", "bfloat16"]), settings_of(base)
+    assert (bf16.sampler_dtype, f32.sampler_dtype) == ("bfloat16", "float32")
+    assert dataclasses.replace(bf16, sampler_dtype="float32") == f32
+    assert settings_of(shlex.split(bf16.command())[2:]) == bf16
+    with pytest.raises(UsageError, match="--sampler-dtype must be one of float32, bfloat16, got 'fp16'"):
+        dataclasses.replace(bf16, sampler_dtype="fp16").check()
+    # nothing to set where train starts no vLLM server
+    for where in (["--backend", "transformers"], ["--vllm-url", "http://127.0.0.1:9"]):
+        with pytest.raises(
+            UsageError, match="--sampler-dtype: the precision of the vLLM server train starts"
+        ):
+            settings_of(["--env", "capitals", "--run-dir", str(run), *where, "--sampler-dtype", "bfloat16"])
+    with pytest.raises(UsageError, match="--sampler-dtype: .* the verl launch samples"):
+        settings_of([*base, "--trainer", "verl", "--sampler-dtype", "bfloat16"])
+    assert settings_of(
+        ["--env", "capitals", "--run-dir", str(run), "--sampler-dtype", "float32"]
+    ).backend == ("transformers")  # the default spelled out is no change
+    # train.json: kept; one written before the setting existed means float32
+    run.mkdir()
+    bf16.save(run)
+    assert TrainSettings.load(run) == bf16
+    old = bf16.to_dict()
+    del old["sampler_dtype"]
+    (run / "train.json").write_text(json.dumps(old))
+    assert TrainSettings.load(run) == f32
+    saved = (run / "train.json").read_text()
+    assert main(["train", "--resume", "--run-dir", str(run), "--sampler-dtype", "bfloat16"]) == 2
+    assert "--sampler-dtype 'bfloat16' (the run has 'float32')" in capsys.readouterr().err
+    assert (run / "train.json").read_text() == saved

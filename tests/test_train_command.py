@@ -397,7 +397,14 @@ def test_the_vllm_server_gets_the_environments_context_budget(tmp_path, monkeypa
     settings = TrainSettings.resolve("capitals", str(tmp_path / "run"), {"backend": "vllm"})
     with contextlib.ExitStack() as stack, pytest.raises(Started):
         run._load(settings, tmp_path, stack, env.max_context_tokens)
-    assert seen["max_model_len"] == 16384
+    assert seen["max_model_len"] == 16384 and seen["dtype"] == "float32"
+    seen.clear()
+    bf16 = TrainSettings.resolve(
+        "capitals", str(tmp_path / "run"), {"backend": "vllm", "sampler_dtype": "bfloat16"}
+    )
+    with contextlib.ExitStack() as stack, pytest.raises(Started):
+        run._load(bf16, tmp_path, stack, None)
+    assert seen["dtype"] == "bfloat16"  # --sampler-dtype is the server's --dtype
     seen.clear()
     with contextlib.ExitStack() as stack, pytest.raises(Started):
         run._load(settings, tmp_path, stack, None)

@@ -284,6 +284,7 @@ def _load(
         server = VLLMServer(
             causal_lm_dir(settings.model),
             settings.model,
+            dtype=settings.sampler_dtype,
             extra_args=flags,
             env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
             log_path=run_dir / "vllm-server.log",

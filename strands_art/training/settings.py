@@ -66,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "share_prefix": False,
     "gradient_checkpointing": False,
     "autocast": "off",
+    "sampler_dtype": "float32",
     "train_truncated": False,
     "old_logprobs": "auto",
     "batching": "fixed-steps",
@@ -86,6 +87,12 @@ per outer batch whatever the row count; the default and the recommendation) or `
 (mini-batches of ``--rows-per-mini-batch`` rows, default ``--ppo-mini-batch x --rollouts-per-prompt``:
 more rows, more optimizer steps; the baseline the design fixed, kept to measure it,
 docs/variable-row-batching.md)."""
+
+SAMPLER_DTYPE_CHOICES: tuple[str, ...] = ("float32", "bfloat16")
+"""``--sampler-dtype``: the ``--dtype`` of the vLLM server ``train`` starts. ``float32`` (default):
+the recorded logprobs equal a float32 recomputation to ~1e-4; ``bfloat16``: faster on a CPU with
+AVX512-BF16/AMX, its logprobs ~0.002 nats from float32 on average (bench/vllm_dtype.py,
+docs/setup-vllm.md)."""
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
 """The command-line flag of each setting."""
@@ -204,6 +211,7 @@ class TrainSettings:
     rows_per_mini_batch: int | None = None
     history_mode: str | None = None
     autocast: str = "off"
+    sampler_dtype: str = "float32"
     train_truncated: bool = False
 
     @classmethod
@@ -254,6 +262,11 @@ class TrainSettings:
                     "--autocast: the embedded trainer's precision; the verl launch trains in verl's own "
                     "(its actor's FSDP mixed-precision settings)"
                 )
+            if given.get("sampler_dtype") not in (None, "float32"):
+                raise UsageError(
+                    "--sampler-dtype: the precision of the vLLM server the embedded trainer starts; the verl "
+                    "launch samples with verl's own rollout settings"
+                )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         # saved resolved: a resumed run keeps what it trained with
         values["old_logprobs"] = resolve_old_logprobs(values["old_logprobs"], values["max_staleness"])
@@ -292,6 +305,7 @@ class TrainSettings:
             ("old_logprobs", OLD_LOGPROBS_CHOICES),
             ("batching", BATCHING_CHOICES),
             ("autocast", AUTOCAST_CHOICES),
+            ("sampler_dtype", SAMPLER_DTYPE_CHOICES),
         ):
             if getattr(self, key) not in choices:
                 raise UsageError(
@@ -304,6 +318,11 @@ class TrainSettings:
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "gradient_checkpointing", "wandb", "train_truncated"):
             check_bool(FLAG_OF[key], getattr(self, key))
+        if self.sampler_dtype != "float32" and (self.backend != "vllm" or self.vllm_url is not None):
+            raise UsageError(
+                "--sampler-dtype: the precision of the vLLM server train starts (--backend vllm without "
+                "--vllm-url); a server named by --vllm-url keeps the --dtype it was started with"
+            )
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)
             if self.backend != "vllm":

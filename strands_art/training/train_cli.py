@@ -20,7 +20,7 @@ from typing import Any
 from strands_art.invocation import strands_art_command
 from strands_art.training.old_logprobs import OLD_LOGPROBS_CHOICES
 from strands_art.training.precision import AUTOCAST_CHOICES
-from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS
+from strands_art.training.settings import BATCHING_CHOICES, DEFAULTS, SAMPLER_DTYPE_CHOICES
 
 DESCRIPTION = """\
 Train a policy with GRPO + LoRA on one machine: tasks -> rollouts through the gateway ->
@@ -160,6 +160,14 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "with AVX512-BF16/AMX, weights, adapter and optimizer state stay float32, the logits float32; the "
         "trainer's logprobs move ~0.03 nats from the sampler's: see docs/training-update.md) or not "
         "(off, default)",
+    )
+    g.add_argument(
+        "--sampler-dtype",
+        choices=SAMPLER_DTYPE_CHOICES,
+        help="the --dtype of the vLLM server train starts (--backend vllm, no --vllm-url): float32 "
+        "(default: recorded logprobs equal a float32 recomputation) or bfloat16 (faster on a CPU with "
+        "AVX512-BF16/AMX; its logprobs move from float32's: pair it with --old-logprobs recompute; "
+        "docs/setup-vllm.md)",
     )
     g.add_argument(
         "--train-truncated",

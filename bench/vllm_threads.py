@@ -188,11 +188,18 @@ def parser(doc: str, *sizes: tuple[str, int, str]) -> argparse.ArgumentParser:
 
 
 def parse_sizes(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """``p``'s arguments, every integer one >= 1 (else exit 2 naming it)."""
+    """``p``'s arguments, every integer one >= 1 and ``--out``'s directory existing (else exit 2
+    naming it, before any server starts)."""
     args = p.parse_args(argv)
     for flag, value in vars(args).items():
         if isinstance(value, int) and value < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1")
+    if args.out and not Path(args.out).resolve().parent.is_dir():
+        p.error(f"--out {args.out}: its directory does not exist")
+    if args.prompt_tokens + args.new_tokens + getattr(args, "score_tokens", 0) + 512 > MAX_CONTEXT_TOKENS:
+        p.error(
+            f"--prompt-tokens and the tokens sampled or scored after it exceed the server's {MAX_CONTEXT_TOKENS}"
+        )
     return args
 
 

@@ -41,3 +41,16 @@ def test_sizes_below_one_are_refused(flag: str, capsys) -> None:
     with pytest.raises(SystemExit) as stop:
         vd.parse_args([flag, "0"])
     assert stop.value.code == 2 and f"{flag} must be >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--out", "/nonexistent-dir/x.txt"], "--out /nonexistent-dir/x.txt: its directory does not exist"),
+        (["--prompt-tokens", "15000", "--score-tokens", "1000"], "exceed the server's 16384"),
+    ],
+)
+def test_what_would_fail_after_the_servers_ran_is_refused_before(argv: list[str], said: str, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        vd.parse_args(argv)
+    assert stop.value.code == 2 and said in capsys.readouterr().err

@@ -180,13 +180,18 @@ def test_the_sampler_dtype_flag_travels_like_every_setting_and_only_where_train_
     with pytest.raises(UsageError, match="--sampler-dtype must be one of float32, bfloat16, got 'fp16'"):
         dataclasses.replace(bf16, sampler_dtype="fp16").check()
     # nothing to set where train starts no vLLM server
-    for where in (["--backend", "transformers"], ["--vllm-url", "http://127.0.0.1:9"]):
-        with pytest.raises(
-            UsageError, match="--sampler-dtype: the precision of the vLLM server train starts"
-        ):
-            settings_of(["--env", "capitals", "--run-dir", str(run), *where, "--sampler-dtype", "bfloat16"])
-    with pytest.raises(UsageError, match="--sampler-dtype: .* the verl launch samples"):
+    where = ["--env", "capitals", "--run-dir", str(run), "--sampler-dtype", "bfloat16"]
+    with pytest.raises(
+        UsageError,
+        match=r"^--sampler-dtype bfloat16 .* needs --backend vllm \(this run: --backend transformers\)$",
+    ):
+        settings_of(where)
+    with pytest.raises(UsageError, match=r"^--sampler-dtype bfloat16 .* --vllm-url names one you run"):
+        settings_of([*where, "--vllm-url", "http://127.0.0.1:9"])
+    with pytest.raises(UsageError, match="^--sampler-dtype bfloat16: .* the verl launch samples"):
         settings_of([*base, "--trainer", "verl", "--sampler-dtype", "bfloat16"])
+    with pytest.raises(UsageError, match="the verl launch samples"):  # a hand-edited train.json too
+        dataclasses.replace(bf16, trainer="verl", max_staleness=0).check()
     assert settings_of(
         ["--env", "capitals", "--run-dir", str(run), "--sampler-dtype", "float32"]
     ).backend == ("transformers")  # the default spelled out is no change

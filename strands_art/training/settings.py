@@ -91,7 +91,7 @@ docs/variable-row-batching.md)."""
 SAMPLER_DTYPE_CHOICES: tuple[str, ...] = ("float32", "bfloat16")
 """``--sampler-dtype``: the ``--dtype`` of the vLLM server ``train`` starts. ``float32`` (default):
 the recorded logprobs equal a float32 recomputation to ~1e-4; ``bfloat16``: faster on a CPU with
-AVX512-BF16/AMX, its logprobs ~0.002 nats from float32 on average (bench/vllm_dtype.py,
+AVX512-BF16/AMX, its logprobs ~0.0015 nats from float32 on average (bench/vllm_dtype.py,
 docs/setup-vllm.md)."""
 
 FLAG_OF = {key: "--" + key.replace("_", "-") for key in DEFAULTS}
@@ -262,11 +262,6 @@ class TrainSettings:
                     "--autocast: the embedded trainer's precision; the verl launch trains in verl's own "
                     "(its actor's FSDP mixed-precision settings)"
                 )
-            if given.get("sampler_dtype") not in (None, "float32"):
-                raise UsageError(
-                    "--sampler-dtype: the precision of the vLLM server the embedded trainer starts; the verl "
-                    "launch samples with verl's own rollout settings"
-                )
             values["max_staleness"] = 0  # what the launch does, whatever the default
         # saved resolved: a resumed run keeps what it trained with
         values["old_logprobs"] = resolve_old_logprobs(values["old_logprobs"], values["max_staleness"])
@@ -318,10 +313,20 @@ class TrainSettings:
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "gradient_checkpointing", "wandb", "train_truncated"):
             check_bool(FLAG_OF[key], getattr(self, key))
-        if self.sampler_dtype != "float32" and (self.backend != "vllm" or self.vllm_url is not None):
+        if self.sampler_dtype != "float32" and self.trainer == "verl":
             raise UsageError(
-                "--sampler-dtype: the precision of the vLLM server train starts (--backend vllm without "
-                "--vllm-url); a server named by --vllm-url keeps the --dtype it was started with"
+                f"--sampler-dtype {self.sampler_dtype}: the precision of the vLLM server the embedded trainer "
+                "starts; the verl launch samples with verl's own rollout settings"
+            )
+        if self.sampler_dtype != "float32" and self.backend != "vllm":
+            raise UsageError(
+                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts: it needs --backend "
+                f"vllm (this run: --backend {self.backend})"
+            )
+        if self.sampler_dtype != "float32" and self.vllm_url is not None:
+            raise UsageError(
+                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts, and --vllm-url names "
+                "one you run: that server keeps the --dtype it was started with"
             )
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)

@@ -203,6 +203,13 @@ def test_the_sampler_dtype_flag_travels_like_every_setting_and_only_where_train_
     del old["sampler_dtype"]
     (run / "train.json").write_text(json.dumps(old))
     assert TrainSettings.load(run) == f32
+    # a hand-edited value nobody typed: the error says which file holds it
+    (run / "train.json").write_text(json.dumps({**old, "sampler_dtype": "fp16"}))
+    with pytest.raises(
+        UsageError, match=r"train\.json: --sampler-dtype must be one of float32, bfloat16, got 'fp16'"
+    ):
+        TrainSettings.load(run)
+    (run / "train.json").write_text(json.dumps(old))
     saved = (run / "train.json").read_text()
     assert main(["train", "--resume", "--run-dir", str(run), "--sampler-dtype", "bfloat16"]) == 2
     assert "--sampler-dtype 'bfloat16' (the run has 'float32')" in capsys.readouterr().err

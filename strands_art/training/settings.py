@@ -492,5 +492,10 @@ class TrainSettings:
         # the directory given is the run: a run_dir saved in train.json (a copied run's original,
         # or a hand-edited one) is ignored, so a resume writes only into run_dir
         settings = cls.from_dict({**data, "run_dir": str(run_dir)})
-        settings.check()
+        try:
+            settings.check()
+        except UsageError as exc:  # the user typed none of it: say where it is
+            raise UsageError(f"{path}: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
         return settings

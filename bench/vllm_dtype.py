@@ -34,9 +34,8 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from vllm_threads import MODEL, compare, measure, parse_sizes, parser, prompts, round_line
+from vllm_threads import MODEL, compare, finish, measure, parse_sizes, parser, prompts, round_line
 
 from strands_art.backends.vllm_score import score_tokens
 from strands_art.backends.vllm_server import VLLMServer
@@ -118,16 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         results["bfloat16"][r] |= {"gap_mean": g_mean, "gap_max": g_max}
         lines.append(f"round {r} logprob gap bfloat16 vs float32: mean {g_mean:.4f}, max {g_max:.4f} nats")
         print(lines[-1], flush=True)
-    lines.append(f"# loadavg after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    lines.append(
-        f"RESULT {compare(results, 'bfloat16', 'float32')} "
+    result = (
+        f"{compare(results, 'bfloat16', 'float32')} "
         f"logprob_gap_mean={statistics.fmean(m['gap_mean'] for m in results['bfloat16']):.4f} "
         f"logprob_gap_max={max(m['gap_max'] for m in results['bfloat16']):.4f}"
     )
-    print("\n".join(lines[-2:]), flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return 0
+    return finish(lines, result, args.out)
 
 
 if __name__ == "__main__":

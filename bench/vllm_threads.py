@@ -241,11 +241,17 @@ def main(argv: list[str] | None = None) -> int:
             line = f"{round_line(r, name, m, start_s)}; {'; '.join(binding)}"
             lines.append(line)
             print(line, flush=True)
+    return finish(lines, compare(results, "all", "auto"), args.out)
+
+
+def finish(lines: list[str], result: str, out: str | None) -> int:
+    """Append the load average and ``RESULT result`` to the report ``lines``, print those two, and
+    write the whole report to ``out`` when given; returns the exit code 0."""
     lines.append(f"# loadavg after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    lines.append(f"RESULT {compare(results, 'all', 'auto')}")
+    lines.append(f"RESULT {result}")
     print("\n".join(lines[-2:]), flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if out:
+        Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
 
 

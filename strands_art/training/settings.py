@@ -313,21 +313,8 @@ class TrainSettings:
             raise UsageError(f"--prompt must be a non-empty name, got {self.prompt!r}")
         for key in ("share_prefix", "gradient_checkpointing", "wandb", "train_truncated"):
             check_bool(FLAG_OF[key], getattr(self, key))
-        if self.sampler_dtype != "float32" and self.trainer == "verl":
-            raise UsageError(
-                f"--sampler-dtype {self.sampler_dtype}: the precision of the vLLM server the embedded trainer "
-                "starts; the verl launch samples with verl's own rollout settings"
-            )
-        if self.sampler_dtype != "float32" and self.backend != "vllm":
-            raise UsageError(
-                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts: it needs --backend "
-                f"vllm (this run: --backend {self.backend})"
-            )
-        if self.sampler_dtype != "float32" and self.vllm_url is not None:
-            raise UsageError(
-                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts, and --vllm-url names "
-                "one you run: that server keeps the --dtype it was started with"
-            )
+        if self.sampler_dtype != "float32":
+            self._check_sampler_server()
         if self.vllm_url is not None:
             check_http_url("--vllm-url", self.vllm_url)
             if self.backend != "vllm":
@@ -397,6 +384,28 @@ class TrainSettings:
                 f"--launch-after-step must be below the optimizer steps of one update ({steps_per_update}: "
                 f"--prompt-batch / --ppo-mini-batch x --epochs), got {self.launch_after_step}; "
                 "launching after the last step is --max-staleness 0"
+            )
+
+    def _check_sampler_server(self) -> None:
+        """A ``--sampler-dtype`` other than float32 needs the vLLM server ``train`` starts itself.
+
+        Raises:
+            UsageError: with ``--trainer verl``, a backend other than vllm, or ``--vllm-url``.
+        """
+        if self.trainer == "verl":
+            raise UsageError(
+                f"--sampler-dtype {self.sampler_dtype}: the precision of the vLLM server the embedded trainer "
+                "starts; the verl launch samples with verl's own rollout settings"
+            )
+        if self.backend != "vllm":
+            raise UsageError(
+                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts: it needs --backend "
+                f"vllm (this run: --backend {self.backend})"
+            )
+        if self.vllm_url is not None:
+            raise UsageError(
+                f"--sampler-dtype {self.sampler_dtype} sets the vLLM server train starts, and --vllm-url names "
+                "one you run: that server keeps the --dtype it was started with"
             )
 
     def trainer_config(self) -> TrainerConfig:
